@@ -1,0 +1,977 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled chart kernels for PCFGs over a sparse rule index.
+
+One chart engine serves every PCFG-shaped model of fastspectral:
+
+* Viterbi CKY (max-product) with back-pointers,
+* inside and outside (sum-product) passes,
+* posterior marginals of (span, symbol) items, before and after the unary layer,
+* Goodman-style max-expected-recall decoding from those marginals,
+* posterior pruning (items whose marginal exceeds a threshold) and coarse-to-fine masks.
+
+Chart layout
+------------
+A sentence of n words has n(n+1)/2 cells, one per span [i, j) (0 <= i < j <= n), stored by
+length: ``cell = off[j - i] + i``.  Each cell holds two layers of S symbol scores: ``pre`` (the
+node produced by a binary rule, or a preterminal over a word) and ``post`` (after one application
+of the unary closure ``post[A] = pre[A] + sum_B U*(A, B) pre[B]``, where U* - I is handed in as a
+list of (A, B, weight) rules; the caller computes the closure).
+
+Numerical safety
+----------------
+Scores are stored with a per-cell power-of-two exponent (``true = stored * 2**scale[cell]``): every
+cell is renormalised so that its largest entry lies in [0.5, 1), and the contributions of
+different split points (whose exponents differ) are aligned to the largest exponent before they
+are summed.  Nothing underflows for 100+ word sentences, in sum or max mode.
+
+Everything below the Python wrappers runs without the GIL; ``parse_batch`` spreads sentences over
+OpenMP threads (``prange``) with one private workspace per sentence.
+"""
+import numpy as np
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.string cimport memset
+from libc.math cimport ldexp, frexp, log, INFINITY
+
+cnp.import_array()
+
+ctypedef cnp.int32_t i32
+ctypedef cnp.int64_t i64
+ctypedef cnp.uint8_t u8
+
+cdef extern from *:
+    """
+    #define FS_LOG2 0.69314718055994530942
+    #define FS_NO_SCALE (-1073741824)
+    """
+    double FS_LOG2
+    int NO_SCALE "FS_NO_SCALE"
+
+# ----------------------------------------------------------------------------------------------
+# grammar
+
+
+cdef struct CGrammar:
+    int S
+    # binary rules indexed by left child (inside) and by parent (outside)
+    const i32* bl_ptr
+    const i32* bl_parent
+    const i32* bl_right
+    const double* bl_prob
+    const i32* bp_ptr
+    const i32* bp_left
+    const i32* bp_right
+    const double* bp_prob
+    # unary closure (minus identity): post[parent] += prob * pre[child]
+    int n_un
+    const i32* un_parent
+    const i32* un_child
+    const double* un_prob
+    const double* root
+    # decoding classes (base labels)
+    int n_class
+    const i32* sym_class
+    const u8* is_tag
+    const u8* class_is_tag
+
+
+cdef class ChartGrammar:
+    """Rule arrays of a PCFG in the layout the kernels read (built by fastspectral.grammar).
+
+    Parameters are the rule lists; the constructor sorts and indexes them.  ``unary_*`` must
+    already be the closure (U* - I) in sum mode or its max-product analogue in max mode.
+    """
+    cdef CGrammar g
+    cdef object _keep
+    cdef readonly int n_symbols
+    cdef readonly int n_classes
+
+    def __init__(self, int n_symbols, parent, left, right, prob, un_parent, un_child, un_prob,
+                 root, sym_class, is_tag, int n_classes):
+        parent = np.ascontiguousarray(parent, dtype=np.int32)
+        left = np.ascontiguousarray(left, dtype=np.int32)
+        right = np.ascontiguousarray(right, dtype=np.int32)
+        prob = np.ascontiguousarray(prob, dtype=np.float64)
+        n = parent.shape[0]
+        if not (left.shape[0] == n and right.shape[0] == n and prob.shape[0] == n):
+            raise ValueError("binary rule arrays differ in length")
+        for arr in (parent, left, right):
+            if n and (arr.min() < 0 or arr.max() >= n_symbols):
+                raise ValueError("binary rule symbol out of range")
+        order = np.lexsort((right, left))
+        bl_ptr = np.zeros(n_symbols + 1, dtype=np.int32)
+        np.add.at(bl_ptr, left + 1, 1)
+        bl_ptr = np.cumsum(bl_ptr).astype(np.int32)
+        bl_parent = np.ascontiguousarray(parent[order])
+        bl_right = np.ascontiguousarray(right[order])
+        bl_prob = np.ascontiguousarray(prob[order])
+        order = np.lexsort((right, left, parent))
+        bp_ptr = np.zeros(n_symbols + 1, dtype=np.int32)
+        np.add.at(bp_ptr, parent + 1, 1)
+        bp_ptr = np.cumsum(bp_ptr).astype(np.int32)
+        bp_left = np.ascontiguousarray(left[order])
+        bp_right = np.ascontiguousarray(right[order])
+        bp_prob = np.ascontiguousarray(prob[order])
+        un_parent = np.ascontiguousarray(un_parent, dtype=np.int32)
+        un_child = np.ascontiguousarray(un_child, dtype=np.int32)
+        un_prob = np.ascontiguousarray(un_prob, dtype=np.float64)
+        if un_parent.shape[0] and (min(un_parent.min(), un_child.min()) < 0 or
+                                   max(un_parent.max(), un_child.max()) >= n_symbols):
+            raise ValueError("unary rule symbol out of range")
+        root = np.ascontiguousarray(root, dtype=np.float64)
+        sym_class = np.ascontiguousarray(sym_class, dtype=np.int32)
+        is_tag = np.ascontiguousarray(is_tag, dtype=np.uint8)
+        if root.shape[0] != n_symbols or sym_class.shape[0] != n_symbols or is_tag.shape[0] != n_symbols:
+            raise ValueError("per-symbol arrays must have n_symbols entries")
+        class_is_tag = np.zeros(max(n_classes, 1), dtype=np.uint8)
+        class_is_tag[sym_class[is_tag.astype(bool)]] = 1
+        self._keep = (bl_ptr, bl_parent, bl_right, bl_prob, bp_ptr, bp_left, bp_right, bp_prob,
+                      un_parent, un_child, un_prob, root, sym_class, is_tag, class_is_tag)
+        self.n_symbols = n_symbols
+        self.n_classes = n_classes
+        self.g.S = n_symbols
+        self.g.bl_ptr = <const i32*> cnp.PyArray_DATA(bl_ptr)
+        self.g.bl_parent = <const i32*> cnp.PyArray_DATA(bl_parent)
+        self.g.bl_right = <const i32*> cnp.PyArray_DATA(bl_right)
+        self.g.bl_prob = <const double*> cnp.PyArray_DATA(bl_prob)
+        self.g.bp_ptr = <const i32*> cnp.PyArray_DATA(bp_ptr)
+        self.g.bp_left = <const i32*> cnp.PyArray_DATA(bp_left)
+        self.g.bp_right = <const i32*> cnp.PyArray_DATA(bp_right)
+        self.g.bp_prob = <const double*> cnp.PyArray_DATA(bp_prob)
+        self.g.n_un = un_parent.shape[0]
+        self.g.un_parent = <const i32*> cnp.PyArray_DATA(un_parent)
+        self.g.un_child = <const i32*> cnp.PyArray_DATA(un_child)
+        self.g.un_prob = <const double*> cnp.PyArray_DATA(un_prob)
+        self.g.root = <const double*> cnp.PyArray_DATA(root)
+        self.g.n_class = n_classes
+        self.g.sym_class = <const i32*> cnp.PyArray_DATA(sym_class)
+        self.g.is_tag = <const u8*> cnp.PyArray_DATA(is_tag)
+        self.g.class_is_tag = <const u8*> cnp.PyArray_DATA(class_is_tag)
+
+    @property
+    def binary_by_left(self):
+        """(ptr, parent, right, prob) arrays of the left-child rule index (for other kernels)."""
+        return self._keep[0], self._keep[1], self._keep[2], self._keep[3]
+
+
+# ----------------------------------------------------------------------------------------------
+# workspace
+
+
+cdef struct Chart:
+    int n
+    int S
+    int ncell
+    i32* off            # n + 2 offsets by span length
+    double* in_pre
+    double* in_post
+    double* out_pre
+    double* out_post
+    int* sc_in          # per-cell exponents
+    int* sc_out
+    i32* act            # active post symbols per cell (inside > 0)
+    i32* nact
+    i32* act_out        # active parents per cell (inside pre > 0 and outside pre > 0)
+    i32* nact_out
+    i32* bp_k           # viterbi back-pointers (pre layer): split and rule index
+    i32* bp_r
+    i32* bp_u           # viterbi unary: child symbol or -1
+    u8* mask            # optional allowed (cell, symbol)
+    u8* mask_any        # per cell: is any symbol allowed
+    double* acc
+    double* acc2
+
+
+cdef inline int cell_of(const Chart* c, int i, int j) noexcept nogil:
+    return c.off[j - i] + i
+
+
+cdef int chart_alloc(Chart* c, int n, int S, bint outside, bint viterbi, bint use_mask) noexcept nogil:
+    cdef int l
+    cdef size_t big
+    memset(c, 0, sizeof(Chart))
+    c.n = n
+    c.S = S
+    c.ncell = n * (n + 1) // 2
+    c.off = <i32*> malloc((n + 2) * sizeof(i32))
+    if c.off == NULL:
+        return -1
+    c.off[0] = 0
+    c.off[1] = 0
+    for l in range(2, n + 2):
+        c.off[l] = c.off[l - 1] + (n - (l - 1) + 1)
+    big = <size_t> c.ncell * <size_t> S
+    c.in_pre = <double*> calloc(big, sizeof(double))
+    c.in_post = <double*> calloc(big, sizeof(double))
+    c.sc_in = <int*> calloc(c.ncell, sizeof(int))
+    c.act = <i32*> malloc(big * sizeof(i32))
+    c.nact = <i32*> calloc(c.ncell, sizeof(i32))
+    c.acc = <double*> malloc(S * sizeof(double))
+    c.acc2 = <double*> malloc(S * sizeof(double))
+    if (c.in_pre == NULL or c.in_post == NULL or c.sc_in == NULL or c.act == NULL
+            or c.nact == NULL or c.acc == NULL or c.acc2 == NULL):
+        return -1
+    if outside:
+        c.out_pre = <double*> calloc(big, sizeof(double))
+        c.out_post = <double*> calloc(big, sizeof(double))
+        c.sc_out = <int*> calloc(c.ncell, sizeof(int))
+        c.act_out = <i32*> malloc(big * sizeof(i32))
+        c.nact_out = <i32*> calloc(c.ncell, sizeof(i32))
+        if (c.out_pre == NULL or c.out_post == NULL or c.sc_out == NULL or c.act_out == NULL
+                or c.nact_out == NULL):
+            return -1
+    if viterbi:
+        c.bp_k = <i32*> malloc(big * sizeof(i32))
+        c.bp_r = <i32*> malloc(big * sizeof(i32))
+        c.bp_u = <i32*> malloc(big * sizeof(i32))
+        if c.bp_k == NULL or c.bp_r == NULL or c.bp_u == NULL:
+            return -1
+    if use_mask:
+        c.mask = <u8*> malloc(big * sizeof(u8))
+        c.mask_any = <u8*> calloc(c.ncell, sizeof(u8))
+        if c.mask == NULL or c.mask_any == NULL:
+            return -1
+    return 0
+
+
+cdef void chart_free(Chart* c) noexcept nogil:
+    free(c.off); free(c.in_pre); free(c.in_post); free(c.out_pre); free(c.out_post)
+    free(c.sc_in); free(c.sc_out); free(c.act); free(c.nact); free(c.bp_k); free(c.bp_r)
+    free(c.bp_u); free(c.mask); free(c.acc); free(c.acc2); free(c.act_out); free(c.nact_out); free(c.mask_any)
+    memset(c, 0, sizeof(Chart))
+
+
+# ----------------------------------------------------------------------------------------------
+# inside / viterbi
+
+
+cdef void finish_inside_cell(const CGrammar* g, Chart* c, int cell, int E, bint vit) noexcept nogil:
+    """acc holds the pre layer (exponent E): apply mask, unary closure, normalise, store."""
+    cdef int S = g.S
+    cdef int A, B, u, e
+    cdef double* pre = c.in_pre + <size_t> cell * S
+    cdef double* post = c.in_post + <size_t> cell * S
+    cdef double m = 0.0, v
+    cdef double* acc = c.acc
+    cdef const u8* mk
+    cdef i32* bpu
+    if c.mask != NULL:
+        mk = c.mask + <size_t> cell * S
+        for A in range(S):
+            if mk[A] == 0:
+                acc[A] = 0.0
+    for A in range(S):
+        pre[A] = acc[A]
+        post[A] = acc[A]
+    if vit:
+        bpu = c.bp_u + <size_t> cell * S
+        for A in range(S):
+            bpu[A] = -1
+        for u in range(g.n_un):
+            B = g.un_child[u]
+            if pre[B] != 0.0:
+                A = g.un_parent[u]
+                if c.mask != NULL and c.mask[<size_t> cell * S + A] == 0:
+                    continue
+                v = g.un_prob[u] * pre[B]
+                if v > post[A]:
+                    post[A] = v
+                    bpu[A] = B
+    else:
+        for u in range(g.n_un):
+            B = g.un_child[u]
+            if pre[B] != 0.0:
+                A = g.un_parent[u]
+                if c.mask != NULL and c.mask[<size_t> cell * S + A] == 0:
+                    continue
+                post[A] += g.un_prob[u] * pre[B]
+    for A in range(S):
+        if post[A] > m:
+            m = post[A]
+    cdef i32* act = c.act + <size_t> cell * S
+    cdef int na = 0
+    if m > 0.0:
+        frexp(m, &e)
+        for A in range(S):
+            if post[A] != 0.0:
+                post[A] = ldexp(post[A], -e)
+                pre[A] = ldexp(pre[A], -e)
+                if post[A] < 1e-270:
+                    post[A] = 0.0
+                    if pre[A] < 1e-270:
+                        pre[A] = 0.0
+                    continue
+                act[na] = A
+                na += 1
+            elif pre[A] != 0.0:
+                pre[A] = ldexp(pre[A], -e)
+                if pre[A] < 1e-270:
+                    pre[A] = 0.0
+        c.sc_in[cell] = E + e
+    else:
+        c.sc_in[cell] = 0
+    c.nact[cell] = na
+
+
+cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* lsym,
+                      const double* lprob, int nlex, bint vit) noexcept nogil:
+    cdef int n = c.n, S = g.S
+    cdef int i, j, k, l, cell, lc, rc, a, B, C, A, r, E, e, t
+    cdef double lv, rv, val, f
+    cdef double* acc = c.acc
+    cdef double* rin
+    cdef i32* bpk
+    cdef i32* bpr
+    cdef const u8* mk = NULL
+    # length-1 cells: lexical scores
+    for i in range(n):
+        for A in range(S):
+            acc[A] = 0.0
+        for t in range(nlex):
+            if lpos[t] == i:
+                acc[lsym[t]] += lprob[t]
+        cell = cell_of(c, i, i + 1)
+        if vit:
+            for A in range(S):
+                c.bp_k[<size_t> cell * S + A] = -1
+                c.bp_r[<size_t> cell * S + A] = -1
+        finish_inside_cell(g, c, cell, 0, vit)
+    for l in range(2, n + 1):
+        for i in range(0, n - l + 1):
+            j = i + l
+            cell = cell_of(c, i, j)
+            for A in range(S):
+                acc[A] = 0.0
+            if c.mask != NULL and c.mask_any[cell] == 0:
+                if vit:
+                    for A in range(S):
+                        c.bp_k[<size_t> cell * S + A] = -1
+                        c.bp_r[<size_t> cell * S + A] = -1
+                finish_inside_cell(g, c, cell, 0, vit)
+                continue
+            mk = c.mask + <size_t> cell * S if c.mask != NULL else NULL
+            if vit:
+                bpk = c.bp_k + <size_t> cell * S
+                bpr = c.bp_r + <size_t> cell * S
+                for A in range(S):
+                    bpk[A] = -1
+                    bpr[A] = -1
+            # common exponent of all split points
+            E = -2147483647
+            for k in range(i + 1, j):
+                lc = cell_of(c, i, k)
+                rc = cell_of(c, k, j)
+                if c.nact[lc] > 0 and c.nact[rc] > 0:
+                    e = c.sc_in[lc] + c.sc_in[rc]
+                    if e > E:
+                        E = e
+            if E == -2147483647:
+                finish_inside_cell(g, c, cell, 0, vit)
+                continue
+            for k in range(i + 1, j):
+                lc = cell_of(c, i, k)
+                rc = cell_of(c, k, j)
+                if c.nact[lc] == 0 or c.nact[rc] == 0:
+                    continue
+                f = ldexp(1.0, c.sc_in[lc] + c.sc_in[rc] - E)
+                if f == 0.0:
+                    continue
+                rin = c.in_post + <size_t> rc * S
+                for a in range(c.nact[lc]):
+                    B = c.act[<size_t> lc * S + a]
+                    lv = c.in_post[<size_t> lc * S + B] * f
+                    if vit:
+                        for r in range(g.bl_ptr[B], g.bl_ptr[B + 1]):
+                            rv = rin[g.bl_right[r]]
+                            if rv != 0.0:
+                                val = g.bl_prob[r] * lv * rv
+                                A = g.bl_parent[r]
+                                if mk != NULL and mk[A] == 0:
+                                    continue
+                                if val > acc[A]:
+                                    acc[A] = val
+                                    bpk[A] = k
+                                    bpr[A] = r
+                    else:
+                        for r in range(g.bl_ptr[B], g.bl_ptr[B + 1]):
+                            rv = rin[g.bl_right[r]]
+                            if rv != 0.0:
+                                A = g.bl_parent[r]
+                                if mk == NULL or mk[A] != 0:
+                                    acc[A] += g.bl_prob[r] * lv * rv
+            finish_inside_cell(g, c, cell, E, vit)
+
+
+# ----------------------------------------------------------------------------------------------
+# outside (push formulation with a-priori exponents)
+#
+# The outside exponent of a cell is fixed before the pass: sc_out[c] = sc_in[root] - sc_in[c], so
+# that stored marginals are simply in * out / Z_stored.  A parent's contribution to a child is then
+# scaled by 2**(sc_in[child] + sc_in[sibling] - sc_in[parent]), the same alignment the inside pass
+# used, which keeps every stored value in range.  Items whose stored inside is below 1e-270 of
+# their cell's best are treated as zero (see finish_inside_cell).
+
+
+cdef void finish_outside_cell(const CGrammar* g, Chart* c, int cell) noexcept nogil:
+    """out_post of the cell is complete: apply the unary layer and list the active parents."""
+    cdef int S = g.S
+    cdef int A, B, u, na = 0
+    cdef double* opost = c.out_post + <size_t> cell * S
+    cdef double* opre = c.out_pre + <size_t> cell * S
+    cdef double* ipre = c.in_pre + <size_t> cell * S
+    cdef i32* act = c.act_out + <size_t> cell * S
+    for A in range(S):
+        opre[A] = opost[A]
+    for u in range(g.n_un):
+        A = g.un_parent[u]
+        if opost[A] != 0.0:
+            B = g.un_child[u]
+            if ipre[B] != 0.0:
+                opre[B] += g.un_prob[u] * opost[A]
+    for A in range(S):
+        if opre[A] != 0.0 and ipre[A] != 0.0:
+            act[na] = A
+            na += 1
+    c.nact_out[cell] = na
+
+
+cdef void outside_pass(const CGrammar* g, Chart* c) noexcept nogil:
+    cdef int n = c.n, S = g.S
+    cdef int i, j, k, l, cell, lc, rc, a, A, B, C, r
+    cdef int root_cell = cell_of(c, 0, n)
+    cdef double o, f, lv, rv, po
+    cdef double* lin
+    cdef double* rin
+    cdef double* lout
+    cdef double* rout
+    cdef double* par_out
+    cdef i32* pact
+    for cell in range(c.ncell):
+        c.sc_out[cell] = c.sc_in[root_cell] - c.sc_in[cell]
+    for A in range(S):
+        if c.in_post[<size_t> root_cell * S + A] != 0.0:
+            c.out_post[<size_t> root_cell * S + A] = g.root[A]
+    for l in range(n, 1, -1):
+        for i in range(0, n - l + 1):
+            j = i + l
+            cell = cell_of(c, i, j)
+            finish_outside_cell(g, c, cell)
+            if c.nact_out[cell] == 0:
+                continue
+            par_out = c.out_pre + <size_t> cell * S
+            pact = c.act_out + <size_t> cell * S
+            for k in range(i + 1, j):
+                lc = cell_of(c, i, k)
+                rc = cell_of(c, k, j)
+                if c.nact[lc] == 0 or c.nact[rc] == 0:
+                    continue
+                f = ldexp(1.0, c.sc_in[lc] + c.sc_in[rc] - c.sc_in[cell])
+                if f == 0.0:
+                    continue
+                lin = c.in_post + <size_t> lc * S
+                rin = c.in_post + <size_t> rc * S
+                lout = c.out_post + <size_t> lc * S
+                rout = c.out_post + <size_t> rc * S
+                for a in range(c.nact_out[cell]):
+                    A = pact[a]
+                    o = par_out[A] * f
+                    for r in range(g.bp_ptr[A], g.bp_ptr[A + 1]):
+                        lv = lin[g.bp_left[r]]
+                        if lv != 0.0:
+                            rv = rin[g.bp_right[r]]
+                            if rv != 0.0:
+                                po = g.bp_prob[r] * o
+                                lout[g.bp_left[r]] += po * rv
+                                rout[g.bp_right[r]] += po * lv
+    for i in range(n):
+        finish_outside_cell(g, c, cell_of(c, i, i + 1))
+
+
+cdef double log_partition(const CGrammar* g, Chart* c, bint vit) noexcept nogil:
+    """log of the sentence probability (sum mode) or of the best derivation (max mode)."""
+    cdef int cell = cell_of(c, 0, c.n)
+    cdef int A
+    cdef double z = 0.0, v
+    for A in range(g.S):
+        v = g.root[A] * c.in_post[<size_t> cell * g.S + A]
+        if vit:
+            if v > z:
+                z = v
+        else:
+            z += v
+    if z <= 0.0:
+        return -INFINITY
+    return log(z) + c.sc_in[cell] * FS_LOG2
+
+
+cdef inline double marg_factor(const Chart* c, int cell, double logz) noexcept nogil:
+    """log of the factor turning stored in * out products of a cell into posteriors."""
+    return (c.sc_in[cell] + c.sc_out[cell]) * FS_LOG2 - logz
+
+
+# ----------------------------------------------------------------------------------------------
+# decoding
+
+
+cdef int decode_max_recall(const CGrammar* g, Chart* c, double logz, i32* out_nodes) noexcept nogil:
+    """Goodman max-expected-recall tree over base-label classes; returns the node count.
+
+    Nodes are written in preorder as (start, end, class) triples.  Span score = the largest
+    class marginal of the cell's top (post) layer; length-1 cells also output the tag with the
+    largest pre-layer marginal, plus a unary parent class when that beats "no unary".
+    """
+    cdef int n = c.n, S = g.S, K = g.n_class
+    cdef int i, j, k, l, cell, A, cl, best_cl, best_k, sp, cnt = 0, bt
+    cdef double lf, m, best, v, bt_v
+    cdef double* cscore = <double*> malloc((K + 1) * sizeof(double))
+    cdef double* span_best = <double*> malloc(c.ncell * sizeof(double))
+    cdef i32* span_class = <i32*> malloc(c.ncell * sizeof(i32))
+    cdef i32* span_split = <i32*> malloc(c.ncell * sizeof(i32))
+    cdef i32* tag_class = <i32*> malloc(n * sizeof(i32))
+    cdef i32* stack = <i32*> malloc(2 * (2 * n + 2) * sizeof(i32))
+    if (cscore == NULL or span_best == NULL or span_class == NULL or span_split == NULL
+            or tag_class == NULL or stack == NULL):
+        free(cscore); free(span_best); free(span_class); free(span_split); free(tag_class); free(stack)
+        return -1
+    for l in range(1, n + 1):
+        for i in range(0, n - l + 1):
+            j = i + l
+            cell = cell_of(c, i, j)
+            lf = _exp(marg_factor(c, cell, logz))
+            for cl in range(K + 1):
+                cscore[cl] = 0.0
+            for A in range(S):
+                v = c.in_post[<size_t> cell * S + A] * c.out_post[<size_t> cell * S + A]
+                if v != 0.0:
+                    v = v * lf
+                    if g.is_tag[A]:
+                        cscore[K] += v          # "no unary above the tag"
+                    else:
+                        cscore[g.sym_class[A]] += v
+            best = -1.0
+            best_cl = -1
+            for cl in range(K + 1):
+                if cscore[cl] > best:
+                    best = cscore[cl]
+                    best_cl = cl
+            if l == 1:
+                bt = -1
+                bt_v = -1.0
+                for A in range(S):
+                    if g.is_tag[A]:
+                        v = c.in_pre[<size_t> cell * S + A] * c.out_pre[<size_t> cell * S + A]
+                        if v > bt_v:
+                            bt_v = v
+                            bt = A
+                tag_class[i] = g.sym_class[bt] if bt >= 0 else 0
+                span_class[cell] = -1 if best_cl == K else best_cl
+                span_best[cell] = best if best > 0.0 else 0.0
+                span_split[cell] = -1
+            else:
+                span_class[cell] = best_cl if best_cl < K else -1
+                best_k = i + 1
+                m = -1.0
+                for k in range(i + 1, j):
+                    v = span_best[cell_of(c, i, k)] + span_best[cell_of(c, k, j)]
+                    if v > m:
+                        m = v
+                        best_k = k
+                span_split[cell] = best_k
+                span_best[cell] = (best if best > 0.0 else 0.0) + m
+    # emit preorder
+    sp = 0
+    stack[0] = 0
+    stack[1] = n
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        i = stack[2 * sp]
+        j = stack[2 * sp + 1]
+        cell = cell_of(c, i, j)
+        if span_class[cell] >= 0:
+            out_nodes[3 * cnt] = i
+            out_nodes[3 * cnt + 1] = j
+            out_nodes[3 * cnt + 2] = span_class[cell]
+            cnt += 1
+        if j - i == 1:
+            out_nodes[3 * cnt] = i
+            out_nodes[3 * cnt + 1] = j
+            out_nodes[3 * cnt + 2] = tag_class[i]
+            cnt += 1
+        else:
+            k = span_split[cell]
+            stack[2 * sp] = k
+            stack[2 * sp + 1] = j
+            sp += 1
+            stack[2 * sp] = i
+            stack[2 * sp + 1] = k
+            sp += 1
+    free(cscore); free(span_best); free(span_class); free(span_split); free(tag_class); free(stack)
+    return cnt
+
+
+cdef extern from "math.h" nogil:
+    double _exp "exp"(double)
+
+
+cdef int decode_viterbi(const CGrammar* g, Chart* c, i32* out_nodes) noexcept nogil:
+    """Follow back-pointers of the best derivation; nodes in preorder as (start, end, class)."""
+    cdef int n = c.n, S = g.S
+    cdef int cell = cell_of(c, 0, n)
+    cdef int A, best_A = -1, i, j, k, r, B, sp, cnt = 0, layer
+    cdef double v, best = 0.0
+    for A in range(S):
+        v = g.root[A] * c.in_post[<size_t> cell * S + A]
+        if v > best:
+            best = v
+            best_A = A
+    if best_A < 0:
+        return 0
+    # stack entries: (i, j, symbol, layer) with layer 1 = post, 0 = pre
+    cdef i32* stack = <i32*> malloc(4 * (4 * n + 4) * sizeof(i32))
+    if stack == NULL:
+        return -1
+    stack[0] = 0; stack[1] = n; stack[2] = best_A; stack[3] = 1
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        i = stack[4 * sp]; j = stack[4 * sp + 1]; A = stack[4 * sp + 2]; layer = stack[4 * sp + 3]
+        cell = cell_of(c, i, j)
+        if layer == 1:
+            B = c.bp_u[<size_t> cell * S + A]
+            out_nodes[3 * cnt] = i; out_nodes[3 * cnt + 1] = j; out_nodes[3 * cnt + 2] = g.sym_class[A]
+            cnt += 1
+            if B >= 0:
+                stack[4 * sp] = i; stack[4 * sp + 1] = j; stack[4 * sp + 2] = B; stack[4 * sp + 3] = 2
+                sp += 1
+            else:
+                stack[4 * sp] = i; stack[4 * sp + 1] = j; stack[4 * sp + 2] = A; stack[4 * sp + 3] = 0
+                sp += 1
+            continue
+        if layer == 2:      # child of a unary: emit it, then expand its pre layer
+            out_nodes[3 * cnt] = i; out_nodes[3 * cnt + 1] = j; out_nodes[3 * cnt + 2] = g.sym_class[A]
+            cnt += 1
+        if j - i == 1:
+            continue
+        k = c.bp_k[<size_t> cell * S + A]
+        r = c.bp_r[<size_t> cell * S + A]
+        if k < 0:
+            continue
+        stack[4 * sp] = k; stack[4 * sp + 1] = j; stack[4 * sp + 2] = g.bl_right[r]; stack[4 * sp + 3] = 1
+        sp += 1
+        stack[4 * sp] = i; stack[4 * sp + 1] = k; stack[4 * sp + 2] = _left_of(g, r); stack[4 * sp + 3] = 1
+        sp += 1
+    free(stack)
+    return cnt
+
+
+cdef inline int _left_of(const CGrammar* g, int r) noexcept nogil:
+    """Left child of rule r in the left-child index (binary search over bl_ptr)."""
+    cdef int lo = 0, hi = g.S, mid
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if g.bl_ptr[mid] <= r:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+# ----------------------------------------------------------------------------------------------
+# coarse-to-fine mask
+
+
+cdef void build_mask(const CGrammar* coarse, Chart* cc, double logz, Chart* fine,
+                     const i32* proj, int S_fine, double threshold) noexcept nogil:
+    """allowed(cell, A) = max(pre, post) coarse marginal of proj[A] at that cell >= threshold."""
+    cdef int cell, A, Sc = coarse.S
+    cdef u8 any_ok
+    cdef double lf, v1, v2
+    cdef u8* cm = <u8*> malloc(Sc * sizeof(u8))
+    for cell in range(cc.ncell):
+        lf = _exp(marg_factor(cc, cell, logz))
+        for A in range(Sc):
+            v1 = cc.in_pre[<size_t> cell * Sc + A] * cc.out_pre[<size_t> cell * Sc + A] * lf
+            v2 = cc.in_post[<size_t> cell * Sc + A] * cc.out_post[<size_t> cell * Sc + A] * lf
+            cm[A] = 1 if (v1 >= threshold or v2 >= threshold) else 0
+        any_ok = 0
+        for A in range(S_fine):
+            fine.mask[<size_t> cell * S_fine + A] = cm[proj[A]]
+            any_ok |= cm[proj[A]]
+        fine.mask_any[cell] = any_ok
+    free(cm)
+
+
+# ----------------------------------------------------------------------------------------------
+# one sentence, all modes
+
+
+cdef int parse_one(const CGrammar* g, const CGrammar* coarse, const i32* proj, double threshold,
+                   int n, const i32* lpos, const i32* lsym, const double* lprob, int nlex,
+                   const i32* clpos, const i32* clsym, const double* clprob, int cnlex,
+                   int mode, i32* out_nodes,
+                   double* out_logz) noexcept nogil:
+    """mode 0: Viterbi; mode 1: max-recall.  Returns the number of nodes written, 0 when the
+    sentence has no parse, -1 when out of memory."""
+    cdef Chart cc
+    cdef Chart ch
+    cdef double logz_c, logz
+    cdef int cnt
+    cdef bint use_mask = coarse != NULL
+    if use_mask:
+        if chart_alloc(&cc, n, coarse.S, True, False, False) != 0:
+            chart_free(&cc)
+            return -1
+        inside_pass(coarse, &cc, clpos, clsym, clprob, cnlex, False)
+        logz_c = log_partition(coarse, &cc, False)
+        if logz_c == -INFINITY:
+            chart_free(&cc)
+            use_mask = False          # coarse grammar has no parse: fall back to exhaustive
+        else:
+            outside_pass(coarse, &cc)
+    if chart_alloc(&ch, n, g.S, mode == 1, mode == 0, use_mask) != 0:
+        chart_free(&ch)
+        if use_mask:
+            chart_free(&cc)
+        return -1
+    if use_mask:
+        build_mask(coarse, &cc, logz_c, &ch, proj, g.S, threshold)
+        chart_free(&cc)
+    inside_pass(g, &ch, lpos, lsym, lprob, nlex, mode == 0)
+    logz = log_partition(g, &ch, mode == 0)
+    if logz == -INFINITY and use_mask:
+        # pruning removed every parse: redo exhaustively
+        chart_free(&ch)
+        if chart_alloc(&ch, n, g.S, mode == 1, mode == 0, False) != 0:
+            chart_free(&ch)
+            return -1
+        inside_pass(g, &ch, lpos, lsym, lprob, nlex, mode == 0)
+        logz = log_partition(g, &ch, mode == 0)
+    out_logz[0] = logz
+    if logz == -INFINITY:
+        chart_free(&ch)
+        return 0
+    if mode == 0:
+        cnt = decode_viterbi(g, &ch, out_nodes)
+    else:
+        outside_pass(g, &ch)
+        cnt = decode_max_recall(g, &ch, logz, out_nodes)
+    chart_free(&ch)
+    return cnt
+
+
+# ----------------------------------------------------------------------------------------------
+# Python entry points
+
+
+def parse_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i32[::1] lex_pos,
+                i32[::1] lex_sym, double[::1] lex_prob, int mode=1, ChartGrammar coarse=None,
+                i32[::1] proj=None, i64[::1] coarse_lex_offsets=None, i32[::1] coarse_lex_pos=None,
+                i32[::1] coarse_lex_sym=None, double[::1] coarse_lex_prob=None,
+                double threshold=1e-4, int n_threads=1):
+    """Parse many sentences in parallel.
+
+    Sentence s has ``lengths[s]`` words and lexical entries ``lex_*[lex_offsets[s]:lex_offsets[s+1]]``
+    (position, preterminal symbol, P(word | tag)).  With ``coarse`` (plus ``proj`` mapping fine to
+    coarse symbols and the coarse grammar's own lexical entries ``coarse_lex_*``) fine items whose
+    coarse posterior is below ``threshold`` are pruned (coarse-to-fine).  Returns ``(nodes, node_offsets, counts,
+    logz)``: nodes[node_offsets[s]:...][:counts[s]] are (start, end, class) triples in preorder;
+    counts[s] == 0 means no parse, -1 means out of memory.
+    """
+    cdef Py_ssize_t ns = lengths.shape[0], s
+    cdef cnp.ndarray[i64, ndim=1] node_off = np.zeros(ns + 1, dtype=np.int64)
+    for s in range(ns):
+        if lengths[s] < 1:
+            raise ValueError(f"sentence {s} is empty")
+        node_off[s + 1] = node_off[s] + 3 * (4 * lengths[s] + 2)
+    if lex_offsets.shape[0] != ns + 1:
+        raise ValueError("lex_offsets must have len(lengths) + 1 entries")
+    cdef bint use_coarse = coarse is not None
+    if use_coarse:
+        if proj is None or proj.shape[0] != grammar.n_symbols:
+            raise ValueError("proj must map every fine symbol to a coarse symbol")
+        if coarse_lex_offsets is None or coarse_lex_offsets.shape[0] != ns + 1:
+            raise ValueError("coarse_lex_offsets must have len(lengths) + 1 entries")
+    nodes_arr = np.zeros(max(node_off[ns], 1), dtype=np.int32)
+    counts_arr = np.zeros(ns, dtype=np.int32)
+    logz_arr = np.full(ns, -np.inf, dtype=np.float64)
+    cdef i32[::1] nodes = nodes_arr
+    cdef i32[::1] counts = counts_arr
+    cdef double[::1] logz = logz_arr
+    cdef const CGrammar* gp = &grammar.g
+    cdef const CGrammar* cp = NULL
+    cdef const i32* pp = NULL
+    cdef const i32* cpos = NULL
+    cdef const i32* csym = NULL
+    cdef const double* cprob = NULL
+    cdef const i64* cloff = NULL
+    if use_coarse:
+        cp = &coarse.g
+        pp = &proj[0]
+        cloff = &coarse_lex_offsets[0]
+        if coarse_lex_sym.shape[0]:
+            cpos = &coarse_lex_pos[0]
+            csym = &coarse_lex_sym[0]
+            cprob = &coarse_lex_prob[0]
+    cdef i64 lo
+    cdef int nt = max(1, n_threads)
+    cdef i32* lpos_p = &lex_pos[0] if lex_pos.shape[0] else NULL
+    cdef i32* lsym_p = &lex_sym[0] if lex_sym.shape[0] else NULL
+    cdef double* lprob_p = &lex_prob[0] if lex_prob.shape[0] else NULL
+    cdef i64* loff = &lex_offsets[0]
+    cdef i64* noff = <i64*> cnp.PyArray_DATA(node_off)
+    cdef i64* lens = &lengths[0]
+    with nogil:
+        for s in prange(ns, schedule="dynamic", chunksize=1, num_threads=nt):
+            counts[s] = parse_one(gp, cp, pp, threshold, <int> lens[s],
+                                  lpos_p + loff[s], lsym_p + loff[s], lprob_p + loff[s],
+                                  <int> (loff[s + 1] - loff[s]),
+                                  (cpos + cloff[s]) if cp != NULL else NULL,
+                                  (csym + cloff[s]) if cp != NULL else NULL,
+                                  (cprob + cloff[s]) if cp != NULL else NULL,
+                                  <int> (cloff[s + 1] - cloff[s]) if cp != NULL else 0,
+                                  mode, &nodes[noff[s]], &logz[s])
+    return nodes_arr, node_off, counts_arr, logz_arr
+
+
+def chart_marginals(ChartGrammar grammar, int n, i32[::1] lex_pos, i32[::1] lex_sym,
+                    double[::1] lex_prob, bint viterbi=False):
+    """Single sentence: inside, outside and marginals as dense arrays (tests, pruning, analysis).
+
+    Returns a dict with ``logz`` (log sentence probability, or log best-derivation probability
+    when ``viterbi``), and arrays of shape (n, n + 1, S) indexed [i, j, A] (j exclusive):
+    ``inside_pre``, ``inside_post``, ``outside_pre``, ``outside_post`` (log scale, -inf for zero),
+    ``marg_pre``, ``marg_post`` (posterior probabilities; omitted in viterbi mode).
+    """
+    cdef Chart ch
+    cdef int S = grammar.n_symbols, i, j, cell, A
+    cdef double logz, f
+    if n < 1:
+        raise ValueError("empty sentence")
+    cdef int nlex = lex_pos.shape[0]
+    cdef i32* lp = &lex_pos[0] if nlex else NULL
+    cdef i32* ls = &lex_sym[0] if nlex else NULL
+    cdef double* lpr = &lex_prob[0] if nlex else NULL
+    if chart_alloc(&ch, n, S, True, viterbi, False) != 0:
+        chart_free(&ch)
+        raise MemoryError("chart allocation failed")
+    try:
+        with nogil:
+            inside_pass(&grammar.g, &ch, lp, ls, lpr, nlex, viterbi)
+            logz = log_partition(&grammar.g, &ch, viterbi)
+            if not viterbi and logz != -INFINITY:
+                outside_pass(&grammar.g, &ch)
+        res = {"logz": logz}
+        ipre = np.full((n, n + 1, S), -np.inf)
+        ipost = np.full((n, n + 1, S), -np.inf)
+        for i in range(n):
+            for j in range(i + 1, n + 1):
+                cell = cell_of(&ch, i, j)
+                a = np.asarray(<double[:S]> (ch.in_pre + <size_t> cell * S))
+                b = np.asarray(<double[:S]> (ch.in_post + <size_t> cell * S))
+                with np.errstate(divide="ignore"):
+                    ipre[i, j] = np.log(a) + ch.sc_in[cell] * np.log(2.0)
+                    ipost[i, j] = np.log(b) + ch.sc_in[cell] * np.log(2.0)
+        res["inside_pre"] = ipre
+        res["inside_post"] = ipost
+        if not viterbi and logz != -INFINITY:
+            opre = np.full((n, n + 1, S), -np.inf)
+            opost = np.full((n, n + 1, S), -np.inf)
+            for i in range(n):
+                for j in range(i + 1, n + 1):
+                    cell = cell_of(&ch, i, j)
+                    a = np.asarray(<double[:S]> (ch.out_pre + <size_t> cell * S))
+                    b = np.asarray(<double[:S]> (ch.out_post + <size_t> cell * S))
+                    with np.errstate(divide="ignore"):
+                        opre[i, j] = np.log(a) + ch.sc_out[cell] * np.log(2.0)
+                        opost[i, j] = np.log(b) + ch.sc_out[cell] * np.log(2.0)
+            res["outside_pre"] = opre
+            res["outside_post"] = opost
+            with np.errstate(invalid="ignore"):
+                res["marg_pre"] = np.nan_to_num(np.exp(ipre + opre - logz), nan=0.0)
+                res["marg_post"] = np.nan_to_num(np.exp(ipost + opost - logz), nan=0.0)
+        return res
+    finally:
+        chart_free(&ch)
+
+
+def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i32[::1] lex_pos,
+                i32[::1] lex_sym, double[::1] lex_prob, double threshold=1e-5, int n_threads=1):
+    """Posterior pruning: for each sentence the items (i, j, A) whose pre- or post-layer marginal
+    is >= threshold, as an int32 array (k, 3) (j exclusive); an empty array when the sentence has
+    no parse.  Sentences run in parallel; each keeps its items in a private growing buffer."""
+    cdef Py_ssize_t ns = lengths.shape[0], s
+    cdef i64 k
+    if lex_offsets.shape[0] != ns + 1:
+        raise ValueError("lex_offsets must have len(lengths) + 1 entries")
+    for s in range(ns):
+        if lengths[s] < 1:
+            raise ValueError(f"sentence {s} is empty")
+    cdef i32** bufs = <i32**> calloc(max(ns, 1), sizeof(i32*))
+    counts_arr = np.zeros(ns, dtype=np.int64)
+    cdef i64[::1] counts = counts_arr
+    cdef i64* loff = &lex_offsets[0]
+    cdef i32* lpos_p = &lex_pos[0] if lex_pos.shape[0] else NULL
+    cdef i32* lsym_p = &lex_sym[0] if lex_sym.shape[0] else NULL
+    cdef double* lprob_p = &lex_prob[0] if lex_prob.shape[0] else NULL
+    cdef const CGrammar* gp = &grammar.g
+    out = []
+    try:
+        with nogil:
+            for s in prange(ns, schedule="dynamic", chunksize=1, num_threads=max(1, n_threads)):
+                counts[s] = _prune_one(gp, <int> lengths[s], lpos_p + loff[s], lsym_p + loff[s],
+                                       lprob_p + loff[s], <int> (loff[s + 1] - loff[s]), threshold,
+                                       &bufs[s])
+        for s in range(ns):
+            if counts[s] < 0:
+                raise MemoryError(f"chart allocation failed for sentence {s}")
+            arr = np.empty((counts[s], 3), dtype=np.int32)
+            for k in range(3 * counts[s]):
+                arr.reshape(-1)[k] = bufs[s][k]
+            out.append(arr)
+    finally:
+        for s in range(ns):
+            free(bufs[s])
+        free(bufs)
+    return out
+
+
+cdef i64 _prune_one(const CGrammar* g, int n, const i32* lpos, const i32* lsym, const double* lprob,
+                    int nlex, double threshold, i32** outp) noexcept nogil:
+    cdef Chart ch
+    cdef int i, j, cell, A, S = g.S
+    cdef i64 cnt = 0, cap = 1024
+    cdef double logz, lf, v1, v2
+    cdef i32* out = <i32*> malloc(3 * cap * sizeof(i32))
+    cdef i32* tmp
+    outp[0] = out
+    if out == NULL or chart_alloc(&ch, n, S, True, False, False) != 0:
+        chart_free(&ch)
+        return -1
+    inside_pass(g, &ch, lpos, lsym, lprob, nlex, False)
+    logz = log_partition(g, &ch, False)
+    if logz != -INFINITY:
+        outside_pass(g, &ch)
+        for i in range(n):
+            for j in range(i + 1, n + 1):
+                cell = cell_of(&ch, i, j)
+                lf = _exp(marg_factor(&ch, cell, logz))
+                for A in range(S):
+                    v1 = ch.in_pre[<size_t> cell * S + A] * ch.out_pre[<size_t> cell * S + A] * lf
+                    v2 = ch.in_post[<size_t> cell * S + A] * ch.out_post[<size_t> cell * S + A] * lf
+                    if v1 >= threshold or v2 >= threshold:
+                        if cnt == cap:
+                            cap *= 2
+                            tmp = <i32*> realloc(out, 3 * cap * sizeof(i32))
+                            if tmp == NULL:
+                                chart_free(&ch)
+                                return -1
+                            out = tmp
+                            outp[0] = out
+                        out[3 * cnt] = i
+                        out[3 * cnt + 1] = j
+                        out[3 * cnt + 2] = A
+                        cnt += 1
+    chart_free(&ch)
+    return cnt

@@ -1,0 +1,724 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Tensor inside-outside for latent-variable PCFGs (Cohen et al. 2012, figure 3) over a pruned chart.
+
+Every symbol ``a`` has ``m[a]`` latent dimensions.  Parameters (all float64, row-major, flat with
+offsets):
+
+* binary rule ``r = a -> b c``: tensor ``T[toff[r] : toff[r] + m_a*m_b*m_c]`` laid out ``[h, h2, h3]``;
+* unary rule ``r = a -> p``: matrix ``U[uoff[r] : ... + m_a*m_p]`` laid out ``[h, h2]``;
+* root vector ``c1[c1off[a] : c1off[a] + m_a]`` (``c1off[a] = -1`` when ``a`` never roots a tree);
+* a preterminal item at a one-word span gets its inside vector from the caller:
+  ``leaf_w[item] * leaf_table[leaf_off[item] : leaf_off[item] + m_p]``.
+
+Inside vectors are built bottom up, ``alpha^a = sum_{k, a->b c} T^{a->bc}(alpha^b, alpha^c)`` (the
+contraction is over the child indices), outside vectors top down; the result per item is the
+marginal ``mu(a, i, j) = alpha . beta / Z`` where ``Z`` is the (scaled) total weight of the
+sentence.  For each (parent item, rule) pair the kernel first sums the outer products
+``alpha^b (x) alpha^c`` over all split points and then contracts the tensor once (``m^3`` per pair
+instead of per split), and reuses that grouping top down (``W = beta^a . T``, then ``m^2`` per split).
+
+Sentences run in parallel (OpenMP ``prange``); every sentence allocates its own buffers whose size
+is proportional to its pruned chart (items and hyperedges), never to ``n^2 * |symbols|``.
+"""
+import numpy as np
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.string cimport memset
+from scipy.linalg.cython_blas cimport dgemv
+
+ctypedef cnp.int32_t i32
+ctypedef cnp.int64_t i64
+
+
+cdef struct Grammar:
+    int S
+    const i32* m
+    const i32* bin_parent
+    const i32* bin_left
+    const i32* bin_right
+    const i64* toff
+    const double* T
+    const i32* rl_ptr      # binary rules grouped by left child: rules rl_rule[rl_ptr[b]:rl_ptr[b+1]]
+    const i32* rl_rule
+    int R
+    const i32* un_parent
+    const i32* un_child
+    const i64* uoff
+    const double* U
+    const i32* uc_ptr      # unary rules grouped by child
+    const i32* uc_rule
+    const double* c1
+    const i64* c1off
+
+
+cdef inline int _grow(i32** buf, i64* cap, i64 need) noexcept nogil:
+    cdef i64 newcap
+    cdef i32* nb
+    if need <= cap[0]:
+        return 0
+    newcap = cap[0] * 2
+    if newcap < need:
+        newcap = need
+    nb = <i32*> realloc(buf[0], newcap * sizeof(i32))
+    if nb == NULL:
+        return -1
+    buf[0] = nb
+    cap[0] = newcap
+    return 0
+
+
+cdef struct Work:
+    i64* voff
+    i64* cell_lo
+    i64* cell_hi
+    i32* pos_par
+    i32* pos_right
+    i32* slot
+    double* alpha
+    double* beta
+    double* M
+    i32* tmp          # edges of the current cell: rule, left item, right item
+    i64 tmp_cap
+    i32* grp          # groups: rule, parent item, first edge, end edge
+    i64 grp_cap
+    i32* edges        # left item, right item
+    i64 edge_cap
+    i32* cell_rules
+    i64 cr_cap
+    i32* cnt
+    i64 cnt_cap
+    i32* uedge        # unary edges: rule, parent item, child item
+    i64 ue_cap
+
+
+cdef int _sentence(const Grammar* g, int n, i64 p0, i64 p1,
+                   const i32* item_i, const i32* item_j, const i32* item_sym,
+                   const double* leaf_w, const i64* leaf_off, const double* leaf_table,
+                   double* mu_out, double* z_out) noexcept nogil:
+    """Inside-outside for one sentence; returns 0, or -1 when memory ran out."""
+    cdef Work wk
+    cdef int status
+    memset(&wk, 0, sizeof(Work))
+    status = _sentence_core(g, &wk, n, p0, p1, item_i, item_j, item_sym, leaf_w, leaf_off,
+                            leaf_table, mu_out, z_out)
+    free(wk.voff)
+    free(wk.cell_lo)
+    free(wk.cell_hi)
+    free(wk.pos_par)
+    free(wk.pos_right)
+    free(wk.slot)
+    free(wk.alpha)
+    free(wk.beta)
+    free(wk.M)
+    free(wk.tmp)
+    free(wk.grp)
+    free(wk.edges)
+    free(wk.cell_rules)
+    free(wk.cnt)
+    free(wk.uedge)
+    return status
+
+
+cdef int _sentence_core(const Grammar* g, Work* wk, int n, i64 p0, i64 p1,
+                   const i32* item_i, const i32* item_j, const i32* item_sym,
+                   const double* leaf_w, const i64* leaf_off, const double* leaf_table,
+                   double* mu_out, double* z_out) noexcept nogil:
+    cdef i64 k = p1 - p0
+    cdef i64 it, jt, e, q, gi
+    cdef int i, j, s, length, a, b, c, r, h, h2, h3, ma, mb, mc
+    cdef int ncell = (n + 1) * (n + 1)
+    cdef int cid, lc, rc_, split
+    cdef i64 total = 0
+    cdef double Z = 0.0, acc, w
+    cdef char trans_t = b'T'
+    cdef char trans_n = b'N'
+    cdef int inc1 = 1, dm, dn
+    cdef double one = 1.0
+    cdef int status = 0
+
+    cdef i64 ntmp = 0, ngrp = 0, nedge = 0, nue = 0
+    cdef int ncr
+    wk.voff = <i64*> malloc((k + 1) * sizeof(i64))
+    wk.cell_lo = <i64*> malloc(ncell * sizeof(i64))
+    wk.cell_hi = <i64*> malloc(ncell * sizeof(i64))
+    wk.pos_par = <i32*> malloc(g.S * sizeof(i32))
+    wk.pos_right = <i32*> malloc(g.S * sizeof(i32))
+    wk.slot = <i32*> malloc((g.R + 1) * sizeof(i32))
+    cdef i64* voff = wk.voff
+    cdef i64* cell_lo = wk.cell_lo
+    cdef i64* cell_hi = wk.cell_hi
+    cdef i32* pos_par = wk.pos_par
+    cdef i32* pos_right = wk.pos_right
+    cdef i32* slot = wk.slot
+    cdef double* alpha = NULL
+    cdef double* beta = NULL
+    cdef double* M = NULL
+    cdef int maxm = 1
+    cdef i64 base
+
+    if voff == NULL or cell_lo == NULL or cell_hi == NULL or pos_par == NULL or pos_right == NULL or slot == NULL:
+        return -1
+    for s in range(g.S):
+        pos_par[s] = -1
+        pos_right[s] = -1
+        if g.m[s] > maxm:
+            maxm = g.m[s]
+    for r in range(g.R + 1):
+        slot[r] = -1
+    for cid in range(ncell):
+        cell_lo[cid] = 0
+        cell_hi[cid] = 0
+    voff[0] = 0
+    for it in range(k):
+        voff[it + 1] = voff[it] + g.m[item_sym[p0 + it]]
+    total = voff[k]
+    wk.alpha = <double*> calloc(total + 1, sizeof(double))
+    wk.beta = <double*> calloc(total + 1, sizeof(double))
+    wk.M = <double*> malloc((maxm * maxm + 1) * sizeof(double))
+    alpha = wk.alpha
+    beta = wk.beta
+    M = wk.M
+    if alpha == NULL or beta == NULL or M == NULL:
+        return -1
+    # items arrive sorted by (length, i, sym): one contiguous range per cell
+    it = 0
+    while it < k:
+        cid = item_i[p0 + it] * (n + 1) + item_j[p0 + it]
+        jt = it
+        while jt < k and item_i[p0 + jt] * (n + 1) + item_j[p0 + jt] == cid:
+            jt += 1
+        cell_lo[cid] = it
+        cell_hi[cid] = jt
+        it = jt
+
+    # ---------------- inside: one-word spans ----------------
+    for i in range(n):
+        cid = i * (n + 1) + i + 1
+        for it in range(cell_lo[cid], cell_hi[cid]):
+            if leaf_off[p0 + it] >= 0:
+                s = item_sym[p0 + it]
+                w = leaf_w[p0 + it]
+                for h in range(g.m[s]):
+                    alpha[voff[it] + h] = w * leaf_table[leaf_off[p0 + it] + h]
+        for it in range(cell_lo[cid], cell_hi[cid]):
+            pos_par[item_sym[p0 + it]] = <i32> it
+        for it in range(cell_lo[cid], cell_hi[cid]):
+            s = item_sym[p0 + it]
+            if leaf_off[p0 + it] < 0:
+                continue
+            for q in range(g.uc_ptr[s], g.uc_ptr[s + 1]):
+                r = g.uc_rule[q]
+                a = g.un_parent[r]
+                if pos_par[a] < 0 or a == s:
+                    continue
+                jt = pos_par[a]
+                if _grow(&wk.uedge, &wk.ue_cap, 3 * (nue + 1)) != 0:
+                    return -1
+                wk.uedge[3 * nue] = r
+                wk.uedge[3 * nue + 1] = <i32> jt
+                wk.uedge[3 * nue + 2] = <i32> it
+                nue += 1
+                ma = g.m[a]
+                mb = g.m[s]
+                for h in range(ma):
+                    acc = 0.0
+                    for h2 in range(mb):
+                        acc = acc + g.U[g.uoff[r] + h * mb + h2] * alpha[voff[it] + h2]
+                    alpha[voff[jt] + h] += acc
+        for it in range(cell_lo[cid], cell_hi[cid]):
+            pos_par[item_sym[p0 + it]] = -1
+
+    # ---------------- inside: longer spans ----------------
+    for length in range(2, n + 1):
+        for i in range(0, n - length + 1):
+            j = i + length
+            cid = i * (n + 1) + j
+            if cell_hi[cid] <= cell_lo[cid]:
+                continue
+            for it in range(cell_lo[cid], cell_hi[cid]):
+                pos_par[item_sym[p0 + it]] = <i32> it
+            ntmp = 0
+            ncr = 0
+            for split in range(i + 1, j):
+                lc = i * (n + 1) + split
+                rc_ = split * (n + 1) + j
+                if cell_hi[lc] <= cell_lo[lc] or cell_hi[rc_] <= cell_lo[rc_]:
+                    continue
+                for jt in range(cell_lo[rc_], cell_hi[rc_]):
+                    pos_right[item_sym[p0 + jt]] = <i32> jt
+                for it in range(cell_lo[lc], cell_hi[lc]):
+                    b = item_sym[p0 + it]
+                    for q in range(g.rl_ptr[b], g.rl_ptr[b + 1]):
+                        r = g.rl_rule[q]
+                        c = g.bin_right[r]
+                        if pos_right[c] < 0:
+                            continue
+                        a = g.bin_parent[r]
+                        if pos_par[a] < 0:
+                            continue
+                        if _grow(&wk.tmp, &wk.tmp_cap, 3 * (ntmp + 1)) != 0:
+                            return -1
+                        wk.tmp[3 * ntmp] = r
+                        wk.tmp[3 * ntmp + 1] = <i32> it
+                        wk.tmp[3 * ntmp + 2] = pos_right[c]
+                        ntmp += 1
+                        if slot[r] < 0:
+                            if _grow(&wk.cell_rules, &wk.cr_cap, ncr + 1) != 0:
+                                return -1
+                            slot[r] = ncr
+                            wk.cell_rules[ncr] = r
+                            ncr += 1
+                for jt in range(cell_lo[rc_], cell_hi[rc_]):
+                    pos_right[item_sym[p0 + jt]] = -1
+            if ntmp > 0:
+                # counting sort of this cell's edges by rule slot -> groups
+                if _grow(&wk.cnt, &wk.cnt_cap, ncr + 1) != 0:
+                    return -1
+                for q in range(ncr + 1):
+                    wk.cnt[q] = 0
+                for e in range(ntmp):
+                    wk.cnt[slot[wk.tmp[3 * e]] + 1] += 1
+                for q in range(ncr):
+                    wk.cnt[q + 1] += wk.cnt[q]
+                if _grow(&wk.edges, &wk.edge_cap, 2 * (nedge + ntmp)) != 0 or \
+                        _grow(&wk.grp, &wk.grp_cap, 4 * (ngrp + ncr)) != 0:
+                    return -1
+                for q in range(ncr):
+                    r = wk.cell_rules[q]
+                    wk.grp[4 * (ngrp + q)] = r
+                    wk.grp[4 * (ngrp + q) + 1] = pos_par[g.bin_parent[r]]
+                    wk.grp[4 * (ngrp + q) + 2] = <i32> (nedge + wk.cnt[q])
+                    wk.grp[4 * (ngrp + q) + 3] = <i32> (nedge + wk.cnt[q + 1])
+                for e in range(ntmp):
+                    q = slot[wk.tmp[3 * e]]
+                    wk.edges[2 * (nedge + wk.cnt[q])] = wk.tmp[3 * e + 1]
+                    wk.edges[2 * (nedge + wk.cnt[q]) + 1] = wk.tmp[3 * e + 2]
+                    wk.cnt[q] += 1
+                # contract once per (parent item, rule)
+                for gi in range(ngrp, ngrp + ncr):
+                    r = wk.grp[4 * gi]
+                    jt = wk.grp[4 * gi + 1]
+                    ma = g.m[g.bin_parent[r]]
+                    mb = g.m[g.bin_left[r]]
+                    mc = g.m[g.bin_right[r]]
+                    if ma == 1 and mb == 1 and mc == 1:
+                        acc = 0.0
+                        for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
+                            acc = acc + alpha[voff[wk.edges[2 * e]]] * alpha[voff[wk.edges[2 * e + 1]]]
+                        alpha[voff[jt]] += g.T[g.toff[r]] * acc
+                        continue
+                    memset(M, 0, mb * mc * sizeof(double))
+                    for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
+                        it = wk.edges[2 * e]
+                        q = wk.edges[2 * e + 1]
+                        for h2 in range(mb):
+                            w = alpha[voff[it] + h2]
+                            if w != 0.0:
+                                for h3 in range(mc):
+                                    M[h2 * mc + h3] += w * alpha[voff[q] + h3]
+                    dm = mb * mc
+                    dn = ma
+                    # T row-major (ma, mb*mc) is column-major (mb*mc, ma): alpha^a += T M
+                    dgemv(&trans_t, &dm, &dn, &one, <double*> &g.T[g.toff[r]], &dm, M, &inc1,
+                          &one, &alpha[voff[jt]], &inc1)
+                ngrp += ncr
+                nedge += ntmp
+            for q in range(ncr):
+                slot[wk.cell_rules[q]] = -1
+            for it in range(cell_lo[cid], cell_hi[cid]):
+                pos_par[item_sym[p0 + it]] = -1
+
+    # ---------------- root ----------------
+    cid = n
+    Z = 0.0
+    for it in range(cell_lo[cid], cell_hi[cid]):
+        s = item_sym[p0 + it]
+        if g.c1off[s] >= 0:
+            for h in range(g.m[s]):
+                beta[voff[it] + h] = g.c1[g.c1off[s] + h]
+                Z += g.c1[g.c1off[s] + h] * alpha[voff[it] + h]
+    z_out[0] = Z
+
+    # ---------------- outside ----------------
+    gi = ngrp - 1
+    while gi >= 0:
+        r = wk.grp[4 * gi]
+        jt = wk.grp[4 * gi + 1]
+        ma = g.m[g.bin_parent[r]]
+        mb = g.m[g.bin_left[r]]
+        mc = g.m[g.bin_right[r]]
+        if ma == 1 and mb == 1 and mc == 1:
+            w = g.T[g.toff[r]] * beta[voff[jt]]
+            if w != 0.0:
+                for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
+                    it = wk.edges[2 * e]
+                    q = wk.edges[2 * e + 1]
+                    beta[voff[it]] += w * alpha[voff[q]]
+                    beta[voff[q]] += w * alpha[voff[it]]
+            gi -= 1
+            continue
+        dm = mb * mc
+        dn = ma
+        memset(M, 0, dm * sizeof(double))
+        # W = T^T beta^a  (mb*mc vector, i.e. an mb x mc matrix)
+        dgemv(&trans_n, &dm, &dn, &one, <double*> &g.T[g.toff[r]], &dm, &beta[voff[jt]], &inc1,
+              &one, M, &inc1)
+        for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
+            it = wk.edges[2 * e]
+            q = wk.edges[2 * e + 1]
+            for h2 in range(mb):
+                acc = 0.0
+                w = alpha[voff[it] + h2]
+                for h3 in range(mc):
+                    acc = acc + M[h2 * mc + h3] * alpha[voff[q] + h3]
+                    beta[voff[q] + h3] += M[h2 * mc + h3] * w
+                beta[voff[it] + h2] += acc
+        gi -= 1
+    for e in range(nue):
+        r = wk.uedge[3 * e]
+        jt = wk.uedge[3 * e + 1]
+        it = wk.uedge[3 * e + 2]
+        ma = g.m[g.un_parent[r]]
+        mb = g.m[g.un_child[r]]
+        for h in range(ma):
+            w = beta[voff[jt] + h]
+            if w != 0.0:
+                for h2 in range(mb):
+                    beta[voff[it] + h2] += w * g.U[g.uoff[r] + h * mb + h2]
+
+    # ---------------- marginals ----------------
+    for it in range(k):
+        acc = 0.0
+        for h in range(voff[it], voff[it + 1]):
+            acc = acc + alpha[h] * beta[h]
+        if Z != 0.0:
+            mu_out[p0 + it] = acc / Z
+        else:
+            mu_out[p0 + it] = 0.0
+
+    return 0
+
+
+def inside_outside_batch(int S, const i32[::1] m,
+                         const i32[::1] bin_parent, const i32[::1] bin_left, const i32[::1] bin_right,
+                         const i64[::1] toff, const double[::1] T,
+                         const i32[::1] rl_ptr, const i32[::1] rl_rule,
+                         const i32[::1] un_parent, const i32[::1] un_child,
+                         const i64[::1] uoff, const double[::1] U,
+                         const i32[::1] uc_ptr, const i32[::1] uc_rule,
+                         const double[::1] c1, const i64[::1] c1off,
+                         const i32[::1] sent_len, const i64[::1] item_ptr,
+                         const i32[::1] item_i, const i32[::1] item_j, const i32[::1] item_sym,
+                         const double[::1] leaf_w, const i64[::1] leaf_off, const double[::1] leaf_table,
+                         int n_threads=1):
+    """Tensor inside-outside for a batch of sentences over pruned charts.
+
+    Items of sentence ``s`` are ``item_ptr[s]:item_ptr[s+1]`` and must be sorted by
+    ``(j - i, i, sym)`` with at most one item per (i, j, sym).  Returns ``(mu, Z, status)``:
+    the raw (unclipped) marginal of every item, the scaled sentence weight per sentence and a
+    per-sentence status (0 ok, -1 out of memory).
+    """
+    cdef Py_ssize_t nsent = sent_len.shape[0]
+    cdef Py_ssize_t nitems = item_i.shape[0]
+    cdef cnp.ndarray[double, ndim=1] mu = np.zeros(nitems, dtype=np.float64)
+    cdef cnp.ndarray[double, ndim=1] Z = np.zeros(nsent, dtype=np.float64)
+    cdef cnp.ndarray[i32, ndim=1] status = np.zeros(nsent, dtype=np.int32)
+    cdef double[::1] mu_v = mu
+    cdef double[::1] z_v = Z
+    cdef i32[::1] st_v = status
+    cdef Grammar g
+    cdef Py_ssize_t s
+    cdef double dummy_d = 0.0
+    cdef i32 dummy_i = 0
+    cdef i64 dummy_l = 0
+    if item_ptr.shape[0] != nsent + 1 or item_j.shape[0] != nitems or item_sym.shape[0] != nitems \
+            or leaf_w.shape[0] != nitems or leaf_off.shape[0] != nitems:
+        raise ValueError("inconsistent item array lengths")
+    if m.shape[0] != S or rl_ptr.shape[0] != S + 1 or uc_ptr.shape[0] != S + 1 or c1off.shape[0] != S:
+        raise ValueError("inconsistent grammar array lengths")
+    g.S = S
+    g.m = &m[0]
+    g.R = bin_parent.shape[0]
+    g.bin_parent = &bin_parent[0] if g.R > 0 else &dummy_i
+    g.bin_left = &bin_left[0] if g.R > 0 else &dummy_i
+    g.bin_right = &bin_right[0] if g.R > 0 else &dummy_i
+    g.toff = &toff[0] if toff.shape[0] > 0 else &dummy_l
+    g.T = &T[0] if T.shape[0] > 0 else &dummy_d
+    g.rl_ptr = &rl_ptr[0]
+    g.rl_rule = &rl_rule[0] if rl_rule.shape[0] > 0 else &dummy_i
+    g.un_parent = &un_parent[0] if un_parent.shape[0] > 0 else &dummy_i
+    g.un_child = &un_child[0] if un_child.shape[0] > 0 else &dummy_i
+    g.uoff = &uoff[0] if uoff.shape[0] > 0 else &dummy_l
+    g.U = &U[0] if U.shape[0] > 0 else &dummy_d
+    g.uc_ptr = &uc_ptr[0]
+    g.uc_rule = &uc_rule[0] if uc_rule.shape[0] > 0 else &dummy_i
+    g.c1 = &c1[0] if c1.shape[0] > 0 else &dummy_d
+    g.c1off = &c1off[0]
+    if nitems == 0:
+        return mu, Z, status
+    cdef const i32* ii = &item_i[0]
+    cdef const i32* jj = &item_j[0]
+    cdef const i32* ss = &item_sym[0]
+    cdef const double* lw = &leaf_w[0]
+    cdef const i64* lo = &leaf_off[0]
+    cdef const double* lt = &leaf_table[0] if leaf_table.shape[0] > 0 else &dummy_d
+    for s in prange(nsent, nogil=True, schedule="dynamic", num_threads=max(1, n_threads)):
+        if item_ptr[s + 1] > item_ptr[s] and sent_len[s] > 0:
+            st_v[s] = _sentence(&g, sent_len[s], item_ptr[s], item_ptr[s + 1], ii, jj, ss,
+                                lw, lo, lt, &mu_v[0], &z_v[s])
+    return mu, Z, status
+
+
+cdef int _decode_one(int n, i64 p0, i64 p1, const i32* item_i, const i32* item_j,
+                     const i32* item_sym, const double* mu, const i32* sym_class,
+                     const unsigned char* is_pre, int K, i32* out) noexcept nogil:
+    """Goodman max-expected-recall tree from clipped item marginals; returns the node count.
+
+    Span score = the largest base-class marginal (sum over the symbols of a class) of the cell;
+    a one-word cell also outputs its best preterminal class, plus a unary parent class when that
+    beats "no unary" (the summed preterminal marginal).  Spans whose best score is 0 are not
+    output (their children attach to the enclosing node).  Nodes are (start, end, class) triples
+    in preorder.
+    """
+    cdef int ncell = (n + 1) * (n + 1)
+    cdef double* cscore = <double*> calloc(K + 1, sizeof(double))
+    cdef double* span_best = <double*> calloc(ncell, sizeof(double))
+    cdef i32* span_class = <i32*> malloc(ncell * sizeof(i32))
+    cdef i32* span_split = <i32*> malloc(ncell * sizeof(i32))
+    cdef i32* tag_class = <i32*> malloc((n + 1) * sizeof(i32))
+    cdef double* tag_best = <double*> malloc((n + 1) * sizeof(double))
+    cdef i32* stack = <i32*> malloc(2 * (2 * n + 2) * sizeof(i32))
+    cdef i64* cell_lo = <i64*> calloc(ncell, sizeof(i64))
+    cdef i64* cell_hi = <i64*> calloc(ncell, sizeof(i64))
+    cdef i64 it, jt
+    cdef int i, j, k, l, cid, cl, best_cl, best_k, sp, cnt = 0, s
+    cdef double best, v, m
+    if (cscore == NULL or span_best == NULL or span_class == NULL or span_split == NULL
+            or tag_class == NULL or tag_best == NULL or stack == NULL or cell_lo == NULL
+            or cell_hi == NULL):
+        cnt = -1
+    else:
+        it = p0
+        while it < p1:
+            cid = item_i[it] * (n + 1) + item_j[it]
+            jt = it
+            while jt < p1 and item_i[jt] * (n + 1) + item_j[jt] == cid:
+                jt += 1
+            cell_lo[cid] = it
+            cell_hi[cid] = jt
+            it = jt
+        for i in range(n):
+            tag_class[i] = -1
+            tag_best[i] = -1.0
+        for l in range(1, n + 1):
+            for i in range(0, n - l + 1):
+                j = i + l
+                cid = i * (n + 1) + j
+                for it in range(cell_lo[cid], cell_hi[cid]):
+                    s = item_sym[it]
+                    v = mu[it]
+                    if v <= 0.0:
+                        continue
+                    if is_pre[s]:
+                        cscore[K] += v
+                        if v > tag_best[i]:
+                            tag_best[i] = v
+                            tag_class[i] = sym_class[s]
+                    else:
+                        cscore[sym_class[s]] += v
+                best = 0.0
+                best_cl = -1
+                for cl in range(K + 1):
+                    if cscore[cl] > best:
+                        best = cscore[cl]
+                        best_cl = cl
+                    cscore[cl] = 0.0
+                span_class[cid] = best_cl if best_cl < K else -1
+                if l == 1:
+                    span_best[cid] = best
+                    span_split[cid] = -1
+                else:
+                    best_k = i + 1
+                    m = -1.0
+                    for k in range(i + 1, j):
+                        v = span_best[i * (n + 1) + k] + span_best[k * (n + 1) + j]
+                        if v > m:
+                            m = v
+                            best_k = k
+                    span_split[cid] = best_k
+                    span_best[cid] = best + m
+        stack[0] = 0
+        stack[1] = n
+        sp = 1
+        while sp > 0:
+            sp -= 1
+            i = stack[2 * sp]
+            j = stack[2 * sp + 1]
+            cid = i * (n + 1) + j
+            if span_class[cid] >= 0:
+                out[3 * cnt] = i
+                out[3 * cnt + 1] = j
+                out[3 * cnt + 2] = span_class[cid]
+                cnt += 1
+            if j - i == 1:
+                out[3 * cnt] = i
+                out[3 * cnt + 1] = j
+                out[3 * cnt + 2] = tag_class[i]
+                cnt += 1
+            else:
+                k = span_split[cid]
+                stack[2 * sp] = k
+                stack[2 * sp + 1] = j
+                sp += 1
+                stack[2 * sp] = i
+                stack[2 * sp + 1] = k
+                sp += 1
+    free(cscore)
+    free(span_best)
+    free(span_class)
+    free(span_split)
+    free(tag_class)
+    free(tag_best)
+    free(stack)
+    free(cell_lo)
+    free(cell_hi)
+    return cnt
+
+
+def decode_batch(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::1] item_i,
+                 const i32[::1] item_j, const i32[::1] item_sym, const double[::1] mu,
+                 const i32[::1] sym_class, const unsigned char[::1] is_pre, int n_class,
+                 int n_threads=1):
+    """Max-recall trees of a batch from clipped marginals (items sorted as for the inside-outside).
+
+    Returns ``(nodes, node_ptr)``: int32 ``(total, 3)`` rows (start, end, class) in preorder and
+    per-sentence offsets into them; a sentence whose position has no preterminal with positive
+    marginal gets class -1 for that tag (the caller falls back).
+    """
+    cdef Py_ssize_t nsent = sent_len.shape[0]
+    cdef Py_ssize_t s
+    cdef cnp.ndarray[i64, ndim=1] cap = np.zeros(nsent + 1, dtype=np.int64)
+    cdef i64[::1] cap_v = cap
+    for s in range(nsent):
+        cap_v[s + 1] = cap_v[s] + 3 * (3 * sent_len[s] + 1)
+    cdef cnp.ndarray[i32, ndim=1] out = np.zeros(max(1, cap_v[nsent]), dtype=np.int32)
+    cdef cnp.ndarray[i32, ndim=1] counts = np.zeros(nsent, dtype=np.int32)
+    cdef i32[::1] out_v = out
+    cdef i32[::1] cnt_v = counts
+    if item_i.shape[0] == 0 or nsent == 0:
+        return np.zeros((0, 3), dtype=np.int32), np.zeros(nsent + 1, dtype=np.int64)
+    for s in prange(nsent, nogil=True, schedule="dynamic", num_threads=max(1, n_threads)):
+        if sent_len[s] > 0:
+            cnt_v[s] = _decode_one(sent_len[s], item_ptr[s], item_ptr[s + 1], &item_i[0],
+                                   &item_j[0], &item_sym[0], &mu[0], &sym_class[0], &is_pre[0],
+                                   n_class, &out_v[cap_v[s]])
+    ptr = np.zeros(nsent + 1, dtype=np.int64)
+    np.cumsum(np.maximum(counts, 0), out=ptr[1:])
+    rows = np.concatenate([out[cap[k]:cap[k] + 3 * max(0, counts[k])] for k in range(nsent)])
+    return rows.reshape(-1, 3), ptr
+
+
+def full_items(const i32[::1] sent_len, const i64[::1] lex_off, const i32[::1] lex_pos,
+               const i32[::1] lex_sym, const i32[::1] unary_parents, const i32[::1] binary_parents):
+    """Exhaustive chart items of a batch, grouped by cell (lengths ascending).
+
+    One-word cells hold the lexical entries ``lex_*`` of the sentence (offsets ``lex_off``) and
+    every unary parent; longer cells every binary parent.  Returns
+    ``(item_ptr, item_i, item_j, item_sym, lex_index)`` where ``lex_index`` is the entry index of
+    a lexical item and -1 otherwise.
+    """
+    cdef Py_ssize_t nsent = sent_len.shape[0], s
+    cdef i64 total = 0, pos = 0, e
+    cdef int n, i, j, l, q
+    cdef int nu = unary_parents.shape[0], nb = binary_parents.shape[0]
+    for s in range(nsent):
+        n = sent_len[s]
+        total += (lex_off[s + 1] - lex_off[s]) + <i64> n * nu + <i64> (n * (n - 1) // 2) * nb
+    ptr = np.zeros(nsent + 1, dtype=np.int64)
+    oi = np.empty(total, dtype=np.int32)
+    oj = np.empty(total, dtype=np.int32)
+    osym = np.empty(total, dtype=np.int32)
+    olex = np.empty(total, dtype=np.int64)
+    cdef i64[::1] p_v = ptr
+    cdef i32[::1] i_v = oi, j_v = oj, s_v = osym
+    cdef i64[::1] l_v = olex
+    with nogil:
+        for s in range(nsent):
+            n = sent_len[s]
+            for i in range(n):
+                for e in range(lex_off[s], lex_off[s + 1]):
+                    if lex_pos[e] == i:
+                        i_v[pos] = i
+                        j_v[pos] = i + 1
+                        s_v[pos] = lex_sym[e]
+                        l_v[pos] = e
+                        pos += 1
+                for q in range(nu):
+                    i_v[pos] = i
+                    j_v[pos] = i + 1
+                    s_v[pos] = unary_parents[q]
+                    l_v[pos] = -1
+                    pos += 1
+            for l in range(2, n + 1):
+                for i in range(0, n - l + 1):
+                    for q in range(nb):
+                        i_v[pos] = i
+                        j_v[pos] = i + l
+                        s_v[pos] = binary_parents[q]
+                        l_v[pos] = -1
+                        pos += 1
+            p_v[s + 1] = pos
+    return ptr, oi[:pos], oj[:pos], osym[:pos], olex[:pos]
+
+
+def project_items(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::1] item_i,
+                  const i32[::1] item_j, const i32[::1] item_sym, const double[::1] mu,
+                  double threshold, const i32[::1] proj_ptr, const i32[::1] proj_sym,
+                  const unsigned char[::1] fine_is_pre, const i64[::1] lex_off,
+                  const i32[::1] lex_pos, const i32[::1] lex_sym):
+    """Items of the next (finer) grammar from the surviving items of the current one.
+
+    An item survives when ``mu >= threshold``; it expands to the fine symbols
+    ``proj_sym[proj_ptr[c]:proj_ptr[c+1]]`` of its symbol ``c``.  A fine preterminal is kept only
+    with a lexical entry at its position (``lex_*`` of the fine grammar; its index is returned).
+    Items stay grouped by cell.  Returns ``(item_ptr, item_i, item_j, item_sym, lex_index)``.
+    """
+    cdef Py_ssize_t nsent = sent_len.shape[0], s
+    cdef i64 total = 0, pos = 0, it, e, found
+    cdef int c, q, f
+    for it in range(item_i.shape[0]):
+        if mu[it] >= threshold:
+            c = item_sym[it]
+            total += proj_ptr[c + 1] - proj_ptr[c]
+    ptr = np.zeros(nsent + 1, dtype=np.int64)
+    oi = np.empty(total, dtype=np.int32)
+    oj = np.empty(total, dtype=np.int32)
+    osym = np.empty(total, dtype=np.int32)
+    olex = np.empty(total, dtype=np.int64)
+    cdef i64[::1] p_v = ptr
+    cdef i32[::1] i_v = oi, j_v = oj, s_v = osym
+    cdef i64[::1] l_v = olex
+    with nogil:
+        for s in range(nsent):
+            for it in range(item_ptr[s], item_ptr[s + 1]):
+                if not (mu[it] >= threshold):
+                    continue
+                c = item_sym[it]
+                for q in range(proj_ptr[c], proj_ptr[c + 1]):
+                    f = proj_sym[q]
+                    found = -1
+                    if item_j[it] - item_i[it] == 1 and fine_is_pre[f]:
+                        for e in range(lex_off[s], lex_off[s + 1]):
+                            if lex_pos[e] == item_i[it] and lex_sym[e] == f:
+                                found = e
+                                break
+                        if found < 0:
+                            continue
+                    i_v[pos] = item_i[it]
+                    j_v[pos] = item_j[it]
+                    s_v[pos] = f
+                    l_v[pos] = found
+                    pos += 1
+            p_v[s + 1] = pos
+    return ptr, oi[:pos], oj[:pos], osym[:pos], olex[:pos]

@@ -1,0 +1,66 @@
+"""``fastspectral train shag TREEBANK -o MODEL`` plug-in (see ``fastspectral.cli``).
+
+The treebank may be a dependency treebank (CoNLL-U, CoNLL-X, Malt-TAB) or a bracketed
+constituency treebank, which is converted with Collins head rules.
+"""
+from __future__ import annotations
+
+import argparse
+
+from .model import LEXICAL, MODELS, SHAGParser
+
+__all__ = ["cli_add_arguments", "cli_train", "to_dependency_sentences"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def cli_add_arguments(parser) -> None:
+    """Add the SHAG training options to ``parser`` (an ``argparse`` sub-parser)."""
+    g = parser.add_argument_group("SHAG dependency parser (Luque et al. 2012)")
+    g.add_argument("--model", choices=MODELS, default="spectral",
+                   help="unlexicalised model: deterministic (det), deterministic with a first-"
+                        "modifier state (det+f), spectral operator SHAG, or EM-trained SHAG "
+                        "(default: spectral)")
+    g.add_argument("--states", type=_positive_int, default=5, metavar="N",
+                   help="number of hidden states of the spectral / EM automata (default: 5)")
+    g.add_argument("--lexical", choices=LEXICAL, default="none",
+                   help="lexicalised back-off model combined log-linearly with the model "
+                        "(with --model det/det+f it is used alone; default: none)")
+    g.add_argument("--iterations", type=_positive_int, default=25, metavar="K",
+                   help="EM iterations for --model em (default: 25)")
+    g.add_argument("--seed", type=int, default=0, help="EM initialisation seed (default: 0)")
+
+
+def to_dependency_sentences(data) -> list:
+    """Dependency sentences from reader output: ``DepSentence`` objects pass through,
+    constituency ``Tree`` objects are cleaned and converted with Collins head rules."""
+    out = []
+    trees = []
+    for item in data:
+        if hasattr(item, "heads") and hasattr(item, "words"):
+            out.append(item)
+        elif hasattr(item, "children") and hasattr(item, "label"):
+            trees.append(item)
+        else:
+            raise TypeError(f"cannot train a dependency parser on {type(item).__name__} items")
+    if trees:
+        from ..trees.transforms import clean
+        from .data import trees_to_dep_sentences
+        out.extend(trees_to_dep_sentences(clean(t) for t in trees))
+    return out
+
+
+def cli_train(args, sents) -> SHAGParser:
+    """Train a ``SHAGParser`` from parsed command-line ``args`` on ``sents``."""
+    sents = to_dependency_sentences(sents)
+    model = SHAGParser(model=args.model, states=args.states, lexical=args.lexical,
+                       iterations=args.iterations, seed=getattr(args, "seed", 0))
+    return model.fit(sents)

@@ -1,0 +1,245 @@
+"""Data layer of the SHAG parsers: symbols, head-modifier sequences, token classes.
+
+A dependency tree over words ``1..n`` (position 0 is the root) is read as a *split head
+automaton* derivation: every position ``h`` has a left and a right modifier sequence, each
+ordered **head-outwards** (the modifier nearest to ``h`` first), implicitly framed by START and
+STOP.  The root (position 0) has only a right sequence: the words whose head is 0, nearest
+first (a single word in single-rooted treebanks), exactly as in Luque et al. (2012), where the
+root is a special head symbol with its own automaton.
+
+Everything here is vectorised NumPy over a whole treebank.
+"""
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..errors import FormatError
+
+__all__ = ["ROOT", "UNK", "LEFT", "RIGHT", "SymbolVocab", "Encoded", "encode_sentences",
+           "SequenceData", "modifier_sequences", "token_class", "token_classes", "N_CLASSES",
+           "CLASS_OTHER", "CLASS_COORD", "CLASS_PUNCT", "is_projective",
+           "trees_to_dep_sentences", "check_sentence"]
+
+ROOT = "<ROOT>"
+UNK = "<UNK>"
+LEFT, RIGHT = 0, 1
+
+#: token classes used by the deterministic automata with C/P states (LEX+FCP)
+CLASS_OTHER, CLASS_COORD, CLASS_PUNCT = 0, 1, 2
+N_CLASSES = 3
+_COORD_TAGS = frozenset({"CC", "CCONJ", "cc", "c", "CONJ"})
+_PUNCT_TAGS = frozenset({",", ".", ":", "``", "''", "PUNCT", "-LRB-", "-RRB-"})
+
+
+class SymbolVocab:
+    """A frozen string -> id map; unknown strings map to ``unk_id``."""
+
+    def __init__(self, symbols, unk_id: int):
+        self.symbols = list(symbols)
+        self.index = {s: i for i, s in enumerate(self.symbols)}
+        self.unk_id = int(unk_id)
+
+    def __len__(self) -> int:
+        return len(self.symbols)
+
+    def ids(self, items) -> np.ndarray:
+        """Ids of ``items`` (int32), unknown items mapped to ``unk_id``."""
+        get, unk = self.index.get, self.unk_id
+        return np.fromiter((get(x, unk) for x in items), dtype=np.int32, count=len(items))
+
+
+def _is_punct_word(word: str) -> bool:
+    return bool(word) and all(unicodedata.category(ch).startswith("P") for ch in word)
+
+
+@lru_cache(maxsize=1 << 16)
+def token_class(word: str, tag: str) -> int:
+    """2 for punctuation (all-punctuation word, a punctuation tag, or an EAGLES ``F..`` tag),
+    1 for a coordinating conjunction (``CC``, ``CCONJ``, ``cc``, ``c``), 0 otherwise."""
+    if tag in _PUNCT_TAGS or _is_punct_word(word) or (tag[:1] == "F" and tag[1:].islower()):
+        return CLASS_PUNCT
+    if tag in _COORD_TAGS:
+        return CLASS_COORD
+    return CLASS_OTHER
+
+
+def token_classes(words, tags) -> np.ndarray:
+    """Class of each token (see :func:`token_class`) as an int32 array."""
+    return np.fromiter((token_class(w, t) for w, t in zip(words, tags)), dtype=np.int32,
+                       count=len(words))
+
+
+def check_sentence(sent, index: int | None = None, need_heads: bool = True) -> None:
+    """Raise ``FormatError`` (naming the sentence) when ``sent`` lacks words/tags or has bad heads."""
+    where = f"sentence {index + 1}" if index is not None else "sentence"
+    line = getattr(sent, "line", None)
+    words, tags = sent.words, sent.tags
+    if len(words) == 0:
+        raise FormatError(f"{where}: empty sentence", None, line)
+    if len(tags) != len(words):
+        raise FormatError(f"{where}: {len(tags)} tags for {len(words)} words", None, line)
+    if need_heads:
+        heads = sent.heads
+        n = len(words)
+        if len(heads) != n:
+            raise FormatError(f"{where}: {len(heads)} heads for {n} words", None, line)
+        h = np.asarray(heads, dtype=np.int64)
+        if (h < 0).any() or (h > n).any() or (h == np.arange(1, n + 1)).any():
+            raise FormatError(f"{where}: head out of range or self-loop", None, line)
+        # every word must reach the root
+        seen = np.zeros(n + 1, dtype=np.int8)
+        seen[0] = 2
+        for i in range(1, n + 1):
+            path = []
+            j = i
+            while seen[j] == 0:
+                seen[j] = 1
+                path.append(j)
+                j = int(h[j - 1])
+            if seen[j] == 1:
+                raise FormatError(f"{where}: the heads contain a cycle", None, line)
+            for p in path:
+                seen[p] = 2
+
+
+def is_projective(heads) -> bool:
+    """True when the tree given by 1-based ``heads`` (0 = root) has no crossing arcs."""
+    arcs = [(min(h, m), max(h, m)) for m, h in enumerate(heads, start=1)]
+    for a, b in arcs:
+        for c, d in arcs:
+            if a < c < b < d:
+                return False
+    return True
+
+
+@dataclass
+class Encoded:
+    """A batch of sentences as flat arrays (positions include the root, position 0).
+
+    ``tok_off[b] .. tok_off[b+1]`` are sentence ``b``'s positions; ``hsym`` is the head symbol
+    (0 = root, tag id + 1 otherwise), ``msym`` the modifier symbol (tag id; 0 for the root
+    position, never used), ``cls`` the token class, ``wid`` the word id (-1 for the root)
+    and ``heads`` the gold heads (-1 for the root position or when unknown).
+    """
+    tok_off: np.ndarray
+    hsym: np.ndarray
+    msym: np.ndarray
+    cls: np.ndarray
+    wid: np.ndarray
+    heads: np.ndarray
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Number of words of each sentence."""
+        return np.diff(self.tok_off) - 1
+
+
+def encode_sentences(sents, tags: SymbolVocab, words: SymbolVocab | None = None,
+                     with_heads: bool = True) -> Encoded:
+    """Encode sentences (objects with ``.words``, ``.tags`` and, if ``with_heads``, ``.heads``)."""
+    lens = np.fromiter((len(s.words) for s in sents), dtype=np.int64, count=len(sents))
+    tok_off = np.zeros(len(sents) + 1, dtype=np.int64)
+    np.cumsum(lens + 1, out=tok_off[1:])
+    total = int(tok_off[-1])
+    all_tags: list[str] = []
+    all_words: list[str] = []
+    heads = np.full(total, -1, dtype=np.int64)
+    cls = np.zeros(total, dtype=np.int32)
+    for b, s in enumerate(sents):
+        o = tok_off[b]
+        n = len(s.words)
+        all_tags.append(ROOT)
+        all_tags.extend(s.tags)
+        all_words.append(ROOT)
+        all_words.extend(s.words)
+        cls[o + 1:o + 1 + n] = token_classes(s.words, s.tags)
+        if with_heads:
+            heads[o + 1:o + 1 + n] = np.asarray(s.heads, dtype=np.int64)
+    tid = tags.ids(all_tags)
+    is_root = np.zeros(total, dtype=bool)
+    is_root[tok_off[:-1]] = True
+    msym = np.where(is_root, 0, tid).astype(np.int32)
+    hsym = np.where(is_root, 0, tid + 1).astype(np.int32)
+    if words is not None:
+        wid = np.where(is_root, -1, words.ids(all_words)).astype(np.int32)
+    else:
+        wid = np.full(total, -1, dtype=np.int32)
+    return Encoded(tok_off, hsym, msym, cls, wid, heads)
+
+
+@dataclass
+class SequenceData:
+    """All head-modifier sequences of a treebank.
+
+    Sequence ``q`` belongs to head position ``seq_pos[q]`` (global, into the ``Encoded``
+    arrays) and direction ``seq_dir[q]``; its modifiers (global positions, head-outwards) are
+    ``mods[seq_start[q] : seq_start[q] + seq_len[q]]``.  The root's left sequence is omitted.
+    """
+    seq_pos: np.ndarray
+    seq_dir: np.ndarray
+    seq_start: np.ndarray
+    seq_len: np.ndarray
+    mods: np.ndarray
+
+    def states(self, cls: np.ndarray, next_state: np.ndarray) -> np.ndarray:
+        """Deterministic automaton state *before* each modifier in ``mods`` (state 0 first)."""
+        st = np.zeros(len(self.mods), dtype=np.int32)
+        if len(self.mods) == 0:
+            return st
+        # iterate over modifier rank j (sequences are short): state_j = next(state_{j-1}, cls)
+        first = np.repeat(self.seq_start, self.seq_len)
+        rank = np.arange(len(self.mods)) - first
+        maxlen = int(self.seq_len.max()) if len(self.seq_len) else 0
+        for j in range(1, maxlen):
+            sel = np.nonzero(rank == j)[0]
+            st[sel] = next_state[st[sel - 1], cls[self.mods[sel - 1]]]
+        return st
+
+
+def modifier_sequences(enc: Encoded) -> SequenceData:
+    """Head-outwards modifier sequences (left and right) of every position of ``enc``."""
+    total = len(enc.hsym)
+    sent_of = np.repeat(np.arange(len(enc.tok_off) - 1), np.diff(enc.tok_off))
+    pos = np.arange(total) - enc.tok_off[sent_of]
+    is_word = pos > 0
+    m = np.nonzero(is_word)[0]
+    hpos = enc.heads[m]
+    if (hpos < 0).any():
+        raise ValueError("modifier_sequences needs gold heads")
+    hglob = enc.tok_off[sent_of[m]] + hpos
+    d = (pos[m] > hpos).astype(np.int64)            # 1 = right of its head
+    dist = np.abs(pos[m] - hpos)
+    seq_id = hglob * 2 + d
+    order = np.lexsort((dist, seq_id))
+    mods = m[order]
+    sid = seq_id[order]
+    counts = np.bincount(sid, minlength=2 * total)
+    # keep every (position, direction) except the root's left sequence
+    all_ids = np.arange(2 * total)
+    keep = ~((all_ids % 2 == LEFT) & (~is_word[all_ids // 2]))
+    starts = np.zeros(2 * total, dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    ids = all_ids[keep]
+    return SequenceData(seq_pos=(ids // 2).astype(np.int64), seq_dir=(ids % 2).astype(np.int32),
+                        seq_start=starts[ids], seq_len=counts[ids].astype(np.int64),
+                        mods=mods.astype(np.int64))
+
+
+def trees_to_dep_sentences(trees):
+    """Convert constituency trees to ``DepSentence`` objects with Collins head rules.
+
+    Uses ``fastspectral.trees.heads.tree_to_dependencies``; the trees should be cleaned
+    (``fastspectral.trees.transforms.clean``) so that traces and empty nodes are gone.
+    """
+    from ..trees.conll import DepSentence
+    from ..trees.heads import tree_to_dependencies
+
+    out = []
+    for t in trees:
+        words, tags, heads = tree_to_dependencies(t)
+        out.append(DepSentence(words=list(words), xpos=list(tags), heads=list(heads)))
+    return out

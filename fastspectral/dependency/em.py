@@ -1,0 +1,192 @@
+"""EM training of non-deterministic SHAGs (the paper's EM baseline).
+
+Each ``(head symbol, direction)`` automaton is a probabilistic automaton with ``N`` hidden
+states: initial distribution ``alpha1``, joint emission/transition ``A[a][i', i] =
+P(modifier a, next state i' | state i)`` and stopping ``beta[i] = P(STOP | i)``, so that
+``sum_{a,i'} A[a][i',i] + beta[i] = 1``.  Training trees are observed, so the E-step is the
+forward-backward algorithm on each head's modifier sequence (no parsing needed); identical
+sequences are merged and weighted.  Initialisation is HMM-like (as in Luque et al. 2012):
+``A[a][i', i] = (1 - stop) T[i' | i] O[a | i']`` with random transitions ``T``, emissions
+``O`` proportional to the empirical modifier distribution of the (head, direction) times
+random noise, and the empirical stop rate.
+
+The E-step runs in Numba (``cache=True``), in parallel over (head, direction) automata.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import njit, prange
+
+from .data import Encoded, SequenceData
+from .spectral import OperatorSHAG
+
+__all__ = ["unique_sequences", "em_init", "em_step", "fit_em"]
+
+
+def unique_sequences(enc: Encoded, seqs: SequenceData, H: int):
+    """Distinct modifier-tag sequences per (head, direction) with their counts.
+
+    Returns ``(grp_start, q_start, q_len, q_w, mods)`` sorted by group ``h*2+d``: group ``g``'s
+    sequences are ``grp_start[g] .. grp_start[g+1]-1``.
+    """
+    hd = enc.hsym[seqs.seq_pos].astype(np.int64) * 2 + seqs.seq_dir
+    tags = enc.msym[seqs.mods]
+    counts: dict = {}
+    starts, lens = seqs.seq_start, seqs.seq_len
+    for q in range(len(hd)):
+        s = starts[q]
+        key = (int(hd[q]), tags[s:s + lens[q]].tobytes())
+        counts[key] = counts.get(key, 0) + 1
+    keys = sorted(counts)
+    q_g = np.array([k[0] for k in keys], dtype=np.int64)
+    seq_arrays = [np.frombuffer(k[1], dtype=tags.dtype) for k in keys]
+    q_len = np.array([len(a) for a in seq_arrays], dtype=np.int64)
+    q_start = np.zeros(len(keys), dtype=np.int64)
+    if len(keys):
+        np.cumsum(q_len[:-1], out=q_start[1:])
+    mods = (np.concatenate(seq_arrays).astype(np.int64) if len(keys) and q_len.sum()
+            else np.zeros(0, dtype=np.int64))
+    q_w = np.array([counts[k] for k in keys], dtype=np.float64)
+    grp_start = np.searchsorted(q_g, np.arange(2 * H + 1))
+    return grp_start.astype(np.int64), q_start, q_len, q_w, mods
+
+
+def em_init(grp_start, q_start, q_len, q_w, mods, H: int, M: int, N: int, seed: int = 0):
+    """HMM-like random initialisation (arrays indexed by group ``g = h*2+d``)."""
+    rng = np.random.default_rng(seed)
+    G = 2 * H
+    alpha = rng.dirichlet(np.ones(N), size=G)
+    beta = np.zeros((G, N))
+    A = np.zeros((G, M, N, N))
+    nq = len(q_len)
+    g_of_q = np.searchsorted(grp_start, np.arange(nq), side="right") - 1
+    n_seq = np.bincount(g_of_q, weights=q_w, minlength=G)
+    n_mod = np.bincount(g_of_q, weights=q_w * q_len, minlength=G)
+    q_of_mod = np.repeat(np.arange(nq), q_len)
+    uni_all = np.bincount(g_of_q[q_of_mod] * M + mods, weights=q_w[q_of_mod],
+                          minlength=G * M).reshape(G, M) + 1e-3
+    for g in range(G):
+        uni = uni_all[g] / uni_all[g].sum()
+        tot = n_seq[g] + n_mod[g]
+        stop = n_seq[g] / tot if tot > 0 else 0.5
+        stop_i = np.clip(stop * rng.uniform(0.8, 1.2, size=N), 1e-3, 1 - 1e-3)
+        T = rng.dirichlet(np.ones(N), size=N).T            # T[i', i]
+        O = uni[None, :] * rng.uniform(0.5, 1.5, size=(N, M))
+        O /= O.sum(axis=1, keepdims=True)                   # O[i', a]
+        A[g] = np.einsum("ja,ji,i->aji", O, T, 1.0 - stop_i)
+        beta[g] = stop_i
+    return alpha, A, beta
+
+
+@njit(cache=True)
+def _em_group(g, alpha, A, beta, grp_start, q_start, q_len, q_w, mods, na, nA, nb):  # pragma: no cover
+    """E-step and M-step of automaton ``g``; writes ``na[g], nA[g], nb[g]``, returns log-lik."""
+    M, N = A.shape[1], A.shape[2]
+    ca = np.zeros(N)
+    cA = np.zeros((M, N, N))
+    cb = np.zeros(N)
+    ll = 0.0
+    for q in range(grp_start[g], grp_start[g + 1]):
+        T = q_len[q]
+        s0 = q_start[q]
+        f = np.zeros((T + 1, N))
+        f[0] = alpha[g]
+        for t in range(1, T + 1):
+            a = mods[s0 + t - 1]
+            for ip in range(N):
+                acc = 0.0
+                for i in range(N):
+                    acc += A[g, a, ip, i] * f[t - 1, i]
+                f[t, ip] = acc
+        L = 0.0
+        for i in range(N):
+            L += beta[g, i] * f[T, i]
+        if not (L > 0.0):
+            continue
+        ll += q_w[q] * np.log(L)
+        w = q_w[q] / L
+        bvec = beta[g].copy()
+        for i in range(N):
+            cb[i] += w * beta[g, i] * f[T, i]
+        for t in range(T, 0, -1):
+            a = mods[s0 + t - 1]
+            nbv = np.zeros(N)
+            for ip in range(N):
+                for i in range(N):
+                    x = A[g, a, ip, i]
+                    cA[a, ip, i] += w * bvec[ip] * x * f[t - 1, i]
+                    nbv[i] += x * bvec[ip]
+            bvec = nbv
+        for i in range(N):
+            ca[i] += w * alpha[g, i] * bvec[i]
+    sa = ca.sum()
+    if sa > 0.0:
+        for i in range(N):
+            na[g, i] = ca[i] / sa
+        for i in range(N):
+            tot = cb[i]
+            for a in range(M):
+                for ip in range(N):
+                    tot += cA[a, ip, i]
+            if tot > 0.0:
+                for a in range(M):
+                    for ip in range(N):
+                        nA[g, a, ip, i] = cA[a, ip, i] / tot
+                nb[g, i] = cb[i] / tot
+            else:
+                for a in range(M):
+                    for ip in range(N):
+                        nA[g, a, ip, i] = A[g, a, ip, i]
+                nb[g, i] = beta[g, i]
+    else:
+        na[g] = alpha[g]
+        nA[g] = A[g]
+        nb[g] = beta[g]
+    return ll
+
+
+@njit(cache=True, parallel=True)
+def em_step(alpha, A, beta, grp_start, q_start, q_len, q_w, mods):  # pragma: no cover - numba
+    """One EM iteration (forward-backward E-step + M-step); returns new params and log-lik.
+
+    The automata are independent, so they are processed in parallel (one per task)."""
+    G = A.shape[0]
+    na = np.empty_like(alpha)
+    nA = np.empty_like(A)
+    nb = np.empty_like(beta)
+    ll = np.zeros(G)
+    for g in prange(G):
+        ll[g] = _em_group(g, alpha, A, beta, grp_start, q_start, q_len, q_w, mods, na, nA, nb)
+    return na, nA, nb, ll.sum()
+
+
+def _to_operator(alpha, A, beta, H, M, N) -> OperatorSHAG:
+    return OperatorSHAG(alpha.reshape(H, 2, N).copy(), beta.reshape(H, 2, N).copy(),
+                        A.reshape(H, 2, M, N, N).copy())
+
+
+def fit_em(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: int,
+           iterations: int = 25, seed: int = 0, snapshots=(), callback=None):
+    """Train an N-state SHAG with EM.
+
+    Returns ``(model, info)``; ``info`` has ``loglik`` (per iteration), ``time`` (cumulative
+    seconds after each iteration, data preparation included) and ``snapshots`` (iteration ->
+    ``OperatorSHAG``) for the iteration counts listed in ``snapshots``.
+    """
+    t0 = time.perf_counter()
+    N = int(n_states)
+    data = unique_sequences(enc, seqs, H)
+    alpha, A, beta = em_init(*data, H, M, N, seed=seed)
+    info = {"loglik": [], "time": [], "snapshots": {}}
+    snaps = set(int(s) for s in snapshots)
+    for it in range(1, int(iterations) + 1):
+        alpha, A, beta, ll = em_step(alpha, A, beta, *data)
+        info["loglik"].append(float(ll))
+        info["time"].append(time.perf_counter() - t0)
+        if it in snaps:
+            info["snapshots"][it] = _to_operator(alpha, A, beta, H, M, N)
+        if callback is not None:
+            callback(it, ll)
+    return _to_operator(alpha, A, beta, H, M, N), info

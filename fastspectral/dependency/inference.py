@@ -1,0 +1,77 @@
+"""Arc posteriors of SHAG models (compiled inside-outside) and MBR decoding."""
+from __future__ import annotations
+
+import numpy as np
+
+from .backoff import BackoffSHAG
+from .data import N_CLASSES, Encoded
+from .eisner import default_jobs, eisner_packed
+from .spectral import OperatorSHAG
+
+__all__ = ["pair_offsets", "arc_marginals", "mbr_decode", "unpack_square"]
+
+
+def pair_offsets(enc: Encoded) -> np.ndarray:
+    """Offsets of each sentence's ``(n+1)^2`` block in packed pair arrays."""
+    lens1 = np.diff(enc.tok_off)
+    off = np.zeros(len(lens1) + 1, dtype=np.int64)
+    np.cumsum(lens1 * lens1, out=off[1:])
+    return off
+
+
+def arc_marginals(op: OperatorSHAG, det: BackoffSHAG | None, enc: Encoded,
+                  single_root: bool = False, jobs=None, det_power: float = 1.0):
+    """Arc posteriors of the product model ``op x det`` for every sentence of ``enc``.
+
+    Returns ``(mu, pair_off, logz, status)``: ``mu[pair_off[b]:]`` is sentence ``b``'s
+    row-major ``(n+1) x (n+1)`` matrix of posteriors ``mu[h, m]`` of arc ``h -> m``;
+    ``logz[b]`` is ``log |Z|`` and ``status[b]`` 0 when ok, 1 when the model gives the
+    sentence no (finite, non-zero) total weight.
+    """
+    from .._ext import shag as _k
+
+    pair_off = pair_offsets(enc)
+    if det is None:
+        K = 1
+        next_state = np.zeros((1, N_CLASSES), dtype=np.int32)
+        lw = np.ones(int(pair_off[-1]))
+        ls = np.ones(2 * len(enc.hsym))
+    else:
+        K = det.K
+        next_state = np.ascontiguousarray(det.next_state, dtype=np.int32)
+        lw, ls = det.weights(enc, pair_off, det_power)
+    op = op.astype_contiguous()
+    B = len(enc.tok_off) - 1
+    mu = np.zeros(int(pair_off[-1]))
+    logz = np.zeros(B)
+    status = np.zeros(B, dtype=np.int32)
+    _k.inside_outside_batch(op.alpha1, op.beta, op.A, next_state,
+                            np.ascontiguousarray(enc.hsym, dtype=np.int32),
+                            np.ascontiguousarray(enc.msym, dtype=np.int32),
+                            np.ascontiguousarray(enc.cls, dtype=np.int32),
+                            np.ascontiguousarray(enc.tok_off, dtype=np.int64),
+                            np.ascontiguousarray(lw, dtype=np.float64),
+                            np.ascontiguousarray(ls, dtype=np.float64),
+                            pair_off, mu, logz, status, int(bool(single_root)),
+                            default_jobs(jobs))
+    assert K == next_state.shape[0]
+    return mu, pair_off, logz, status
+
+
+def unpack_square(packed: np.ndarray, pair_off: np.ndarray, b: int) -> np.ndarray:
+    """Sentence ``b``'s square block of a packed pair array."""
+    size = int(pair_off[b + 1] - pair_off[b])
+    n1 = int(round(size ** 0.5))
+    return packed[pair_off[b]:pair_off[b + 1]].reshape(n1, n1)
+
+
+def mbr_decode(mu: np.ndarray, pair_off: np.ndarray, lengths: np.ndarray,
+               single_root: bool = False, jobs=None, eps: float = 1e-300):
+    """MBR trees: ``argmax_y sum_{(h,m) in y} log mu[h, m]`` by first-order Eisner.
+
+    Posteriors below ``eps`` (including negative values an unnormalised spectral model can
+    produce) are clipped to ``eps``.  Returns ``(heads, head_off)``.
+    """
+    scores = np.log(np.maximum(mu, eps))
+    heads, head_off, _ = eisner_packed(scores, pair_off, lengths, single_root, jobs)
+    return heads, head_off

@@ -1,0 +1,745 @@
+"""EVALB-exact constituency scoring (Sekine & Collins ``evalb`` with ``COLLINS.prm``).
+
+This module re-implements the scoring of the standard ``evalb`` program and writes the very same
+report, character for character: the per-sentence table, the totals row, ``=== Summary ===`` and the
+``-- All --`` / ``-- len<=40 --`` blocks.  It has its own bracket reader, because EVALB reads trees
+its own way (one tree per line, ``()`` and ``(TOP )`` are trees without words, deleted labels remove
+words, ...); it depends on nothing else in the package but :mod:`fastspectral.errors`.
+
+What is scored (all of it as EVALB does it)
+-------------------------------------------
+* Reading.  A line is one sentence.  ``(LABEL word)`` is a terminal (POS tag ``LABEL``); every other
+  ``(LABEL ...)`` is a bracket (``LABEL`` may be empty, as in ``( (S ...) )`` or ``()``).  Terminals
+  whose tag is in ``delete_labels`` are dropped (the word with them).  Bracket spans are counted in
+  the remaining words, so a bracket left dominating nothing is empty and is ignored.
+* Sentence length (for the ``len<=cutoff`` block, printed in the ``Len.`` column) is the number of
+  gold terminals, punctuation included, whose tag is not in ``delete_labels_for_length``.
+* Status 2, *skip*: the prediction has no word left (e.g. ``()`` or ``(TOP )``).
+* Status 1, *error*: gold and prediction have a different number of words (after the quote repair
+  below) or a different word somewhere.  Error and skip sentences add 1 to "Number of sentence" (and
+  to the len<=cutoff block when the gold length is within the cutoff), count nothing else, and print
+  zeros.  ``quote_labels`` enables EVALB's repair step (re-inserting a quote-like token ``'`` ``"``
+  ``/`` that was deleted on one side only); ``COLLINS.prm`` declares no quote label, so by default
+  the repair does nothing.
+* Brackets: labels lose their function tags (everything from the first ``-`` or ``=`` after the
+  label's first character; labels written ``-XXX-`` such as ``-NONE-`` keep that part), then
+  brackets whose label is in ``delete_labels`` (``TOP``) or that are empty are dropped.  Gold and
+  predicted brackets are matched greedily in file order, each gold bracket taking the first still
+  unmatched predicted bracket with the same span and an equal label -- a multiset match, with
+  ``equal_labels`` (``ADVP`` = ``PRT``) making labels equal.
+* Crossing: number of predicted brackets that cross (overlap without nesting) at least one gold
+  bracket.  Complete match: gold count = predicted count = matched count.  Tagging accuracy compares
+  the (raw) tags of all non-deleted words.
+* MAX_ERROR: EVALB counts error sentences and, when one more error arrives after ``max_error + 1``
+  of them (the 12th error with ``MAX_ERROR 10``), it exits at once: its report is then only the
+  header and the lines of the sentences before that one, without totals or summary.  We reproduce
+  exactly that: :attr:`EvalbResult.aborted` is true, :attr:`EvalbResult.aborted_at` is the 1-based
+  line of the sentence that stopped it, :meth:`EvalbResult.report` is the truncated text, and the
+  summary attributes cover the sentences scored before the stop.  ``max_error=None`` never stops.
+
+Deliberate differences from the C program (none of them visible on well-formed input)
+-------------------------------------------------------------------------------------
+* Malformed lines (unbalanced brackets, a word outside ``(TAG word)``, two words in one bracket)
+  raise :class:`~fastspectral.errors.FormatError` naming the file and line; EVALB loops on its error
+  routine until it exits, or reads uninitialised memory.
+* Different numbers of gold and predicted lines raise ``FormatError`` naming the file that has the
+  extra line (EVALB prints a message on stderr and scores the common prefix).
+* No fixed limits (EVALB truncates at 5000 characters a line, 200 words, 200 brackets).
+* The function-tag rule keeps ``-XXX-`` labels as the EVALB README describes (the C code would
+  reduce a *bracket* labelled ``-NONE-`` to the empty label; such brackets do not occur in
+  treebanks).
+"""
+from __future__ import annotations
+
+import gzip
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import FormatError
+
+__all__ = [
+    "EvalbParams", "SentenceResult", "EvalbSummary", "EvalbResult", "COLLINS_PARAMS",
+    "score_sentence", "evaluate", "evaluate_files", "read_evalb_tree", "EvalbTree",
+]
+
+_COLLINS_DELETE = ("TOP", "-NONE-", ",", ":", "``", "''", ".")
+
+HEADER = (
+    "  Sent.                        Matched  Bracket   Cross        Correct Tag\n"
+    " ID  Len.  Stat. Recal  Prec.  Bracket gold test Bracket Words  Tags Accracy\n"
+    "============================================================================\n"
+)
+_RULE = "============================================================================\n"
+
+
+# ----------------------------------------------------------------------------------------------
+# parameters
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EvalbParams:
+    """EVALB parameters; the defaults are those of ``COLLINS.prm``.
+
+    Attributes
+    ----------
+    labeled: labelled (``LABELED 1``) or unlabelled bracket matching.
+    cutoff_len: sentences of gold length <= this go to the second summary block (``CUTOFF_LEN``).
+    max_error: number of error sentences tolerated (``MAX_ERROR``); EVALB stops at the
+        ``max_error + 2``-th error.  ``None`` never stops.
+    delete_labels: ``DELETE_LABEL`` entries (tags: word deleted; bracket labels: bracket deleted).
+    delete_labels_for_length: tags not counted in the sentence length (``DELETE_LABEL_FOR_LENGTH``).
+    equal_labels: pairs of labels counted as equal (``EQ_LABEL``), for brackets and tags.
+    equal_words: pairs of words counted as equal (``EQ_WORD``).
+    quote_labels: ``QUOTE_LABEL`` entries used by the quote repair (none in ``COLLINS.prm``).
+    """
+
+    labeled: bool = True
+    cutoff_len: int = 40
+    max_error: int | None = 10
+    delete_labels: tuple[str, ...] = _COLLINS_DELETE
+    delete_labels_for_length: tuple[str, ...] = ("-NONE-",)
+    equal_labels: tuple[tuple[str, str], ...] = (("ADVP", "PRT"),)
+    equal_words: tuple[tuple[str, str], ...] = ()
+    quote_labels: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        # accept lists from callers, store tuples (hashable, immutable)
+        for name in ("delete_labels", "delete_labels_for_length", "quote_labels"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        for name in ("equal_labels", "equal_words"):
+            pairs = tuple(tuple(p) for p in getattr(self, name))
+            for p in pairs:
+                if len(p) != 2:
+                    raise ValueError(f"EvalbParams.{name}: every entry must be a pair, got {p!r}")
+            object.__setattr__(self, name, pairs)
+        if self.max_error is not None and self.max_error < 0:
+            raise ValueError("EvalbParams.max_error must be >= 0 or None")
+
+    @classmethod
+    def from_prm_file(cls, path) -> "EvalbParams":
+        """Read an EVALB parameter file (``COLLINS.prm``, ``new.prm`` ...) into ``EvalbParams``.
+
+        Keys not given in the file take EVALB's built-in defaults (labelled, cutoff 40, max error
+        10, no deleted or equal labels).  Unknown keys raise ``FormatError``.
+        """
+        kw = dict(labeled=True, cutoff_len=40, max_error=10, delete_labels=[],
+                  delete_labels_for_length=[], equal_labels=[], equal_words=[], quote_labels=[])
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                line = raw.rstrip()
+                if line.startswith("#") or len(line) < 3:
+                    continue
+                parts = line.split()
+                key, vals = parts[0], parts[1:]
+                if not vals:
+                    raise FormatError(f"parameter {key} has no value", path, lineno)
+                try:
+                    if key == "DEBUG":
+                        continue
+                    if key == "MAX_ERROR":
+                        kw["max_error"] = int(vals[0])
+                    elif key == "CUTOFF_LEN":
+                        kw["cutoff_len"] = int(vals[0])
+                    elif key == "LABELED":
+                        kw["labeled"] = bool(int(vals[0]))
+                    elif key == "DELETE_LABEL":
+                        kw["delete_labels"].append(vals[0])
+                    elif key == "DELETE_LABEL_FOR_LENGTH":
+                        kw["delete_labels_for_length"].append(vals[0])
+                    elif key == "QUOTE_LABEL":
+                        kw["quote_labels"].append(vals[0])
+                    elif key in ("EQ_LABEL", "EQ_WORD"):
+                        if len(vals) != 2:
+                            raise FormatError(f"{key} requires two values", path, lineno)
+                        kw["equal_labels" if key == "EQ_LABEL" else "equal_words"].append(tuple(vals))
+                    else:
+                        raise FormatError(f"unknown keyword {key!r} in parameter file", path, lineno)
+                except ValueError as exc:
+                    if isinstance(exc, FormatError):
+                        raise
+                    raise FormatError(f"bad value for {key}: {vals[0]!r}", path, lineno) from None
+        return cls(**kw)
+
+
+COLLINS_PARAMS = EvalbParams()
+
+
+class _Compiled:
+    """Lookup structures derived from an ``EvalbParams`` (built once per evaluation)."""
+
+    __slots__ = ("params", "delete", "delete_bracket", "delete_len", "eq_label", "eq_word",
+                 "quote", "labeled")
+
+    def __init__(self, params: EvalbParams):
+        self.params = params
+        self.labeled = bool(params.labeled)
+        self.delete = frozenset(params.delete_labels)                 # exact (terminal tags)
+        self.delete_len = frozenset(params.delete_labels_for_length)
+        self.eq_label = frozenset((a, b) for a, b in params.equal_labels) | \
+            frozenset((b, a) for a, b in params.equal_labels)
+        self.eq_word = frozenset((a, b) for a, b in params.equal_words) | \
+            frozenset((b, a) for a, b in params.equal_words)
+        # bracket deletion compares the function-tag-stripped label with label_comp (EQ aware)
+        dele = set(self.delete)
+        for a, b in self.eq_label:
+            if b in self.delete:
+                dele.add(a)
+        self.delete_bracket = frozenset(dele)
+        self.quote = frozenset(params.quote_labels)
+
+    def label_eq(self, a: str, b: str) -> bool:
+        return a == b or (a, b) in self.eq_label
+
+    def word_eq(self, a: str, b: str) -> bool:
+        return a == b or (a, b) in self.eq_word
+
+
+_compiled_cache: dict[EvalbParams, _Compiled] = {}
+
+
+def _compile(params: EvalbParams | None) -> _Compiled:
+    if params is None:
+        params = COLLINS_PARAMS
+    c = _compiled_cache.get(params)
+    if c is None:
+        c = _compiled_cache[params] = _Compiled(params)
+    return c
+
+
+# ----------------------------------------------------------------------------------------------
+# reader
+# ----------------------------------------------------------------------------------------------
+# One token per match: terminal "(TAG<ws>word)" (word may be empty: "(TOP )"), an opening bracket
+# "(LABEL" (label may be empty), a closing bracket, or a stray word (malformed input).
+# re.ASCII: whitespace is C's isspace() (a no-break space is part of a word, as in EVALB).
+_TOKEN = re.compile(r"\(([^\s()]*)(?:(\s+)([^\s()]*)\))?|(\))|([^\s()]+)", re.ASCII)
+
+
+def _strip_function_tags(label: str) -> str:
+    """``NP-SBJ-1`` -> ``NP``, ``NP=2`` -> ``NP``; ``-NONE-``, ``-LRB-`` stay (see module doc)."""
+    if "-" not in label and "=" not in label:
+        return label
+    start = 1
+    if label.startswith("-"):
+        k = label.find("-", 1)
+        if k > 1:
+            start = k + 1
+            if start >= len(label):
+                return label
+    for i in range(start, len(label)):
+        if label[i] in "-=":
+            return label[:i]
+    return label
+
+
+@dataclass
+class EvalbTree:
+    """A sentence as EVALB sees it (after deleting the terminals with deleted tags).
+
+    ``words`` / ``tags``: the kept terminals; ``starts`` / ``ends`` / ``labels``: every bracket in
+    the order its opening parenthesis appears (spans over kept words, end exclusive; raw labels);
+    ``length``: terminals not deleted for length (the ``Len.`` of a gold tree); ``quotes``: the
+    quote-like terminals seen, as ``[word, tag, index, n_brackets_before, open_brackets]``.
+    """
+
+    words: list
+    tags: list
+    starts: list
+    ends: list
+    labels: list
+    length: int
+    quotes: list = field(default_factory=list)
+
+
+def read_evalb_tree(line: str, params: EvalbParams | None = None, *, path=None,
+                    lineno: int | None = None) -> EvalbTree:
+    """Read one line the way EVALB's ``read_line`` does; raise ``FormatError`` if malformed.
+
+    ``path`` and ``lineno`` only serve the error message.
+    """
+    c = params if isinstance(params, _Compiled) else _compile(params)
+    delete = c.delete
+    delete_len = c.delete_len
+    quote = c.quote
+    words: list = []
+    tags: list = []
+    starts: list = []
+    ends: list = []
+    labels: list = []
+    quotes: list = []
+    stack: list = []
+    length = 0
+    wid = 0
+    for label, ws, word, close, stray in _TOKEN.findall(line):
+        if ws:                                   # terminal (TAG word)
+            if label not in delete_len:
+                length += 1
+            if quote and label in quote and word in ("'", '"', "/"):
+                quotes.append([word, label, wid, len(starts), list(stack)])
+            if label in delete:
+                continue
+            words.append(word)
+            tags.append(label)
+            wid += 1
+        elif close:
+            if not stack:
+                raise FormatError("unbalanced brackets (too many ')'); EVALB expects one "
+                                  "tree per line", path, lineno)
+            ends[stack.pop()] = wid
+        elif stray:
+            raise FormatError(f"word {stray!r} outside a '(TAG word)' bracket (or two elements "
+                              f"in one bracket); EVALB expects one tree per line", path, lineno)
+        else:                                    # opening bracket of a non-terminal
+            stack.append(len(starts))
+            starts.append(wid)
+            ends.append(-1)
+            labels.append(label)
+    if stack:
+        raise FormatError("unbalanced brackets (too many '('); EVALB expects one tree per line",
+                          path, lineno)
+    return EvalbTree(words, tags, starts, ends, labels, length, quotes)
+
+
+def _reinsert(tree: EvalbTree, q) -> None:
+    """EVALB's ``reinsert_term``: put back a deleted quote terminal and shift the brackets."""
+    word, tag, ind, bra, open_brackets = q
+    tree.words.insert(ind, word)
+    tree.tags.insert(ind, tag)
+    starts, ends = tree.starts, tree.ends
+    for k in range(bra, len(starts)):
+        starts[k] += 1
+        ends[k] += 1
+    for k in open_brackets:
+        ends[k] += 1
+
+
+def _fix_quote(c: _Compiled, gold: EvalbTree, test: EvalbTree) -> None:
+    """EVALB's ``fix_quote``: repair quote tokens deleted on one side only (in place)."""
+    q1, q2 = gold.quotes, test.quotes
+    delete = c.delete
+    for i in range(len(q2)):
+        ind = q2[i][2]
+        for j in range(len(q1)):
+            if q1[j][2] == ind and q1[j][1] != q2[i][1]:
+                if q1[j][1] in delete and q2[i][1] not in delete:
+                    _reinsert(gold, q1[j])
+                    for k in range(j, len(q1)):
+                        q1[k][2] += 1
+                elif q2[i][1] in delete and q1[j][1] not in delete:
+                    _reinsert(test, q2[i])
+                    for k in range(i, len(q2)):
+                        q2[k][2] += 1
+
+
+# ----------------------------------------------------------------------------------------------
+# per-sentence scoring
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SentenceResult:
+    """Score of one sentence, one line of EVALB's table.
+
+    ``status``: 0 valid, 1 error (words differ), 2 skip (no predicted words).  ``length`` is the
+    gold length used for the cutoff block.  ``message`` explains an error (``None`` otherwise).
+    """
+
+    id: int
+    length: int
+    status: int
+    matched: int = 0
+    gold_brackets: int = 0
+    test_brackets: int = 0
+    crossing: int = 0
+    words: int = 0
+    correct_tags: int = 0
+    message: str | None = None
+
+    @property
+    def is_valid(self) -> bool:
+        """True for a scored sentence (status 0)."""
+        return self.status == 0
+
+    @property
+    def recall(self) -> float:
+        """Bracket recall in percent (0 when the gold tree has no bracket)."""
+        return 0.0 if self.gold_brackets == 0 else 100.0 * self.matched / self.gold_brackets
+
+    @property
+    def precision(self) -> float:
+        """Bracket precision in percent (0 when the prediction has no bracket)."""
+        return 0.0 if self.test_brackets == 0 else 100.0 * self.matched / self.test_brackets
+
+    @property
+    def tag_accuracy(self) -> float:
+        """Tagging accuracy in percent (0 without words)."""
+        return 0.0 if self.words == 0 else 100.0 * self.correct_tags / self.words
+
+    @property
+    def complete_match(self) -> bool:
+        """Valid and every bracket matched both ways."""
+        return (self.status == 0 and self.gold_brackets == self.test_brackets == self.matched)
+
+    def line(self) -> str:
+        """The sentence's line in EVALB's table (with its newline)."""
+        return ("%4d  %3d    %d  %6.2f %6.2f   %3d    %3d  %3d    %3d   %4d  %4d   %6.2f\n" % (
+            self.id, self.length, self.status, self.recall, self.precision, self.matched,
+            self.gold_brackets, self.test_brackets, self.crossing, self.words, self.correct_tags,
+            self.tag_accuracy))
+
+
+def _score(c: _Compiled, gold: EvalbTree, test: EvalbTree, sent_id: int) -> SentenceResult:
+    length = gold.length
+    if not test.words:
+        return SentenceResult(sent_id, length, 2)
+    if len(gold.words) != len(test.words):
+        if c.quote:
+            _fix_quote(c, gold, test)
+        if len(gold.words) != len(test.words):
+            return SentenceResult(sent_id, length, 1, message=(
+                f"Length unmatch ({len(gold.words)}|{len(test.words)})"))
+    eq_word = c.eq_word
+    for w1, w2 in zip(gold.words, test.words):
+        if w1 != w2 and (w1, w2) not in eq_word:
+            return SentenceResult(sent_id, length, 1, message=f"Words unmatch ({w1}|{w2})")
+
+    # brackets kept after zero-span / deleted-label removal
+    dele = c.delete_bracket
+    strip = _strip_function_tags
+    g_brackets = []
+    for s, e, lab in zip(gold.starts, gold.ends, gold.labels):
+        if s != e:
+            lab = strip(lab)
+            if lab not in dele:
+                g_brackets.append((s, e, lab))
+    t_by_span: dict = {}
+    t_spans = []
+    for s, e, lab in zip(test.starts, test.ends, test.labels):
+        if s != e:
+            lab = strip(lab)
+            if lab not in dele:
+                t_spans.append((s, e))
+                t_by_span.setdefault((s, e), []).append(lab)
+
+    # greedy multiset matching, gold order then first unmatched predicted bracket
+    match = 0
+    labeled = c.labeled
+    eq_label = c.eq_label
+    for s, e, lab in g_brackets:
+        cands = t_by_span.get((s, e))
+        if not cands:
+            continue
+        if not labeled:
+            cands.pop(0)
+            match += 1
+            continue
+        for k, tl in enumerate(cands):
+            if tl == lab or (lab, tl) in eq_label:
+                del cands[k]
+                match += 1
+                break
+
+    # crossing: a predicted (s, e) crosses a gold (a, b) iff s < a < e < b or a < s < b < e
+    crossing = 0
+    if g_brackets and t_spans:
+        n = max(len(gold.words), max(e for _, e, _ in g_brackets), max(e for _, e in t_spans)) + 1
+        max_end_from = [-1] * n           # largest gold end among gold brackets starting at a
+        min_start_to = [n] * n            # smallest gold start among gold brackets ending at b
+        for a, b, _ in g_brackets:
+            if b > max_end_from[a]:
+                max_end_from[a] = b
+            if a < min_start_to[b]:
+                min_start_to[b] = a
+        for s, e in t_spans:
+            if e - s > 1 and (max(max_end_from[s + 1:e]) > e or min(min_start_to[s + 1:e]) < s):
+                crossing += 1
+
+    # tagging
+    tags2 = test.tags
+    correct = 0
+    for t1, t2 in zip(gold.tags, tags2):
+        if t1 == t2 or (t1, t2) in eq_label:
+            correct += 1
+    return SentenceResult(sent_id, length, 0, match, len(g_brackets), len(t_spans), crossing,
+                          len(gold.words), correct)
+
+
+def _as_line(item) -> str:
+    return item if isinstance(item, str) else str(item)
+
+
+def score_sentence(gold_str, pred_str, params: EvalbParams | None = None, *,
+                   sent_id: int = 1) -> SentenceResult:
+    """Score one predicted tree against its gold tree, exactly as EVALB scores a line.
+
+    ``gold_str`` / ``pred_str`` are one-line bracketed trees (or objects whose ``str()`` is one,
+    such as :class:`fastspectral.trees.tree.Tree`).  Returns a :class:`SentenceResult`; error and
+    skip sentences have status 1 / 2 (no exception).  Malformed brackets raise ``FormatError``.
+    """
+    c = _compile(params)
+    gold = read_evalb_tree(_as_line(gold_str), c, lineno=sent_id)
+    test = read_evalb_tree(_as_line(pred_str), c, lineno=sent_id)
+    return _score(c, gold, test, sent_id)
+
+
+# ----------------------------------------------------------------------------------------------
+# totals
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class EvalbSummary:
+    """Totals of one summary block (``-- All --`` or ``-- len<=40 --``).
+
+    Raw counts: ``n_sentences``, ``n_error``, ``n_skip``, ``gold_brackets``, ``test_brackets``,
+    ``matched``, ``words``, ``correct_tags``, ``crossing``, ``complete``, ``no_crossing_sents``,
+    ``two_or_less_crossing_sents``.  The percentage properties are computed exactly as EVALB does.
+    """
+
+    n_sentences: int = 0
+    n_error: int = 0
+    n_skip: int = 0
+    gold_brackets: int = 0
+    test_brackets: int = 0
+    matched: int = 0
+    words: int = 0
+    correct_tags: int = 0
+    crossing: int = 0
+    complete: int = 0
+    no_crossing_sents: int = 0
+    two_or_less_crossing_sents: int = 0
+
+    def add(self, r: SentenceResult) -> None:
+        """Add one sentence's result (EVALB's ``individual_result``)."""
+        self.n_sentences += 1
+        if r.status == 1:
+            self.n_error += 1
+        elif r.status == 2:
+            self.n_skip += 1
+        else:
+            self.gold_brackets += r.gold_brackets
+            self.test_brackets += r.test_brackets
+            self.matched += r.matched
+            if r.gold_brackets == r.test_brackets == r.matched:
+                self.complete += 1
+            self.words += r.words
+            self.crossing += r.crossing
+            if r.crossing == 0:
+                self.no_crossing_sents += 1
+            if r.crossing <= 2:
+                self.two_or_less_crossing_sents += 1
+            self.correct_tags += r.correct_tags
+
+    @property
+    def n_valid(self) -> int:
+        """Sentences that were scored (neither error nor skip)."""
+        return self.n_sentences - self.n_error - self.n_skip
+
+    @property
+    def recall(self) -> float:
+        """Bracketing recall, percent."""
+        return 100.0 * self.matched / self.gold_brackets if self.gold_brackets > 0 else 0.0
+
+    @property
+    def precision(self) -> float:
+        """Bracketing precision, percent."""
+        return 100.0 * self.matched / self.test_brackets if self.test_brackets > 0 else 0.0
+
+    @property
+    def fmeasure(self) -> float:
+        """Bracketing F1, percent, as ``2*P*R/(P+R)`` from the percentages (0.0 when P+R is 0;
+        EVALB prints ``-nan`` then, and so does :meth:`EvalbResult.report`)."""
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r > 0 else 0.0
+
+    @property
+    def complete_match(self) -> float:
+        """Percentage of valid sentences matched completely."""
+        n = self.n_valid
+        return 100.0 * self.complete / n if n > 0 else 0.0
+
+    @property
+    def avg_crossing(self) -> float:
+        """Average number of crossing brackets per valid sentence."""
+        n = self.n_valid
+        return 1.0 * self.crossing / n if n > 0 else 0.0
+
+    @property
+    def no_crossing(self) -> float:
+        """Percentage of valid sentences without crossing brackets."""
+        n = self.n_valid
+        return 100.0 * self.no_crossing_sents / n if n > 0 else 0.0
+
+    @property
+    def two_or_less_crossing(self) -> float:
+        """Percentage of valid sentences with at most two crossing brackets."""
+        n = self.n_valid
+        return 100.0 * self.two_or_less_crossing_sents / n if n > 0 else 0.0
+
+    @property
+    def tagging_accuracy(self) -> float:
+        """Percentage of correctly tagged (non-deleted) words in valid sentences."""
+        return 100.0 * self.correct_tags / self.words if self.words > 0 else 0.0
+
+    @property
+    def counts(self) -> dict:
+        """The raw integer counts as a dict."""
+        return {
+            "sentences": self.n_sentences, "error_sentences": self.n_error,
+            "skip_sentences": self.n_skip, "valid_sentences": self.n_valid,
+            "gold_brackets": self.gold_brackets, "test_brackets": self.test_brackets,
+            "matched_brackets": self.matched, "words": self.words,
+            "correct_tags": self.correct_tags, "crossing": self.crossing,
+            "complete_match_sentences": self.complete,
+            "no_crossing_sentences": self.no_crossing_sents,
+            "two_or_less_crossing_sentences": self.two_or_less_crossing_sents,
+        }
+
+    def block(self, title: str) -> str:
+        """The summary block text as EVALB prints it (``title`` is e.g. ``All``)."""
+        p, r = self.precision, self.recall
+        f = "  -nan" if p + r == 0 else "%6.2f" % (2 * p * r / (p + r))
+        return (
+            f"\n-- {title} --\n"
+            f"Number of sentence        = {self.n_sentences:6d}\n"
+            f"Number of Error sentence  = {self.n_error:6d}\n"
+            f"Number of Skip  sentence  = {self.n_skip:6d}\n"
+            f"Number of Valid sentence  = {self.n_valid:6d}\n"
+            f"Bracketing Recall         = {r:6.2f}\n"
+            f"Bracketing Precision      = {p:6.2f}\n"
+            f"Bracketing FMeasure       = {f}\n"
+            f"Complete match            = {self.complete_match:6.2f}\n"
+            f"Average crossing          = {self.avg_crossing:6.2f}\n"
+            f"No crossing               = {self.no_crossing:6.2f}\n"
+            f"2 or less crossing        = {self.two_or_less_crossing:6.2f}\n"
+            f"Tagging accuracy          = {self.tagging_accuracy:6.2f}\n"
+        )
+
+
+@dataclass
+class EvalbResult:
+    """Result of :func:`evaluate`: per-sentence results and the two summary blocks.
+
+    ``all`` / ``le40`` are :class:`EvalbSummary` objects (``le40`` uses ``params.cutoff_len``);
+    ``recall``, ``precision``, ``fmeasure``, ``complete_match``, ``avg_crossing``,
+    ``no_crossing``, ``two_or_less_crossing``, ``tagging_accuracy`` and ``counts`` read the
+    ``-- All --`` block.  ``aborted`` / ``aborted_at``: EVALB's MAX_ERROR stop (see module doc).
+    """
+
+    sentences: list
+    all: EvalbSummary
+    le40: EvalbSummary
+    params: EvalbParams
+    aborted: bool = False
+    aborted_at: int | None = None
+
+    recall = property(lambda self: self.all.recall, doc="Bracketing recall (all), percent.")
+    precision = property(lambda self: self.all.precision, doc="Bracketing precision (all), percent.")
+    fmeasure = property(lambda self: self.all.fmeasure, doc="Bracketing F1 (all), percent.")
+    complete_match = property(lambda self: self.all.complete_match,
+                              doc="Complete match (all), percent.")
+    avg_crossing = property(lambda self: self.all.avg_crossing, doc="Average crossing (all).")
+    no_crossing = property(lambda self: self.all.no_crossing, doc="No crossing (all), percent.")
+    two_or_less_crossing = property(lambda self: self.all.two_or_less_crossing,
+                                    doc="2 or less crossing (all), percent.")
+    tagging_accuracy = property(lambda self: self.all.tagging_accuracy,
+                                doc="Tagging accuracy (all), percent.")
+    counts = property(lambda self: self.all.counts, doc="Raw counts of the All block.")
+
+    @property
+    def le_cutoff(self) -> EvalbSummary:
+        """Alias of ``le40`` (the block for ``length <= params.cutoff_len``)."""
+        return self.le40
+
+    def totals_line(self) -> str:
+        """The totals row printed under the table (with its newline)."""
+        a = self.all
+        out = ""
+        if a.gold_brackets > 0 and a.test_brackets > 0:
+            out = "                %6.2f %6.2f %6d %5d %5d  %5d" % (
+                a.recall, a.precision, a.matched, a.gold_brackets, a.test_brackets, a.crossing)
+        return out + "  %5d %5d   %6.2f\n" % (a.words, a.correct_tags, a.tagging_accuracy)
+
+    def report(self) -> str:
+        """EVALB's complete standard output for this evaluation, character for character."""
+        parts = [HEADER]
+        parts.extend(r.line() for r in self.sentences)
+        if self.aborted:
+            return "".join(parts)
+        parts.append(_RULE)
+        parts.append(self.totals_line())
+        parts.append("=== Summary ===\n")
+        parts.append(self.all.block("All"))
+        parts.append(self.le40.block(f"len<={self.params.cutoff_len}"))
+        return "".join(parts)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+# ----------------------------------------------------------------------------------------------
+# drivers
+# ----------------------------------------------------------------------------------------------
+def evaluate(gold_lines, pred_lines, params: EvalbParams | None = None, *, gold_path=None,
+             pred_path=None) -> EvalbResult:
+    """Score predicted trees against gold trees, one tree per line, exactly as EVALB does.
+
+    ``gold_lines`` / ``pred_lines``: iterables of one-line bracketed trees (strings, possibly with
+    their newline, or objects whose ``str()`` is one).  An empty line is a sentence without words
+    (a skip sentence on the predicted side, as in EVALB).  Different numbers of lines raise
+    ``FormatError`` naming the side (``gold_path`` / ``pred_path`` when given) and the first line
+    without a partner.  Returns an :class:`EvalbResult`.
+    """
+    params = COLLINS_PARAMS if params is None else params
+    c = _compile(params)
+    gold_lines = [_as_line(x) for x in gold_lines]
+    pred_lines = [_as_line(x) for x in pred_lines]
+    ng, np_ = len(gold_lines), len(pred_lines)
+    if ng != np_:
+        if ng > np_:
+            raise FormatError(f"gold has {ng} lines but the prediction has {np_} (too many lines "
+                              f"in the gold file; EVALB needs one tree per line in both)",
+                              gold_path or "<gold>", np_ + 1)
+        raise FormatError(f"prediction has {np_} lines but the gold has {ng} (too many lines in "
+                          f"the test file; EVALB needs one tree per line in both)",
+                          pred_path or "<prediction>", ng + 1)
+    results: list = []
+    all_s = EvalbSummary()
+    le_s = EvalbSummary()
+    cutoff = params.cutoff_len
+    max_error = params.max_error
+    errors = 0
+    aborted_at = None
+    for i, (gl, pl) in enumerate(zip(gold_lines, pred_lines), 1):
+        gold = read_evalb_tree(gl, c, path=gold_path or "<gold>", lineno=i)
+        test = read_evalb_tree(pl, c, path=pred_path or "<prediction>", lineno=i)
+        r = _score(c, gold, test, i)
+        if r.status == 1:
+            # EVALB: `if (Error_count++ > Max_error) exit(1);` before the line is printed
+            if max_error is not None and errors > max_error:
+                aborted_at = i
+                break
+            errors += 1
+        results.append(r)
+        all_s.add(r)
+        if r.length <= cutoff:
+            le_s.add(r)
+    return EvalbResult(results, all_s, le_s, params, aborted_at is not None, aborted_at)
+
+
+def _read_lines(path) -> list:
+    p = Path(path)
+    opener = gzip.open if p.suffix == ".gz" else open
+    with opener(p, "rt", encoding="utf-8", errors="surrogateescape", newline="") as fh:
+        text = fh.read()
+    # like fgets: only "\n" ends a line, and a final newline does not start an empty line
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def evaluate_files(gold_path, pred_path, params: EvalbParams | None = None) -> EvalbResult:
+    """Run :func:`evaluate` on two files with one tree per line (``.gz`` accepted).
+
+    Like ``evalb -p COLLINS.prm gold_path pred_path`` (``params`` defaults to ``COLLINS.prm``);
+    ``result.report()`` is the text EVALB prints.
+    """
+    return evaluate(_read_lines(gold_path), _read_lines(pred_path), params,
+                    gold_path=str(gold_path), pred_path=str(pred_path))

@@ -1,0 +1,202 @@
+"""Symbol and rule tables of a PCFG, and their compiled chart form.
+
+A :class:`Grammar` is the estimated model over *binarised* symbols (see
+:mod:`fastspectral.trees.transforms`): root probabilities ``P(TOP -> A)``, binary rules
+``A -> B C``, unary rules ``A -> B`` (after unary-chain collapsing these only rewrite to
+preterminals) and a :class:`~fastspectral.grammar.lexicon.Lexicon`.  Rule probabilities are
+relative frequencies ``c(A -> rhs) / c(A)``.
+
+:func:`Grammar.chart_grammar` builds the :class:`fastspectral._ext.cky.ChartGrammar` the kernels
+read: rules indexed by left child and by parent, the unary closure, and the projection of every
+symbol onto its *class* (base label) used by max-recall decoding.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..trees.transforms import base_label, is_intermediate
+from .lexicon import Lexicon
+
+
+@dataclass
+class Grammar:
+    """Estimated PCFG over binarised symbols (ids index ``symbols``)."""
+
+    symbols: list
+    is_preterminal: np.ndarray
+    root_prob: np.ndarray
+    bin_parent: np.ndarray
+    bin_left: np.ndarray
+    bin_right: np.ndarray
+    bin_prob: np.ndarray
+    un_parent: np.ndarray
+    un_child: np.ndarray
+    un_prob: np.ndarray
+    lexicon: Lexicon
+    sym_index: dict = field(init=False)
+
+    def __post_init__(self):
+        self.sym_index = {s: i for i, s in enumerate(self.symbols)}
+        self.classes = sorted({base_label(s) for s in self.symbols})
+        cidx = {c: i for i, c in enumerate(self.classes)}
+        self.sym_class = np.array([cidx[base_label(s)] for s in self.symbols], dtype=np.int32)
+        self.class_is_intermediate = np.array([c.startswith("@") for c in self.classes], dtype=bool)
+        tag_syms: dict[str, list[int]] = {}
+        for i, s in enumerate(self.symbols):
+            if self.is_preterminal[i]:
+                tag_syms.setdefault(base_label(s), []).append(i)
+        self.tag_symbols = {t: np.array(v, dtype=np.int32) for t, v in tag_syms.items()}
+        self.class_is_tag = np.zeros(len(self.classes), dtype=bool)
+        self.class_is_tag[self.sym_class[self.is_preterminal]] = True
+        self._chart = None
+
+    @property
+    def n_symbols(self) -> int:
+        return len(self.symbols)
+
+    @property
+    def n_binary(self) -> int:
+        return int(self.bin_parent.shape[0])
+
+    # -- estimation ----------------------------------------------------------------------------
+    @classmethod
+    def from_trees(cls, prepared_trees, lexicon_options=None) -> "Grammar":
+        """Relative-frequency estimate from binarised trees rooted at ``TOP``."""
+        root = Counter()
+        binary = Counter()
+        unary = Counter()
+        lhs = Counter()
+        lex_words, lex_pos, lex_tags = [], [], []
+        tags = set()
+        nonterminals = set()
+        for t in prepared_trees:
+            top = t
+            if top.label == "TOP":
+                if len(top.children) != 1 or isinstance(top.children[0], str):
+                    raise ValueError(f"prepared tree has a malformed TOP node: {top}")
+                top = top.children[0]
+            root[top.label] += 1
+            position = 0
+            stack = [top]
+            while stack:
+                node = stack.pop()
+                kids = node.children
+                if len(kids) == 1 and isinstance(kids[0], str):
+                    tags.add(node.label)
+                    lex_words.append(kids[0])
+                    lex_pos.append(position)
+                    lex_tags.append(node.label)
+                    position += 1
+                    continue
+                nonterminals.add(node.label)
+                lhs[node.label] += 1
+                if len(kids) == 2:
+                    binary[(node.label, kids[0].label, kids[1].label)] += 1
+                elif len(kids) == 1:
+                    unary[(node.label, kids[0].label)] += 1
+                else:
+                    raise ValueError(f"tree is not binarised: node {node.label} has "
+                                     f"{len(kids)} children")
+                stack.extend(reversed(kids))
+        symbols = sorted(tags | nonterminals | set(root))
+        idx = {s: i for i, s in enumerate(symbols)}
+        S = len(symbols)
+        is_pre = np.zeros(S, dtype=bool)
+        is_pre[[idx[t] for t in tags]] = True
+        root_prob = np.zeros(S)
+        total = sum(root.values())
+        for s, c in root.items():
+            root_prob[idx[s]] = c / total
+
+        def arr(rows, k):
+            return np.array([r[k] for r in rows], dtype=np.int32)
+
+        brules = sorted(binary.items())
+        bin_parent = np.array([idx[a] for (a, _, _), _ in brules], dtype=np.int32)
+        bin_left = np.array([idx[b] for (_, b, _), _ in brules], dtype=np.int32)
+        bin_right = np.array([idx[c] for (_, _, c), _ in brules], dtype=np.int32)
+        bin_prob = np.array([n / lhs[a] for (a, _, _), n in brules], dtype=np.float64)
+        urules = sorted(unary.items())
+        un_parent = np.array([idx[a] for (a, _), _ in urules], dtype=np.int32)
+        un_child = np.array([idx[b] for (_, b), _ in urules], dtype=np.int32)
+        un_prob = np.array([n / lhs[a] for (a, _), n in urules], dtype=np.float64)
+        lex = Lexicon(S, **(lexicon_options or {}))
+        lex.fit(lex_words, lex_pos, [idx[t] for t in lex_tags])
+        return cls(symbols, is_pre, root_prob, bin_parent, bin_left, bin_right, bin_prob,
+                   un_parent, un_child, un_prob, lex)
+
+    # -- compiled form -------------------------------------------------------------------------
+    def unary_closure(self, mode: str = "sum"):
+        """(parent, child, weight) rules of U* - I (sum) or of the max-product closure (max).
+
+        ``U*`` sums over unary chains of any length: ``(I - U)^-1``, computed densely on the
+        symbols that take part in unary rules.  In max mode a chain longer than one step keeps
+        only its score (the Viterbi decoder then outputs its two ends).
+        """
+        if self.un_parent.size == 0:
+            e = np.zeros(0, dtype=np.int32)
+            return e, e, np.zeros(0)
+        involved = np.unique(np.concatenate([self.un_parent, self.un_child]))
+        pos = {int(s): i for i, s in enumerate(involved)}
+        k = len(involved)
+        U = np.zeros((k, k))
+        for a, b, p in zip(self.un_parent, self.un_child, self.un_prob):
+            U[pos[int(a)], pos[int(b)]] += p
+        if mode == "sum":
+            if np.abs(U @ U).max() == 0.0:
+                C = U
+            else:
+                C = np.linalg.inv(np.eye(k) - U) - np.eye(k)
+        else:
+            C = U.copy()
+            for _ in range(k):
+                nxt = np.maximum(C, np.max(C[:, :, None] * U[None, :, :], axis=1))
+                if np.allclose(nxt, C):
+                    break
+                C = nxt
+        np.fill_diagonal(C, 0.0)
+        pa, ch = np.nonzero(C > 0)
+        return involved[pa].astype(np.int32), involved[ch].astype(np.int32), C[pa, ch]
+
+    def chart_grammar(self, mode: str = "sum"):
+        """The compiled rule index for the kernels (cached per mode)."""
+        from .._ext.cky import ChartGrammar
+
+        if self._chart is None:
+            self._chart = {}
+        if mode not in self._chart:
+            up, uc, uw = self.unary_closure(mode)
+            self._chart[mode] = ChartGrammar(
+                self.n_symbols, self.bin_parent, self.bin_left, self.bin_right, self.bin_prob,
+                up, uc, uw, self.root_prob, self.sym_class, self.is_preterminal.astype(np.uint8),
+                len(self.classes))
+        return self._chart[mode]
+
+    # -- serialisation -------------------------------------------------------------------------
+    def to_state(self, prefix: str = ""):
+        lmeta, larr = self.lexicon.to_state()
+        meta = {"symbols": list(self.symbols), "lexicon": lmeta}
+        arrays = {
+            "is_preterminal": self.is_preterminal.astype(np.uint8), "root_prob": self.root_prob,
+            "bin_parent": self.bin_parent, "bin_left": self.bin_left, "bin_right": self.bin_right,
+            "bin_prob": self.bin_prob, "un_parent": self.un_parent, "un_child": self.un_child,
+            "un_prob": self.un_prob, **larr}
+        return meta, {prefix + k: v for k, v in arrays.items()}
+
+    @classmethod
+    def from_state(cls, meta, arrays, prefix: str = ""):
+        a = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+        lex = Lexicon.from_state(meta["lexicon"], a)
+        return cls(list(meta["symbols"]), a["is_preterminal"].astype(bool), a["root_prob"],
+                   a["bin_parent"].astype(np.int32), a["bin_left"].astype(np.int32),
+                   a["bin_right"].astype(np.int32), a["bin_prob"], a["un_parent"].astype(np.int32),
+                   a["un_child"].astype(np.int32), a["un_prob"], lex)
+
+    def summary(self) -> dict:
+        return {"symbols": self.n_symbols, "preterminals": int(self.is_preterminal.sum()),
+                "binary_rules": self.n_binary, "unary_rules": int(self.un_parent.shape[0]),
+                "vocabulary": self.lexicon.vocab_size,
+                "intermediate_symbols": sum(is_intermediate(s) for s in self.symbols)}

@@ -1,0 +1,251 @@
+"""Smoothed lexicon P(word | tag) with unknown-word signatures.
+
+Words are mapped to *signature classes* built from their shape (Berkeley parser style): the class
+name starts with ``UNK`` and adds capitalisation (``-INITC`` sentence-initial capital,
+``-KNOWNLC`` when its lower-case form is known, ``-CAPS``, ``-LC``), ``-NUM`` (a digit),
+``-DASH`` (a hyphen) and an English suffix (``-s``, ``-ed``, ``-ing``, ``-ion``, ``-er``, ``-est``,
+``-ly``, ``-ity``, ``-y``, ``-al``).
+
+Estimation, with ``c`` training counts and rare words those seen at most ``rare_threshold`` times:
+
+* ``P(T | sig) = (c_rare(T, sig) + s2 * P_rare(T)) / (c_rare(sig) + s2)`` where ``P_rare(T)`` is the
+  tag distribution of rare tokens (so only open-class tags get unknown-word mass);
+* a known word: ``P(T | w) = (c(T, w) + s1 * P(T | sig(w))) / (c(w) + s1)``;
+* an unknown word: ``P(T | w) = P(T | sig(w))``;
+* ``P(w | T) = P(T | w) P(w) / P(T)`` with ``P(w) = (c(w) + 0.5) / (N + 0.5 (V + 1))`` for known
+  words and the rare-token mass ``P_unk = N_rare / N`` shared by an unknown word.
+
+The lexicon works over whatever preterminal symbols the grammar uses (plain or parent-annotated
+tags); given POS tags restrict a word to the symbols whose base label is that tag.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import numpy as np
+
+_SUFFIXES = ("ed", "ing", "ion", "er", "est", "ly", "ity", "y", "al")
+
+
+def signature(word: str, position: int, known_lower: bool = False) -> str:
+    """Unknown-word class of ``word`` at sentence position ``position`` (0-based)."""
+    sig = ["UNK"]
+    n_caps = 0
+    has_digit = has_dash = has_lower = False
+    for ch in word:
+        if ch.isdigit():
+            has_digit = True
+        elif ch == "-":
+            has_dash = True
+        elif ch.isalpha():
+            if ch.isupper() or ch.istitle():
+                n_caps += 1
+            elif ch.islower():
+                has_lower = True
+    lower = word.lower()
+    if word[:1].isupper() or word[:1].istitle():
+        if position == 0 and n_caps == 1:
+            sig.append("-INITC")
+            if known_lower:
+                sig.append("-KNOWNLC")
+        else:
+            sig.append("-CAPS")
+    elif not word[:1].isalpha() and n_caps > 0:
+        sig.append("-CAPS")
+    elif has_lower:
+        sig.append("-LC")
+    if has_digit:
+        sig.append("-NUM")
+    if has_dash:
+        sig.append("-DASH")
+    if lower.endswith("s") and len(lower) >= 3:
+        if lower[-2] not in "siu'":
+            sig.append("-s")
+    elif len(lower) >= 5 and not has_dash and not (has_digit and n_caps > 0):
+        for suf in _SUFFIXES:
+            if lower.endswith(suf):
+                sig.append("-" + suf)
+                break
+    return "".join(sig)
+
+
+class Lexicon:
+    """P(word | tag) over a grammar's preterminal symbols (see the module docstring).
+
+    Build with :meth:`fit` from ``(word, position, tag_symbol_id)`` triples; query with
+    :meth:`entries` (sparse, for the kernels) or :meth:`tag_word_scores` (dense).
+    """
+
+    def __init__(self, n_symbols: int, rare_threshold: int = 1, s1: float = 0.5, s2: float = 1.0):
+        self.n_symbols = n_symbols
+        self.rare_threshold = rare_threshold
+        self.s1 = s1
+        self.s2 = s2
+        self._word_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._sig_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    # -- estimation ----------------------------------------------------------------------------
+    def fit(self, words, positions, tags):
+        """Estimate from parallel sequences of training tokens: word, sentence position, tag id."""
+        tag_word = Counter(zip(tags, words))
+        word_count = Counter(words)
+        tag_count = Counter(tags)
+        n_tokens = len(words)
+        lower_known = {w.lower() for w in word_count}
+        rare_tag_sig = Counter()
+        rare_tag = Counter()
+        for w, p, t in zip(words, positions, tags):
+            if word_count[w] <= self.rare_threshold:
+                rare_tag_sig[(t, signature(w, p, w.lower() in lower_known and w.lower() != w))] += 1
+                rare_tag[t] += 1
+        self._set_tables(dict(tag_word), dict(word_count), dict(tag_count), n_tokens,
+                         dict(rare_tag_sig), dict(rare_tag))
+        return self
+
+    def _set_tables(self, tag_word, word_count, tag_count, n_tokens, rare_tag_sig, rare_tag):
+        self.tag_word = tag_word
+        self.word_count = word_count
+        self.tag_count = tag_count
+        self.n_tokens = n_tokens
+        self.rare_tag_sig = rare_tag_sig
+        self.rare_tag = rare_tag
+        self._lower_known = {w.lower() for w in word_count}
+        S = self.n_symbols
+        self.p_tag = np.zeros(S)
+        for t, c in tag_count.items():
+            self.p_tag[t] = c / n_tokens
+        n_rare = sum(rare_tag.values())
+        if n_rare == 0:  # tiny training sets: fall back to all tokens
+            rare_tag = dict(tag_count)
+            n_rare = n_tokens
+        self.p_rare_tag = np.zeros(S)
+        for t, c in rare_tag.items():
+            self.p_rare_tag[t] = c / n_rare
+        self.p_unk = max(n_rare, 1) / (n_tokens + 1.0)
+        self._sig_counts: dict[str, dict[int, int]] = defaultdict(dict)
+        for (t, sig), c in rare_tag_sig.items():
+            self._sig_counts[sig][t] = c
+        self._word_tags: dict[str, dict[int, int]] = defaultdict(dict)
+        for (t, w), c in tag_word.items():
+            self._word_tags[w][t] = c
+        self.vocab_size = len(word_count)
+        self._word_cache.clear()
+        self._sig_cache.clear()
+
+    # -- queries -------------------------------------------------------------------------------
+    def _p_tag_given_sig(self, sig: str) -> np.ndarray:
+        got = self._sig_cache.get(sig)
+        if got is None:
+            dist = self.s2 * self.p_rare_tag.copy()
+            counts = self._sig_counts.get(sig)
+            total = self.s2
+            if counts:
+                for t, c in counts.items():
+                    dist[t] += c
+                    total += c
+            dist /= total
+            self._sig_cache[sig] = got = dist
+        return got
+
+    def _word_entry(self, word: str, position: int):
+        """(symbols, P(word | symbol)) for one token."""
+        known = word in self.word_count
+        if known and position > 0:
+            got = self._word_cache.get(word)
+            if got is not None:
+                return got
+        lower = word.lower()
+        sig = signature(word, position, lower in self._lower_known and lower != word)
+        p_sig = self._p_tag_given_sig(sig)
+        if known:
+            cw = self.word_count[word]
+            dist = self.s1 * p_sig
+            for t, c in self._word_tags[word].items():
+                dist[t] += c
+            dist = dist / (cw + self.s1)
+            p_w = (cw + 0.5) / (self.n_tokens + 0.5 * (self.vocab_size + 1))
+        else:
+            dist = p_sig
+            p_w = self.p_unk / max(1, self.vocab_size)
+        syms = np.flatnonzero((dist > 0) & (self.p_tag > 0)).astype(np.int32)
+        probs = dist[syms] * p_w / self.p_tag[syms]
+        got = (syms, probs)
+        if known and position > 0:
+            self._word_cache[word] = got
+        return got
+
+    def is_known(self, word: str) -> bool:
+        return word in self.word_count
+
+    def entries(self, words, tags=None, tag_symbols=None):
+        """Sparse lexical entries of a sentence: ``(positions, symbols, probabilities)`` arrays.
+
+        ``tags`` (optional, one per word or None) restricts each word to ``tag_symbols[tag]`` (the
+        symbol ids whose base label is that tag); an unseen tag falls back to the word's full
+        distribution, and a (word, tag) pair the lexicon gives zero probability gets the tag's
+        unknown-word probability so that the given tag is always usable.
+        """
+        pos_l, sym_l, prob_l = [], [], []
+        for i, w in enumerate(words):
+            syms, probs = self._word_entry(w, i)
+            t = None if tags is None else tags[i]
+            if t is not None and tag_symbols is not None and t in tag_symbols:
+                allowed = tag_symbols[t]
+                keep = np.isin(syms, allowed)
+                if keep.any():
+                    syms, probs = syms[keep], probs[keep]
+                else:
+                    syms = np.asarray(allowed, dtype=np.int32)
+                    pt = np.maximum(self.p_tag[syms], 1e-12)
+                    probs = np.maximum(self.p_rare_tag[syms], 1e-4) * self.p_unk / pt
+            pos_l.append(np.full(len(syms), i, dtype=np.int32))
+            sym_l.append(syms)
+            prob_l.append(probs)
+        if not words:
+            return (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
+        return (np.concatenate(pos_l), np.concatenate(sym_l).astype(np.int32),
+                np.concatenate(prob_l).astype(np.float64))
+
+    def tag_word_scores(self, words, tags=None, tag_symbols=None) -> np.ndarray:
+        """Dense (n, n_symbols) array of P(word_i | symbol) (zero for non-preterminals)."""
+        pos, sym, prob = self.entries(words, tags, tag_symbols)
+        out = np.zeros((len(words), self.n_symbols))
+        out[pos, sym] = prob
+        return out
+
+    # -- serialisation -------------------------------------------------------------------------
+    def to_state(self):
+        """(json meta, arrays) for model files."""
+        words = sorted(self.word_count)
+        widx = {w: i for i, w in enumerate(words)}
+        tw = np.array([(t, widx[w], c) for (t, w), c in self.tag_word.items()],
+                      dtype=np.int64).reshape(-1, 3)
+        sigs = sorted({s for (_, s) in self.rare_tag_sig})
+        sidx = {s: i for i, s in enumerate(sigs)}
+        ts = np.array([(t, sidx[s], c) for (t, s), c in self.rare_tag_sig.items()],
+                      dtype=np.int64).reshape(-1, 3)
+        meta = {"words": words, "signatures": sigs, "n_tokens": self.n_tokens,
+                "rare_threshold": self.rare_threshold, "s1": self.s1, "s2": self.s2,
+                "n_symbols": self.n_symbols}
+        arrays = {
+            "lex_word_count": np.array([self.word_count[w] for w in words], dtype=np.int64),
+            "lex_tag_word": tw,
+            "lex_tag_count": np.array(sorted(self.tag_count.items()), dtype=np.int64).reshape(-1, 2),
+            "lex_rare_tag_sig": ts,
+            "lex_rare_tag": np.array(sorted(self.rare_tag.items()), dtype=np.int64).reshape(-1, 2),
+        }
+        return meta, arrays
+
+    @classmethod
+    def from_state(cls, meta, arrays):
+        lex = cls(meta["n_symbols"], meta["rare_threshold"], meta["s1"], meta["s2"])
+        words = meta["words"]
+        sigs = meta["signatures"]
+        word_count = {w: int(c) for w, c in zip(words, arrays["lex_word_count"])}
+        tag_word = {(int(t), words[w]): int(c) for t, w, c in arrays["lex_tag_word"]}
+        tag_count = {int(t): int(c) for t, c in arrays["lex_tag_count"]}
+        rare_tag_sig = {(int(t), sigs[s]): int(c) for t, s, c in arrays["lex_rare_tag_sig"]}
+        rare_tag = {int(t): int(c) for t, c in arrays["lex_rare_tag"]}
+        lex._set_tables(tag_word, word_count, tag_count, int(meta["n_tokens"]), rare_tag_sig,
+                        rare_tag)
+        return lex

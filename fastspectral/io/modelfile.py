@@ -1,0 +1,102 @@
+"""Versioned model files without pickle.
+
+A model file is a NumPy ``.npz`` archive (zip) holding
+
+* ``__meta__``: a UTF-8 JSON document ``{"format": "fastspectral-model", "version": 1,
+  "kind": "<model kind>", "meta": {...}}`` stored as a uint8 array, and
+* any number of plain numeric arrays (no object arrays: loading uses ``allow_pickle=False``).
+
+Strings (symbol tables, vocabularies) go into ``meta`` as JSON lists.  ``load(path)`` reads the
+header, looks the kind up in the registry filled by :func:`register_model` and calls that class's
+``_from_model_file(meta, arrays)``.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+
+import numpy as np
+
+from ..errors import ModelFileError
+
+FORMAT_NAME = "fastspectral-model"
+FORMAT_VERSION = 1
+
+_REGISTRY: dict[str, str] = {
+    # kind -> "module:Class"; modules register themselves too, this table makes load() work
+    # without importing every learner first.
+    "pcfg": "fastspectral.grammar.pcfg:PCFG",
+    "spectral-lpcfg": "fastspectral.lpcfg.spectral:SpectralLPCFG",
+    "shag": "fastspectral.dependency.model:SHAGParser",
+}
+
+
+def register_model(kind: str, target: str) -> None:
+    """Register ``"module:Class"`` as the loader of model files of ``kind``."""
+    _REGISTRY[kind] = target
+
+
+def save_model_file(path, kind: str, meta: dict, arrays: dict[str, np.ndarray]) -> None:
+    """Write a model file (atomically: a temporary file is renamed over ``path``)."""
+    header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "kind": kind, "meta": meta}
+    payload = {"__meta__": np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)}
+    for name, arr in arrays.items():
+        if name == "__meta__":
+            raise ValueError("array name __meta__ is reserved")
+        arr = np.asarray(arr)
+        if arr.dtype == object:
+            raise TypeError(f"array {name!r} has dtype object; store strings in meta")
+        payload[name] = arr
+    path = os.fspath(path)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as fh:
+        np.savez_compressed(fh, **payload)
+    os.replace(tmp, path)
+
+
+def load_model_file(path, expected_kind: str | None = None):
+    """Read a model file; returns ``(kind, meta, arrays)``.
+
+    Raises :class:`ModelFileError` naming the file for a missing file, a file that is not a
+    fastspectral model, an unsupported version, or a kind other than ``expected_kind``.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise ModelFileError(f"{path}: no such model file")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if "__meta__" not in z.files:
+                raise ModelFileError(f"{path}: not a fastspectral model file (no header)")
+            header = json.loads(bytes(z["__meta__"]).decode("utf-8"))
+            arrays = {k: z[k] for k in z.files if k != "__meta__"}
+    except ModelFileError:
+        raise
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, UnicodeDecodeError,
+            json.JSONDecodeError) as exc:
+        raise ModelFileError(f"{path}: not a readable fastspectral model file ({exc})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+        raise ModelFileError(f"{path}: not a fastspectral model file")
+    version = header.get("version")
+    if version != FORMAT_VERSION:
+        raise ModelFileError(
+            f"{path}: model file version {version} is not supported (this fastspectral reads "
+            f"version {FORMAT_VERSION}); retrain the model with this version")
+    kind = header.get("kind")
+    if expected_kind is not None and kind != expected_kind:
+        raise ModelFileError(f"{path}: this is a {kind!r} model, expected a {expected_kind!r} model")
+    return kind, header.get("meta", {}), arrays
+
+
+def load(path):
+    """Load any fastspectral model file, returning the fitted model object."""
+    kind, meta, arrays = load_model_file(path)
+    target = _REGISTRY.get(kind)
+    if target is None:
+        raise ModelFileError(f"{os.fspath(path)}: unknown model kind {kind!r}")
+    mod_name, cls_name = target.split(":")
+    import importlib
+
+    cls = getattr(importlib.import_module(mod_name), cls_name)
+    return cls._from_model_file(meta, arrays)

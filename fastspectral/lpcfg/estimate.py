@@ -1,0 +1,107 @@
+"""Spectral estimation of L-PCFG parameters (Cohen et al. 2012, figure 4; NAACL 2013 practice).
+
+For every symbol ``a`` with ``M_a`` training nodes, inside features ``phi`` and outside features
+``psi`` (scaled one-hot, :mod:`fastspectral.lpcfg.features`):
+
+1. ``Omega^a = (1/M_a) sum_nodes phi psi^T`` (sparse ``d_in x d_out``);
+2. truncated SVD ``Omega^a ~ U S V^T`` with ``m_a`` components, where ``m_a`` is ``n_states``
+   (in-terminals) or ``n_states_pre`` (pre-terminals), capped by the numerical rank of ``Omega^a``
+   and set to 1 for symbols with fewer than ``min_count`` nodes;
+3. projections ``y = U^T phi`` (inside) and ``z = S^-1 V^T psi`` (outside), so that
+   ``E[y z^T | a] = I``; a symbol with ``m_a = 1`` uses ``y = z = 1`` (it is then exactly the
+   relative-frequency PCFG symbol);
+4. from *all* nodes of all trees (``E_r`` is an average over the ``n_r`` nodes using rule ``r``):
+
+   * ``C^{a->b c} = (n_r / M_a) * S_r`` with ``S_r`` the smoothed ``E_r[z (x) y_left (x) y_right]``,
+   * ``C^{a->p} = (n_r / M_a) * S_r`` with ``S_r`` the smoothed ``E_r[z (x) y_child]`` (unary),
+   * ``c1_a = (n_root(a) / n_trees) * E_root(a)[y]`` smoothed towards ``E_a[y]``,
+   * ``c_inf_{p->x} = P(x | p) * zhat(p, x)``, where ``P(x | p)`` is the PCFG lexicon (smoothed,
+     unknown-word signatures: the same lexical model as the PCFG baseline) and
+     ``zhat(p, x) = (n_px * E_px[z] + s_w * E_p,rare[z]) / (n_px + s_w)`` backs off to the mean
+     outside projection of ``p``'s rare-word (count <= 1) tokens; unknown words use that mean.
+
+Smoothing (the interpolation with lower-order terms of Cohen et al. 2013), with
+``lam = sqrt(n_r) / (C + sqrt(n_r))`` (``C = smoothing``; ``C = 0`` disables smoothing)::
+
+    S_r = lam * E[z y2 y3] + (1 - lam) * ( lam * (E[z y2] (x) E[y3] + E[z y3] (x)_2 E[y2]) / 2
+                                           + (1 - lam) * E[z] (x) E[y2] (x) E[y3] )
+
+(``(x)_2`` puts the factor in the middle index), and for unary rules and the root
+``S = lam * E[z y] + (1 - lam) * E[z] (x) E[y]``.  For a rule whose three symbols all have one
+state this is exactly the relative frequency ``n_r / M_a``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["truncated_svd", "choose_rank", "smoothed_triple", "smoothed_pair"]
+
+
+def truncated_svd(Omega, k: int, oversample: int = 10, n_iter: int = 3, seed: int = 0):
+    """Top-``k`` singular triplets ``(U, s, Vt)`` of a (sparse or dense) matrix.
+
+    Small matrices use a dense LAPACK SVD; larger ones the randomized range finder with
+    ``n_iter`` power iterations (Halko, Martinsson, Tropp 2011), which for the rank-deficient,
+    fast-decaying spectra of ``Omega`` is accurate to machine precision on the leading part.
+    """
+    d1, d2 = Omega.shape
+    k = int(max(1, min(k, d1, d2)))
+    if min(d1, d2) <= max(3 * (k + oversample), 64) or d1 * d2 <= 250_000:
+        A = Omega.toarray() if sp.issparse(Omega) else np.asarray(Omega, dtype=np.float64)
+        U, s, Vt = np.linalg.svd(A, full_matrices=False)
+        return U[:, :k], s[:k], Vt[:k]
+    rng = np.random.default_rng(seed)
+    ell = min(k + oversample, d1, d2)
+    A = Omega.tocsr() if sp.issparse(Omega) else Omega
+    At = A.T.tocsr() if sp.issparse(A) else A.T
+    Q = A @ rng.standard_normal((d2, ell))
+    Q, _ = np.linalg.qr(Q)
+    for _ in range(n_iter):
+        W, _ = np.linalg.qr(At @ Q)
+        Q, _ = np.linalg.qr(A @ W)
+    B = (At @ Q).T  # ell x d2
+    Ub, s, Vt = np.linalg.svd(B, full_matrices=False)
+    U = Q @ Ub
+    return U[:, :k], s[:k], Vt[:k]
+
+
+def choose_rank(s: np.ndarray, m_max: int, rank_tol: float) -> int:
+    """Number of singular values above ``rank_tol * s[0]``, capped at ``m_max`` (at least 1)."""
+    if s.size == 0 or s[0] <= 0:
+        return 1
+    return int(max(1, min(m_max, np.count_nonzero(s > rank_tol * s[0]))))
+
+
+def _lam(n: np.ndarray | float, C: float):
+    if C <= 0:
+        return np.ones_like(np.asarray(n, dtype=np.float64))
+    r = np.sqrt(np.asarray(n, dtype=np.float64))
+    return r / (C + r)
+
+
+def smoothed_triple(za: np.ndarray, yb: np.ndarray, yc: np.ndarray, C: float) -> np.ndarray:
+    """Smoothed ``E[z (x) y_b (x) y_c]`` over the rows (nodes) of the three projections."""
+    n = za.shape[0]
+    ma, mb, mc = za.shape[1], yb.shape[1], yc.shape[1]
+    kr = (yb[:, :, None] * yc[:, None, :]).reshape(n, mb * mc)
+    E3 = (za.T @ kr).reshape(ma, mb, mc) / n
+    lam = float(_lam(n, C))
+    if lam >= 1.0:
+        return E3
+    e1, e2, e3 = za.mean(0), yb.mean(0), yc.mean(0)
+    E12 = za.T @ yb / n
+    E13 = za.T @ yc / n
+    low = 0.5 * (E12[:, :, None] * e3[None, None, :] + E13[:, None, :] * e2[None, :, None])
+    uni = e1[:, None, None] * e2[None, :, None] * e3[None, None, :]
+    return lam * E3 + (1 - lam) * (lam * low + (1 - lam) * uni)
+
+
+def smoothed_pair(za: np.ndarray, yb: np.ndarray, C: float) -> np.ndarray:
+    """Smoothed ``E[z (x) y]`` over the rows of two projections."""
+    n = za.shape[0]
+    E2 = za.T @ yb / n
+    lam = float(_lam(n, C))
+    if lam >= 1.0:
+        return E2
+    return lam * E2 + (1 - lam) * np.outer(za.mean(0), yb.mean(0))

@@ -1,0 +1,217 @@
+"""Parameter arrays of a latent-variable PCFG in the form the compiled tensor inside-outside uses.
+
+An L-PCFG here has symbols ``0..S-1``; symbol ``a`` has ``m[a]`` latent dimensions.  Its parameters:
+
+* a tensor ``T^{a->b c}`` of shape ``(m_a, m_b, m_c)`` per binary rule,
+* a matrix ``U^{a->p}`` of shape ``(m_a, m_p)`` per unary rule (``p`` a preterminal),
+* a root vector ``c1_a`` (length ``m_a``) for every symbol that can be the child of ``TOP``,
+* emission vectors, supplied per sentence by the caller (see :func:`tensor_inside_outside`).
+
+The same arrays hold both a true latent model (``T[h, h2, h3] = p(a -> b c, h2, h3 | a, h)``,
+emissions ``q(x | p, h)``, ``c1 = pi(a, h)``) and the spectral estimates (observable
+representation of Cohen et al. 2012, where the entries are arbitrary reals): the inside-outside
+algebra is the same.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+__all__ = ["LatentGrammar", "tensor_inside_outside"]
+
+
+def _csr_by(keys: np.ndarray, n: int):
+    """Group indices ``0..len(keys)-1`` by ``keys`` (values in ``0..n-1``): (ptr[n+1], order)."""
+    keys = np.asarray(keys, dtype=np.int64)
+    order = np.argsort(keys, kind="stable").astype(np.int32)
+    ptr = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
+    return ptr, order
+
+
+class LatentGrammar:
+    """Flat parameter arrays of a latent-variable PCFG (see the module docstring).
+
+    Parameters are given as lists/arrays; ``tensors[r]`` has shape ``(m[a], m[b], m[c])`` for
+    binary rule ``r = (bin_parent[r], bin_left[r], bin_right[r])``, ``unary[u]`` shape
+    ``(m[a], m[p])``, ``roots`` maps a symbol id to its length-``m[a]`` vector ``c1_a``.
+    """
+
+    def __init__(self, m, bin_parent, bin_left, bin_right, tensors, un_parent, un_child, unary,
+                 roots: dict):
+        self.m = np.ascontiguousarray(m, dtype=np.int32)
+        self.S = int(self.m.shape[0])
+        self.bin_parent = np.ascontiguousarray(bin_parent, dtype=np.int32)
+        self.bin_left = np.ascontiguousarray(bin_left, dtype=np.int32)
+        self.bin_right = np.ascontiguousarray(bin_right, dtype=np.int32)
+        self.un_parent = np.ascontiguousarray(un_parent, dtype=np.int32)
+        self.un_child = np.ascontiguousarray(un_child, dtype=np.int32)
+        m64 = self.m.astype(np.int64)
+        sizes = m64[self.bin_parent] * m64[self.bin_left] * m64[self.bin_right]
+        self.toff = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.toff[1:])
+        if isinstance(tensors, np.ndarray) and tensors.ndim == 1:
+            self.T = np.ascontiguousarray(tensors, dtype=np.float64)
+        else:
+            self.T = (np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in tensors])
+                      if len(sizes) else np.zeros(0))
+        if self.T.shape[0] != self.toff[-1]:
+            raise ValueError("binary tensors do not match the state counts")
+        usz = m64[self.un_parent] * m64[self.un_child]
+        self.uoff = np.zeros(len(usz) + 1, dtype=np.int64)
+        np.cumsum(usz, out=self.uoff[1:])
+        if isinstance(unary, np.ndarray) and unary.ndim == 1:
+            self.U = np.ascontiguousarray(unary, dtype=np.float64)
+        else:
+            self.U = (np.concatenate([np.asarray(u, dtype=np.float64).ravel() for u in unary])
+                      if len(usz) else np.zeros(0))
+        if self.U.shape[0] != self.uoff[-1]:
+            raise ValueError("unary matrices do not match the state counts")
+        self.c1off = np.full(self.S, -1, dtype=np.int64)
+        chunks, pos = [], 0
+        for a in sorted(roots):
+            v = np.asarray(roots[a], dtype=np.float64).ravel()
+            if v.shape[0] != self.m[a]:
+                raise ValueError(f"root vector of symbol {a} has length {v.shape[0]} != m = {self.m[a]}")
+            self.c1off[a] = pos
+            chunks.append(v)
+            pos += v.shape[0]
+        self.c1 = np.concatenate(chunks) if chunks else np.zeros(0)
+        self._index()
+
+    def _index(self):
+        self.rl_ptr, self.rl_rule = _csr_by(self.bin_left, self.S)
+        self.uc_ptr, self.uc_rule = _csr_by(self.un_child, self.S)
+
+    # ---- accessors (tests, tree scoring) ----
+    def tensor(self, r: int) -> np.ndarray:
+        """The ``(m_a, m_b, m_c)`` tensor of binary rule ``r`` (a view)."""
+        a, b, c = self.bin_parent[r], self.bin_left[r], self.bin_right[r]
+        return self.T[self.toff[r]:self.toff[r + 1]].reshape(self.m[a], self.m[b], self.m[c])
+
+    def unary(self, u: int) -> np.ndarray:
+        """The ``(m_a, m_p)`` matrix of unary rule ``u`` (a view)."""
+        return self.U[self.uoff[u]:self.uoff[u + 1]].reshape(self.m[self.un_parent[u]],
+                                                            self.m[self.un_child[u]])
+
+    def root(self, a: int):
+        """``c1_a`` or None when ``a`` never roots a tree."""
+        o = self.c1off[a]
+        return None if o < 0 else self.c1[o:o + self.m[a]]
+
+    def arrays(self, prefix: str = "") -> dict:
+        """The defining arrays (for model files)."""
+        names = ["m", "bin_parent", "bin_left", "bin_right", "T", "un_parent", "un_child", "U",
+                 "c1", "c1off"]
+        return {prefix + k: getattr(self, k) for k in names}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, prefix: str = "") -> "LatentGrammar":
+        """Inverse of :meth:`arrays`."""
+        g = lambda k: arrays[prefix + k]  # noqa: E731
+        m = g("m")
+        c1off = g("c1off")
+        c1 = g("c1")
+        roots = {int(a): c1[c1off[a]:c1off[a] + m[a]] for a in np.flatnonzero(c1off >= 0)}
+        return cls(m, g("bin_parent"), g("bin_left"), g("bin_right"), g("T"), g("un_parent"),
+                   g("un_child"), g("U"), roots)
+
+    # ---- scoring one tree (Python; used by tests and benchmarks, not on the parsing path) ----
+    def tree_weight(self, node_sym, node_left, node_right, node_leaf) -> float:
+        """Weight of one derivation given as parallel node arrays in preorder (root first).
+
+        ``node_left[i]``/``node_right[i]`` are child node indices (-1 when absent; a unary node has
+        only a left child), ``node_leaf[i]`` is the emission vector of a preterminal node (None
+        otherwise).  Returns ``c1_root . alpha(root)``.
+        """
+        n = len(node_sym)
+        alpha = [None] * n
+        for i in range(n - 1, -1, -1):
+            a = node_sym[i]
+            if node_leaf[i] is not None:
+                alpha[i] = np.asarray(node_leaf[i], dtype=np.float64)
+            elif node_right[i] >= 0:
+                r = self.rule_index(a, node_sym[node_left[i]], node_sym[node_right[i]])
+                if r < 0:
+                    return 0.0
+                t = self.tensor(r)
+                alpha[i] = np.einsum("hij,i,j->h", t, alpha[node_left[i]], alpha[node_right[i]])
+            else:
+                u = self.unary_index(a, node_sym[node_left[i]])
+                if u < 0:
+                    return 0.0
+                alpha[i] = self.unary(u) @ alpha[node_left[i]]
+        c1 = self.root(node_sym[0])
+        return 0.0 if c1 is None else float(c1 @ alpha[0])
+
+    def rule_index(self, a: int, b: int, c: int) -> int:
+        """Index of binary rule ``a -> b c`` or -1."""
+        if not hasattr(self, "_bin_lookup"):
+            self._bin_lookup = {(int(x), int(y), int(z)): r for r, (x, y, z) in enumerate(
+                zip(self.bin_parent, self.bin_left, self.bin_right))}
+        return self._bin_lookup.get((int(a), int(b), int(c)), -1)
+
+    def unary_index(self, a: int, p: int) -> int:
+        """Index of unary rule ``a -> p`` or -1."""
+        if not hasattr(self, "_un_lookup"):
+            self._un_lookup = {(int(x), int(y)): u for u, (x, y) in enumerate(
+                zip(self.un_parent, self.un_child))}
+        return self._un_lookup.get((int(a), int(p)), -1)
+
+
+def _sort_items(items: np.ndarray) -> np.ndarray:
+    """Sort chart items ``(i, j, sym)`` by (length, i, sym) and drop duplicates."""
+    items = np.asarray(items, dtype=np.int32).reshape(-1, 3)
+    if items.shape[0] == 0:
+        return items
+    order = np.lexsort((items[:, 2], items[:, 0], items[:, 1] - items[:, 0]))
+    items = items[order]
+    keep = np.ones(items.shape[0], dtype=bool)
+    keep[1:] = np.any(items[1:] != items[:-1], axis=1)
+    return np.ascontiguousarray(items[keep])
+
+
+def default_threads(jobs=None) -> int:
+    """Number of OpenMP threads: ``jobs`` if given, else the CPUs this process may use."""
+    if jobs is not None and jobs > 0:
+        return int(jobs)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover
+        return max(1, os.cpu_count() or 1)
+
+
+def tensor_inside_outside(grammar: LatentGrammar, lengths, items, leaf_w, leaf_off, leaf_table,
+                          n_threads: int = 1):
+    """Run the compiled tensor inside-outside on a batch of pruned charts.
+
+    ``items`` is a list (one per sentence) of int32 ``(k, 3)`` arrays ``(i, j, sym)`` **already
+    sorted** by :func:`_sort_items`; ``leaf_w`` / ``leaf_off`` are matching lists of per-item float64
+    weights and int64 offsets into ``leaf_table`` (``-1``: the item is not a lexical leaf).  The
+    inside vector of a leaf item is ``leaf_w * leaf_table[leaf_off : leaf_off + m]``.
+
+    Returns ``(mu_list, Z, status)``: raw (unclipped) marginals per sentence, the total weight per
+    sentence (in the leaves' scale), and a status per sentence (0 ok, -1 out of memory).
+    """
+    from .._ext.lpcfg_io import inside_outside_batch
+
+    g = grammar
+    lens = np.ascontiguousarray(lengths, dtype=np.int32)
+    ptr = np.zeros(len(items) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in items], out=ptr[1:])
+    if ptr[-1] > 0:
+        allit = np.concatenate(items).astype(np.int32, copy=False)
+        lw = np.concatenate(leaf_w).astype(np.float64, copy=False)
+        lo = np.concatenate(leaf_off).astype(np.int64, copy=False)
+    else:
+        allit = np.zeros((0, 3), dtype=np.int32)
+        lw = np.zeros(0)
+        lo = np.zeros(0, dtype=np.int64)
+    mu, Z, status = inside_outside_batch(
+        g.S, g.m, g.bin_parent, g.bin_left, g.bin_right, g.toff, g.T, g.rl_ptr, g.rl_rule,
+        g.un_parent, g.un_child, g.uoff, g.U, g.uc_ptr, g.uc_rule, g.c1, g.c1off,
+        lens, ptr, np.ascontiguousarray(allit[:, 0]), np.ascontiguousarray(allit[:, 1]),
+        np.ascontiguousarray(allit[:, 2]), np.ascontiguousarray(lw), np.ascontiguousarray(lo),
+        np.ascontiguousarray(leaf_table, dtype=np.float64), n_threads=n_threads)
+    return [mu[ptr[s]:ptr[s + 1]] for s in range(len(items))], Z, status

@@ -1,0 +1,617 @@
+"""Dependency treebanks: CoNLL-U, CoNLL-X and Malt-TAB readers and writers.
+
+Every reader is a generator (constant memory: one sentence is held at a time) yielding
+:class:`DepSentence` objects.  A *source* is any of
+
+* a path (``str`` or ``os.PathLike``); gzip-compressed files are recognised by their magic
+  bytes, whatever their name, so ``.gz`` files work;
+* an open file, in binary or text mode;
+* any iterable of lines (``str`` or ``bytes``), e.g. ``text.splitlines()``.
+
+A plain ``str`` is always a *path*, never the text itself: wrap text in ``io.StringIO`` or
+split it into lines.
+
+Tolerance: trailing whitespace on a line, Windows line endings (``\\r\\n``), a UTF-8 byte-order
+mark, several blank lines between sentences, and files with or without a final blank line are
+all accepted.  Anything else that is malformed raises :class:`fastspectral.errors.FormatError`
+naming the file and the 1-based line:
+
+* a wrong number of tab-separated columns;
+* an ID that is not an integer (or, in CoNLL-U, a multiword range ``a-b`` / empty node ``a.b``);
+* IDs that are not consecutive ``1, 2, 3, ...``;
+* a HEAD that is not an integer, is negative or is larger than the sentence length;
+* a sentence without any word line (e.g. comment lines followed by a blank line);
+* bytes that are not valid in the requested ``encoding`` (default UTF-8; pass
+  ``encoding="latin-1"`` for ISO-8859-1 treebanks such as the CoNLL 2007 Basque data).
+
+A cycle in the heads is **not** a reading error (treebanks and parser outputs sometimes contain
+them, and a reader should give back what is in the file); call :meth:`DepSentence.validate_tree`
+or :meth:`DepSentence.is_tree` to check that every word reaches the root.
+
+The writers reproduce the reader's input: for CoNLL-U the written text equals the input text
+(modulo trailing whitespace on a line), comments, multiword-token lines (``1-2``) and empty-node
+lines (``8.1``) included.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import numbers
+import operator
+import os
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from ..errors import FormatError
+
+__all__ = [
+    "DepSentence",
+    "read_conllu",
+    "read_conllx",
+    "read_malttab",
+    "write_conllu",
+    "write_conllx",
+    "write_malttab",
+    "iter_lines",
+    "source_name",
+]
+
+_COLUMNS = ("ids", "words", "lemmas", "upos", "xpos", "feats", "heads", "rels", "deps", "misc")
+_STRING_COLUMNS = ("lemmas", "upos", "xpos", "feats", "rels", "deps", "misc")
+
+
+# --------------------------------------------------------------------------------------------
+# Line sources (shared by brown.py and readers.py)
+# --------------------------------------------------------------------------------------------
+
+def source_name(source) -> str | None:
+    """Return the name used for ``source`` in error messages (its path, or a file's ``name``)."""
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    name = getattr(source, "name", None)
+    if isinstance(name, (str, os.PathLike)):
+        return os.fspath(name)
+    return None
+
+
+def _is_path(source) -> bool:
+    return isinstance(source, (str, os.PathLike))
+
+
+def _raw_lines(source) -> Iterator:
+    """Yield the raw lines (``bytes`` or ``str``) of a path, an open file or an iterable."""
+    if _is_path(source):
+        path = os.fspath(source)
+        with open(path, "rb") as fh:
+            magic = fh.read(2)
+        opener = gzip.open if magic == b"\x1f\x8b" else open
+        with opener(path, "rb") as fh:
+            yield from fh
+    elif isinstance(source, (bytes, bytearray)):
+        raise TypeError("a bytes object is not a valid source: pass a path, an open file or "
+                        "an iterable of lines")
+    else:
+        yield from source
+
+
+def iter_lines(source, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for every line of ``source``, numbered from 1.
+
+    ``text`` has its line terminator (``\\n``, ``\\r\\n``) removed and, on the first line, a
+    byte-order mark removed.  Bytes are decoded with ``encoding`` line by line, so that a
+    decoding error raises :class:`FormatError` with the exact line (for a file opened in text
+    mode by the caller, Python decodes ahead in blocks and the line reported can only be the
+    first line not yet read).
+    """
+    name = source_name(source)
+    lineno = 0
+    try:
+        for raw in _raw_lines(source):
+            lineno += 1
+            if not isinstance(raw, str):
+                try:
+                    raw = bytes(raw).decode(encoding)
+                except UnicodeDecodeError as exc:
+                    bad = bytes(raw)[exc.start:exc.start + 1]
+                    raise FormatError(
+                        f"invalid {encoding} byte {bad!r} at column {exc.start + 1} (wrong "
+                        f"encoding? pass encoding=..., e.g. encoding='latin-1')",
+                        name, lineno) from None
+            if lineno == 1 and raw.startswith("\ufeff"):
+                raw = raw[1:]
+            if raw.endswith("\n"):
+                raw = raw[:-1]
+            if raw.endswith("\r"):
+                raw = raw[:-1]
+            yield lineno, raw
+    except UnicodeDecodeError as exc:  # raised by a text-mode file object while reading ahead
+        raise FormatError(f"cannot decode the file as {exc.encoding} ({exc.reason}; wrong "
+                          f"encoding? reopen it with the right encoding)",
+                          name, lineno + 1) from None
+
+
+def _open_for_writing(dest, encoding: str):
+    """Return ``(file, how_to_finish)`` for a path (``.gz`` compressed), an open binary file or
+    an open text file; pass both to :func:`_finish_writing` when done."""
+    if _is_path(dest):
+        path = os.fspath(dest)
+        if path.endswith(".gz"):
+            return gzip.open(path, "wt", encoding=encoding, newline="\n"), True
+        return open(path, "w", encoding=encoding, newline="\n"), True
+    if isinstance(dest, (io.RawIOBase, io.BufferedIOBase)):
+        # a wrapper over the caller's binary file: flushed and detached (not closed) after use
+        return io.TextIOWrapper(dest, encoding=encoding, newline="\n"), "detach"
+    return dest, False
+
+
+def _finish_writing(fh, how) -> None:
+    """Close a file opened by :func:`_open_for_writing`, or flush (and detach) the caller's."""
+    if how is True:
+        fh.close()
+    elif how == "detach":
+        fh.flush()
+        fh.detach()
+    else:
+        fh.flush()
+
+
+# --------------------------------------------------------------------------------------------
+# DepSentence
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class DepSentence:
+    """One dependency-annotated sentence, column by column (CoNLL-U names).
+
+    All token columns are lists of the same length ``n`` (the number of words), index ``i``
+    being the ``i+1``-th word.  String columns hold the file's text verbatim, ``"_"`` meaning
+    "unspecified"; ``heads`` are ints (1-based, ``0`` = the root).
+
+    * ``ids``: the ID column as written (``"1"`` ... ``"n"``).
+    * ``feats``, ``misc``: raw strings (``"Number=Sing|Person=3"``); see :meth:`feats_dict`
+      and :meth:`misc_dict`.  For CoNLL-X input, ``deps`` and ``misc`` hold columns 9 and 10
+      (PHEAD and PDEPREL) verbatim, so that reading and writing use the same column layout.
+    * ``comments``: the comment lines before the sentence, ``#`` included (``"# text = ..."``).
+    * ``extra_lines``: ``(position, raw_line)`` for CoNLL-U multiword-token lines (``1-2``) and
+      empty-node lines (``8.1``); ``position`` is the number of words written before that line,
+      so writers put the line back exactly where it was.
+    * ``line``: the 1-based line where the sentence started in its file (not compared by ``==``).
+
+    Columns left empty when constructing by hand are filled (``ids`` with ``"1".."n"``, the
+    string columns with ``"_"``); ``heads`` must be given for every word.  Columns given as
+    tuples or arrays are turned into lists, and integer heads (NumPy too) into Python ints.
+    """
+
+    ids: list[str] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)
+    lemmas: list[str] = field(default_factory=list)
+    upos: list[str] = field(default_factory=list)
+    xpos: list[str] = field(default_factory=list)
+    feats: list[str] = field(default_factory=list)
+    heads: list[int] = field(default_factory=list)
+    rels: list[str] = field(default_factory=list)
+    deps: list[str] = field(default_factory=list)
+    misc: list[str] = field(default_factory=list)
+    comments: list[str] = field(default_factory=list)
+    extra_lines: list[tuple[int, str]] = field(default_factory=list)
+    line: int | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self):
+        for name in _COLUMNS:
+            if not isinstance(getattr(self, name), list):  # tuples, NumPy arrays, ...
+                setattr(self, name, list(getattr(self, name)))
+        if self.heads and not all(type(h) is int for h in self.heads):
+            self.heads = [operator.index(h) for h in self.heads]  # e.g. NumPy integers
+        n = len(self.words)
+        if n:
+            if not self.ids:
+                self.ids = [str(i) for i in range(1, n + 1)]
+            for name in _STRING_COLUMNS:
+                if not getattr(self, name):
+                    setattr(self, name, ["_"] * n)
+        for name in _COLUMNS:
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"DepSentence column {name!r} has {len(getattr(self, name))} "
+                                 f"values for {n} words")
+
+    def __len__(self) -> int:
+        """Number of words (multiword-token and empty-node lines are not words)."""
+        return len(self.words)
+
+    @property
+    def tags(self) -> list[str]:
+        """The POS tags used by parsers: ``xpos`` if any is not ``"_"``, else ``upos``."""
+        for t in self.xpos:
+            if t != "_":
+                return self.xpos
+        return self.upos
+
+    # ---------------------------------------------------------------- key=value columns
+    @staticmethod
+    def _kv(raw: str) -> dict[str, str]:
+        if raw == "_" or not raw:
+            return {}
+        out = {}
+        for item in raw.split("|"):
+            key, eq, value = item.partition("=")
+            out[key] = value if eq else ""
+        return out
+
+    def feats_dict(self, i: int) -> dict[str, str]:
+        """FEATS of word ``i`` (0-based) as a dict: ``"Number=Sing|Person=3"`` ->
+        ``{"Number": "Sing", "Person": "3"}``; ``"_"`` -> ``{}``.  A feature without ``=``
+        (CoNLL-X style ``"PART|BURU"``) maps to ``""``."""
+        return self._kv(self.feats[i])
+
+    def misc_dict(self, i: int) -> dict[str, str]:
+        """MISC of word ``i`` (0-based) as a dict, like :meth:`feats_dict`."""
+        return self._kv(self.misc[i])
+
+    def metadata(self) -> dict[str, str]:
+        """The ``# key = value`` comments as a dict (e.g. ``sent_id``, ``text``); comments
+        without ``=`` are skipped."""
+        out = {}
+        for c in self.comments:
+            body = c[1:].strip()
+            key, eq, value = body.partition("=")
+            if eq:
+                out[key.strip()] = value.strip()
+        return out
+
+    # ---------------------------------------------------------------- tree checks
+    def tree_error(self, single_root: bool = True) -> str | None:
+        """Return why ``heads`` is not a tree rooted at 0, or ``None`` when it is one.
+
+        Checks, in this order, that every head is in ``0..n``, that following heads from every
+        word reaches the root 0 (no cycle) and, when ``single_root``, that exactly one word has
+        head 0.
+        """
+        heads = self.heads
+        n = len(heads)
+        if n == 0:
+            return "empty sentence"
+        for i, h in enumerate(heads):
+            if not isinstance(h, numbers.Integral) or h < 0 or h > n:
+                return f"word {i + 1} ({self.words[i]!r}) has head {h!r} outside 0..{n}"
+        # state: 0 unvisited, 1 on the current path, 2 known to reach the root
+        state = [0] * (n + 1)
+        state[0] = 2
+        for start in range(1, n + 1):
+            path = []
+            node = start
+            while state[node] == 0:
+                state[node] = 1
+                path.append(node)
+                node = heads[node - 1]
+            if state[node] == 1:
+                cycle = path[path.index(node):]
+                return f"cycle in heads through words {cycle} (the root is not reachable)"
+            for p in path:
+                state[p] = 2
+        if single_root:
+            roots = [i + 1 for i, h in enumerate(heads) if h == 0]
+            if len(roots) != 1:
+                return f"{len(roots)} words attached to the root (expected 1): {roots}"
+        return None
+
+    def is_tree(self, single_root: bool = True) -> bool:
+        """True when :meth:`tree_error` finds nothing wrong."""
+        return self.tree_error(single_root) is None
+
+    def validate_tree(self, single_root: bool = True) -> None:
+        """Raise :class:`FormatError` (with the sentence's start line) unless every word
+        reaches the root 0 through its heads (see :meth:`tree_error`)."""
+        err = self.tree_error(single_root)
+        if err is not None:
+            sid = self.metadata().get("sent_id")
+            raise FormatError(err if sid is None else f"sentence {sid}: {err}", None, self.line)
+
+    # ---------------------------------------------------------------- formatting
+    def to_conllu(self) -> str:
+        """The sentence as a CoNLL-U block (comments, word and extra lines, final blank line)."""
+        return _format_conllu(self)
+
+    def to_conllx(self, comments: bool = True, columns_9_10: bool = True) -> str:
+        """The sentence as a CoNLL-X block (see :func:`write_conllx`)."""
+        return _format_conllx(self, comments, columns_9_10)
+
+    def to_malttab(self) -> str:
+        """The sentence as a Malt-TAB block (see :func:`write_malttab`)."""
+        return _format_malttab(self)
+
+
+# --------------------------------------------------------------------------------------------
+# Readers
+# --------------------------------------------------------------------------------------------
+
+def _parse_head(text: str, name, lineno: int) -> int:
+    if text.isascii() and text.isdigit():
+        return int(text)
+    if text[:1] == "-" and text[1:].isascii() and text[1:].isdigit():
+        raise FormatError(f"HEAD {text} is negative (out of range)", name, lineno)
+    raise FormatError(f"HEAD {text!r} is not an integer", name, lineno)
+
+
+def _is_uint(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _column_error(cols: list[str], line: str, expected: str, name, lineno: int):
+    hint = ""
+    if len(cols) == 1 and len(line.split()) > 1:
+        hint = " (columns must be separated by tabs, not spaces)"
+    return FormatError(f"expected {expected} tab-separated columns, found {len(cols)}{hint}",
+                       name, lineno)
+
+
+def _read_conll10(source, encoding: str, conllu: bool) -> Iterator[DepSentence]:
+    name = source_name(source)
+    fmt = "CoNLL-U" if conllu else "CoNLL-X"
+    comments: list[str] = []
+    extras: list[tuple[int, str]] = []
+    extra_info: list[tuple[int, int]] = []  # (last word covered by a multiword range, line)
+    rows: list[list[str]] = []
+    heads: list[int] = []
+    head_lines: list[int] = []
+    start = 0
+
+    def finish() -> DepSentence:
+        n = len(rows)
+        if n == 0:
+            raise FormatError(f"{fmt} sentence has no word lines (only comments or "
+                              f"multiword/empty-node lines)", name, start)
+        for h, ln in zip(heads, head_lines):
+            if h > n:
+                raise FormatError(f"HEAD {h} is out of range: the sentence has {n} words",
+                                  name, ln)
+        for last, ln in extra_info:
+            if last > n:
+                raise FormatError(f"multiword token ends at word {last} but the sentence has "
+                                  f"{n} words", name, ln)
+        cols = list(zip(*rows))
+        return DepSentence(ids=list(cols[0]), words=list(cols[1]), lemmas=list(cols[2]),
+                           upos=list(cols[3]), xpos=list(cols[4]), feats=list(cols[5]),
+                           heads=heads, rels=list(cols[7]), deps=list(cols[8]),
+                           misc=list(cols[9]), comments=comments, extra_lines=extras,
+                           line=start)
+
+    for lineno, line in iter_lines(source, encoding):
+        line = line.rstrip()
+        if not line or line.isspace():
+            if start:
+                yield finish()
+                comments, extras, extra_info = [], [], []
+                rows, heads, head_lines = [], [], []
+                start = 0
+            continue
+        if not start:
+            start = lineno
+        if line[0] == "#":
+            if rows or extras:
+                raise FormatError("comment line inside a sentence (comments must come before "
+                                  "the first word line; is a blank line missing?)", name, lineno)
+            comments.append(line)
+            continue
+        cols = line.split("\t")
+        if len(cols) != 10:
+            raise _column_error(cols, line, "10", name, lineno)
+        wid = cols[0]
+        n = len(rows)
+        if _is_uint(wid):
+            if int(wid) != n + 1:
+                raise FormatError(f"IDs not consecutive: expected word ID {n + 1}, found {wid}",
+                                  name, lineno)
+            h = _parse_head(cols[6], name, lineno)
+            heads.append(h)
+            head_lines.append(lineno)
+            rows.append(cols)
+            continue
+        if conllu:
+            a, dash, b = wid.partition("-")
+            if dash and _is_uint(a) and _is_uint(b):
+                if int(a) != n + 1 or int(b) < int(a):
+                    raise FormatError(f"multiword token range {wid} does not start at the next "
+                                      f"word ID {n + 1}", name, lineno)
+                extras.append((n, line))
+                extra_info.append((int(b), lineno))
+                continue
+            a, dot, b = wid.partition(".")
+            if dot and _is_uint(a) and _is_uint(b):
+                if int(a) != n or int(b) < 1:
+                    raise FormatError(f"empty node {wid} must follow word {a}, but it follows "
+                                      f"word {n}", name, lineno)
+                extras.append((n, line))
+                continue
+            raise FormatError(f"invalid ID {wid!r} (expected an integer, a range 'a-b' or an "
+                              f"empty node 'a.b')", name, lineno)
+        raise FormatError(f"invalid ID {wid!r} (expected a positive integer)", name, lineno)
+    if start:
+        yield finish()
+
+
+def read_conllu(source, encoding: str = "utf-8") -> Iterator[DepSentence]:
+    """Stream the sentences of a CoNLL-U file as :class:`DepSentence` objects.
+
+    10 tab-separated columns ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC; comment lines
+    (``#``) before a sentence go to ``comments``; multiword-token (``1-2``) and empty-node
+    (``8.1``) lines go to ``extra_lines``.  See the module docstring for sources, tolerance and
+    the errors raised (:class:`FormatError` with file and line).
+    """
+    return _read_conll10(source, encoding, conllu=True)
+
+
+def read_conllx(source, encoding: str = "utf-8") -> Iterator[DepSentence]:
+    """Stream the sentences of a CoNLL-X (CoNLL 2006/2007) file as :class:`DepSentence`.
+
+    Columns ID FORM LEMMA CPOSTAG POSTAG FEATS HEAD DEPREL PHEAD PDEPREL map to ``ids words
+    lemmas upos xpos feats heads rels deps misc`` (PHEAD and PDEPREL kept verbatim in ``deps``
+    and ``misc``).  IDs must be integers; comment lines before a sentence are tolerated and
+    kept.  The CoNLL 2007 Basque data is Latin-1: pass ``encoding="latin-1"``.
+    """
+    return _read_conll10(source, encoding, conllu=False)
+
+
+def read_malttab(source, encoding: str = "utf-8") -> Iterator[DepSentence]:
+    """Stream the sentences of a Malt-TAB file: ``word<TAB>tag<TAB>head[<TAB>rel]`` lines,
+    a blank line between sentences.
+
+    The tag goes to ``xpos`` (``upos`` is ``"_"``, so ``tags`` gives the tag); a missing
+    relation is ``"_"``.  There are no comments in this format: a line starting with ``#``
+    is the word ``#``.
+    """
+    name = source_name(source)
+    words: list[str] = []
+    tags: list[str] = []
+    heads: list[int] = []
+    rels: list[str] = []
+    head_lines: list[int] = []
+    start = 0
+
+    def finish() -> DepSentence:
+        n = len(words)
+        for h, ln in zip(heads, head_lines):
+            if h > n:
+                raise FormatError(f"head {h} is out of range: the sentence has {n} words",
+                                  name, ln)
+        return DepSentence(words=words, xpos=tags, heads=heads, rels=rels, line=start)
+
+    for lineno, line in iter_lines(source, encoding):
+        line = line.rstrip()
+        if not line or line.isspace():
+            if start:
+                yield finish()
+                words, tags, heads, rels, head_lines = [], [], [], [], []
+                start = 0
+            continue
+        if not start:
+            start = lineno
+        cols = line.split("\t")
+        if len(cols) == 3:
+            rels.append("_")
+        elif len(cols) == 4:
+            rels.append(cols[3])
+        else:
+            raise _column_error(cols, line, "3 or 4", name, lineno)
+        words.append(cols[0])
+        tags.append(cols[1])
+        heads.append(_parse_head(cols[2], name, lineno))
+        head_lines.append(lineno)
+    if start:
+        yield finish()
+
+
+# --------------------------------------------------------------------------------------------
+# Writers
+# --------------------------------------------------------------------------------------------
+
+def _cell(value) -> str:
+    text = str(value)
+    if not text:
+        return "_"
+    if "\t" in text or "\n" in text or "\r" in text:
+        raise ValueError(f"cannot write a value containing a tab or a line break: {text!r}")
+    return text
+
+
+def _check_heads(sent: DepSentence) -> None:
+    n = len(sent.words)
+    if n == 0:
+        raise ValueError("cannot write an empty sentence (no words): it would not read back")
+    for i, h in enumerate(sent.heads):
+        if not isinstance(h, numbers.Integral) or h < 0 or h > n:
+            raise ValueError(f"word {i + 1} has head {h!r} outside 0..{n}")
+
+
+def _format_conllu(sent: DepSentence) -> str:
+    _check_heads(sent)
+    out = [_comment(c) for c in sent.comments]
+    extras = sorted(sent.extra_lines, key=lambda e: e[0])  # stable: keeps file order
+    k = 0
+    cols = (sent.ids, sent.words, sent.lemmas, sent.upos, sent.xpos, sent.feats, sent.heads,
+            sent.rels, sent.deps, sent.misc)
+    for i, row in enumerate(zip(*cols)):
+        while k < len(extras) and extras[k][0] <= i:
+            out.append(extras[k][1])
+            k += 1
+        out.append("\t".join(map(_cell, row)))
+    out.extend(e[1] for e in extras[k:])
+    out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _comment(c: str) -> str:
+    if "\n" in c or "\r" in c:
+        raise ValueError(f"comment contains a line break: {c!r}")
+    return c if c.startswith("#") else "# " + c
+
+
+def _format_conllx(sent: DepSentence, comments: bool = True, columns_9_10: bool = True) -> str:
+    _check_heads(sent)
+    out = [_comment(c) for c in sent.comments] if comments else []
+    n = len(sent.words)
+    c9 = sent.deps if columns_9_10 else ["_"] * n
+    c10 = sent.misc if columns_9_10 else ["_"] * n
+    for row in zip(sent.ids, sent.words, sent.lemmas, sent.upos, sent.xpos, sent.feats, sent.heads,
+                   sent.rels, c9, c10):
+        out.append("\t".join(map(_cell, row)))
+    out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _format_malttab(sent: DepSentence) -> str:
+    _check_heads(sent)
+    with_rel = any(r != "_" for r in sent.rels)
+    out = []
+    if with_rel:
+        for row in zip(sent.words, sent.tags, sent.heads, sent.rels):
+            out.append("\t".join(map(_cell, row)))
+    else:
+        for row in zip(sent.words, sent.tags, sent.heads):
+            out.append("\t".join(map(_cell, row)))
+    out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _write(sents: Iterable[DepSentence], dest, encoding: str, fmt) -> int:
+    fh, close = _open_for_writing(dest, encoding)
+    count = 0
+    try:
+        for sent in sents:
+            fh.write(fmt(sent))
+            count += 1
+    finally:
+        _finish_writing(fh, close)
+    return count
+
+
+def write_conllu(sents: Iterable[DepSentence], dest, encoding: str = "utf-8") -> int:
+    """Write sentences as CoNLL-U to a path (gzip-compressed when it ends in ``.gz``) or an
+    open file; return the number of sentences written.
+
+    Comments and ``extra_lines`` are written back in place, so ``read_conllu`` -> ``write_conllu``
+    reproduces the input text (modulo trailing whitespace).  Each sentence ends with a blank
+    line; a comment not starting with ``#`` is written as ``# comment``.  Empty string values
+    are written as ``"_"``; a value containing a tab or a line break, an empty sentence or a
+    head outside ``0..n`` raises ``ValueError``.
+    """
+    return _write(sents, dest, encoding, _format_conllu)
+
+
+def write_conllx(sents: Iterable[DepSentence], dest, encoding: str = "utf-8",
+                 comments: bool = True, columns_9_10: bool = True) -> int:
+    """Write sentences as CoNLL-X (10 columns) to a path or an open file; return the count.
+
+    Multiword-token and empty-node lines (CoNLL-U only) are not
+    written.  ``comments=False`` leaves out comment lines (strict CoNLL-X tools reject them);
+    ``columns_9_10=False`` writes ``_`` for PHEAD/PDEPREL instead of ``deps``/``misc`` (use it
+    when converting CoNLL-U, whose DEPS/MISC mean something else).
+    """
+    return _write(sents, dest, encoding,
+                  lambda s: _format_conllx(s, comments, columns_9_10))
+
+
+def write_malttab(sents: Iterable[DepSentence], dest, encoding: str = "utf-8") -> int:
+    """Write sentences as Malt-TAB (``word tag head [rel]``) to a path or an open file; return
+    the count.  ``tags`` gives the tag column; the relation column is written for a sentence
+    when any of its relations is not ``"_"``.  Comments and extra lines are not written."""
+    return _write(sents, dest, encoding, _format_malttab)

@@ -1,0 +1,306 @@
+"""SHAG data layer, spectral / EM / back-off learners, SHAGParser, model files and CLI hook."""
+import argparse
+import itertools
+import os
+
+import numpy as np
+import pytest
+
+from fastspectral.dependency.backoff import BackoffSHAG
+from fastspectral.dependency.data import (SymbolVocab, encode_sentences, modifier_sequences,
+                                          token_classes)
+from fastspectral.dependency.model import SHAGParser
+from fastspectral.dependency.spectral import learn_spectral
+from fastspectral.errors import FormatError, ModelFileError, NotFittedError
+from fastspectral.trees.conll import DepSentence, read_malttab
+
+WSJ = "/work/shared/data/dep/wsj-sample.dp"
+
+
+def _sent(words, tags, heads):
+    return DepSentence(words=list(words), xpos=list(tags), heads=list(heads))
+
+
+# ------------------------------------------------------------------------------ data layer
+def test_modifier_sequences_head_outwards():
+    # 1 2 3 4 5 ; root -> 3; 3 -> 1, 2 (left), 3 -> 4, 5 (right)
+    s = _sent("a b c d e".split(), ["A", "B", "C", "D", "E"], [3, 3, 0, 3, 3])
+    tags = SymbolVocab(["A", "B", "C", "D", "E"], unk_id=0)
+    enc = encode_sentences([s], tags)
+    seqs = modifier_sequences(enc)
+    got = {}
+    for q in range(len(seqs.seq_pos)):
+        mods = seqs.mods[seqs.seq_start[q]:seqs.seq_start[q] + seqs.seq_len[q]]
+        got[(int(seqs.seq_pos[q]), int(seqs.seq_dir[q]))] = list(mods)
+    # root (position 0) has only its right sequence; left sequences go 2 then 1
+    assert (0, 0) not in got
+    assert got[(0, 1)] == [3]
+    assert got[(3, 0)] == [2, 1]
+    assert got[(3, 1)] == [4, 5]
+    assert got[(1, 0)] == [] and got[(5, 1)] == []
+    assert len(got) == 2 * 5 + 1
+    assert list(enc.hsym) == [0, 1, 2, 3, 4, 5] and list(enc.msym[1:]) == [0, 1, 2, 3, 4]
+
+
+def test_token_classes():
+    assert list(token_classes([",", "and", "dog", "y", "--"], [",", "CC", "NN", "cc", ":"])) == \
+        [2, 1, 0, 1, 2]
+
+
+# ------------------------------------------------------------------------------ spectral
+def _sample_pfa(rng, pfa, n):
+    """Sample n sequences from a PFA (alpha, A[a] (N x N), beta)."""
+    alpha, A, beta = pfa
+    M, N = A.shape[0], A.shape[1]
+    out = []
+    for _ in range(n):
+        i = rng.choice(N, p=alpha)
+        seq = []
+        while True:
+            # outcomes: (a, i') pairs then STOP
+            p = np.concatenate([A[:, :, i].ravel(), [beta[i]]])
+            k = rng.choice(len(p), p=p)
+            if k == len(p) - 1:
+                break
+            a, i = divmod(k, N)
+            seq.append(a)
+        out.append(seq)
+    return out
+
+
+def _two_state_pfa():
+    alpha = np.array([0.7, 0.3])
+    beta = np.array([0.5, 0.2])
+    A = np.zeros((3, 2, 2))            # A[a, i', i]
+    A[0, 1, 0], A[1, 0, 0] = 0.35, 0.15          # from 0: 'a' -> 1, 'b' -> 0
+    A[2, 0, 1], A[1, 1, 1], A[0, 0, 1] = 0.5, 0.2, 0.1   # from 1
+    assert np.allclose(A.sum(axis=(0, 1)) + beta, 1)
+    return alpha, A, beta
+
+
+def _pfa_prob(pfa, seq):
+    alpha, A, beta = pfa
+    v = alpha
+    for a in seq:
+        v = A[a] @ v
+    return float(beta @ v)
+
+
+def _sentences_from_sequences(left, right, tags="abc"):
+    """One sentence per (left, right) pair: head 'H' with leaf modifiers."""
+    sents = []
+    for L, R in zip(left, right):
+        words = [tags[a] for a in reversed(L)] + ["h"] + [tags[a] for a in R]
+        hpos = len(L) + 1
+        heads = [hpos] * len(L) + [0] + [hpos] * len(R)
+        sents.append(_sent(words, [w.upper() if w != "h" else "H" for w in words], heads))
+    return sents
+
+
+def test_spectral_recovers_sequence_distribution():
+    rng = np.random.default_rng(0)
+    pfa = _two_state_pfa()
+    n = 6000
+    left = _sample_pfa(rng, pfa, n)
+    right = _sample_pfa(rng, pfa, n)
+    sents = _sentences_from_sequences(left, right)
+    p = SHAGParser(model="spectral", states=2).fit(sents)
+    h = p.tags_.index["H"] + 1
+    ids = {c: p.tags_.index[c.upper()] for c in "abc"}
+    total_err = 0.0
+    for length in range(4):
+        for seq in itertools.product(range(3), repeat=length):
+            true = _pfa_prob(pfa, seq)
+            for d in (0, 1):
+                est = p.op_.sequence_weight(h, d, [ids["abc"[a]] for a in seq])
+                assert abs(est - true) < 0.02
+                total_err += abs(est - true)
+    assert total_err < 0.25
+    # one state cannot represent the two-state distribution as well
+    p1 = SHAGParser(model="spectral", states=1).fit(sents)
+    err1 = sum(abs(p1.op_.sequence_weight(h, 1, [ids["abc"[a]] for a in seq]) - _pfa_prob(pfa, seq))
+               for L in range(4) for seq in itertools.product(range(3), repeat=L))
+    err2 = sum(abs(p.op_.sequence_weight(h, 1, [ids["abc"[a]] for a in seq]) - _pfa_prob(pfa, seq))
+               for L in range(4) for seq in itertools.product(range(3), repeat=L))
+    assert err2 < 0.5 * err1
+
+
+def test_em_increases_likelihood_and_fits():
+    from fastspectral.dependency.em import fit_em
+
+    rng = np.random.default_rng(1)
+    pfa = _two_state_pfa()
+    left = _sample_pfa(rng, pfa, 1500)
+    right = _sample_pfa(rng, pfa, 1500)
+    sents = _sentences_from_sequences(left, right)
+    p = SHAGParser(model="det").fit(sents)
+    enc = encode_sentences(sents, p.tags_)
+    seqs = modifier_sequences(enc)
+    op, info = fit_em(enc, seqs, p._H, p._M, 2, iterations=60, seed=3, snapshots=(5, 60))
+    ll = np.array(info["loglik"])
+    assert np.all(np.diff(ll) > -1e-6 * np.abs(ll[1:]))       # EM never decreases the likelihood
+    assert set(info["snapshots"]) == {5, 60}
+    # proper distributions: sum_{a,i'} A[a,i',i] + beta[i] = 1, alpha sums to 1
+    h = p.tags_.index["H"] + 1
+    np.testing.assert_allclose(op.A[h].sum(axis=(1, 2)) + op.beta[h], 1.0, atol=1e-9)
+    np.testing.assert_allclose(op.alpha1[h].sum(axis=1), 1.0, atol=1e-9)
+    ids = [p.tags_.index[c] for c in "ABC"]
+    err = sum(abs(op.sequence_weight(h, 1, [ids[a] for a in seq]) - _pfa_prob(pfa, seq))
+              for L in range(3) for seq in itertools.product(range(3), repeat=L))
+    assert err < 0.15
+
+
+# ------------------------------------------------------------------------------ back-off
+def test_backoff_models_are_normalised():
+    sents = list(itertools.islice(read_malttab(WSJ), 300))
+    tags = SymbolVocab(sorted({t for s in sents for t in s.tags}), unk_id=0)
+    words = SymbolVocab(sorted({w for s in sents for w in s.words}), unk_id=None or 0)
+    words.unk_id = len(words)
+    enc = encode_sentences(sents, tags, words)
+    seqs = modifier_sequences(enc)
+    M = len(tags)
+    for states, lexical in [("none", False), ("f", False), ("fcp", True)]:
+        m = BackoffSHAG(states, lexical, M, len(words)).fit(enc, seqs)
+        K = m.K
+        # P_A over tags + STOP sums to 1 in every context (including unseen head words)
+        for hs, hw in [(1, 5), (3, int(words.unk_id)), (0, -1)]:
+            for d in (0, 1):
+                for k in range(K):
+                    out = np.arange(M + 1)
+                    pa = m._p_a(np.full(M + 1, hs), np.full(M + 1, hw), np.full(M + 1, d),
+                                np.full(M + 1, k), out)
+                    assert pa.sum() == pytest.approx(1.0)
+                    assert (pa > 0).all()
+        if lexical:
+            V = len(words) + 1
+            pb = m._p_b(np.full(V, 2), np.arange(V), np.full(V, 4), np.full(V, 7), np.full(V, 1))
+            assert pb.sum() == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------------------ parser
+@pytest.fixture(scope="module")
+def wsj():
+    sents = list(itertools.islice(read_malttab(WSJ), 700))
+    return sents[:600], sents[600:]
+
+
+def _uas(gold, pred):
+    c = t = 0
+    for g, p in zip(gold, pred):
+        c += sum(int(a == b) for a, b in zip(g.heads, p.heads))
+        t += len(g.heads)
+    return 100.0 * c / t
+
+
+def test_parsers_learn_and_rank(wsj, tmp_path):
+    train, test = wsj
+    scores = {}
+    for name, kw in {"det": dict(model="det"), "det+f": dict(model="det+f"),
+                     "spectral": dict(model="spectral", states=4),
+                     "lex+f": dict(model="det", lexical="lex+f"),
+                     "spec+lex": dict(model="spectral", states=4, lexical="lex+fcp")}.items():
+        p = SHAGParser(**kw).fit(train)
+        pred = p.parse(test, jobs=2)
+        assert len(pred) == len(test)
+        for g, q in zip(test, pred):
+            assert isinstance(q, DepSentence) and q.words == g.words and q.is_tree()
+            assert q.rels == ["_"] * len(g.words)
+            assert sum(h == 0 for h in q.heads) == 1           # single-root treebank
+        scores[name] = _uas(test, pred)
+    assert scores["det"] > 55
+    assert scores["det+f"] > scores["det"]
+    assert scores["spectral"] > scores["det"]
+    assert scores["spec+lex"] > scores["spectral"]
+
+
+def test_arc_posteriors_are_distributions(wsj):
+    train, test = wsj
+    p = SHAGParser(model="det+f", lexical="lex+fcp").fit(train)
+    s = test[3]
+    mu = p.arc_posteriors(s)
+    n = len(s.words)
+    assert mu.shape == (n + 1, n + 1)
+    np.testing.assert_allclose(mu[:, 1:].sum(axis=0), 1.0, rtol=1e-9)
+    assert abs(mu[0, 1:].sum() - 1.0) < 1e-9           # exactly one root child
+    assert np.all(mu >= -1e-12)
+
+
+def test_save_load_roundtrip(wsj, tmp_path):
+    train, test = wsj
+    from fastspectral.io.modelfile import load
+
+    for kw in [dict(model="spectral", states=3), dict(model="det", lexical="lex+fcp"),
+               dict(model="em", states=2, iterations=3)]:
+        p = SHAGParser(**kw).fit(train)
+        path = tmp_path / f"m-{kw['model']}.npz"
+        p.save(path)
+        q = SHAGParser.load(path)
+        r = load(path)
+        assert isinstance(r, SHAGParser) and r.lexical == p.lexical and r.states == p.states
+        a = [x.heads for x in p.parse(test[:40], jobs=1)]
+        assert a == [x.heads for x in q.parse(test[:40], jobs=2)]
+        assert a == [x.heads for x in r.parse(test[:40])]
+
+
+def test_errors(wsj, tmp_path):
+    train, _ = wsj
+    with pytest.raises(NotFittedError):
+        SHAGParser().parse(train[:1])
+    with pytest.raises(ValueError):
+        SHAGParser(model="nope")
+    with pytest.raises(ValueError):
+        SHAGParser(lexical="lex+x")
+    bad = _sent(["a", "b"], ["X", "Y"], [2, 1])               # a cycle
+    with pytest.raises(FormatError, match="sentence 2"):
+        SHAGParser().fit([train[0], bad])
+    with pytest.raises(FormatError):
+        SHAGParser().fit([_sent(["a"], ["X"], [5])])
+    p = SHAGParser(model="det").fit(train[:50])
+    with pytest.raises(FormatError):
+        p.parse([_sent([], [], [])])
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"not a model")
+    with pytest.raises(ModelFileError):
+        SHAGParser.load(junk)
+    # unseen tags at parse time fall back to the most frequent tag
+    out = p.parse([_sent(["x", "y"], ["ZZZ", "QQQ"], [0, 1])])
+    assert out[0].is_tree()
+
+
+def test_cli_hook(wsj, tmp_path):
+    from fastspectral.dependency import cli
+
+    train, test = wsj
+    ap = argparse.ArgumentParser()
+    cli.cli_add_arguments(ap)
+    args = ap.parse_args(["--states", "3", "--model", "spectral", "--lexical", "lex",
+                          "--iterations", "2"])
+    m = cli.cli_train(args, train[:200])
+    assert isinstance(m, SHAGParser) and m.states == 3 and m.lexical == "lex"
+    with pytest.raises(SystemExit):
+        ap.parse_args(["--model", "bogus"])
+    # constituency trees are converted with head rules
+    from fastspectral.trees.tree import Tree
+
+    t = Tree.fromstring("(TOP (S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .)))")
+    sents = cli.to_dependency_sentences([t])
+    assert sents[0].words == ["The", "dog", "barks", "."]
+    assert sents[0].heads == [2, 3, 0, 3]
+    m2 = cli.cli_train(ap.parse_args(["--model", "det+f"]), [t] * 5)
+    assert m2.parse(sents)[0].heads == [2, 3, 0, 3]
+
+
+def test_full_cli_train_and_parse(tmp_path):
+    from fastspectral.cli import main
+
+    model = tmp_path / "shag.npz"
+    train = tmp_path / "train.dp"
+    with open(WSJ) as fh:
+        lines = fh.read().split("\n\n")[:150]
+    train.write_text("\n\n".join(lines) + "\n\n")
+    assert main(["train", "shag", str(train), "-o", str(model), "--states", "3", "-q"]) == 0
+    out = tmp_path / "out.dp"
+    assert main(["parse", str(model), str(train), "-o", str(out), "-q"]) == 0
+    pred = list(read_malttab(out))
+    assert len(pred) == 150 and all(s.is_tree() for s in pred)
+    assert os.path.getsize(model) > 0
