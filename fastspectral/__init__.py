@@ -1,6 +1,13 @@
 """fastspectral: spectral learning of latent-variable parsers, with compiled chart kernels."""
 __version__ = "0.1.0"
 
+import os as _os
+
+# The compiled kernels use OpenMP for coarse-grained parallelism (one task per sentence).  Idle
+# OpenMP threads should sleep rather than spin: spinning threads steal the cores of a 2-core
+# machine from the other workers.  A user's own setting wins.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from .errors import FastSpectralError, FormatError, ModelFileError, NotFittedError  # noqa: E402
 
 

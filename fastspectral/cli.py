@@ -49,6 +49,14 @@ MODEL_TYPES: dict[str, str] = {
     "pcfg": "fastspectral.grammar.cli",
     "spectral": "fastspectral.lpcfg.cli",
     "shag": "fastspectral.dependency.cli",
+    "pivot": "fastspectral.lpcfg.latent_cli",
+    "em": "fastspectral.lpcfg.latent_cli",
+    "pivot-em": "fastspectral.lpcfg.latent_cli",
+}
+
+#: Commands handed whole to another module's ``main(argv) -> int`` (their own sub-commands).
+DELEGATED_COMMANDS: dict[str, tuple[str, str]] = {
+    "lm": ("fastspectral.lm.cli", "latent bigram language models (Saul-Pereira): train / eval"),
 }
 
 
@@ -627,6 +635,10 @@ def build_parser(load_plugins: bool = True) -> argparse.ArgumentParser:
                    help="comma-separated substrings selecting models (default: all), e.g. 'pcfg'")
     p.set_defaults(func=cmd_demo)
 
+    # ---- delegated commands (listed here; main() hands them their arguments)
+    for name, (_, help_text) in DELEGATED_COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+
     # ---- bench
     p = sub.add_parser("bench", parents=[common], formatter_class=fmt, epilog=_BENCH_EPILOG,
                        help="time training and parsing for several --jobs values",
@@ -684,6 +696,15 @@ def main(argv=None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     command = _command_word(argv)
+    if command in DELEGATED_COMMANDS:
+        mod_name = DELEGATED_COMMANDS[command][0]
+        try:
+            module = importlib.import_module(mod_name)
+        except ImportError as exc:
+            print(f"fastspectral: error: command {command!r} is not available in this build "
+                  f"({exc})", file=sys.stderr)
+            return 2
+        return int(module.main(argv[argv.index(command) + 1:]) or 0)
     if command == "train" and not {"-h", "--help"} & set(argv):
         rest = argv[argv.index("train") + 1:]
         model_type = _command_word(rest)

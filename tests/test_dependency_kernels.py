@@ -179,3 +179,27 @@ def test_zero_weight_sentence_reports_status():
     mu, _, logz, status = arc_marginals(dead, None, enc)
     assert status[0] == 1 and np.all(mu == 0)
     assert pair_offsets(enc)[-1] == 16
+
+
+def test_arc_mask_prunes_arcs():
+    rng = np.random.default_rng(7)
+    lengths = [4]
+    op, det, enc, nxt = _random_problem(rng, lengths, negative=False)
+    n = 4
+    mask = np.ones((n + 1) * (n + 1))
+    mask[0 * (n + 1) + 2] = 0.0          # forbid root -> 2
+    mask[3 * (n + 1) + 4] = 0.0          # forbid 3 -> 4
+    mu, off, logz, st = arc_marginals(op, det, enc, single_root=True, arc_mask=mask)
+    M = unpack_square(mu, off, 0)
+    assert M[0, 2] == 0.0 and M[3, 4] == 0.0
+    np.testing.assert_allclose(M[:, 1:].sum(axis=0), 1.0)
+    hs, ms, cs = enc.hsym, enc.msym, enc.cls
+    Z, marg = 0.0, np.zeros((n + 1, n + 1))
+    for t in all_projective_trees(n, True):
+        if t[1] == 0 or t[3] == 3:
+            continue
+        w = _tree_weight(op, hs, ms, cs, det._lws[0], det._lss[0], nxt, t)
+        Z += w
+        for m, h in enumerate(t, 1):
+            marg[h, m] += w
+    np.testing.assert_allclose(M, marg / Z, rtol=1e-9, atol=1e-12)

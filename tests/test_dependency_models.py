@@ -304,3 +304,12 @@ def test_full_cli_train_and_parse(tmp_path):
     pred = list(read_malttab(out))
     assert len(pred) == 150 and all(s.is_tree() for s in pred)
     assert os.path.getsize(model) > 0
+
+
+def test_batching_does_not_change_results(wsj):
+    train, test = wsj
+    p = SHAGParser(model="spectral", states=3, lexical="lex+f").fit(train)
+    a = [s.heads for s in p.parse(test[:60], jobs=2)]
+    p.batch_size = 7
+    assert [s.heads for s in p.parse(test[:60], jobs=1)] == a
+    assert [list(h) for h in p.predict_heads(test[:60])] == a

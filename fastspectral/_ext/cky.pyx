@@ -246,24 +246,24 @@ cdef void chart_free(Chart* c) noexcept nogil:
 # inside / viterbi
 
 
-cdef void finish_inside_cell(const CGrammar* g, Chart* c, int cell, int E, bint vit) noexcept nogil:
-    """acc holds the pre layer (exponent E): apply mask, unary closure, normalise, store."""
+cdef void finish_inside_cell(const CGrammar* g, Chart* c, int cell, int E, bint vit,
+                             bint apply_mask) noexcept nogil:
+    """The pre layer of the cell is accumulated in place (exponent E): apply the mask (lexical
+    cells), the unary closure, normalise to a power-of-two exponent and list the active symbols."""
     cdef int S = g.S
     cdef int A, B, u, e
     cdef double* pre = c.in_pre + <size_t> cell * S
     cdef double* post = c.in_post + <size_t> cell * S
     cdef double m = 0.0, v
-    cdef double* acc = c.acc
     cdef const u8* mk
     cdef i32* bpu
-    if c.mask != NULL:
+    if apply_mask and c.mask != NULL:
         mk = c.mask + <size_t> cell * S
         for A in range(S):
             if mk[A] == 0:
-                acc[A] = 0.0
+                pre[A] = 0.0
     for A in range(S):
-        pre[A] = acc[A]
-        post[A] = acc[A]
+        post[A] = pre[A]
     if vit:
         bpu = c.bp_u + <size_t> cell * S
         for A in range(S):
@@ -316,47 +316,33 @@ cdef void finish_inside_cell(const CGrammar* g, Chart* c, int cell, int E, bint 
 
 cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* lsym,
                       const double* lprob, int nlex, bint vit) noexcept nogil:
+    """Inside (sum) or Viterbi (max) scores of every cell, bottom up.  Scores accumulate in place
+    in the (zero-initialised) pre layer; cells that receive nothing are left empty untouched."""
     cdef int n = c.n, S = g.S
-    cdef int i, j, k, l, cell, lc, rc, a, B, C, A, r, E, e, t
+    cdef int i, j, k, l, cell, lc, rc, a, B, C, A, r, E, e, t, nw
     cdef double lv, rv, val, f
-    cdef double* acc = c.acc
+    cdef double* acc
     cdef double* rin
     cdef i32* bpk
     cdef i32* bpr
     cdef const u8* mk = NULL
     # length-1 cells: lexical scores
+    for t in range(nlex):
+        cell = cell_of(c, lpos[t], lpos[t] + 1)
+        c.in_pre[<size_t> cell * S + lsym[t]] += lprob[t]
     for i in range(n):
-        for A in range(S):
-            acc[A] = 0.0
-        for t in range(nlex):
-            if lpos[t] == i:
-                acc[lsym[t]] += lprob[t]
-        cell = cell_of(c, i, i + 1)
-        if vit:
-            for A in range(S):
-                c.bp_k[<size_t> cell * S + A] = -1
-                c.bp_r[<size_t> cell * S + A] = -1
-        finish_inside_cell(g, c, cell, 0, vit)
+        finish_inside_cell(g, c, cell_of(c, i, i + 1), 0, vit, True)
     for l in range(2, n + 1):
         for i in range(0, n - l + 1):
             j = i + l
             cell = cell_of(c, i, j)
-            for A in range(S):
-                acc[A] = 0.0
             if c.mask != NULL and c.mask_any[cell] == 0:
-                if vit:
-                    for A in range(S):
-                        c.bp_k[<size_t> cell * S + A] = -1
-                        c.bp_r[<size_t> cell * S + A] = -1
-                finish_inside_cell(g, c, cell, 0, vit)
                 continue
             mk = c.mask + <size_t> cell * S if c.mask != NULL else NULL
+            acc = c.in_pre + <size_t> cell * S
             if vit:
                 bpk = c.bp_k + <size_t> cell * S
                 bpr = c.bp_r + <size_t> cell * S
-                for A in range(S):
-                    bpk[A] = -1
-                    bpr[A] = -1
             # common exponent of all split points
             E = -2147483647
             for k in range(i + 1, j):
@@ -367,8 +353,8 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
                     if e > E:
                         E = e
             if E == -2147483647:
-                finish_inside_cell(g, c, cell, 0, vit)
                 continue
+            nw = 0
             for k in range(i + 1, j):
                 lc = cell_of(c, i, k)
                 rc = cell_of(c, k, j)
@@ -393,6 +379,7 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
                                     acc[A] = val
                                     bpk[A] = k
                                     bpr[A] = r
+                                    nw += 1
                     else:
                         for r in range(g.bl_ptr[B], g.bl_ptr[B + 1]):
                             rv = rin[g.bl_right[r]]
@@ -400,7 +387,9 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
                                 A = g.bl_parent[r]
                                 if mk == NULL or mk[A] != 0:
                                     acc[A] += g.bl_prob[r] * lv * rv
-            finish_inside_cell(g, c, cell, E, vit)
+                                    nw += 1
+            if nw > 0:
+                finish_inside_cell(g, c, cell, E, vit, False)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -456,6 +445,8 @@ cdef void outside_pass(const CGrammar* g, Chart* c) noexcept nogil:
         for i in range(0, n - l + 1):
             j = i + l
             cell = cell_of(c, i, j)
+            if c.nact[cell] == 0:
+                continue
             finish_outside_cell(g, c, cell)
             if c.nact_out[cell] == 0:
                 continue
@@ -485,7 +476,8 @@ cdef void outside_pass(const CGrammar* g, Chart* c) noexcept nogil:
                                 lout[g.bp_left[r]] += po * rv
                                 rout[g.bp_right[r]] += po * lv
     for i in range(n):
-        finish_outside_cell(g, c, cell_of(c, i, i + 1))
+        if c.nact[cell_of(c, i, i + 1)] > 0:
+            finish_outside_cell(g, c, cell_of(c, i, i + 1))
 
 
 cdef double log_partition(const CGrammar* g, Chart* c, bint vit) noexcept nogil:
@@ -541,6 +533,18 @@ cdef int decode_max_recall(const CGrammar* g, Chart* c, double logz, i32* out_no
             lf = _exp(marg_factor(c, cell, logz))
             for cl in range(K + 1):
                 cscore[cl] = 0.0
+            if c.nact[cell] == 0 and l > 1:
+                span_class[cell] = -1
+                best_k = i + 1
+                m = -1.0
+                for k in range(i + 1, j):
+                    v = span_best[cell_of(c, i, k)] + span_best[cell_of(c, k, j)]
+                    if v > m:
+                        m = v
+                        best_k = k
+                span_split[cell] = best_k
+                span_best[cell] = m
+                continue
             for A in range(S):
                 v = c.in_post[<size_t> cell * S + A] * c.out_post[<size_t> cell * S + A]
                 if v != 0.0:
@@ -569,7 +573,7 @@ cdef int decode_max_recall(const CGrammar* g, Chart* c, double logz, i32* out_no
                 span_best[cell] = best if best > 0.0 else 0.0
                 span_split[cell] = -1
             else:
-                span_class[cell] = best_cl if best_cl < K else -1
+                span_class[cell] = best_cl if (best_cl < K and best > 0.0) else -1
                 best_k = i + 1
                 m = -1.0
                 for k in range(i + 1, j):

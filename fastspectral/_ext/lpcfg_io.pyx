@@ -477,7 +477,7 @@ cdef int _decode_one(int n, i64 p0, i64 p1, const i32* item_i, const i32* item_j
 
     Span score = the largest base-class marginal (sum over the symbols of a class) of the cell;
     a one-word cell also outputs its best preterminal class, plus a unary parent class when that
-    beats "no unary" (the summed preterminal marginal).  Spans whose best score is 0 are not
+    beats "no unary" (the summed preterminal marginal minus the summed unary-parent marginal).  Spans whose best score is 0 are not
     output (their children attach to the enclosing node).  Nodes are (start, end, class) triples
     in preorder.
     """
@@ -527,6 +527,13 @@ cdef int _decode_one(int n, i64 p0, i64 p1, const i32* item_i, const i32* item_j
                             tag_class[i] = sym_class[s]
                     else:
                         cscore[sym_class[s]] += v
+                if l == 1:
+                    # mu(tag) also counts derivations with a unary parent above the tag:
+                    # "no unary" = sum over tags - sum over unary parents
+                    v = 0.0
+                    for cl in range(K):
+                        v = v + cscore[cl]
+                    cscore[K] = cscore[K] - v
                 best = 0.0
                 best_cl = -1
                 for cl in range(K + 1):

@@ -20,13 +20,15 @@ def pair_offsets(enc: Encoded) -> np.ndarray:
 
 
 def arc_marginals(op: OperatorSHAG, det: BackoffSHAG | None, enc: Encoded,
-                  single_root: bool = False, jobs=None, det_power: float = 1.0):
+                  single_root: bool = False, jobs=None, det_power: float = 1.0,
+                  arc_mask: np.ndarray | None = None):
     """Arc posteriors of the product model ``op x det`` for every sentence of ``enc``.
 
     Returns ``(mu, pair_off, logz, status)``: ``mu[pair_off[b]:]`` is sentence ``b``'s
     row-major ``(n+1) x (n+1)`` matrix of posteriors ``mu[h, m]`` of arc ``h -> m``;
     ``logz[b]`` is ``log |Z|`` and ``status[b]`` 0 when ok, 1 when the model gives the
-    sentence no (finite, non-zero) total weight.
+    sentence no (finite, non-zero) total weight.  ``arc_mask`` (packed like ``mu``) multiplies
+    every arc's weight, e.g. 0/1 to prune arcs.
     """
     from .._ext import shag as _k
 
@@ -40,6 +42,8 @@ def arc_marginals(op: OperatorSHAG, det: BackoffSHAG | None, enc: Encoded,
         K = det.K
         next_state = np.ascontiguousarray(det.next_state, dtype=np.int32)
         lw, ls = det.weights(enc, pair_off, det_power)
+    if arc_mask is not None:
+        lw = (lw.reshape(-1, K) * np.asarray(arc_mask, dtype=np.float64)[:, None]).ravel()
     op = op.astype_contiguous()
     B = len(enc.tok_off) - 1
     mu = np.zeros(int(pair_off[-1]))

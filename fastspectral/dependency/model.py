@@ -164,6 +164,20 @@ class SHAGParser:
             self.n_fallback_ += len(bad)
         return mu, pair_off, logz, status
 
+    def _chunks(self, sents, max_pairs: int = 1 << 21):
+        """Consecutive batches of at most ``batch_size`` sentences and about ``max_pairs``
+        (head, modifier) pairs, so that the per-batch arc-weight arrays stay small."""
+        a = 0
+        while a < len(sents):
+            b, pairs = a, 0
+            while b < len(sents) and b - a < self.batch_size:
+                pairs += (len(sents[b].words) + 1) ** 2
+                if b > a and pairs > max_pairs:
+                    break
+                b += 1
+            yield sents[a:b]
+            a = b
+
     def predict_heads(self, sents, jobs=None, progress=None) -> list[np.ndarray]:
         """Predicted heads (1-based int32 arrays, 0 = root) of each sentence.
 
@@ -174,8 +188,7 @@ class SHAGParser:
         for i, s in enumerate(sents):
             check_sentence(s, i, need_heads=False)
         out: list[np.ndarray] = []
-        for a in range(0, len(sents), self.batch_size):
-            chunk = sents[a:a + self.batch_size]
+        for chunk in self._chunks(sents):
             enc = self._encode(chunk, False)
             mu, pair_off, _, _ = self._marginals(enc, jobs)
             heads, hoff = mbr_decode(mu, pair_off, enc.lengths, bool(self.single_root), jobs)

@@ -93,14 +93,17 @@ def framed_ngrams(enc: Encoded, seqs: SequenceData, M: int):
 
 
 def learn_spectral(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: int,
-                   rcond: float = 1e-12, noise: float = 0.0, scaled: bool = False) -> OperatorSHAG:
+                   rcond: float = 1e-6, noise: float = 0.0, scaled: bool = False) -> OperatorSHAG:
     """Algorithm 1 of Luque et al. (2012): spectral operators for every (head, direction).
 
     ``scaled=True`` takes the singular vectors of ``D_r^{-1/2} P D_c^{-1/2}`` (row and column
     sums of ``P``) instead of ``P`` and maps them back (``U = D_r^{-1/2} U~``): any ``U`` with
     ``U^T S`` invertible gives a consistent estimator, and the scaled SVD weighs rare
     symbols less (a CCA-like variant; ``False`` is the paper's algorithm).
-    ``n_states`` is the number of states N (the SVD rank) of every automaton.  ``noise > 0``
+    ``n_states`` is the number of states N (the SVD rank) of every automaton; singular values
+    below ``rcond`` times the largest are dropped (the rank of a rarely seen head can be lower;
+    the singular vectors come from a symmetric eigensolver, accurate to about 1e-8 relative).
+    ``noise > 0``
     lowers the rank of an automaton with few training sequences: singular values of ``P``
     below ``noise / sqrt(#sequences)`` (the order of the sampling noise of an empirical
     Hankel matrix) are dropped; ``noise = 0`` is the paper's plain algorithm.
@@ -120,38 +123,43 @@ def _learn_spectral(enc, seqs, H, M, N, rcond, noise, scaled) -> OperatorSHAG:
     nseq = np.bincount(hd_seq, minlength=2 * H).astype(np.float64)
     P_all = np.bincount((bhd * M1 + bv) * M1 + bu, minlength=2 * H * M1 * M1).astype(np.float64)
     P_all = P_all.reshape(2 * H, M1, M1)
-    tkey = (((thd * M + ta) * M1 + tv) * M1 + tu)
-    tkeys, tcounts = np.unique(tkey, return_counts=True)
     block = M * M1 * M1
-    tstart = np.searchsorted(tkeys, np.arange(2 * H + 1, dtype=np.int64) * block)
+    # group the trigrams by (head, direction) with a stable radix sort of the small group ids
+    order = np.argsort(thd.astype(np.int32), kind="stable")
+    tloc = ((ta * M1 + tv) * M1 + tu)[order]
+    tstart = np.searchsorted(thd[order], np.arange(2 * H + 1, dtype=np.int64))
     alpha1 = np.zeros((H, 2, N))
     beta = np.zeros((H, 2, N))
     A = np.zeros((H, 2, M, N, N))
-    for hd in range(2 * H):
-        if nseq[hd] == 0:
-            continue
-        P = P_all[hd] / nseq[hd]
-        Pa = np.zeros(block)
-        sl = slice(tstart[hd], tstart[hd + 1])
-        Pa[tkeys[sl] - hd * block] = tcounts[sl]
-        Pa = Pa.reshape(M, M1, M1) / nseq[hd]
-        if scaled:
-            dr = 1.0 / np.sqrt(P.sum(axis=1) + 1e-3 / nseq[hd])
-            dc = 1.0 / np.sqrt(P.sum(axis=0) + 1e-3 / nseq[hd])
-            U, s, _ = np.linalg.svd(dr[:, None] * P * dc[None, :])
-            U = dr[:, None] * U
-        else:
-            U, s, _ = np.linalg.svd(P)
+    hds = np.nonzero(nseq > 0)[0]
+    P_all = P_all[hds] / nseq[hds, None, None]
+    # left singular vectors of every (head, direction) at once, as eigenvectors of P P^T
+    if scaled:
+        eps = (1e-3 / nseq[hds])[:, None]
+        dr = 1.0 / np.sqrt(P_all.sum(axis=2) + eps)
+        dc = 1.0 / np.sqrt(P_all.sum(axis=1) + eps)
+        Q = dr[:, :, None] * P_all * dc[:, None, :]
+    else:
+        Q = P_all
+    ev, V = np.linalg.eigh(np.matmul(Q, Q.transpose(0, 2, 1)))
+    s_all = np.sqrt(np.maximum(ev[:, ::-1], 0.0))            # singular values, decreasing
+    U_all = V[:, :, ::-1]
+    if scaled:
+        U_all = dr[:, :, None] * U_all
+    for i, hd in enumerate(hds):
+        P, s = P_all[i], s_all[i]
         n = min(N, int((s > rcond * max(s[0], 1e-300)).sum()))
         if noise > 0:
             n = max(1, min(n, int((s > noise / np.sqrt(nseq[hd])).sum())))
         if n == 0:
             continue
-        U = U[:, :n]
+        U = U_all[i][:, :n]
         UP = U.T @ P                              # n x (M+1)
         UPp = np.linalg.pinv(UP)                  # (M+1) x n
-        h, d = divmod(hd, 2)
+        h, d = divmod(int(hd), 2)
         alpha1[h, d, :n] = U.T @ P[:, M]          # p_1 = P[:, START]
         beta[h, d, :n] = P[M, :] @ UPp            # p_inf = P[STOP, :]
-        A[h, d, :, :n, :n] = np.einsum("vk,avu,uj->akj", U, Pa, UPp, optimize=True)
+        Pa = np.bincount(tloc[tstart[hd]:tstart[hd + 1]], minlength=block) / nseq[hd]
+        X = Pa.reshape(M * M1, M1) @ UPp          # P_a (U^T P)^+, rows (a, v)
+        A[h, d, :, :n, :n] = np.matmul(U.T, X.reshape(M, M1, n))
     return OperatorSHAG(alpha1, beta, A)

@@ -47,10 +47,24 @@ def truncated_svd(Omega, k: int, oversample: int = 10, n_iter: int = 3, seed: in
     """
     d1, d2 = Omega.shape
     k = int(max(1, min(k, d1, d2)))
-    if min(d1, d2) <= max(3 * (k + oversample), 64) or d1 * d2 <= 250_000:
+    if d1 * d2 <= 250_000:
         A = Omega.toarray() if sp.issparse(Omega) else np.asarray(Omega, dtype=np.float64)
         U, s, Vt = np.linalg.svd(A, full_matrices=False)
         return U[:, :k], s[:k], Vt[:k]
+    if min(d1, d2) <= 300:
+        # thin matrix: eigen-decomposition of the small Gram matrix
+        tall = d1 > d2
+        A = Omega.T.tocsr() if (tall and sp.issparse(Omega)) else (Omega.T if tall else Omega)
+        G = A @ A.T
+        G = G.toarray() if sp.issparse(G) else np.asarray(G)
+        w, Q = np.linalg.eigh(G)
+        w, Q = w[::-1][:k], Q[:, ::-1][:, :k]
+        s = np.sqrt(np.maximum(w, 0.0))
+        inv = np.where(s > s[0] * 1e-12, 1.0 / np.maximum(s, 1e-300), 0.0) if s[0] > 0 else 0 * s
+        W = np.asarray(A.T @ Q) * inv  # right vectors of A
+        if tall:   # Omega = A^T = W S Q^T
+            return W, s, Q.T
+        return Q, s, W.T
     rng = np.random.default_rng(seed)
     ell = min(k + oversample, d1, d2)
     A = Omega.tocsr() if sp.issparse(Omega) else Omega

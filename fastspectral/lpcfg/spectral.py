@@ -61,6 +61,41 @@ def _pcfg_grammar(g) -> LatentGrammar:
                          np.asarray(g.un_prob, np.float64), roots)
 
 
+def _coarse_grammar(nodes, g, lexicon_options):
+    """The v=1, h=0 grammar of the same treebank from the fine node arrays (base labels)."""
+    from ..grammar.grammar import Grammar
+    from ..grammar.lexicon import Lexicon
+    from ..trees.transforms import base_label
+
+    base = [base_label(s) for s in g.symbols]
+    symbols = sorted(set(base))
+    cidx = {c: i for i, c in enumerate(symbols)}
+    proj = np.array([cidx[b] for b in base], dtype=np.int64)
+    S = len(symbols)
+    lab = proj[nodes.label]
+    is_pre = np.zeros(S, dtype=bool)
+    is_pre[proj[g.is_preterminal]] = True
+    roots = lab[nodes.parent < 0]
+    root_prob = np.bincount(roots, minlength=S) / max(1, roots.shape[0])
+    inner = np.flatnonzero(nodes.left >= 0)
+    lhs = np.bincount(lab[inner], minlength=S).astype(np.float64)
+    b = np.flatnonzero(nodes.right >= 0)
+    bk, bc = np.unique((lab[b] * S + lab[nodes.left[b]]) * S + lab[nodes.right[b]],
+                       return_counts=True)
+    u = np.flatnonzero((nodes.left >= 0) & (nodes.right < 0))
+    uk, uc = np.unique(lab[u] * S + lab[nodes.left[u]], return_counts=True)
+    bp = (bk // (S * S)).astype(np.int32)
+    up = (uk // S).astype(np.int32)
+    pre = np.flatnonzero(nodes.word >= 0)
+    lex = Lexicon(S, **(lexicon_options or {}))
+    vocab = nodes.vocab
+    lex.fit([vocab[w] for w in nodes.word[pre]], nodes.start[pre].tolist(),
+            lab[pre].tolist())
+    return Grammar(symbols, is_pre, root_prob, bp, ((bk // S) % S).astype(np.int32),
+                   (bk % S).astype(np.int32), bc / lhs[bp], up, (uk % S).astype(np.int32),
+                   uc / lhs[up], lex)
+
+
 def _check_sentences(sentences, tags):
     from ..grammar.pcfg import _check_sentences as check
     return check(sentences, tags)
@@ -93,7 +128,7 @@ class SpectralLPCFG:
 
     def __init__(self, n_states=16, n_states_pre=None, v=2, h=1, tag_parent=False, kappa=5.0,
                  min_count=20, rank_tol=1e-7, smoothing=3.0, word_smoothing=1.0,
-                 lexicon="pcfg", prune_threshold=1e-5, coarse_threshold=1e-5, features=None,
+                 lexicon="pcfg", prune_threshold=1e-5, coarse_threshold=1e-4, features=None,
                  svd_oversample=10, svd_iter=3, seed=0, jobs=None):
         self.n_states = n_states
         self.n_states_pre = n_states_pre
@@ -169,15 +204,16 @@ class SpectralLPCFG:
         # the plain PCFG on the same prepared trees (its own fit() would prepare them again)
         pcfg = PCFG(v=self.v, h=self.h, tag_parent=self.tag_parent, jobs=self.jobs)
         pcfg.grammar_ = Grammar.from_trees(fine, pcfg._lexicon_options())
-        coarse = [binarize(t, 1, 0, False) for t in cu]
-        pcfg.coarse_ = Grammar.from_trees(coarse, pcfg._lexicon_options())
+        g = pcfg.grammar_
+        nodes = extract_nodes(fine, g)
+        # the coarse grammar (v=1, h=0) has the same tree shapes with base labels: count it
+        # from the node arrays instead of binarising the treebank again
+        pcfg.coarse_ = _coarse_grammar(nodes, g, pcfg._lexicon_options())
         pcfg._set_projection()
         pcfg.root_label_ = pcfg._most_frequent_root(fine)
         pcfg.n_train_trees_ = len(raw)
         pcfg.fit_seconds_ = time.perf_counter() - t0
         self.pcfg_ = pcfg
-        g = pcfg.grammar_
-        nodes = extract_nodes(fine, g)
         self._estimate(nodes, g, len(raw))
         self.n_train_trees_ = len(raw)
         self.fit_seconds_ = time.perf_counter() - t0

@@ -1,0 +1,269 @@
+"""Held-out UAS of the SHAG dependency parsers (Luque et al. 2012 replication).
+
+Datasets (``--datasets``, comma-separated):
+
+* ``wsj``: /work/shared/data/dep/wsj-sample.dp (Malt-TAB), first 80 % train, last 20 % test;
+* ``esp``: /work/shared/data/conll2007/esp.train -> esp.test (CoNLL-X);
+* ``ewt``: /work/shared/data/ud/en_ewt-ud-dev.conllu, 5-fold cross-validation (contiguous
+  folds; UAS micro-averaged over all test tokens of the five folds).
+
+Models: DET, DET+F, SPECTRAL with n = 2..14 states, EM with n states after 5/10/25/100
+iterations (one training run, snapshots), LEX / LEX+F / LEX+FCP alone and combined with
+SPECTRAL.  The SPECTRAL headline row uses the number of states n* chosen on a development
+split (the last 10 % of the training part; for ``ewt`` on fold 1's training part); EM is run
+with n* and the other ``--em-states``.  UAS excludes punctuation
+(``fastspectral.eval.attachment``).
+
+Times: ``fit`` is the wall time of ``SHAGParser.fit`` (data encoding included); ``learn`` is
+the learner alone on already-encoded sequences (spectral: statistics + SVDs; EM: sequence
+merging + initialisation + iterations up to the snapshot).  Parsing speed is sentences/s of
+``parse`` (inside-outside + MBR Eisner) with ``--jobs`` threads.
+
+    PYTHONPATH=. python benchmarks/dependency_experiments.py --out results.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from fastspectral.dependency.data import modifier_sequences  # noqa: E402
+from fastspectral.dependency.em import fit_em  # noqa: E402
+from fastspectral.dependency.model import SHAGParser  # noqa: E402
+from fastspectral.dependency.spectral import learn_spectral  # noqa: E402
+from fastspectral.eval.attachment import attachment_scores  # noqa: E402
+from fastspectral.trees.conll import read_conllu, read_conllx, read_malttab  # noqa: E402
+
+DATA = "/work/shared/data"
+
+
+def load_splits(name):
+    """List of (train, test) pairs of a dataset."""
+    if name == "wsj":
+        s = list(read_malttab(f"{DATA}/dep/wsj-sample.dp"))
+        cut = int(0.8 * len(s))
+        return [(s[:cut], s[cut:])]
+    if name == "esp":
+        return [(list(read_conllx(f"{DATA}/conll2007/esp.train")),
+                 list(read_conllx(f"{DATA}/conll2007/esp.test")))]
+    if name == "ewt":
+        s = list(read_conllu(f"{DATA}/ud/en_ewt-ud-dev.conllu"))
+        k = 5
+        bounds = [round(i * len(s) / k) for i in range(k + 1)]
+        return [(s[:bounds[i]] + s[bounds[i + 1]:], s[bounds[i]:bounds[i + 1]]) for i in range(k)]
+    raise ValueError(name)
+
+
+class Scorer:
+    """Accumulates predictions over folds and scores them together."""
+
+    def __init__(self):
+        self.gold, self.pred = [], []
+        self.fit_s = 0.0
+        self.learn_s = 0.0
+        self.parse_s = 0.0
+        self.n_parsed = 0
+        self.extra = {}
+
+    def add(self, gold, pred, fit_s=0.0, parse_s=0.0, learn_s=0.0):
+        self.gold.extend(gold)
+        self.pred.extend(pred)
+        self.fit_s += fit_s
+        self.learn_s += learn_s
+        self.parse_s += parse_s
+        self.n_parsed += len(gold)
+
+    def result(self):
+        r = attachment_scores(self.gold, self.pred, punct="exclude")
+        out = {"uas": r.uas, "fit_s": self.fit_s, "learn_s": self.learn_s,
+               "parse_sent_per_s": self.n_parsed / self.parse_s if self.parse_s else None}
+        out.update(self.extra)
+        return out
+
+
+def run_model(p, train, test, jobs, scorer, fit=True):
+    t0 = time.perf_counter()
+    if fit:
+        p.fit(train)
+    t1 = time.perf_counter()
+    pred = p.parse(test, jobs=jobs)
+    t2 = time.perf_counter()
+    scorer.add(test, pred, t1 - t0, t2 - t1)
+    return p
+
+
+def dev_uas(kw, train, jobs):
+    cut = int(0.9 * len(train))
+    p = SHAGParser(**kw).fit(train[:cut])
+    pred = p.parse(train[cut:], jobs=jobs)
+    return attachment_scores(train[cut:], pred, punct="exclude").uas
+
+
+def learner_time(p, train, n, reps=3):
+    """Seconds of learn_spectral alone (best of ``reps``) on the encoded training data."""
+    enc = p._encode(train, True)
+    seqs = modifier_sequences(enc)
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        learn_spectral(enc, seqs, p._H, p._M, n)
+        best = min(best, time.perf_counter() - t)
+    return best, enc, seqs
+
+
+def run_dataset(name, states, em_states, em_iters, jobs, log):
+    splits = load_splits(name)
+    res = {}
+    S = {}
+
+    def sc(key):
+        if key not in S:
+            S[key] = Scorer()
+        return S[key]
+
+    # choose n* on a development split of the first training set
+    dev = {n: dev_uas(dict(model="spectral", states=n), splits[0][0], jobs) for n in states}
+    n_star = max(dev, key=lambda n: (dev[n], -n))
+    log(f"[{name}] dev UAS by n: " + ", ".join(f"{n}:{u:.2f}" for n, u in dev.items())
+        + f" -> n* = {n_star}")
+    em_ns = sorted(set(em_states) | {n_star})
+    for fold, (train, test) in enumerate(splits):
+        log(f"[{name}] fold {fold + 1}/{len(splits)}: {len(train)} train / {len(test)} test")
+        run_model(SHAGParser(model="det"), train, test, jobs, sc("DET"))
+        run_model(SHAGParser(model="det+f"), train, test, jobs, sc("DET+F"))
+        for n in states:
+            p = run_model(SHAGParser(model="spectral", states=n), train, test, jobs,
+                          sc(f"SPECTRAL n={n}"))
+            lt, enc, seqs = learner_time(p, train, n)
+            S[f"SPECTRAL n={n}"].learn_s += lt
+        for n in em_ns:
+            p = SHAGParser(model="em", states=n, iterations=0).fit(train)
+            enc = p._encode(train, True)
+            seqs = modifier_sequences(enc)
+            t0 = time.perf_counter()
+            _, info = fit_em(enc, seqs, p._H, p._M, n, max(em_iters), seed=0,
+                             snapshots=em_iters)
+            total = time.perf_counter() - t0
+            for it in em_iters:
+                p.op_ = info["snapshots"][it]
+                s = sc(f"EM n={n} it={it}")
+                t1 = time.perf_counter()
+                pred = p.parse(test, jobs=jobs)
+                s.add(test, pred, 0.0, time.perf_counter() - t1, info["time"][it - 1])
+            log(f"[{name}]   EM n={n}: {max(em_iters)} iterations in {total:.1f} s")
+        for lex, label in [("lex", "LEX"), ("lex+f", "LEX+F"), ("lex+fcp", "LEX+FCP")]:
+            run_model(SHAGParser(model="det", lexical=lex), train, test, jobs, sc(label))
+            run_model(SHAGParser(model="spectral", states=n_star, lexical=lex), train, test,
+                      jobs, sc(f"SPECTRAL n*={n_star} + {label}"))
+    for k, s in S.items():
+        res[k] = s.result()
+    res["_meta"] = {"n_star": n_star, "dev_uas": dev, "em_states": em_ns,
+                    "folds": len(splits), "train_sentences": len(splits[0][0]),
+                    "test_sentences": sum(len(t) for _, t in splits)}
+    return res
+
+
+def summary(name, res, em_iters):
+    """Headline numbers and target checks of one dataset."""
+    meta = res["_meta"]
+    n_star = meta["n_star"]
+    spec = res[f"SPECTRAL n={n_star}"]
+    best_spec = max((v["uas"], k) for k, v in res.items() if k.startswith("SPECTRAL n="))
+    em_rows = [(v["uas"], k, v) for k, v in res.items() if k.startswith("EM ")]
+    em_best_uas, em_best_key, em_best = max(em_rows, key=lambda r: r[0])
+    ems = {k: v for k, v in res.items() if k.startswith(f"EM n={n_star} ")}
+    em_nstar_best = max(ems.items(), key=lambda kv: kv[1]["uas"])
+    out = {
+        "n_star": n_star,
+        "DET": res["DET"]["uas"], "DET+F": res["DET+F"]["uas"],
+        "SPECTRAL(n*)": spec["uas"], "best SPECTRAL (oracle n)": best_spec,
+        "EM best": (em_best_uas, em_best_key),
+        "EM(n*) best": (em_nstar_best[1]["uas"], em_nstar_best[0]),
+        "SPECTRAL - DET+F": spec["uas"] - res["DET+F"]["uas"],
+        "EM best - SPECTRAL": em_best_uas - spec["uas"],
+        "spectral learn s": spec["learn_s"], "spectral fit s": spec["fit_s"],
+        "EM learn s to best (n*)": em_nstar_best[1]["learn_s"],
+        "EM learn s to overall best": em_best["learn_s"],
+        "speedup learn (EM n* best / spectral n*)": em_nstar_best[1]["learn_s"] / spec["learn_s"],
+        "speedup learn (EM overall best / spectral n*)": em_best["learn_s"] / spec["learn_s"],
+        "parse sent/s (spectral n*)": spec["parse_sent_per_s"],
+    }
+    return out
+
+
+def markdown(all_res, states, em_iters):
+    names = list(all_res)
+    keys = ["DET", "DET+F"] + [f"SPECTRAL n={n}" for n in states]
+    em_keys = sorted({k for r in all_res.values() for k in r if k.startswith("EM ")},
+                     key=lambda k: (int(k.split()[1][2:]), int(k.split("it=")[1])))
+    lex = ["LEX", "LEX+F", "LEX+FCP"]
+    lines = ["| model | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+
+    def row(label, getter):
+        cells = []
+        for nm in names:
+            v = getter(all_res[nm])
+            cells.append("" if v is None else f"{v:.2f}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+
+    for k in keys + em_keys:
+        row(k, lambda r, k=k: r.get(k, {}).get("uas"))
+    for k in lex:
+        row(k, lambda r, k=k: r.get(k, {}).get("uas"))
+    for k in lex:
+        row(f"SPECTRAL n* + {k}", lambda r, k=k: next(
+            (v["uas"] for kk, v in r.items() if kk.startswith("SPECTRAL n*=")
+             and kk.endswith(f"+ {k}")), None))
+    row("n* (dev-selected states)", lambda r: float(r["_meta"]["n_star"]))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--datasets", default="wsj,esp,ewt")
+    ap.add_argument("--states", default="2-14", help="range a-b or comma list")
+    ap.add_argument("--em-states", default="4,8", help="EM state counts besides n*")
+    ap.add_argument("--em-iterations", default="5,10,25,100")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", default=None, help="write the results as JSON here")
+    args = ap.parse_args(argv)
+    if "-" in args.states:
+        a, b = args.states.split("-")
+        states = list(range(int(a), int(b) + 1))
+    else:
+        states = [int(x) for x in args.states.split(",")]
+    em_states = [int(x) for x in args.em_states.split(",") if x]
+    em_iters = tuple(int(x) for x in args.em_iterations.split(","))
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    # warm the Numba cache (compilation is not training time)
+    from fastspectral.dependency import em as _em
+    _em.em_step(np.ones((2, 1)), np.full((2, 1, 1, 1), 0.5), np.full((2, 1), 0.5),
+                np.array([0, 1, 1]), np.array([0]), np.array([1]), np.array([1.0]),
+                np.array([0]))
+    all_res = {}
+    summaries = {}
+    for name in args.datasets.split(","):
+        t0 = time.perf_counter()
+        all_res[name] = run_dataset(name, states, em_states, em_iters, args.jobs, log)
+        summaries[name] = summary(name, all_res[name], em_iters)
+        log(f"[{name}] done in {time.perf_counter() - t0:.0f} s")
+        log(json.dumps(summaries[name], indent=1, default=str))
+    print(markdown(all_res, states, em_iters))
+    print()
+    print(json.dumps(summaries, indent=1, default=str))
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump({"results": all_res, "summary": summaries}, fh, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,12 @@
+"""Bigram language models (Cohen & Collins 2014, section 8).
+
+* :class:`LatentBigramLM` — the Saul–Pereira latent-class bigram model ``p(w2 | w1) = sum_h
+  r(h | w1) s(w2 | h)`` learned by the pivot (anchor) method, pivot + EM, or EM.
+* :class:`KneserNeyBigramLM` — interpolated (modified) Kneser–Ney bigram baseline.
+* :mod:`.cli` — ``fastspectral lm train|eval``; :func:`read_corpus` in :mod:`.cli` reads Brown
+  ``word/tag`` files or plain whitespace-tokenised text.
+"""
+from .kneser_ney import BOS, EOS, UNK, KneserNeyBigramLM, Vocabulary
+from .saul_pereira import LatentBigramLM
+
+__all__ = ["LatentBigramLM", "KneserNeyBigramLM", "Vocabulary", "BOS", "EOS", "UNK"]

@@ -1,0 +1,267 @@
+"""Interpolated Kneser–Ney bigram language model, and the vocabulary / bigram counting shared by
+every language model of :mod:`fastspectral.lm`.
+
+Conventions shared with :class:`~fastspectral.lm.saul_pereira.LatentBigramLM`:
+
+* a sentence is a list of word strings; words are lower-cased when ``lowercase=True``;
+* every training word seen fewer than ``min_count`` times (default 2: hapax legomena) is replaced
+  by ``<unk>``, and so is every unknown word at evaluation time;
+* each sentence ``w_1 .. w_n`` is scored as the ``n + 1`` bigram events ``(<s>, w_1), (w_1, w_2),
+  ..., (w_n, </s>)``; perplexity is ``exp(-sum log p(w_i | w_{i-1}) / sum (n + 1))``.
+
+Word ids: ``0 = <s>``, ``1 = </s>``, ``2 = <unk>``, then the kept words by decreasing frequency
+(ties alphabetically).  ``<s>`` is never predicted; ``</s>`` never conditions.
+
+Kneser–Ney (Chen & Goodman 1999, interpolated, "modified" discounts by default)::
+
+    p(w | v) = max(c(v, w) - D(c(v, w)), 0) / c(v)  +  lambda(v) p_cont(w)
+    lambda(v) = (D1 N1(v .) + D2 N2(v .) + D3 N3+(v .)) / c(v)
+    p_cont(w) = max(N1+(. w) - D_u, 0) / N1+(. .)  +  D_u T / N1+(. .) / |V'|
+
+with ``D1, D2, D3+`` from the count-of-counts ``n_1..n_4`` of the bigram counts
+(``Y = n1 / (n1 + 2 n2)``, ``D_k = k - (k + 1) Y n_{k+1} / n_k``); ``discount="absolute"`` uses the
+single ``D = Y``.  The continuation unigram is itself interpolated with the uniform distribution
+over the ``|V'|`` predictable words (all ids but ``<s>``; ``T`` = number of words with a
+continuation count, ``D_u`` = its own absolute discount) so that every word, ``<unk>`` included,
+has a positive probability.  A context never seen as a context gets ``p_cont``.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ModelFileError, NotFittedError
+from ..io.modelfile import load_model_file, register_model, save_model_file
+
+__all__ = ["BOS", "EOS", "UNK", "Vocabulary", "bigram_ids", "bigram_matrix",
+           "KneserNeyBigramLM"]
+
+BOS, EOS, UNK = "<s>", "</s>", "<unk>"
+
+
+class Vocabulary:
+    """Word <-> id map with the ``<s>``, ``</s>``, ``<unk>`` conventions of this module."""
+
+    def __init__(self, words: list[str], lowercase: bool = True, min_count: int = 2):
+        self.words = list(words)
+        self.lowercase = bool(lowercase)
+        self.min_count = int(min_count)
+        self.index = {w: i for i, w in enumerate(self.words)}
+        if self.words[:3] != [BOS, EOS, UNK]:
+            raise ValueError("a vocabulary starts with <s>, </s>, <unk>")
+
+    @classmethod
+    def build(cls, sentences: Iterable[list[str]], min_count: int = 2, lowercase: bool = True):
+        """Count the words of ``sentences`` and keep those seen at least ``min_count`` times."""
+        counts: Counter = Counter()
+        for sent in sentences:
+            counts.update(w.lower() for w in sent) if lowercase else counts.update(sent)
+        for special in (BOS, EOS, UNK):
+            counts.pop(special, None)
+        kept = sorted((w for w, c in counts.items() if c >= min_count),
+                      key=lambda w: (-counts[w], w))
+        return cls([BOS, EOS, UNK] + kept, lowercase=lowercase, min_count=min_count)
+
+    def __len__(self):
+        return len(self.words)
+
+    def encode(self, sent: list[str]) -> np.ndarray:
+        """Word ids of a sentence (unknown words -> ``<unk>``), without boundary symbols."""
+        idx = self.index
+        if self.lowercase:
+            return np.fromiter((idx.get(w.lower(), 2) for w in sent), dtype=np.int64,
+                               count=len(sent))
+        return np.fromiter((idx.get(w, 2) for w in sent), dtype=np.int64, count=len(sent))
+
+
+def bigram_ids(sentences: Iterable[list[str]], vocab: Vocabulary):
+    """All bigram events of ``sentences`` as two id arrays ``(prev, next)`` (with boundaries)."""
+    prev_parts, next_parts = [], []
+    for sent in sentences:
+        ids = vocab.encode(sent)
+        seq = np.empty(len(ids) + 2, dtype=np.int64)
+        seq[0] = 0
+        seq[1:-1] = ids
+        seq[-1] = 1
+        prev_parts.append(seq[:-1])
+        next_parts.append(seq[1:])
+    if not prev_parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(prev_parts), np.concatenate(next_parts)
+
+
+def bigram_matrix(prev: np.ndarray, nxt: np.ndarray, n: int) -> sp.csr_matrix:
+    """Bigram count matrix ``C[v, w]`` (CSR, float64, sorted indices, no duplicates)."""
+    C = sp.csr_matrix((np.ones(len(prev)), (prev, nxt)), shape=(n, n))
+    C.sum_duplicates()
+    C.sort_indices()
+    return C
+
+
+def _as_word_lists(sentences):
+    """Accept sentences as lists of words or of ``(word, tag)`` pairs."""
+    for sent in sentences:
+        if sent and isinstance(sent[0], tuple):
+            yield [w for w, _ in sent]
+        else:
+            yield list(sent)
+
+
+class KneserNeyBigramLM:
+    """Interpolated Kneser–Ney bigram model (see the module docstring for the formulas).
+
+    ``min_count``: training words seen fewer times become ``<unk>``; ``lowercase``: fold case;
+    ``discount``: ``"modified"`` (three discounts, default) or ``"absolute"`` (one).
+    """
+
+    kind = "kneser-ney-bigram-lm"
+
+    def __init__(self, min_count: int = 2, lowercase: bool = True, discount: str = "modified"):
+        if discount not in ("modified", "absolute"):
+            raise ValueError(f"discount must be 'modified' or 'absolute', got {discount!r}")
+        if min_count < 1:
+            raise ValueError("min_count must be >= 1")
+        self.min_count = int(min_count)
+        self.lowercase = bool(lowercase)
+        self.discount = discount
+        self.vocab_: Vocabulary | None = None
+
+    # ---------------------------------------------------------------- training
+    def fit(self, sentences):
+        """Estimate the model from training sentences (lists of words or ``(word, tag)``)."""
+        sents = list(_as_word_lists(sentences))
+        if not sents:
+            raise ValueError("no training sentences")
+        self.vocab_ = Vocabulary.build(sents, self.min_count, self.lowercase)
+        n = len(self.vocab_)
+        prev, nxt = bigram_ids(sents, self.vocab_)
+        self.counts_ = bigram_matrix(prev, nxt, n)
+        self._finish()
+        return self
+
+    def _finish(self):
+        C = self.counts_
+        n = C.shape[0]
+        data = C.data
+        nk = np.array([np.count_nonzero(data == k) for k in range(1, 5)], dtype=np.float64)
+        if nk[0] == 0 or nk[1] == 0:
+            Y = 0.5
+        else:
+            Y = nk[0] / (nk[0] + 2 * nk[1])
+        if self.discount == "modified" and np.all(nk > 0):
+            D = np.array([k - (k + 1) * Y * nk[k] / nk[k - 1] for k in (1, 2, 3)])
+            D = np.clip(D, 0.0, None)
+            D = np.minimum(D, [1.0, 2.0, 3.0])
+        else:
+            D = np.array([Y, Y, Y])
+        self.discounts_ = D
+        disc = np.where(data >= 3, D[2], np.where(data >= 2, D[1], D[0]))
+        disc = np.minimum(disc, data)
+        self._disc_data = data - disc  # discounted numerators per nonzero
+        ctx = np.asarray(C.sum(axis=1)).ravel()
+        self.context_counts_ = ctx
+        rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(C.indptr))
+        self._flat_keys = rows * n + C.indices.astype(np.int64)
+        lam_num = np.bincount(rows, weights=disc, minlength=n)
+        self.lambda_ = np.where(ctx > 0, lam_num / np.where(ctx > 0, ctx, 1.0), 1.0)
+        # continuation unigram, interpolated with uniform over predictable words (not <s>)
+        cont = np.bincount(C.indices, minlength=n).astype(np.float64)  # N1+(. w)
+        cont[0] = 0.0
+        total = cont.sum()
+        n1 = np.count_nonzero(cont == 1)
+        n2 = np.count_nonzero(cont == 2)
+        Du = n1 / (n1 + 2 * n2) if (n1 + 2 * n2) > 0 else 0.5
+        T = np.count_nonzero(cont)
+        npred = n - 1
+        p = np.maximum(cont - Du, 0.0) / total + Du * T / total / npred
+        p[0] = 0.0
+        self.unigram_discount_ = Du
+        self.p_cont_ = p / p.sum()
+
+    # ---------------------------------------------------------------- scoring
+    def _check(self):
+        if self.vocab_ is None:
+            raise NotFittedError("this KneserNeyBigramLM is not fitted yet")
+
+    def prob_ids(self, prev: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+        """``p(next | prev)`` for arrays of word ids."""
+        self._check()
+        C = self.counts_
+        prev = np.asarray(prev, dtype=np.int64)
+        nxt = np.asarray(nxt, dtype=np.int64)
+        ctx = self.context_counts_[prev]
+        # look up c(v, w): binary search of v * n + w in the sorted CSR keys
+        num = np.zeros(len(prev))
+        keys = prev * C.shape[1] + nxt
+        flat = self._flat_keys
+        pos = np.searchsorted(flat, keys)
+        pos_ok = pos < len(flat)
+        hit = np.zeros(len(prev), dtype=bool)
+        hit[pos_ok] = flat[pos[pos_ok]] == keys[pos_ok]
+        num[hit] = self._disc_data[pos[hit]]
+        pc = self.p_cont_[nxt]
+        safe = np.where(ctx > 0, ctx, 1.0)
+        return np.where(ctx > 0, num / safe + self.lambda_[prev] * pc, pc)
+
+    def prob(self, prev_word: str, word: str) -> float:
+        """``p(word | prev_word)``; use ``"<s>"`` / ``"</s>"`` for the sentence boundaries."""
+        self._check()
+        ids = [self._word_id(prev_word), self._word_id(word)]
+        return float(self.prob_ids(np.array([ids[0]]), np.array([ids[1]]))[0])
+
+    def _word_id(self, w: str) -> int:
+        if w in (BOS, EOS, UNK):
+            return self.vocab_.index[w]
+        return int(self.vocab_.encode([w])[0])
+
+    def log_likelihood(self, sentences) -> tuple[float, int]:
+        """``(sum of natural-log probabilities, number of predicted tokens)``."""
+        self._check()
+        prev, nxt = bigram_ids(_as_word_lists(sentences), self.vocab_)
+        if len(prev) == 0:
+            return 0.0, 0
+        return float(np.log(self.prob_ids(prev, nxt)).sum()), len(prev)
+
+    def perplexity(self, sentences) -> float:
+        """Per-token perplexity (``</s>`` counted as a token) of ``sentences``."""
+        ll, n = self.log_likelihood(sentences)
+        if n == 0:
+            raise ValueError("no tokens to evaluate")
+        return float(np.exp(-ll / n))
+
+    # ---------------------------------------------------------------- files
+    def save(self, path) -> None:
+        """Write the model to ``path`` (a fastspectral model file)."""
+        self._check()
+        C = self.counts_
+        meta = {"vocab": self.vocab_.words, "lowercase": self.lowercase,
+                "min_count": self.min_count, "discount": self.discount}
+        save_model_file(path, self.kind, meta, {"indptr": C.indptr.astype(np.int64),
+                                                "indices": C.indices.astype(np.int64),
+                                                "data": C.data})
+
+    @classmethod
+    def load(cls, path) -> "KneserNeyBigramLM":
+        """Read a model written by :meth:`save`."""
+        _, meta, arrays = load_model_file(path, expected_kind=cls.kind)
+        return cls._from_model_file(meta, arrays)
+
+    @classmethod
+    def _from_model_file(cls, meta, arrays):
+        try:
+            model = cls(min_count=int(meta["min_count"]), lowercase=bool(meta["lowercase"]),
+                        discount=meta["discount"])
+            model.vocab_ = Vocabulary(meta["vocab"], model.lowercase, model.min_count)
+            n = len(model.vocab_)
+            model.counts_ = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
+                                          shape=(n, n))
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ModelFileError(f"corrupt Kneser-Ney model file ({exc})") from None
+        model._finish()
+        return model
+
+
+register_model(KneserNeyBigramLM.kind, "fastspectral.lm.kneser_ney:KneserNeyBigramLM")

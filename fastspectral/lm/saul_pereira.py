@@ -1,0 +1,404 @@
+"""The Saul–Pereira latent-state ("aggregate Markov") bigram language model.
+
+    p(w2 | w1) = sum_h r(h | w1) s(w2 | h)          (h = 1..m hidden classes)
+
+learned three ways (Cohen & Collins 2014, section 8):
+
+``method="pivot"``
+    The bigram matrix ``C[w1, w2]`` is, up to normalisation, ``p(w1, w2) = sum_h p(h) p(w1 | h)
+    s(w2 | h)``: MDP 2 (:func:`fastspectral.linalg.mdp2`) on ``C^T`` — rows ``w2``, CCA
+    representation of the left contexts ``w1`` — finds ``m`` anchor words ``w2`` (only words
+    seen at least ``anchor_min_count`` times qualify) and ``s(w2 | h)``.  Then ``r(. | w1)`` is,
+    for every ``w1`` separately, the maximum-likelihood mixture weight vector of the fixed
+    components ``s(. | h)`` on the bigram counts of ``w1`` — a concave problem solved by EM
+    (:func:`fastspectral.linalg.mixture_weights_em`, ``r_iterations`` at most).
+``method="pivot-em"``
+    The pivot estimate, with ``s`` smoothed towards the unigram distribution
+    (``(1 - init_smoothing) s + init_smoothing p(w2)``, so that EM can move weights that the
+    anchor solution set to exactly 0), then ``em_iterations`` iterations of standard EM.
+``method="em"``
+    Standard EM from a random initialisation (``r(. | w1)`` ~ Dirichlet(1); ``s(. | h)`` = the
+    unigram distribution times independent Uniform(0.5, 1.5) noise, renormalised), seeded by
+    ``random_state``.
+
+EM (for both ``r`` and ``s``) runs in Numba over the nonzeros of the sparse bigram matrix, one
+pass over the rows (``r`` update, parallel over ``w1``) and one over the columns (``s`` update,
+parallel over ``w2``): ``O(nnz m)`` per iteration.  When ``fit`` is given ``dev`` sentences,
+their perplexity is recorded after every iteration and the parameters of the best iteration
+are kept (``best_iteration_``).
+
+Probabilities used for scoring are ``(1 - floor) sum_h r s + floor / |V'|`` (``|V'|``: the
+predictable words, all but ``<s>``) with ``floor = 1e-6`` by default: a safety net against
+exact zeros, below 1e-6 relative effect otherwise.  Vocabulary, ``<unk>`` and boundary
+conventions are those of :mod:`fastspectral.lm.kneser_ney`.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit, prange
+
+from ..errors import ModelFileError, NotFittedError
+from ..io.modelfile import load_model_file, register_model, save_model_file
+from ..linalg import mdp2, mixture_weights_em
+from .kneser_ney import Vocabulary, _as_word_lists, bigram_ids, bigram_matrix
+
+__all__ = ["LatentBigramLM", "em_step", "pair_loglik"]
+
+METHODS = ("pivot", "pivot-em", "em")
+_DEFAULT_EM_ITERATIONS = {"pivot": 0, "pivot-em": 10, "em": 100}
+
+
+@njit(cache=True, parallel=True)
+def _em_rows(indptr, indices, data, R, S, rowtot, ratio, Rnew):  # pragma: no cover - numba
+    n = indptr.shape[0] - 1
+    m = R.shape[1]
+    lls = np.zeros(n)
+    for i in prange(n):
+        acc = np.zeros(m)
+        ll = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            den = 0.0
+            for h in range(m):
+                den += R[i, h] * S[j, h]
+            if den > 0.0:
+                x = data[k] / den
+                ll += data[k] * np.log(den)
+            else:
+                x = 0.0
+                ll += data[k] * -745.0
+            ratio[k] = x
+            for h in range(m):
+                acc[h] += x * S[j, h]
+        if rowtot[i] > 0.0:
+            for h in range(m):
+                Rnew[i, h] = R[i, h] * acc[h] / rowtot[i]
+        else:
+            for h in range(m):
+                Rnew[i, h] = R[i, h]
+        lls[i] = ll
+    return lls.sum()
+
+
+@njit(cache=True, parallel=True)
+def _em_cols(cptr, crow, cpos, ratio, R, S, Snew):  # pragma: no cover - numba
+    n = cptr.shape[0] - 1
+    m = R.shape[1]
+    for j in prange(n):
+        acc = np.zeros(m)
+        for k in range(cptr[j], cptr[j + 1]):
+            x = ratio[cpos[k]]
+            i = crow[k]
+            for h in range(m):
+                acc[h] += x * R[i, h]
+        for h in range(m):
+            Snew[j, h] = S[j, h] * acc[h]
+
+
+@njit(cache=True, parallel=True)
+def _pair_loglik(prev, nxt, weight, R, S, floor, uniform):  # pragma: no cover - numba
+    n = prev.shape[0]
+    m = R.shape[1]
+    out = np.zeros(n)
+    for k in prange(n):
+        i = prev[k]
+        j = nxt[k]
+        p = 0.0
+        for h in range(m):
+            p += R[i, h] * S[j, h]
+        p = (1.0 - floor) * p + floor * uniform
+        out[k] = weight[k] * np.log(p) if p > 0.0 else weight[k] * -745.0
+    return out.sum()
+
+
+class _EMData:
+    """CSR and CSC views of the bigram counts prepared once for :func:`em_step`."""
+
+    def __init__(self, C: sp.csr_matrix):
+        C = sp.csr_matrix(C, dtype=np.float64)
+        C.sum_duplicates()
+        C.sort_indices()
+        self.C = C
+        self.indptr = C.indptr.astype(np.int64)
+        self.indices = C.indices.astype(np.int64)
+        self.data = C.data
+        self.rowtot = np.asarray(C.sum(axis=1)).ravel()
+        pos = sp.csr_matrix((np.arange(1, C.nnz + 1, dtype=np.float64), C.indices, C.indptr),
+                            shape=C.shape).tocsc()
+        pos.sort_indices()
+        self.cptr = pos.indptr.astype(np.int64)
+        self.crow = pos.indices.astype(np.int64)
+        self.cpos = pos.data.astype(np.int64) - 1
+        self.ratio = np.empty(C.nnz)
+        self.total = float(C.data.sum())
+
+
+def em_step(data: _EMData, R: np.ndarray, S: np.ndarray):
+    """One EM iteration on the bigram counts; returns ``(R_new, S_new, loglik(R, S))``.
+
+    ``R`` (``n x m``) rows are ``r(. | w1)``; ``S`` (``n x m``) columns are ``s(. | h)``.  The
+    returned log-likelihood (natural log, summed over bigram tokens) is that of the INPUT
+    parameters; EM guarantees ``loglik(R_new, S_new) >= loglik(R, S)``.
+    """
+    Rnew = np.empty_like(R)
+    Snew = np.empty_like(S)
+    ll = _em_rows(data.indptr, data.indices, data.data, R, S, data.rowtot, data.ratio, Rnew)
+    _em_cols(data.cptr, data.crow, data.cpos, data.ratio, R, S, Snew)
+    colsum = Snew.sum(axis=0)
+    Snew /= np.where(colsum > 0, colsum, 1.0)[None, :]
+    return Rnew, Snew, ll
+
+
+def pair_loglik(prev, nxt, weight, R, S, floor=0.0):
+    """Sum of ``weight * log p(nxt | prev)`` under ``p = (1 - floor) R S^T + floor / (n - 1)``."""
+    n = S.shape[0]
+    return float(_pair_loglik(np.asarray(prev, dtype=np.int64), np.asarray(nxt, dtype=np.int64),
+                              np.asarray(weight, dtype=np.float64), R, S, float(floor),
+                              1.0 / max(n - 1, 1)))
+
+
+def _unique_pairs(prev, nxt, n):
+    key = prev * n + nxt
+    uk, cnt = np.unique(key, return_counts=True)
+    return uk // n, uk % n, cnt.astype(np.float64)
+
+
+class LatentBigramLM:
+    """Saul–Pereira latent bigram model ``p(w2 | w1) = sum_h r(h | w1) s(w2 | h)``.
+
+    Parameters: ``n_states`` (``m``), ``method`` (``"pivot"``, ``"pivot-em"``, ``"em"``),
+    ``em_iterations`` (default 0 / 10 / 100 for the three methods), ``min_count`` (rarer
+    training words become ``<unk>``), ``lowercase``, ``anchor_min_count`` (words seen fewer times
+    cannot be anchors), ``r_iterations`` (EM limit for the concave ``r`` problem of the pivot
+    method), ``svd_iterations`` (power iterations of the randomized SVD), ``init_smoothing``
+    (pivot-em), ``floor`` (see the module docstring), ``random_state``.
+
+    Fitted attributes: ``vocab_``, ``r_`` (``n x m``, row ``w1`` = ``r(. | w1)``), ``s_`` (``n x
+    m``, column ``h`` = ``s(. | h)``), ``anchors_`` (anchor word ids, pivot methods),
+    ``train_loglik_`` (per EM iteration, per token, of the parameters entering it),
+    ``dev_perplexity_`` (per iteration when ``dev`` was given; index 0 = before EM),
+    ``best_iteration_``, ``fit_time_``, ``timings_``.
+    """
+
+    kind = "latent-bigram-lm"
+
+    def __init__(self, n_states: int = 8, method: str = "pivot", em_iterations: int | None = None,
+                 min_count: int = 2, lowercase: bool = True, anchor_min_count: int = 20,
+                 anchor_top: int | None = None,
+                 r_iterations: int = 300, svd_iterations: int = 6, init_smoothing: float = 0.01,
+                 floor: float = 1e-6, random_state: int = 0):
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+        if int(n_states) < 1:
+            raise ValueError("n_states must be >= 1")
+        if em_iterations is not None and int(em_iterations) < 0:
+            raise ValueError("em_iterations must be >= 0")
+        if not 0.0 <= floor < 1.0:
+            raise ValueError("floor must be in [0, 1)")
+        self.n_states = int(n_states)
+        self.method = method
+        self.em_iterations = (_DEFAULT_EM_ITERATIONS[method] if em_iterations is None
+                              else int(em_iterations))
+        self.min_count = int(min_count)
+        self.lowercase = bool(lowercase)
+        self.anchor_min_count = int(anchor_min_count)
+        self.anchor_top = None if anchor_top is None else int(anchor_top)
+        self.r_iterations = int(r_iterations)
+        self.svd_iterations = int(svd_iterations)
+        self.init_smoothing = float(init_smoothing)
+        self.floor = float(floor)
+        self.random_state = random_state
+        self.vocab_: Vocabulary | None = None
+
+    # ------------------------------------------------------------------ training
+    def fit(self, sentences, dev=None, vocab: Vocabulary | None = None):
+        """Train on ``sentences`` (lists of words or ``(word, tag)`` pairs).
+
+        ``dev``: optional held-out sentences; their perplexity is tracked after every EM
+        iteration and the best iteration's parameters are kept.  ``vocab``: reuse a vocabulary
+        (default: built from ``sentences`` with ``min_count`` / ``lowercase``).
+        """
+        t_start = time.perf_counter()
+        sents = list(_as_word_lists(sentences))
+        if not sents:
+            raise ValueError("no training sentences")
+        self.vocab_ = vocab if vocab is not None else Vocabulary.build(
+            sents, self.min_count, self.lowercase)
+        n = len(self.vocab_)
+        m = self.n_states
+        prev, nxt = bigram_ids(sents, self.vocab_)
+        C = bigram_matrix(prev, nxt, n)
+        data = _EMData(C)
+        timings = {"counting": time.perf_counter() - t_start}
+        unigram = np.asarray(C.sum(axis=0)).ravel()
+        unigram /= unigram.sum()
+        dev_pairs = None
+        if dev is not None:
+            dprev, dnxt = bigram_ids(_as_word_lists(dev), self.vocab_)
+            if len(dprev):
+                dev_pairs = _unique_pairs(dprev, dnxt, n) + (len(dprev),)
+        self.anchors_ = np.zeros(0, dtype=np.int64)
+        if self.method in ("pivot", "pivot-em"):
+            t0 = time.perf_counter()
+            colmass = np.asarray(C.sum(axis=0)).ravel()
+            allowed = colmass >= self.anchor_min_count
+            if self.anchor_top is not None:
+                top = np.argsort(-colmass, kind="stable")[:self.anchor_top]
+                mask = np.zeros(n, dtype=bool)
+                mask[top] = True
+                allowed &= mask
+            n_ok = int(np.count_nonzero(allowed))
+            if n_ok < m:
+                raise ValueError(f"only {n_ok} words qualify as anchors (seen >= "
+                                 f"{self.anchor_min_count} times as the second word of a bigram"
+                                 f"{'' if self.anchor_top is None else f', among the {self.anchor_top} most frequent'}"
+                                 f"): too few for {m} states (lower anchor_min_count or raise "
+                                 f"anchor_top)")
+            res = mdp2(sp.csr_matrix(C.T), m, candidates=allowed,
+                       svd_iterations=self.svd_iterations, random_state=self.random_state)
+            S = np.ascontiguousarray(res.r)
+            self.anchors_ = res.anchors
+            timings["mdp2"] = time.perf_counter() - t0
+            timings.update({"mdp2_" + k: v for k, v in res.timings.items()})
+            t0 = time.perf_counter()
+            R = mixture_weights_em(C, S, max_iter=self.r_iterations, tol=1e-7)
+            rowtot = data.rowtot
+            R[rowtot == 0] = res.pi  # contexts never seen (</s>): the prior
+            timings["r_em"] = time.perf_counter() - t0
+            if self.method == "pivot-em":
+                S = (1.0 - self.init_smoothing) * S + self.init_smoothing * unigram[:, None]
+        else:
+            rng = np.random.default_rng(self.random_state)
+            R = rng.dirichlet(np.ones(m), size=n)
+            S = unigram[:, None] * rng.uniform(0.5, 1.5, size=(n, m))
+            S /= S.sum(axis=0, keepdims=True)
+        R = np.ascontiguousarray(R, dtype=np.float64)
+        S = np.ascontiguousarray(S, dtype=np.float64)
+
+        def dev_ppl(R, S):
+            if dev_pairs is None:
+                return None
+            a, b, w, ntok = dev_pairs
+            return float(np.exp(-pair_loglik(a, b, w, R, S, self.floor) / ntok))
+
+        iters = self.em_iterations if self.method != "pivot" else self.em_iterations
+        t0 = time.perf_counter()
+        train_ll = []
+        dev_hist = []
+        best = (dev_ppl(R, S), 0, R, S)
+        if best[0] is not None:
+            dev_hist.append(best[0])
+        for it in range(1, iters + 1):
+            R, S, ll = em_step(data, R, S)
+            train_ll.append(ll / data.total)
+            if dev_pairs is not None:
+                dp = dev_ppl(R, S)
+                dev_hist.append(dp)
+                if dp < best[0]:
+                    best = (dp, it, R, S)
+        if dev_pairs is not None:
+            _, self.best_iteration_, R, S = best
+        else:
+            self.best_iteration_ = iters
+        if iters:
+            timings["em"] = time.perf_counter() - t0
+        self.r_ = R
+        self.s_ = S
+        self.train_loglik_ = np.asarray(train_ll)
+        self.dev_perplexity_ = np.asarray(dev_hist, dtype=np.float64)
+        self.fit_time_ = time.perf_counter() - t_start
+        self.timings_ = timings
+        return self
+
+    # ------------------------------------------------------------------ scoring
+    def _check(self):
+        if self.vocab_ is None:
+            raise NotFittedError("this LatentBigramLM is not fitted yet")
+
+    def prob_ids(self, prev, nxt) -> np.ndarray:
+        """``p(next | prev)`` for arrays of word ids (with the ``floor``)."""
+        self._check()
+        prev = np.asarray(prev, dtype=np.int64)
+        nxt = np.asarray(nxt, dtype=np.int64)
+        p = np.einsum("ij,ij->i", self.r_[prev], self.s_[nxt])
+        return (1.0 - self.floor) * p + self.floor / (len(self.vocab_) - 1)
+
+    def prob(self, prev_word: str, word: str) -> float:
+        """``p(word | prev_word)``; ``"<s>"`` / ``"</s>"`` name the sentence boundaries."""
+        self._check()
+        ids = [self.vocab_.index[w] if w in self.vocab_.words[:3] else int(self.vocab_.encode([w])[0])
+               for w in (prev_word, word)]
+        return float(self.prob_ids([ids[0]], [ids[1]])[0])
+
+    def log_likelihood(self, sentences) -> tuple[float, int]:
+        """``(sum of natural-log probabilities, number of predicted tokens)`` of ``sentences``."""
+        self._check()
+        prev, nxt = bigram_ids(_as_word_lists(sentences), self.vocab_)
+        if len(prev) == 0:
+            return 0.0, 0
+        a, b, w = _unique_pairs(prev, nxt, len(self.vocab_))
+        return pair_loglik(a, b, w, self.r_, self.s_, self.floor), len(prev)
+
+    def perplexity(self, sentences) -> float:
+        """Per-token perplexity (``</s>`` counted, ``<s>`` not) of ``sentences``."""
+        ll, n = self.log_likelihood(sentences)
+        if n == 0:
+            raise ValueError("no tokens to evaluate")
+        return float(np.exp(-ll / n))
+
+    @property
+    def anchor_words_(self) -> list[str]:
+        """The anchor words (pivot methods), one per hidden state."""
+        self._check()
+        return [self.vocab_.words[i] for i in self.anchors_]
+
+    # ------------------------------------------------------------------ files
+    def _params(self):
+        return {"n_states": self.n_states, "method": self.method,
+                "em_iterations": self.em_iterations, "min_count": self.min_count,
+                "lowercase": self.lowercase, "anchor_min_count": self.anchor_min_count,
+                "anchor_top": self.anchor_top,
+                "r_iterations": self.r_iterations, "svd_iterations": self.svd_iterations,
+                "init_smoothing": self.init_smoothing, "floor": self.floor,
+                "random_state": self.random_state}
+
+    def save(self, path) -> None:
+        """Write the fitted model to ``path`` (a fastspectral model file)."""
+        self._check()
+        meta = {"params": self._params(), "vocab": self.vocab_.words,
+                "best_iteration": int(self.best_iteration_), "fit_time": self.fit_time_}
+        save_model_file(path, self.kind, meta, {
+            "r": self.r_, "s": self.s_, "anchors": self.anchors_,
+            "train_loglik": self.train_loglik_, "dev_perplexity": self.dev_perplexity_})
+
+    @classmethod
+    def load(cls, path) -> "LatentBigramLM":
+        """Read a model written by :meth:`save`."""
+        _, meta, arrays = load_model_file(path, expected_kind=cls.kind)
+        return cls._from_model_file(meta, arrays)
+
+    @classmethod
+    def _from_model_file(cls, meta, arrays):
+        try:
+            model = cls(**meta["params"])
+            model.vocab_ = Vocabulary(meta["vocab"], model.lowercase, model.min_count)
+            model.r_ = np.ascontiguousarray(arrays["r"], dtype=np.float64)
+            model.s_ = np.ascontiguousarray(arrays["s"], dtype=np.float64)
+            model.anchors_ = arrays["anchors"].astype(np.int64)
+            model.train_loglik_ = arrays["train_loglik"]
+            model.dev_perplexity_ = arrays["dev_perplexity"]
+            model.best_iteration_ = int(meta["best_iteration"])
+            model.fit_time_ = float(meta["fit_time"])
+            model.timings_ = {}
+            n = len(model.vocab_)
+            if model.r_.shape != (n, model.n_states) or model.s_.shape != (n, model.n_states):
+                raise ValueError("parameter shapes do not match the vocabulary")
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ModelFileError(f"corrupt latent bigram model file ({exc})") from None
+        return model
+
+
+register_model(LatentBigramLM.kind, "fastspectral.lm.saul_pereira:LatentBigramLM")
