@@ -80,6 +80,7 @@ def _ours(S_batch, batch):
 
 
 def bench_eisner(lengths, batches, n_sent, repeat, use_torch):
+    """Sentences/s of our Eisner argmax (and torch-struct's, if ``use_torch``) per length/batch."""
     rng = np.random.default_rng(0)
     rows = []
     torch = None
@@ -127,6 +128,7 @@ def bench_eisner(lengths, batches, n_sent, repeat, use_torch):
 
 
 def bench_shag(repeat):
+    """Sentences/s of SHAGParser.parse on the held-out WSJ sample, 1 and 2 threads."""
     from fastspectral.dependency.model import SHAGParser
     from fastspectral.trees.conll import read_malttab
 
@@ -152,6 +154,7 @@ def bench_shag(repeat):
 
 
 def main(argv=None):
+    """Command-line entry point."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--sentences", type=int, default=256, help="random sentences per length")

@@ -72,6 +72,7 @@ class Scorer:
         self.extra = {}
 
     def add(self, gold, pred, fit_s=0.0, parse_s=0.0, learn_s=0.0):
+        """Add one fold's gold and predicted sentences and its times."""
         self.gold.extend(gold)
         self.pred.extend(pred)
         self.fit_s += fit_s
@@ -80,6 +81,7 @@ class Scorer:
         self.n_parsed += len(gold)
 
     def result(self):
+        """UAS (punctuation excluded), summed times and parsing speed."""
         r = attachment_scores(self.gold, self.pred, punct="exclude")
         out = {"uas": r.uas, "fit_s": self.fit_s, "learn_s": self.learn_s,
                "parse_sent_per_s": self.n_parsed / self.parse_s if self.parse_s else None}
@@ -88,6 +90,7 @@ class Scorer:
 
 
 def run_model(p, train, test, jobs, scorer, fit=True):
+    """Fit ``p`` (optionally), parse ``test`` and record UAS inputs and times in ``scorer``."""
     t0 = time.perf_counter()
     if fit:
         p.fit(train)
@@ -99,6 +102,7 @@ def run_model(p, train, test, jobs, scorer, fit=True):
 
 
 def dev_uas(kw, train, jobs):
+    """UAS of a model trained on the first 90 % of ``train`` on the last 10 %."""
     cut = int(0.9 * len(train))
     p = SHAGParser(**kw).fit(train[:cut])
     pred = p.parse(train[cut:], jobs=jobs)
@@ -118,6 +122,7 @@ def learner_time(p, train, n, reps=3):
 
 
 def run_dataset(name, states, em_states, em_iters, jobs, log):
+    """All models on one dataset; returns ``{row label: result dict, "_meta": ...}``."""
     splits = load_splits(name)
     res = {}
     S = {}
@@ -198,6 +203,7 @@ def summary(name, res, em_iters):
 
 
 def markdown(all_res, states, em_iters):
+    """The results as a Markdown table (one column per dataset)."""
     names = list(all_res)
     keys = ["DET", "DET+F"] + [f"SPECTRAL n={n}" for n in states]
     em_keys = sorted({k for r in all_res.values() for k in r if k.startswith("EM ")},
@@ -225,6 +231,7 @@ def markdown(all_res, states, em_iters):
 
 
 def main(argv=None):
+    """Command-line entry point."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", default="wsj,esp,ewt")
     ap.add_argument("--states", default="2-14", help="range a-b or comma list")

@@ -224,40 +224,60 @@ def cmd_parse(args) -> int:
     raise CommandError(f"model {args.model} has an unsupported input kind {kind!r}")
 
 
+#: Sentences read, parsed and written at a time by ``fastspectral parse`` (bounded memory on
+#: corpora of any size; large enough for the parallel kernels to balance their threads).
+PARSE_CHUNK = 20000
+
+
 def _parse_sentences(args, model) -> int:
-    from .trees.readers import read_sentences
+    from itertools import islice
+
+    from .trees.readers import iter_sentences
 
     tagged = {"auto": None, "yes": True, "no": False}[args.tagged]
     source = sys.stdin if _is_stdio(args.input) else args.input
-    raw = read_sentences(source, tagged=tagged)
-    todo = [i for i, s in enumerate(raw) if s.words]
-    words = [raw[i].words for i in todo]
-    tags = None
-    if any(raw[i].tags is not None for i in todo):
-        tags = [raw[i].tags for i in todo]
+    stream = iter_sentences(source, tagged=tagged)
     bar = _make_progress(args, "parsing")
+    total = None
+    if bar.enabled and not _is_stdio(args.input):
+        from .trees.conll import iter_lines
+        total = sum(1 for _, line in iter_lines(args.input) if line.strip())
     t0 = time.perf_counter()
-    try:
-        trees = _call_parse(model, words, tags=tags, jobs=args.jobs, progress=bar) if words else []
-    finally:
-        bar.close()
-    elapsed = time.perf_counter() - t0
-    if len(trees) != len(words):
-        raise FastSpectralError(f"the model returned {len(trees)} parses for {len(words)} "
-                                "sentences")
-    out = [""] * len(raw)
-    for i, t in zip(todo, trees):
-        out[i] = "" if t is None else str(t)
+    n_parsed = 0
     fh, close = _open_output(args.output)
     try:
-        for line in out:
-            fh.write(line + "\n")
-        fh.flush()
+        while True:
+            raw = list(islice(stream, PARSE_CHUNK))
+            if not raw:
+                break
+            todo = [i for i, s in enumerate(raw) if s.words]
+            words = [raw[i].words for i in todo]
+            tags = None
+            if any(raw[i].tags is not None for i in todo):
+                tags = [raw[i].tags for i in todo]
+            base = n_parsed
+
+            def progress(done, _chunk_total, _base=base):
+                bar(_base + done, total)
+
+            trees = _call_parse(model, words, tags=tags, jobs=args.jobs,
+                                progress=progress) if words else []
+            if len(trees) != len(words):
+                raise FastSpectralError(f"the model returned {len(trees)} parses for "
+                                        f"{len(words)} sentences")
+            out = [""] * len(raw)
+            for i, t in zip(todo, trees):
+                out[i] = "" if t is None else str(t)
+            fh.write("".join(line + "\n" for line in out))
+            fh.flush()
+            n_parsed += len(words)
     finally:
+        bar.close()
         if close:
             fh.close()
-    rate = len(words) / elapsed if elapsed > 0 else float("inf")
-    _info(args, f"fastspectral: parsed {_plural(len(words), 'sentence')} in {elapsed:.2f} s "
+    elapsed = time.perf_counter() - t0
+    rate = n_parsed / elapsed if elapsed > 0 else float("inf")
+    _info(args, f"fastspectral: parsed {_plural(n_parsed, 'sentence')} in {elapsed:.2f} s "
                 f"({rate:.1f} sentences/s)")
     return 0
 

@@ -313,3 +313,19 @@ def test_batching_does_not_change_results(wsj):
     p.batch_size = 7
     assert [s.heads for s in p.parse(test[:60], jobs=1)] == a
     assert [list(h) for h in p.predict_heads(test[:60])] == a
+
+
+def test_fallback_for_zero_weight_sentences(wsj):
+    """Sentences the spectral/EM model gives no weight are parsed with the DET+F back-off."""
+    train, test = wsj
+    p = SHAGParser(model="spectral", states=3).fit(train)
+    q = SHAGParser(model="det+f").fit(train)
+    p.op_.beta[:] = 0.0                     # every tree now has weight zero
+    got = [s.heads for s in p.parse(test[:30])]
+    assert p.n_fallback_ == 30
+    assert got == [s.heads for s in q.parse(test[:30])]
+    from fastspectral.dependency.data import encode_sentences as enc_s
+    enc = enc_s(test[:5], p.tags_)
+    sub = enc.subset([3, 1])
+    assert list(sub.lengths) == [len(test[3].words), len(test[1].words)]
+    assert list(sub.msym[1:1 + len(test[3].words)]) == list(p.tags_.ids(test[3].tags))

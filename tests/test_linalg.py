@@ -50,14 +50,14 @@ def test_frank_wolfe_gap_bounds_suboptimality_and_plain_variant():
     g_ref, gaps_ref = frank_wolfe_simplex(V, T, tol=1e-12, max_iter=50000)
     f_star = simplex_objective(V, T, g_ref)
     # classical Frank-Wolfe, few iterations: gap is an upper bound on f - f*
-    g, gaps, it = frank_wolfe_simplex(V, T, tol=0.0, max_iter=30, away_steps=False,
+    g, gaps, it = frank_wolfe_simplex(V, T, tol=0.0, max_iter=30, variant="plain",
                                       return_iterations=True)
     assert np.all(it <= 30) and np.any(it == 30)
     f = simplex_objective(V, T, g)
     assert np.all(f - f_star <= gaps + 1e-9)
     assert np.all(f - f_star >= -1e-9)
     # with many iterations plain FW reaches a 1e-4 gap too
-    g2, gaps2 = frank_wolfe_simplex(V, T, tol=1e-4, max_iter=200000, away_steps=False)
+    g2, gaps2 = frank_wolfe_simplex(V, T, tol=1e-4, max_iter=200000, variant="plain")
     assert np.all(gaps2 <= 1e-4)
     assert np.all(simplex_objective(V, T, g2) - f_star <= 1e-4 + 1e-9)
 

@@ -181,6 +181,8 @@ cdef struct Chart:
     u8* mask_any        # per cell: is any symbol allowed
     double* acc
     double* acc2
+    i32* touched        # symbols written in the cell being built
+    int ntouch
 
 
 cdef inline int cell_of(const Chart* c, int i, int j) noexcept nogil:
@@ -209,8 +211,10 @@ cdef int chart_alloc(Chart* c, int n, int S, bint outside, bint viterbi, bint us
     c.nact = <i32*> calloc(c.ncell, sizeof(i32))
     c.acc = <double*> malloc(S * sizeof(double))
     c.acc2 = <double*> malloc(S * sizeof(double))
+    c.touched = <i32*> malloc(S * sizeof(i32))
+    c.ntouch = 0
     if (c.in_pre == NULL or c.in_post == NULL or c.sc_in == NULL or c.act == NULL
-            or c.nact == NULL or c.acc == NULL or c.acc2 == NULL):
+            or c.nact == NULL or c.acc == NULL or c.acc2 == NULL or c.touched == NULL):
         return -1
     if outside:
         c.out_pre = <double*> calloc(big, sizeof(double))
@@ -238,7 +242,7 @@ cdef int chart_alloc(Chart* c, int n, int S, bint outside, bint viterbi, bint us
 cdef void chart_free(Chart* c) noexcept nogil:
     free(c.off); free(c.in_pre); free(c.in_post); free(c.out_pre); free(c.out_post)
     free(c.sc_in); free(c.sc_out); free(c.act); free(c.nact); free(c.bp_k); free(c.bp_r)
-    free(c.bp_u); free(c.mask); free(c.acc); free(c.acc2); free(c.act_out); free(c.nact_out); free(c.mask_any)
+    free(c.bp_u); free(c.mask); free(c.acc); free(c.acc2); free(c.act_out); free(c.nact_out); free(c.mask_any); free(c.touched)
     memset(c, 0, sizeof(Chart))
 
 
@@ -248,70 +252,71 @@ cdef void chart_free(Chart* c) noexcept nogil:
 
 cdef void finish_inside_cell(const CGrammar* g, Chart* c, int cell, int E, bint vit,
                              bint apply_mask) noexcept nogil:
-    """The pre layer of the cell is accumulated in place (exponent E): apply the mask (lexical
-    cells), the unary closure, normalise to a power-of-two exponent and list the active symbols."""
+    """The pre layer of the cell is accumulated in place (exponent E) and ``c.touched`` lists the
+    symbols written: apply the mask (lexical cells), the unary closure, normalise to a
+    power-of-two exponent and list the symbols left non-zero (``act``).  Only touched symbols
+    are visited, so pruned charts cost in proportion to what survives."""
     cdef int S = g.S
-    cdef int A, B, u, e
+    cdef int A, B, u, e, t, nt = c.ntouch
     cdef double* pre = c.in_pre + <size_t> cell * S
     cdef double* post = c.in_post + <size_t> cell * S
     cdef double m = 0.0, v
-    cdef const u8* mk
-    cdef i32* bpu
-    if apply_mask and c.mask != NULL:
-        mk = c.mask + <size_t> cell * S
-        for A in range(S):
-            if mk[A] == 0:
-                pre[A] = 0.0
-    for A in range(S):
+    cdef const u8* mk = c.mask + <size_t> cell * S if c.mask != NULL else NULL
+    cdef i32* bpu = c.bp_u + <size_t> cell * S if vit else NULL
+    cdef i32* tl = c.touched
+    if apply_mask and mk != NULL:
+        for t in range(nt):
+            if mk[tl[t]] == 0:
+                pre[tl[t]] = 0.0
+    for t in range(nt):
+        A = tl[t]
         post[A] = pre[A]
-    if vit:
-        bpu = c.bp_u + <size_t> cell * S
-        for A in range(S):
+        if vit:
             bpu[A] = -1
-        for u in range(g.n_un):
-            B = g.un_child[u]
-            if pre[B] != 0.0:
-                A = g.un_parent[u]
-                if c.mask != NULL and c.mask[<size_t> cell * S + A] == 0:
-                    continue
-                v = g.un_prob[u] * pre[B]
+    for u in range(g.n_un):
+        B = g.un_child[u]
+        if pre[B] != 0.0:
+            A = g.un_parent[u]
+            if mk != NULL and mk[A] == 0:
+                continue
+            v = g.un_prob[u] * pre[B]
+            if post[A] == 0.0 and pre[A] == 0.0:
+                tl[nt] = A
+                nt += 1
+                if vit:
+                    bpu[A] = -1
+            if vit:
                 if v > post[A]:
                     post[A] = v
                     bpu[A] = B
-    else:
-        for u in range(g.n_un):
-            B = g.un_child[u]
-            if pre[B] != 0.0:
-                A = g.un_parent[u]
-                if c.mask != NULL and c.mask[<size_t> cell * S + A] == 0:
-                    continue
-                post[A] += g.un_prob[u] * pre[B]
-    for A in range(S):
-        if post[A] > m:
-            m = post[A]
+            else:
+                post[A] += v
+    for t in range(nt):
+        if post[tl[t]] > m:
+            m = post[tl[t]]
     cdef i32* act = c.act + <size_t> cell * S
     cdef int na = 0
     if m > 0.0:
         frexp(m, &e)
-        for A in range(S):
-            if post[A] != 0.0:
-                post[A] = ldexp(post[A], -e)
-                pre[A] = ldexp(pre[A], -e)
-                if post[A] < 1e-270:
-                    post[A] = 0.0
-                    if pre[A] < 1e-270:
-                        pre[A] = 0.0
-                    continue
+        for t in range(nt):
+            A = tl[t]
+            post[A] = ldexp(post[A], -e)
+            pre[A] = ldexp(pre[A], -e)
+            if post[A] < 1e-270:
+                post[A] = 0.0
+            if pre[A] < 1e-270:
+                pre[A] = 0.0
+            if post[A] != 0.0 or pre[A] != 0.0:
                 act[na] = A
                 na += 1
-            elif pre[A] != 0.0:
-                pre[A] = ldexp(pre[A], -e)
-                if pre[A] < 1e-270:
-                    pre[A] = 0.0
         c.sc_in[cell] = E + e
     else:
+        for t in range(nt):
+            pre[tl[t]] = 0.0
+            post[tl[t]] = 0.0
         c.sc_in[cell] = 0
     c.nact[cell] = na
+    c.ntouch = 0
 
 
 cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* lsym,
@@ -327,11 +332,17 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
     cdef i32* bpr
     cdef const u8* mk = NULL
     # length-1 cells: lexical scores
-    for t in range(nlex):
-        cell = cell_of(c, lpos[t], lpos[t] + 1)
-        c.in_pre[<size_t> cell * S + lsym[t]] += lprob[t]
     for i in range(n):
-        finish_inside_cell(g, c, cell_of(c, i, i + 1), 0, vit, True)
+        cell = cell_of(c, i, i + 1)
+        acc = c.in_pre + <size_t> cell * S
+        c.ntouch = 0
+        for t in range(nlex):
+            if lpos[t] == i and lprob[t] > 0.0:
+                if acc[lsym[t]] == 0.0:
+                    c.touched[c.ntouch] = lsym[t]
+                    c.ntouch += 1
+                acc[lsym[t]] += lprob[t]
+        finish_inside_cell(g, c, cell, 0, vit, True)
     for l in range(2, n + 1):
         for i in range(0, n - l + 1):
             j = i + l
@@ -355,6 +366,7 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
             if E == -2147483647:
                 continue
             nw = 0
+            c.ntouch = 0
             for k in range(i + 1, j):
                 lc = cell_of(c, i, k)
                 rc = cell_of(c, k, j)
@@ -367,6 +379,8 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
                 for a in range(c.nact[lc]):
                     B = c.act[<size_t> lc * S + a]
                     lv = c.in_post[<size_t> lc * S + B] * f
+                    if lv == 0.0:
+                        continue
                     if vit:
                         for r in range(g.bl_ptr[B], g.bl_ptr[B + 1]):
                             rv = rin[g.bl_right[r]]
@@ -376,6 +390,9 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
                                 if mk != NULL and mk[A] == 0:
                                     continue
                                 if val > acc[A]:
+                                    if acc[A] == 0.0:
+                                        c.touched[c.ntouch] = A
+                                        c.ntouch += 1
                                     acc[A] = val
                                     bpk[A] = k
                                     bpr[A] = r
@@ -386,10 +403,14 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
                             if rv != 0.0:
                                 A = g.bl_parent[r]
                                 if mk == NULL or mk[A] != 0:
+                                    if acc[A] == 0.0:
+                                        c.touched[c.ntouch] = A
+                                        c.ntouch += 1
                                     acc[A] += g.bl_prob[r] * lv * rv
                                     nw += 1
             if nw > 0:
                 finish_inside_cell(g, c, cell, E, vit, False)
+            c.ntouch = 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -403,14 +424,17 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
 
 
 cdef void finish_outside_cell(const CGrammar* g, Chart* c, int cell) noexcept nogil:
-    """out_post of the cell is complete: apply the unary layer and list the active parents."""
+    """out_post of the cell is complete: apply the unary layer and list the active parents.
+    Only the cell's non-zero inside symbols (``act``) can have a useful outside score."""
     cdef int S = g.S
-    cdef int A, B, u, na = 0
+    cdef int A, B, u, t, na = 0
     cdef double* opost = c.out_post + <size_t> cell * S
     cdef double* opre = c.out_pre + <size_t> cell * S
     cdef double* ipre = c.in_pre + <size_t> cell * S
-    cdef i32* act = c.act_out + <size_t> cell * S
-    for A in range(S):
+    cdef i32* act = c.act + <size_t> cell * S
+    cdef i32* aout = c.act_out + <size_t> cell * S
+    for t in range(c.nact[cell]):
+        A = act[t]
         opre[A] = opost[A]
     for u in range(g.n_un):
         A = g.un_parent[u]
@@ -418,9 +442,10 @@ cdef void finish_outside_cell(const CGrammar* g, Chart* c, int cell) noexcept no
             B = g.un_child[u]
             if ipre[B] != 0.0:
                 opre[B] += g.un_prob[u] * opost[A]
-    for A in range(S):
+    for t in range(c.nact[cell]):
+        A = act[t]
         if opre[A] != 0.0 and ipre[A] != 0.0:
-            act[na] = A
+            aout[na] = A
             na += 1
     c.nact_out[cell] = na
 
@@ -451,7 +476,8 @@ cdef void outside_pass(const CGrammar* g, Chart* c) noexcept nogil:
             if c.nact_out[cell] == 0:
                 continue
             par_out = c.out_pre + <size_t> cell * S
-            pact = c.act_out + <size_t> cell * S
+            # iterate rules by left child, as the inside pass does: only active left children
+            # are visited, and the parent's outside score filters the rest
             for k in range(i + 1, j):
                 lc = cell_of(c, i, k)
                 rc = cell_of(c, k, j)
@@ -464,17 +490,20 @@ cdef void outside_pass(const CGrammar* g, Chart* c) noexcept nogil:
                 rin = c.in_post + <size_t> rc * S
                 lout = c.out_post + <size_t> lc * S
                 rout = c.out_post + <size_t> rc * S
-                for a in range(c.nact_out[cell]):
-                    A = pact[a]
-                    o = par_out[A] * f
-                    for r in range(g.bp_ptr[A], g.bp_ptr[A + 1]):
-                        lv = lin[g.bp_left[r]]
-                        if lv != 0.0:
-                            rv = rin[g.bp_right[r]]
-                            if rv != 0.0:
-                                po = g.bp_prob[r] * o
-                                lout[g.bp_left[r]] += po * rv
-                                rout[g.bp_right[r]] += po * lv
+                for a in range(c.nact[lc]):
+                    B = c.act[<size_t> lc * S + a]
+                    lv = lin[B] * f
+                    o = 0.0
+                    for r in range(g.bl_ptr[B], g.bl_ptr[B + 1]):
+                        C = g.bl_right[r]
+                        rv = rin[C]
+                        if rv != 0.0:
+                            po = par_out[g.bl_parent[r]]
+                            if po != 0.0:
+                                po = po * g.bl_prob[r] * f
+                                o += po * rv
+                                rout[C] += po * lin[B]
+                    lout[B] += o
     for i in range(n):
         if c.nact[cell_of(c, i, i + 1)] > 0:
             finish_outside_cell(g, c, cell_of(c, i, i + 1))
@@ -514,7 +543,7 @@ cdef int decode_max_recall(const CGrammar* g, Chart* c, double logz, i32* out_no
     largest pre-layer marginal, plus a unary parent class when that beats "no unary".
     """
     cdef int n = c.n, S = g.S, K = g.n_class
-    cdef int i, j, k, l, cell, A, cl, best_cl, best_k, sp, cnt = 0, bt
+    cdef int i, j, k, l, cell, A, cl, best_cl, best_k, sp, cnt = 0, bt, t
     cdef double lf, m, best, v, bt_v
     cdef double* cscore = <double*> malloc((K + 1) * sizeof(double))
     cdef double* span_best = <double*> malloc(c.ncell * sizeof(double))
@@ -545,7 +574,8 @@ cdef int decode_max_recall(const CGrammar* g, Chart* c, double logz, i32* out_no
                 span_split[cell] = best_k
                 span_best[cell] = m
                 continue
-            for A in range(S):
+            for t in range(c.nact[cell]):
+                A = c.act[<size_t> cell * S + t]
                 v = c.in_post[<size_t> cell * S + A] * c.out_post[<size_t> cell * S + A]
                 if v != 0.0:
                     v = v * lf
@@ -562,7 +592,8 @@ cdef int decode_max_recall(const CGrammar* g, Chart* c, double logz, i32* out_no
             if l == 1:
                 bt = -1
                 bt_v = -1.0
-                for A in range(S):
+                for t in range(c.nact[cell]):
+                    A = c.act[<size_t> cell * S + t]
                     if g.is_tag[A]:
                         v = c.in_pre[<size_t> cell * S + A] * c.out_pre[<size_t> cell * S + A]
                         if v > bt_v:

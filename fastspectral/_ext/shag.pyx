@@ -155,11 +155,10 @@ cdef int _inside_outside(const Model* md, const Sent* st, double* mu, double* lo
     cdef double* scr = <double*> calloc(D, sizeof(double))
     cdef double* stv = <double*> calloc(D, sizeof(double))
     cdef int status = 0
-    cdef int w, s, t, k, m, i, kmax, hs, a
+    cdef int w, s, t, k, m, i, kmax, a
     cdef Py_ssize_t ix
-    cdef double c, M, z, v, ls_w
+    cdef double c, M, z, v
     cdef const double* al
-    cdef const double* lsp
     if (CR == NULL or CL == NULL or IR == NULL or IL == NULL or gCR == NULL or gCL == NULL
             or gIR == NULL or gIL == NULL or SR == NULL or SL == NULL or gSR == NULL
             or gSL == NULL or lsig == NULL or fac == NULL or tmp == NULL or scr == NULL

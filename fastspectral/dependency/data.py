@@ -137,6 +137,17 @@ class Encoded:
         """Number of words of each sentence."""
         return np.diff(self.tok_off) - 1
 
+    def subset(self, idx) -> "Encoded":
+        """The sentences ``idx`` (in that order) as a new batch."""
+        idx = np.asarray(idx, dtype=np.int64)
+        lens1 = self.tok_off[idx + 1] - self.tok_off[idx]
+        tok_off = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(lens1, out=tok_off[1:])
+        pos = (np.repeat(self.tok_off[idx], lens1) + np.arange(int(tok_off[-1]))
+               - np.repeat(tok_off[:-1], lens1))
+        return Encoded(tok_off, self.hsym[pos], self.msym[pos], self.cls[pos], self.wid[pos],
+                       self.heads[pos])
+
 
 def encode_sentences(sents, tags: SymbolVocab, words: SymbolVocab | None = None,
                      with_heads: bool = True) -> Encoded:

@@ -78,6 +78,7 @@ class SHAGParser:
         self.op_: OperatorSHAG | None = None
         self.det_: BackoffSHAG | None = None
         self.fallback_: BackoffSHAG | None = None
+        self.single_root_ = False
         self.train_info_: dict = {}
         self.n_fallback_ = 0
 
@@ -121,7 +122,9 @@ class SHAGParser:
         else:
             self.words_ = None
         if self.single_root is None:
-            self.single_root = all(sum(1 for h in s.heads if h == 0) == 1 for s in sents)
+            self.single_root_ = all(sum(1 for h in s.heads if h == 0) == 1 for s in sents)
+        else:
+            self.single_root_ = bool(self.single_root)
         enc = self._encode(sents, True)
         seqs = modifier_sequences(enc)
         H, M = self._H, self._M
@@ -152,15 +155,16 @@ class SHAGParser:
         return self.lex_weight if self.lexical != "none" else 1.0
 
     def _marginals(self, enc, jobs):
-        mu, pair_off, logz, status = arc_marginals(self.op_, self.det_, enc, bool(self.single_root),
+        mu, pair_off, logz, status = arc_marginals(self.op_, self.det_, enc, self.single_root_,
                                                    jobs, self._det_power())
         bad = np.nonzero(status != 0)[0]
         if len(bad):
             # sentences the model gives no weight: use the always-positive DET+F back-off model
-            mu2, off2, _, st2 = arc_marginals(OperatorSHAG.trivial(self._H, self._M),
-                                              self.fallback_, enc, bool(self.single_root), jobs)
-            for b in bad:
-                mu[pair_off[b]:pair_off[b + 1]] = mu2[off2[b]:off2[b + 1]]
+            mu2, off2, _, _ = arc_marginals(OperatorSHAG.trivial(self._H, self._M),
+                                            self.fallback_, enc.subset(bad), self.single_root_,
+                                            jobs)
+            for i, b in enumerate(bad):
+                mu[pair_off[b]:pair_off[b + 1]] = mu2[off2[i]:off2[i + 1]]
             self.n_fallback_ += len(bad)
         return mu, pair_off, logz, status
 
@@ -191,7 +195,7 @@ class SHAGParser:
         for chunk in self._chunks(sents):
             enc = self._encode(chunk, False)
             mu, pair_off, _, _ = self._marginals(enc, jobs)
-            heads, hoff = mbr_decode(mu, pair_off, enc.lengths, bool(self.single_root), jobs)
+            heads, hoff = mbr_decode(mu, pair_off, enc.lengths, self.single_root_, jobs)
             out.extend(heads[hoff[b]:hoff[b + 1]].copy() for b in range(len(chunk)))
             if progress is not None:
                 progress(len(out), len(sents))
@@ -232,7 +236,7 @@ class SHAGParser:
         self._check_fitted()
         sents = list(sents)
         enc = self._encode(sents, False)
-        _, _, logz, status = arc_marginals(self.op_, self.det_, enc, bool(self.single_root),
+        _, _, logz, status = arc_marginals(self.op_, self.det_, enc, self.single_root_,
                                            jobs, self._det_power())
         return np.where(status == 0, logz, np.nan)
 
@@ -244,7 +248,8 @@ class SHAGParser:
 
         meta = {"model": self.model, "states": self.states, "lexical": self.lexical,
                 "iterations": self.iterations, "lex_weight": self.lex_weight, "seed": self.seed,
-                "single_root": bool(self.single_root), "tags": self.tags_.symbols,
+                "single_root": self.single_root, "single_root_": self.single_root_,
+                "tags": self.tags_.symbols,
                 "words": self.words_.symbols if self.words_ is not None else None,
                 "train_info": {k: v for k, v in self.train_info_.items() if k != "loglik"}}
         arrays = {"op_alpha1": self.op_.alpha1, "op_beta": self.op_.beta, "op_A": self.op_.A}
@@ -275,6 +280,7 @@ class SHAGParser:
         try:
             p = cls(meta["model"], meta["states"], meta["lexical"], meta["iterations"],
                     meta["lex_weight"], meta["seed"], meta["single_root"])
+            p.single_root_ = bool(meta["single_root_"])
             p.tags_ = SymbolVocab(meta["tags"], unk_id=0)
             if meta.get("words") is not None:
                 p.words_ = SymbolVocab(meta["words"], unk_id=len(meta["words"]))

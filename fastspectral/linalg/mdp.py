@@ -104,14 +104,16 @@ def _as_matrix(Q):
 
 def mdp2(Q, m: int, l: int | None = None, min_row_mass: float | None = None, candidates=None,
          svd_method: str = "randomized", svd_iterations: int = 6, fw_max_iter: int = 1000,
-         fw_tol: float = 1e-9, anchor_mode: str = "affine", random_state=0) -> MDP2Result:
+         fw_tol: float = 1e-9, fw_rtol: float = 1e-4, anchor_mode: str = "affine", random_state=0) -> MDP2Result:
     """MDP 2: anchors, ``pi``, ``r(f | h)`` and ``p(h | f)`` of ``Q = sum_h pi r s^T``.
 
     ``m``: number of hidden states; ``l``: CCA dimension (default ``m``); ``min_row_mass``:
     rows whose total in ``Q`` (same units as ``Q``) is below it cannot be anchors (default:
     any row with mass); ``candidates``: explicit mask / indices of allowed anchors (combined
     with ``min_row_mass``).  ``svd_method`` / ``svd_iterations``: see
-    :func:`~fastspectral.linalg.cca.cca_projection`; ``fw_*``: Frank–Wolfe limits.
+    :func:`~fastspectral.linalg.cca.cca_projection`; ``fw_*``: Frank–Wolfe limits (a row stops
+    at duality gap ``<= fw_tol`` or ``<= fw_rtol * objective``, i.e. objective within
+    ``fw_rtol`` of its optimum relatively, or after ``fw_max_iter`` steps).
     Rows without mass get ``gamma`` uniform and ``r = 0``.  See the module docstring.
     """
     import time
@@ -155,7 +157,7 @@ def mdp2(Q, m: int, l: int | None = None, min_row_mass: float | None = None, can
     gaps = np.zeros(n_f)
     iters = np.zeros(n_f, dtype=np.int64)
     g_live, gp, it = frank_wolfe_simplex(v[anchors], v[live], max_iter=fw_max_iter, tol=fw_tol,
-                                         return_iterations=True)
+                                         rtol=fw_rtol, return_iterations=True)
     gamma[live] = g_live
     gaps[live] = gp
     iters[live] = it

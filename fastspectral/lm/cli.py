@@ -127,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--case-sensitive", action="store_true", help="do not lower-case words")
     t.add_argument("--anchor-min-count", type=_pos, default=None, metavar="C",
                    help="words seen fewer times cannot be anchors (pivot methods)")
+    t.add_argument("--anchor-top", type=_pos, default=None, metavar="K",
+                   help="only the K most frequent words can be anchors (default 100)")
     t.add_argument("--dev", default=None, metavar="CORPUS",
                    help="held-out corpus: keep the EM iteration with the best perplexity")
     t.add_argument("--dev-skip-tokens", type=_nonneg, default=0, metavar="K")
@@ -166,6 +168,8 @@ def _train(args) -> int:
         kw = {}
         if args.anchor_min_count is not None:
             kw["anchor_min_count"] = args.anchor_min_count
+        if args.anchor_top is not None:
+            kw["anchor_top"] = args.anchor_top
         model = LatentBigramLM(n_states=args.states, method=args.method,
                                em_iterations=args.iterations, min_count=args.min_count,
                                lowercase=not args.case_sensitive, random_state=args.seed, **kw)

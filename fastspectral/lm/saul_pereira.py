@@ -7,8 +7,11 @@ learned three ways (Cohen & Collins 2014, section 8):
 ``method="pivot"``
     The bigram matrix ``C[w1, w2]`` is, up to normalisation, ``p(w1, w2) = sum_h p(h) p(w1 | h)
     s(w2 | h)``: MDP 2 (:func:`fastspectral.linalg.mdp2`) on ``C^T`` — rows ``w2``, CCA
-    representation of the left contexts ``w1`` — finds ``m`` anchor words ``w2`` (only words
-    seen at least ``anchor_min_count`` times qualify) and ``s(w2 | h)``.  Then ``r(. | w1)`` is,
+    representation of the left contexts ``w1`` — finds ``m`` anchor words ``w2`` and
+    ``s(w2 | h)``.  Only frequent words may be anchors (the ``anchor_top = 100`` most frequent
+    second words, seen at least ``anchor_min_count`` times): the farthest-point search otherwise
+    picks rare words with one deterministic left context (``angeles``, ``rico``), whose
+    context distributions are noise, not classes.  Then ``r(. | w1)`` is,
     for every ``w1`` separately, the maximum-likelihood mixture weight vector of the fixed
     components ``s(. | h)`` on the bigram counts of ``w1`` — a concave problem solved by EM
     (:func:`fastspectral.linalg.mixture_weights_em`, ``r_iterations`` at most).
@@ -172,7 +175,8 @@ class LatentBigramLM:
     Parameters: ``n_states`` (``m``), ``method`` (``"pivot"``, ``"pivot-em"``, ``"em"``),
     ``em_iterations`` (default 0 / 10 / 100 for the three methods), ``min_count`` (rarer
     training words become ``<unk>``), ``lowercase``, ``anchor_min_count`` (words seen fewer times
-    cannot be anchors), ``r_iterations`` (EM limit for the concave ``r`` problem of the pivot
+    as a second word cannot be anchors), ``anchor_top`` (only the ``anchor_top`` most frequent
+    second words may be anchors, default 100; ``None``: no limit), ``r_iterations`` (EM limit for the concave ``r`` problem of the pivot
     method), ``svd_iterations`` (power iterations of the randomized SVD), ``init_smoothing``
     (pivot-em), ``floor`` (see the module docstring), ``random_state``.
 
@@ -187,8 +191,8 @@ class LatentBigramLM:
 
     def __init__(self, n_states: int = 8, method: str = "pivot", em_iterations: int | None = None,
                  min_count: int = 2, lowercase: bool = True, anchor_min_count: int = 20,
-                 anchor_top: int | None = None,
-                 r_iterations: int = 300, svd_iterations: int = 6, init_smoothing: float = 0.01,
+                 anchor_top: int | None = 100,
+                 r_iterations: int = 300, svd_iterations: int = 6, init_smoothing: float = 0.1,
                  floor: float = 1e-6, random_state: int = 0):
         if method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
@@ -252,10 +256,11 @@ class LatentBigramLM:
                 allowed &= mask
             n_ok = int(np.count_nonzero(allowed))
             if n_ok < m:
+                among = "" if self.anchor_top is None else f" among the {self.anchor_top} most " \
+                                                           f"frequent"
                 raise ValueError(f"only {n_ok} words qualify as anchors (seen >= "
-                                 f"{self.anchor_min_count} times as the second word of a bigram"
-                                 f"{'' if self.anchor_top is None else f', among the {self.anchor_top} most frequent'}"
-                                 f"): too few for {m} states (lower anchor_min_count or raise "
+                                 f"{self.anchor_min_count} times as a second word{among}): too "
+                                 f"few for {m} states (lower anchor_min_count or raise "
                                  f"anchor_top)")
             res = mdp2(sp.csr_matrix(C.T), m, candidates=allowed,
                        svd_iterations=self.svd_iterations, random_state=self.random_state)
@@ -284,7 +289,7 @@ class LatentBigramLM:
             a, b, w, ntok = dev_pairs
             return float(np.exp(-pair_loglik(a, b, w, R, S, self.floor) / ntok))
 
-        iters = self.em_iterations if self.method != "pivot" else self.em_iterations
+        iters = self.em_iterations
         t0 = time.perf_counter()
         train_ll = []
         dev_hist = []

@@ -52,7 +52,7 @@ from .params import LatentGrammar, default_threads
 from .spectral import SpectralLPCFG
 
 __all__ = ["EMLPCFG", "LatentLayout", "LatentParams", "LatentModelBase", "e_step", "m_step",
-           "uniform_counts", "brute_force_posteriors"]
+           "uniform_counts", "brute_force_counts"]
 
 register_model("em-lpcfg", "fastspectral.lpcfg.em:EMLPCFG")
 
@@ -568,38 +568,52 @@ def uniform_counts(layout: LatentLayout, noise: float = 0.0, seed=0) -> LatentPa
     return c
 
 
-def brute_force_posteriors(layout: LatentLayout, params: LatentParams, tree: int):
-    """Reference E-step for one (tiny) tree: enumerate every joint latent assignment.
+def brute_force_counts(layout: LatentLayout, params: LatentParams):
+    """Reference E-step: enumerate every joint latent assignment of every (tiny) tree.
 
-    Returns ``(log_likelihood, post)`` with ``post[n]`` the posterior state distribution of
-    every node ``n`` of the tree (global node ids).  Exponential in the number of nodes: tests only.
+    Returns ``(log_likelihood, counts)`` exactly like :func:`e_step`.  Exponential in the number
+    of nodes: tests only.
     """
     import itertools
 
     lay = layout
-    n0, n1 = int(lay.tree_ptr[tree]), int(lay.tree_ptr[tree + 1])
-    nodes = list(range(n0, n1))
-    sizes = [int(lay.m[lay.label[n]]) for n in nodes]
-    post = {n: np.zeros(s) for n, s in zip(nodes, sizes)}
-    total = 0.0
-    for hs in itertools.product(*[range(s) for s in sizes]):
-        st = dict(zip(nodes, hs))
-        a = lay.label[n0]
-        w = params.c1[lay.soff[a] + st[n0]]
-        for n in nodes:
-            mb = lay.m[lay.label[lay.left[n]]] if lay.left[n] >= 0 else 0
-            if lay.lexrow[n] >= 0:
-                w *= params.L[lay.loff[lay.lexrow[n]] + st[n]] * math.exp(lay.leaflogp[n])
-            elif lay.right[n] >= 0:
-                mc = lay.m[lay.label[lay.right[n]]]
-                w *= params.T[lay.toff[lay.rule[n]] + (st[n] * mb + st[lay.left[n]]) * mc
-                              + st[lay.right[n]]]
-            else:
-                w *= params.U[lay.uoff[lay.urule[n]] + st[n] * mb + st[lay.left[n]]]
-        total += w
-        for n in nodes:
-            post[n][st[n]] += w
-    return math.log(total), {n: p / total for n, p in post.items()}
+    counts = lay.zeros()
+    total_ll = 0.0
+    for tree in range(lay.n_trees):
+        n0, n1 = int(lay.tree_ptr[tree]), int(lay.tree_ptr[tree + 1])
+        nodes = list(range(n0, n1))
+        sizes = [int(lay.m[lay.label[n]]) for n in nodes]
+        acc = lay.zeros()
+        total = 0.0
+        for hs in itertools.product(*[range(k) for k in sizes]):
+            st = dict(zip(nodes, hs))
+            a = lay.label[n0]
+            w = params.c1[lay.soff[a] + st[n0]]
+            idx = [("c1", lay.soff[a] + st[n0])]
+            for n in nodes:
+                if lay.lexrow[n] >= 0:
+                    i = lay.loff[lay.lexrow[n]] + st[n]
+                    w *= params.L[i] * math.exp(lay.leaflogp[n])
+                    idx.append(("L", i))
+                    continue
+                mb = lay.m[lay.label[lay.left[n]]]
+                if lay.right[n] >= 0:
+                    mc = lay.m[lay.label[lay.right[n]]]
+                    i = lay.toff[lay.rule[n]] + (st[n] * mb + st[lay.left[n]]) * mc \
+                        + st[lay.right[n]]
+                    w *= params.T[i]
+                    idx.append(("T", i))
+                else:
+                    i = lay.uoff[lay.urule[n]] + st[n] * mb + st[lay.left[n]]
+                    w *= params.U[i]
+                    idx.append(("U", i))
+            total += w
+            for name, i in idx:
+                getattr(acc, name)[i] += w
+        total_ll += math.log(total)
+        for name in ("T", "U", "L", "c1"):
+            getattr(counts, name)[:] += getattr(acc, name) / total
+    return total_ll, counts
 
 
 # ================================================================================================
@@ -616,20 +630,22 @@ class LatentModelBase(SpectralLPCFG):
     model_kind = "latent-lpcfg"
 
     def __init__(self, n_states=16, n_states_pre=None, v=2, h=1, tag_parent=False, min_count=20,
-                 rare_threshold=1, prune_threshold=1e-5, coarse_threshold=1e-5, seed=0,
-                 jobs=None):
+                 rare_threshold=1, prune_threshold=1e-4, coarse_threshold=1e-3, seed=0,
+                 jobs=None, state_map=None):
         super().__init__(n_states=n_states, n_states_pre=n_states_pre, v=v, h=h,
                          tag_parent=tag_parent, min_count=min_count, lexicon="pcfg",
                          prune_threshold=prune_threshold, coarse_threshold=coarse_threshold,
                          seed=seed, jobs=jobs)
         self.rare_threshold = rare_threshold
+        self.state_map = state_map
 
     def get_params(self) -> dict:
         """Constructor arguments."""
         return {"n_states": self.n_states, "n_states_pre": self.n_states_pre, "v": self.v,
                 "h": self.h, "tag_parent": self.tag_parent, "min_count": self.min_count,
                 "rare_threshold": self.rare_threshold, "prune_threshold": self.prune_threshold,
-                "coarse_threshold": self.coarse_threshold, "seed": self.seed, "jobs": self.jobs}
+                "coarse_threshold": self.coarse_threshold, "seed": self.seed, "jobs": self.jobs,
+                "state_map": self.state_map}
 
     def _validate(self):
         super()._validate()
@@ -640,11 +656,16 @@ class LatentModelBase(SpectralLPCFG):
 
     def state_counts(self, nodes, g) -> np.ndarray:
         """``m_a`` per symbol: ``n_states`` (pre-terminals ``n_states_pre``) when the symbol has
-        at least ``min_count`` training nodes, else 1."""
+        at least ``min_count`` training nodes, else 1; ``state_map`` (optional dict
+        ``{symbol: m}``, for experiments) overrides single symbols."""
         counts = np.bincount(nodes.label, minlength=g.n_symbols)
         target = np.where(g.is_preterminal, int(self.n_states_pre or self.n_states),
                           int(self.n_states))
-        return np.where(counts >= self.min_count, target, 1).astype(np.int64)
+        m = np.where(counts >= self.min_count, target, 1).astype(np.int64)
+        for sym, k in (self.state_map or {}).items():
+            if sym in g.sym_index:
+                m[g.sym_index[sym]] = int(k)
+        return m
 
     def _estimate(self, nodes, g, n_trees):
         m = self.state_counts(nodes, g)
@@ -737,12 +758,13 @@ class EMLPCFG(LatentModelBase):
 
     def __init__(self, n_states=16, iterations=20, init="random", noise=0.2, init_mix=0.01,
                  smoothing=0.01, tol=0.0, pivot_options=None, n_states_pre=None, v=2, h=1,
-                 tag_parent=False, min_count=20, rare_threshold=1, prune_threshold=1e-5,
-                 coarse_threshold=1e-5, seed=0, jobs=None):
+                 tag_parent=False, min_count=20, rare_threshold=1, prune_threshold=1e-4,
+                 coarse_threshold=1e-3, seed=0, jobs=None, state_map=None):
         super().__init__(n_states=n_states, n_states_pre=n_states_pre, v=v, h=h,
                          tag_parent=tag_parent, min_count=min_count,
                          rare_threshold=rare_threshold, prune_threshold=prune_threshold,
-                         coarse_threshold=coarse_threshold, seed=seed, jobs=jobs)
+                         coarse_threshold=coarse_threshold, seed=seed, jobs=jobs,
+                         state_map=state_map)
         self.iterations = iterations
         self.init = init
         self.noise = noise
@@ -791,7 +813,7 @@ class EMLPCFG(LatentModelBase):
         opts.setdefault("jobs", self.jobs)
         piv = PivotLPCFG(n_states=self.n_states, n_states_pre=self.n_states_pre, v=self.v,
                          h=self.h, tag_parent=self.tag_parent, min_count=self.min_count,
-                         rare_threshold=self.rare_threshold, **opts)
+                         rare_threshold=self.rare_threshold, state_map=self.state_map, **opts)
         params = piv._learn(layout)
         self.pivot_seconds_ = piv.learn_seconds_
         return params.mix(spread, self.init_mix)

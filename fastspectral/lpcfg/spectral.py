@@ -127,7 +127,7 @@ class SpectralLPCFG:
     model_kind = "spectral-lpcfg"
 
     def __init__(self, n_states=16, n_states_pre=None, v=2, h=1, tag_parent=False, kappa=5.0,
-                 min_count=20, rank_tol=1e-7, smoothing=3.0, word_smoothing=1.0,
+                 min_count=20, rank_tol=1e-7, smoothing=30.0, word_smoothing=1.0,
                  lexicon="pcfg", prune_threshold=1e-5, coarse_threshold=1e-4, features=None,
                  svd_oversample=10, svd_iter=3, seed=0, jobs=None):
         self.n_states = n_states
@@ -186,6 +186,13 @@ class SpectralLPCFG:
     # ------------------------------------------------------------------ learning
     def fit(self, trees):
         """Estimate from an iterable of treebank trees (raw or cleaned). Returns self."""
+        from threadpoolctl import threadpool_limits
+
+        # the SVDs and products are small: BLAS threads only add contention
+        with threadpool_limits(limits=1):
+            return self._fit(trees)
+
+    def _fit(self, trees):
         from ..grammar.grammar import Grammar
         from ..grammar.pcfg import PCFG
 
@@ -439,34 +446,39 @@ class SpectralLPCFG:
     def _coarse_to_fine(self, sents, stags, jobs, stats):
         """The pruned L-PCFG charts of a batch: (lens, ptr, i, j, sym, lexidx, lex arrays)."""
         from .._ext.lpcfg_io import full_items, project_items
-        from ..grammar.chart import pack_lexical
+        from ..grammar.chart import pack_lexical, posterior_prune
 
         pc = self.pcfg_
         cg, fg = pc.coarse_, pc.grammar_
         lens = np.array([len(s) for s in sents], dtype=np.int32)
         # per-token scales shared by all passes
-        _, cl_off, cl_pos, cl_sym, cl_prob = pack_lexical(cg, sents, stags)
+        if not self.coarse_threshold:
+            _, cl_off, cl_pos, cl_sym, cl_prob = pack_lexical(cg, sents, stags)
         _, fl_off, fl_pos, fl_sym, fl_prob = pack_lexical(fg, sents, stags)
         tok_off = np.zeros(len(sents) + 1, dtype=np.int64)
         np.cumsum(lens, out=tok_off[1:])
         fl_tok = np.repeat(tok_off[:-1], np.diff(fl_off)) + fl_pos
-        cl_tok = np.repeat(tok_off[:-1], np.diff(cl_off)) + cl_pos
         smax = np.zeros(int(tok_off[-1]))
         np.maximum.at(smax, fl_tok, fl_prob)
         smax = np.where(smax > 0, smax, 1.0) * np.exp(self.log_rule_per_word_)
         one = np.ones(1)
-        # 1. coarse, exhaustive
-        c1 = self._coarse_lg
-        ptr, ii, jj, ss, lx = full_items(lens, cl_off, cl_pos.astype(np.int32),
-                                         cl_sym.astype(np.int32), self._coarse_un, self._coarse_bin)
-        lw = np.where(lx >= 0, cl_prob[np.maximum(lx, 0)] / smax[cl_tok[np.maximum(lx, 0)]], 0.0)
-        lo = np.where(lx >= 0, 0, -1).astype(np.int64)
-        mu, Zc, st = self._run(c1, ptr, ii, jj, ss, lw, lo, one, lens, jobs)
-        if np.any(st != 0):
-            raise MemoryError("chart allocation failed in the coarse pass")
+        # 1. coarse PCFG, exhaustive (the dense CKY kernel of the PCFG is fastest here)
+        if self.coarse_threshold:
+            citems = posterior_prune(cg, sents, float(self.coarse_threshold), stags, jobs)
+            ptr = np.zeros(len(sents) + 1, dtype=np.int64)
+            np.cumsum([len(x) for x in citems], out=ptr[1:])
+            call = (np.concatenate(citems).astype(np.int32) if ptr[-1]
+                    else np.zeros((0, 3), np.int32))
+            ii, jj, ss = (np.ascontiguousarray(call[:, 0]), np.ascontiguousarray(call[:, 1]),
+                          np.ascontiguousarray(call[:, 2]))
+            mu = np.ones(ii.shape[0])
+        else:
+            ptr, ii, jj, ss, lx = full_items(lens, cl_off, cl_pos.astype(np.int32),
+                                             cl_sym.astype(np.int32), self._coarse_un,
+                                             self._coarse_bin)
+            mu = np.ones(ii.shape[0])
         # 2. plain PCFG over the coarse survivors
-        ptr, ii, jj, ss, lx = project_items(lens, ptr, ii, jj, ss, mu,
-                                            float(self.coarse_threshold or 0.0), self._c2f_ptr,
+        ptr, ii, jj, ss, lx = project_items(lens, ptr, ii, jj, ss, mu, 0.5, self._c2f_ptr,
                                             self._c2f_sym, self._fine_is_pre, fl_off,
                                             fl_pos.astype(np.int32), fl_sym.astype(np.int32))
         lw = np.where(lx >= 0, fl_prob[np.maximum(lx, 0)] / smax[fl_tok[np.maximum(lx, 0)]], 0.0)
@@ -557,7 +569,15 @@ class SpectralLPCFG:
                                       jobs)
                 if np.any(st != 0):
                     raise MemoryError("chart allocation failed in the L-PCFG pass")
-                bad = ~(np.isfinite(Z) & (Z > 0))
+                import os as _os
+                _mode = _os.environ.get("LPCFG_NEGZ", "pcfg")
+                if _mode == "pcfg":
+                    bad = ~(np.isfinite(Z) & (Z > 0))
+                else:
+                    bad = ~(np.isfinite(Z) & (Z != 0))
+                    if _mode == "abs":
+                        sgn = np.repeat(np.sign(Z), np.diff(ptr))
+                        mu = mu * sgn
                 stats["negative_marginals"] += int(np.count_nonzero(mu < 0))
                 mu = np.where(np.isfinite(mu), np.maximum(mu, 0.0), 0.0)
                 nodes, nptr = decode_batch(lens, ptr, ii, jj, ss, mu, sym_class, is_pre, K, jobs)

@@ -1,0 +1,128 @@
+"""Pivot, Pivot+EM and EM L-PCFGs on real data (like table 1 of Cohen & Collins 2014).
+
+    python benchmarks/bench_pivot.py [--states 8 16 24 32] [--em-iterations 20]
+        [--pivot-em-iterations 4] [--dev-size 400] [--jobs 2] [--json out.json]
+
+Trains on the WSJ sample, picks the number of EM iterations on the dev set (the first
+``--dev-size`` sentences of §22, parsed from words only, EVALB F1) and reports, for every number
+of latent states ``m``: F1 on all of §22 (and on §22 without the dev sentences), EM iterations at
+the best dev F1, training seconds up to that iteration (pivot estimation included for Pivot+EM;
+dev parsing excluded) and parsing speed (sentences/s with ``--jobs`` threads), as Markdown.
+Dev F1 is evaluated after the iterations listed by ``--eval-at`` (always including the last).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..")))
+DATA = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data", "ptb"))
+
+from fastspectral.eval.evalb import evaluate  # noqa: E402
+from fastspectral.lpcfg.em import EMLPCFG  # noqa: E402
+from fastspectral.lpcfg.pivot import PivotLPCFG  # noqa: E402
+from fastspectral.trees import read_ptb  # noqa: E402
+
+
+def _f1(gold, pred):
+    return evaluate(gold, pred).fmeasure
+
+
+def run_em(name, make, train, dev_sents, dev_gold, eval_at, jobs):
+    """Fit with dev evaluation after the iterations in ``eval_at``; keep the best parameters.
+
+    Returns ``(model, best, trace, train_seconds)``; the model holds the parameters of the best
+    dev iteration, ``train_seconds`` is the wall time from the start of ``fit`` to the end of that
+    iteration minus the time spent parsing the dev set."""
+    best = {"f1": -1.0, "it": 0, "state": None, "train_s": 0.0}
+    trace = []
+    dev_time = [0.0]
+    start = [0.0]
+
+    def cb(it, model, ll):
+        elapsed = time.perf_counter() - start[0] - dev_time[0]
+        if it not in eval_at and it != model.iterations:
+            return False
+        t0 = time.perf_counter()
+        f1 = _f1(dev_gold, model.parse(dev_sents, jobs=jobs))
+        dev_time[0] += time.perf_counter() - t0
+        trace.append((it, round(ll, 1), round(f1, 2), round(elapsed, 1)))
+        print(f"  {name} it {it}: train loglik {ll:.1f}, dev F1 {f1:.2f}, train {elapsed:.1f} s",
+              flush=True)
+        if f1 > best["f1"]:
+            best.update(f1=f1, it=it, state=(model.lpcfg_, model.lex_table_, model.params_),
+                        train_s=elapsed)
+        return False
+
+    model = make()
+    start[0] = time.perf_counter()
+    model.fit(train, callback=cb)
+    model.lpcfg_, model.lex_table_, model.params_ = best["state"]
+    return model, best, trace, best["train_s"]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--train", default=os.path.join(DATA, "wsj-sample.mrg"))
+    ap.add_argument("--test", default=os.path.join(DATA, "wsj22.trees"))
+    ap.add_argument("--states", type=int, nargs="+", default=[8, 16, 24, 32])
+    ap.add_argument("--models", nargs="+", default=["pivot", "pivot-em", "em"])
+    ap.add_argument("--em-iterations", type=int, default=20)
+    ap.add_argument("--pivot-em-iterations", type=int, default=4)
+    ap.add_argument("--eval-at", type=int, nargs="+", default=[1, 2, 3, 4, 6, 8, 10, 13, 16, 20])
+    ap.add_argument("--dev-size", type=int, default=400)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--json", default=None, help="also write the results here")
+    args = ap.parse_args(argv)
+
+    train = list(read_ptb(args.train))
+    gold = list(read_ptb(args.test))
+    sents = [t.leaves() for t in gold]
+    dev_gold, dev_sents = gold[:args.dev_size], sents[:args.dev_size]
+    rows = []
+    for m in args.states:
+        for name in args.models:
+            print(f"m={m} {name}", flush=True)
+            if name == "pivot":
+                model = PivotLPCFG(n_states=m, jobs=args.jobs)
+                t0 = time.perf_counter()
+                model.fit(train)
+                train_s = time.perf_counter() - t0
+                best = {"it": 0, "f1": _f1(dev_gold, model.parse(dev_sents, jobs=args.jobs))}
+                trace = []
+            else:
+                iters = args.pivot_em_iterations if name == "pivot-em" else args.em_iterations
+                init = "pivot" if name == "pivot-em" else "random"
+                model, best, trace, train_s = run_em(
+                    name, lambda: EMLPCFG(n_states=m, iterations=iters, init=init, jobs=args.jobs),
+                    train, dev_sents, dev_gold, set(args.eval_at), args.jobs)
+            t0 = time.perf_counter()
+            pred = model.parse(sents, jobs=args.jobs)
+            parse_s = time.perf_counter() - t0
+            res = evaluate(gold, pred)
+            rest = _f1(gold[args.dev_size:], pred[args.dev_size:])
+            row = {"m": m, "model": name, "f1_22": round(res.fmeasure, 2),
+                   "f1_22_nodev": round(rest, 2), "dev_f1": round(best["f1"], 2),
+                   "em_iterations": best["it"], "train_s": round(train_s, 1),
+                   "parse_sps": round(len(sents) / parse_s, 1), "trace": trace}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+            if args.json:
+                with open(args.json, "w") as fh:
+                    json.dump(rows, fh, indent=1)
+    print()
+    print("| m | model | §22 F1 (1700) | §22 F1 w/o dev (1300) | dev F1 | EM its | train s | parse sent/s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['m']} | {r['model']} | {r['f1_22']:.2f} | {r['f1_22_nodev']:.2f} | "
+              f"{r['dev_f1']:.2f} | {r['em_iterations']} | {r['train_s']:.1f} | "
+              f"{r['parse_sps']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""Command-line plug-in of the probabilistic L-PCFG learners.
+
+``fastspectral train pivot|em|pivot-em TREEBANK -o MODEL --states M [--iterations K]`` (the type
+chosen is ``args.model_type``):
+
+* ``pivot``: :class:`~fastspectral.lpcfg.pivot.PivotLPCFG` (Cohen & Collins 2014);
+* ``em``: :class:`~fastspectral.lpcfg.em.EMLPCFG` from a random initialisation;
+* ``pivot-em``: EM initialised from the pivot estimates (``EMLPCFG(init="pivot")``).
+
+``fastspectral parse MODEL`` then works as for the other models.  This module imports nothing
+heavy at the top (it is loaded when the command line is built).
+"""
+from __future__ import annotations
+
+import argparse
+
+DESCRIPTION = "latent-variable PCFG learnt by the pivot method, EM, or pivot-initialised EM"
+
+EPILOG = """\
+examples:
+  fastspectral train pivot wsj-train.mrg -o wsj.pivot --states 16
+  fastspectral train em wsj-train.mrg -o wsj.em --states 16 --iterations 20
+  fastspectral train pivot-em wsj-train.mrg -o wsj.pem --states 16 --iterations 2
+  fastspectral parse wsj.pem sentences.txt -o parsed.trees
+"""
+
+_DEFAULT_ITERATIONS = {"pivot": 0, "em": 20, "pivot-em": 2}
+
+
+def _order(text: str):
+    if text.lower() in ("inf", "none", "infinite"):
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer or 'inf', got {text!r}")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer or 'inf', got {text!r}")
+    return value
+
+
+def _int_at_least(lo):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {lo}, got {text!r}")
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {lo}, got {text!r}")
+        return value
+    return parse
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
+    return value
+
+
+def cli_add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the L-PCFG options (``--states``, ``--iterations``, ``--v``, ``--h``, ``--seed``,
+    ``--jobs``, ...) to the ``train`` sub-parser."""
+    g = parser.add_argument_group("latent-variable PCFG options")
+    g.add_argument("--states", type=_int_at_least(1), default=16, metavar="M",
+                   help="latent states per frequent non-terminal (default: 16)")
+    g.add_argument("--iterations", type=_int_at_least(0), default=None, metavar="K",
+                   help="EM iterations (default: 20 for em, 2 for pivot-em; pivot: ignored)")
+    g.add_argument("--v", type=_int_at_least(1), default=2, metavar="V",
+                   help="vertical markovisation order (default: 2)")
+    g.add_argument("--h", type=_order, default=1, metavar="H",
+                   help="horizontal markovisation order; 'inf' keeps every sibling (default: 1)")
+    g.add_argument("--min-count", type=_int_at_least(1), default=20, metavar="N",
+                   help="symbols with fewer training nodes keep one state (default: 20)")
+    g.add_argument("--smoothing", type=_fraction, default=0.01, metavar="A",
+                   help="EM smoothing of each rule over the parent's states (default: 0.01)")
+    g.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    g.add_argument("--jobs", type=_int_at_least(1), default=None, metavar="N",
+                   help="threads for training and the default for parsing (default: all CPUs)")
+
+
+def cli_train(args, trees):
+    """Fit the model named by ``args.model_type`` on ``trees`` and return it."""
+    from ..errors import FormatError
+    from ..trees.tree import Tree
+
+    trees = list(trees)
+    if not trees:
+        raise FormatError("the treebank has no trees", getattr(args, "treebank", None))
+    if not isinstance(trees[0], Tree):
+        raise FormatError("an L-PCFG is trained on bracketed trees (PTB format); this file holds "
+                          f"{type(trees[0]).__name__} items", getattr(args, "treebank", None))
+    kind = getattr(args, "model_type", "pivot-em")
+    common = dict(n_states=args.states, v=args.v, h=args.h, min_count=args.min_count,
+                  seed=args.seed, jobs=args.jobs)
+    iterations = args.iterations if args.iterations is not None else _DEFAULT_ITERATIONS.get(kind, 2)
+    if kind == "pivot":
+        from .pivot import PivotLPCFG
+
+        model = PivotLPCFG(**common)
+    elif kind in ("em", "pivot-em"):
+        from .em import EMLPCFG
+
+        model = EMLPCFG(iterations=iterations, init="pivot" if kind == "pivot-em" else "random",
+                        smoothing=args.smoothing, **common)
+    else:
+        raise ValueError(f"unknown L-PCFG model type {kind!r} (pivot, em, pivot-em)")
+    return model.fit(trees)

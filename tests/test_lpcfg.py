@@ -1,0 +1,181 @@
+"""SpectralLPCFG: estimation pieces, consistency with the plain PCFG, parsing, persistence, CLI."""
+import argparse
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
+
+from fastspectral.errors import NotFittedError
+from fastspectral.lpcfg import SpectralLPCFG
+from fastspectral.lpcfg.estimate import smoothed_pair, smoothed_triple, truncated_svd
+from fastspectral.lpcfg.features import feature_matrices
+from fastspectral.synthetic import LatentPCFG
+from fastspectral.trees import read_ptb
+
+WSJ = "/work/shared/data/ptb/wsj-sample.mrg"
+
+
+def _words(t):
+    return [w for w, tag in t.pos() if tag != "-NONE-"]
+
+
+@pytest.fixture(scope="module")
+def wsj_small():
+    return list(itertools.islice(read_ptb(WSJ), 400))
+
+
+@pytest.fixture(scope="module")
+def fitted(wsj_small):
+    return SpectralLPCFG(n_states=4, min_count=30).fit(wsj_small)
+
+
+# ----------------------------------------------------------------------------- pieces
+@pytest.mark.parametrize("shape,k", [((40, 30), 4), ((1500, 80), 5), ((600, 500), 6)])
+def test_truncated_svd_matches_dense(shape, k):
+    """All three branches (dense, thin Gram, randomized) on a sparse matrix of rank k + 2."""
+    rng = np.random.default_rng(0)
+    r = k + 2
+    B = rng.normal(size=(shape[0], r)) * (rng.uniform(size=(shape[0], r)) < 0.2)
+    C = rng.normal(size=(r, shape[1])) * (rng.uniform(size=(r, shape[1])) < 0.2)
+    A = B @ np.diag(np.geomspace(10, 1, r)) @ C
+    S = sp.csr_matrix(A)
+    with threadpool_limits(limits=1):
+        U, s, Vt = truncated_svd(S, k)
+    s_ref = np.linalg.svd(A, compute_uv=False)[:k]
+    np.testing.assert_allclose(s, s_ref, rtol=1e-6)
+    np.testing.assert_allclose(U.T @ U, np.eye(k), atol=1e-8)
+    np.testing.assert_allclose(U.T @ (S @ Vt.T), np.diag(s), atol=1e-6 * s[0])
+
+
+def test_feature_matrices_scaling_and_layout():
+    # three nodes of label 0, one of label 1; key 7 twice for label 0
+    keys = np.array([[7, 9], [7, 0], [8, 9], [7, 0]], dtype=np.int64)
+    label = np.array([0, 0, 0, 1], dtype=np.int32)
+    X, row_ptr, col_ptr, order, rowpos = feature_matrices(keys, label, 2, kappa=1.0)
+    assert row_ptr.tolist() == [0, 3, 4]
+    assert col_ptr.tolist() == [0, 3, 4]          # label 0: keys 7, 8, 9; label 1: key 7
+    D = X.toarray()
+    assert D.shape == (4, 4)
+    s7 = np.sqrt(3 / (2 + 1.0))
+    s8 = np.sqrt(3 / (1 + 1.0))
+    s9 = np.sqrt(3 / (2 + 1.0))
+    np.testing.assert_allclose(D[rowpos[0]], [s7, 0, s9, 0])
+    np.testing.assert_allclose(D[rowpos[2]], [0, s8, s9, 0])
+    np.testing.assert_allclose(D[rowpos[3]], [0, 0, 0, np.sqrt(1 / 2.0)])
+
+
+def test_smoothing_interpolates_and_keeps_exact_when_off():
+    rng = np.random.default_rng(1)
+    z, y2, y3 = rng.normal(size=(50, 2)), rng.normal(size=(50, 3)), rng.normal(size=(50, 2))
+    exact = np.einsum("ni,nj,nk->ijk", z, y2, y3) / 50
+    np.testing.assert_allclose(smoothed_triple(z, y2, y3, 0.0), exact)
+    sm = smoothed_triple(z, y2, y3, 1e9)             # all weight on the unigram product
+    np.testing.assert_allclose(sm, np.einsum("i,j,k->ijk", z.mean(0), y2.mean(0), y3.mean(0)),
+                               atol=1e-6)
+    np.testing.assert_allclose(smoothed_pair(z, y2, 0.0), z.T @ y2 / 50)
+
+
+# ----------------------------------------------------------------------------- the model
+def test_one_state_lpcfg_is_the_pcfg(wsj_small):
+    """With m = 1 the spectral estimates are the relative frequencies: same trees as the PCFG."""
+    m1 = SpectralLPCFG(n_states=1, coarse_threshold=None, prune_threshold=0.0).fit(wsj_small)
+    pc = m1.pcfg_
+    pc.prune_threshold = None                      # exhaustive PCFG for an exact comparison
+    sents = [_words(t) for t in wsj_small if 3 <= len(_words(t)) <= 9][:10]
+    assert len(sents) >= 5
+    ours = m1.parse(sents, jobs=1)
+    ref = pc.parse(sents, jobs=1)
+    assert [str(t) for t in ours] == [str(t) for t in ref]
+    assert m1.last_parse_stats_["fallback_pcfg"] == 0
+    # and the tensors are exactly the rule probabilities
+    g = pc.grammar_
+    np.testing.assert_allclose(m1.lpcfg_.T, g.bin_prob)
+
+
+def test_parse_outputs_trees_over_the_input(fitted, wsj_small):
+    sents = [_words(t) for t in wsj_small[300:330]]
+    sents.append(["Zorblax", "quibbled", "frobnicately", "."])          # unknown words
+    sents.append([])
+    out = fitted.parse(sents, jobs=2)
+    assert len(out) == len(sents)
+    for s, t in zip(sents, out):
+        assert t.leaves() == s
+        assert t.label == "TOP"
+    st = fitted.last_parse_stats_
+    assert st["sentences"] == len(sents) and st["empty"] == 1
+    assert st["items_lpcfg"] > 0
+    # given tags are respected
+    words = sents[0]
+    tags = [tg for _, tg in wsj_small[300].pos() if tg != "-NONE-"]
+    tagged = fitted.parse([words], tags=[tags])[0]
+    assert [tg for _, tg in tagged.pos()] == tags
+
+
+def test_states_capped_and_singular_value_table(fitted):
+    m = fitted.states_
+    assert m.max() <= 4 and m.min() >= 1 and (m > 1).sum() >= 5
+    table = fitted.singular_value_table(top=4)
+    assert table.splitlines()[0].startswith("symbol")
+    assert "NP" in table
+    for a, s in fitted.singular_values_.items():
+        assert np.all(np.diff(s) <= 1e-9 * s[0])      # sorted, non-negative
+        assert fitted.states_[a] <= len(s)
+
+
+def test_save_load_roundtrip(fitted, wsj_small, tmp_path):
+    from fastspectral.io import load
+
+    path = tmp_path / "m.lpcfg"
+    fitted.save(path)
+    again = load(path)
+    assert isinstance(again, SpectralLPCFG)
+    sents = [_words(t) for t in wsj_small[350:365]]
+    assert [str(t) for t in again.parse(sents, jobs=1)] == [str(t) for t in fitted.parse(sents, jobs=1)]
+    assert again.singular_value_table() == fitted.singular_value_table()
+    t = wsj_small[5]
+    assert again.tree_probability(t) == pytest.approx(fitted.tree_probability(t), rel=1e-12)
+
+
+def test_errors():
+    with pytest.raises(ValueError):
+        SpectralLPCFG(n_states=0).fit([])
+    with pytest.raises(NotFittedError):
+        SpectralLPCFG().parse([["a"]])
+    with pytest.raises(ValueError):
+        SpectralLPCFG().fit([])
+    with pytest.raises(TypeError):
+        SpectralLPCFG().fit(["(S (NN a))"])
+
+
+def test_sampled_estimate_converges_on_synthetic_lpcfg():
+    """p_hat(tree) approaches p(tree) of the true L-PCFG as the sample grows (small, fast)."""
+    gm = LatentPCFG.default(n_states=2, seed=3, max_depth=400)
+    test = gm.sample(60, seed=99, max_len=400)
+    p = np.array([gm.tree_probability(t) for t in test])
+    errs = []
+    for M, seed in ((300, 1), (6000, 2)):
+        mdl = SpectralLPCFG(n_states=2, v=1, h=None, lexicon="mle", smoothing=0.0,
+                            min_count=1).fit(gm.sample(M, seed=seed, max_len=400))
+        ph = np.array([mdl.tree_probability(t) for t in test])
+        errs.append(np.median(np.abs(ph - p) / p))
+    assert errs[1] < 0.6 * errs[0]
+    assert errs[1] < 0.3
+
+
+def test_cli_hook(wsj_small, tmp_path):
+    from fastspectral.lpcfg.cli import cli_add_arguments, cli_train
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("treebank")
+    cli_add_arguments(parser)
+    sv = tmp_path / "sv.txt"
+    args = parser.parse_args([WSJ, "--states", "3", "--min-count", "50",
+                              "--singular-values", str(sv)])
+    model = cli_train(args, wsj_small[:150])
+    assert isinstance(model, SpectralLPCFG) and model.n_states == 3
+    assert model.states_.max() <= 3
+    assert sv.read_text().startswith("symbol")
+    with pytest.raises(SystemExit):
+        parser.parse_args([WSJ, "--states", "0"])

@@ -1,0 +1,150 @@
+"""Pivot (anchor) L-PCFG learning: planted-model recovery, the compiled convex EM, normalisation,
+Pivot+EM, persistence and the command line."""
+import numpy as np
+import pytest
+
+from fastspectral.grammar.grammar import Grammar
+from fastspectral.grammar.pcfg import PCFG
+from fastspectral.lpcfg.em import EMLPCFG, LatentLayout
+from fastspectral.lpcfg.features import extract_nodes
+from fastspectral.lpcfg.pivot import AnchoredExample, PivotLPCFG, group_mixture_em
+from fastspectral.trees.transforms import prepare
+
+
+@pytest.fixture(scope="module")
+def planted():
+    ex = AnchoredExample(seed=0)
+    return ex, ex.sample(4000, seed=1)
+
+
+def test_planted_recovery(planted):
+    ex, trees = planted
+    model = PivotLPCFG(**ex.fit_options(), jobs=2).fit(trees)
+    err = ex.recovery_error(model)
+    # every state of NP, VP, D, N, V was anchored
+    g = model.pcfg_.grammar_
+    assert all(model.anchored_states_[g.sym_index[a]] == 2 for a in ("NP", "VP", "D", "N", "V"))
+    assert err["t"] < 0.06 and err["q"] < 0.03 and err["pi"] < 0.03, err
+    # a model that ignores the latent states is far off (the test can fail)
+    flat = PivotLPCFG(**{**ex.fit_options(), "state_map": {"S": 1, "NP": 2, "VP": 2}},
+                      n_states_pre=1).fit(trees[:500])
+    assert flat.lpcfg_.m[g.sym_index["D"]] == 1
+
+
+def test_recovery_improves_with_more_data(planted):
+    ex, trees = planted
+    small = ex.recovery_error(PivotLPCFG(**ex.fit_options()).fit(ex.sample(300, seed=5)))
+    large = ex.recovery_error(PivotLPCFG(**ex.fit_options()).fit(trees))
+    assert large["t"] < small["t"] and large["q"] < small["q"]
+
+
+def test_group_mixture_em_matches_reference():
+    from fastspectral.linalg import mixture_weights_em
+
+    rng = np.random.default_rng(0)
+    m, n = 4, 300
+    comps = rng.dirichlet(np.ones(12), size=m).T          # 12 outcomes x m components
+    w_true = np.array([0.5, 0.3, 0.15, 0.05])
+    h = rng.choice(m, size=n, p=w_true)
+    x = np.array([rng.choice(12, p=comps[:, k]) for k in h])
+    counts = np.bincount(x, minlength=12).astype(float)
+    E = np.concatenate([comps[x].ravel(), [1.0]])
+    e1 = np.arange(n) * m
+    one = np.full(n, E.shape[0] - 1)
+    t, toff, ll, iters = group_mixture_em(np.zeros(n, np.int64), e1, one, one, [m], [1], [1], E,
+                                          max_iter=5000, tol=1e-13)
+    ref = mixture_weights_em(counts[None, :], comps, max_iter=5000, tol=1e-13)[0]
+    np.testing.assert_allclose(t, ref, atol=2e-4)
+    assert t.sum() == pytest.approx(1.0)
+
+
+def test_group_mixture_em_three_way_is_a_stationary_point():
+    rng = np.random.default_rng(1)
+    n, m1, m2, m3 = 200, 2, 3, 2
+    E1 = rng.uniform(0.1, 1, (n, m1))
+    E2 = rng.uniform(0.1, 1, (n, m2))
+    E3 = rng.uniform(0.1, 1, (n, m3))
+    E = np.concatenate([E1.ravel(), E2.ravel(), E3.ravel(), [1.0]])
+    o2, o3 = n * m1, n * m1 + n * m2
+    t, _, ll, _ = group_mixture_em(np.zeros(n, np.int64), np.arange(n) * m1,
+                                   o2 + np.arange(n) * m2, o3 + np.arange(n) * m3, [m1], [m2],
+                                   [m3], E, max_iter=3000, tol=1e-14)
+    T = t.reshape(m1, m2, m3)
+    Z = np.einsum("abc,na,nb,nc->n", T, E1, E2, E3)
+    grad = np.einsum("na,nb,nc->abc", E1 / Z[:, None], E2, E3) / n
+    # KKT on the simplex: the gradient equals 1 on the support
+    support = T > 1e-6
+    np.testing.assert_allclose(grad[support], 1.0, atol=1e-3)
+    assert np.all(grad[~support] <= 1.0 + 1e-3)
+    assert ll[0] == pytest.approx(np.mean(np.log(Z)), rel=1e-9)
+
+
+def test_pivot_parameters_are_normalised(planted):
+    ex, trees = planted
+    fine = [prepare(t, 1, 1) for t in trees[:1500]]
+    g = Grammar.from_trees(fine, PCFG()._lexicon_options())
+    nodes = extract_nodes(fine, g)
+    est = PivotLPCFG(**ex.fit_options())
+    m = est.state_counts(nodes, g)
+    lay = LatentLayout(nodes, g, m, 0)
+    p = est._learn(lay)
+    assert np.all(p.T >= 0) and np.all(p.U >= 0) and np.all(p.L >= 0) and np.all(p.c1 >= 0)
+    tot = np.zeros(int(lay.soff[-1]))
+    for r in range(len(lay.bin_parent)):
+        a = lay.bin_parent[r]
+        tot[lay.soff[a]:lay.soff[a + 1]] += p.T[lay.toff[r]:lay.toff[r + 1]].reshape(m[a], -1).sum(1)
+    for row in range(len(lay.lex_sym)):
+        a = lay.lex_sym[row]
+        tot[lay.soff[a]:lay.soff[a + 1]] += p.L[lay.loff[row]:lay.loff[row + 1]] * lay.row_frac[row]
+    np.testing.assert_allclose(tot, 1.0, atol=1e-9)
+    assert p.c1.sum() == pytest.approx(1.0)
+
+
+def test_pivot_em_starts_better_than_random(planted):
+    ex, trees = planted
+    opts = ex.fit_options()
+    opts["pivot_options"] = {"feature_pairs": opts.pop("feature_pairs")}
+    piv = EMLPCFG(iterations=2, init="pivot", smoothing=0.0, **opts).fit(trees[:2000])
+    rnd = EMLPCFG(iterations=2, init="random", smoothing=0.0, **opts).fit(trees[:2000])
+    assert piv.history_[0][1] > rnd.history_[0][1] + 100.0
+    assert piv.history_[1][1] >= piv.history_[0][1]
+    assert ex.recovery_error(piv)["t"] < 0.08
+
+
+def test_save_load_and_cli(tmp_path):
+    from fastspectral.cli import main
+    from fastspectral.io import load
+    from fastspectral.synthetic import LatentPCFG
+
+    g = LatentPCFG.default(n_states=2, seed=0)
+    trees = g.sample(400, seed=3)
+    tb = tmp_path / "train.trees"
+    tb.write_text("\n".join(str(t) for t in trees) + "\n")
+    sent = tmp_path / "sents.txt"
+    sent.write_text("\n".join(" ".join(t.leaves()) for t in trees[:5]) + "\n")
+    for kind, cls in (("pivot", PivotLPCFG), ("em", EMLPCFG), ("pivot-em", EMLPCFG)):
+        out = tmp_path / f"{kind}.model"
+        rc = main(["train", kind, str(tb), "-o", str(out), "--states", "2", "--iterations", "1",
+                   "--v", "1", "--min-count", "5", "--jobs", "2"])
+        assert rc == 0
+        model = load(out)
+        assert isinstance(model, cls) and model.input_kind == "sentences"
+        if kind == "pivot-em":
+            assert model.init == "pivot" and model.iterations == 1
+        parsed = tmp_path / f"{kind}.parsed"
+        assert main(["parse", str(out), str(sent), "-o", str(parsed)]) == 0
+        lines = parsed.read_text().splitlines()
+        assert len(lines) == 5 and all(x.startswith("(TOP") for x in lines)
+    model = PivotLPCFG(n_states=2, v=1, min_count=5).fit(trees)
+    model.save(tmp_path / "p.model")
+    again = PivotLPCFG.load(tmp_path / "p.model")
+    sents = [t.leaves() for t in trees[:20]]
+    assert [str(t) for t in again.parse(sents)] == [str(t) for t in model.parse(sents)]
+
+
+def test_validation():
+    ex = AnchoredExample()
+    with pytest.raises(ValueError):
+        PivotLPCFG(feature_pairs=((0, 9),)).fit(ex.sample(10))
+    with pytest.raises(ValueError):
+        PivotLPCFG(em_iterations=0).fit(ex.sample(10))
