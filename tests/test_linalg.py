@@ -21,8 +21,9 @@ def _slsqp(V, v):
     return x, np.sum((x @ V - v) ** 2)
 
 
+@pytest.mark.parametrize("variant", ["corrective", "away"])
 @pytest.mark.parametrize("m,d,seed", [(3, 5, 0), (7, 12, 1), (12, 8, 2), (20, 30, 3)])
-def test_frank_wolfe_matches_qp_reference(m, d, seed):
+def test_frank_wolfe_matches_qp_reference(m, d, seed, variant):
     rng = np.random.default_rng(seed)
     V = rng.standard_normal((m, d))
     # targets: outside the hull, inside it, and at a vertex
@@ -30,7 +31,7 @@ def test_frank_wolfe_matches_qp_reference(m, d, seed):
                    rng.dirichlet(np.ones(m), size=3) @ V,
                    V[:1]])
     tol = 1e-10
-    gamma, gaps = frank_wolfe_simplex(V, T, tol=tol, max_iter=20000)
+    gamma, gaps = frank_wolfe_simplex(V, T, tol=tol, max_iter=20000, variant=variant)
     assert np.all(gaps <= tol)
     assert np.allclose(gamma.sum(axis=1), 1.0) and np.all(gamma >= 0)
     obj = simplex_objective(V, T, gamma)
@@ -60,6 +61,36 @@ def test_frank_wolfe_gap_bounds_suboptimality_and_plain_variant():
     g2, gaps2 = frank_wolfe_simplex(V, T, tol=1e-4, max_iter=200000, variant="plain")
     assert np.all(gaps2 <= 1e-4)
     assert np.all(simplex_objective(V, T, g2) - f_star <= 1e-4 + 1e-9)
+
+
+def test_frank_wolfe_ill_conditioned_and_relative_rule():
+    # nearly affinely dependent vertices: corrective FW still converges to a tiny gap
+    rng = np.random.default_rng(12)
+    base = rng.standard_normal((4, 10))
+    V = np.vstack([base, rng.dirichlet(np.ones(4), size=12) @ base
+                   + 1e-4 * rng.standard_normal((12, 10))])
+    T = rng.dirichlet(np.ones(16), size=50) @ V + 1e-3 * rng.standard_normal((50, 10))
+    g, gaps, it = frank_wolfe_simplex(V, T, tol=1e-11, max_iter=500, return_iterations=True)
+    assert np.all(gaps <= 1e-11) and it.max() < 100
+    f = simplex_objective(V, T, g)
+    ga, _ = frank_wolfe_simplex(V, T, tol=1e-11, max_iter=500, variant="away")
+    assert np.all(f <= simplex_objective(V, T, ga) + 1e-11)
+    # ... where away-step FW is still far from converged after 2000 steps
+    _, gaps_a = frank_wolfe_simplex(V, T, tol=0.0, max_iter=2000, variant="away")
+    assert np.median(gaps_a) > 1e-9
+    # relative rule on a well-conditioned problem: f(gamma) <= f* / (1 - rtol)
+    V = rng.standard_normal((6, 9))
+    T = rng.standard_normal((40, 9)) * 3
+    f = simplex_objective(V, T, frank_wolfe_simplex(V, T, tol=1e-13)[0])
+    for variant in ("away", "plain"):
+        gr, gaps_r, itr = frank_wolfe_simplex(V, T, tol=0.0, rtol=1e-3, variant=variant,
+                                              max_iter=10**5, return_iterations=True)
+        assert np.all(itr < 10**5)
+        fr = simplex_objective(V, T, gr)
+        assert np.all(fr * (1 - 1e-3) <= f + 1e-12)
+        assert np.all(gaps_r <= 1e-3 * fr * (1 + 1e-6) + 1e-12)
+    with pytest.raises(ValueError):
+        frank_wolfe_simplex(V, T, variant="nope")
 
 
 def test_frank_wolfe_gram_and_input_checks():

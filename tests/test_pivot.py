@@ -148,3 +148,10 @@ def test_validation():
         PivotLPCFG(feature_pairs=((0, 9),)).fit(ex.sample(10))
     with pytest.raises(ValueError):
         PivotLPCFG(em_iterations=0).fit(ex.sample(10))
+
+
+def test_several_feature_pairs_are_aligned(planted):
+    ex, trees = planted
+    opts = {**ex.fit_options(), "feature_pairs": ((0, 0), (1, 1), (0, 4))}
+    err = ex.recovery_error(PivotLPCFG(**opts).fit(trees))
+    assert err["t"] < 0.08 and err["q"] < 0.05 and err["pi"] < 0.05, err

@@ -765,19 +765,24 @@ cdef int parse_one(const CGrammar* g, const CGrammar* coarse, const i32* proj, d
             use_mask = False          # coarse grammar has no parse: fall back to exhaustive
         else:
             outside_pass(coarse, &cc)
-    if chart_alloc(&ch, n, g.S, mode == 1, mode == 0, use_mask) != 0:
-        chart_free(&ch)
-        if use_mask:
-            chart_free(&cc)
-        return -1
+    cdef double thr = threshold
+    cdef int attempt
     if use_mask:
-        build_mask(coarse, &cc, logz_c, &ch, proj, g.S, threshold)
+        # pruned passes: the threshold, then 1000x lower; exhaustive if both lose every parse
+        for attempt in range(2):
+            if chart_alloc(&ch, n, g.S, mode == 1, mode == 0, True) != 0:
+                chart_free(&ch)
+                chart_free(&cc)
+                return -1
+            build_mask(coarse, &cc, logz_c, &ch, proj, g.S, thr)
+            inside_pass(g, &ch, lpos, lsym, lprob, nlex, mode == 0)
+            logz = log_partition(g, &ch, mode == 0)
+            if logz != -INFINITY:
+                break
+            chart_free(&ch)
+            thr = thr * 1e-3
         chart_free(&cc)
-    inside_pass(g, &ch, lpos, lsym, lprob, nlex, mode == 0)
-    logz = log_partition(g, &ch, mode == 0)
-    if logz == -INFINITY and use_mask:
-        # pruning removed every parse: redo exhaustively
-        chart_free(&ch)
+    if not use_mask or logz == -INFINITY:
         if chart_alloc(&ch, n, g.S, mode == 1, mode == 0, False) != 0:
             chart_free(&ch)
             return -1

@@ -78,8 +78,8 @@ def cli_add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: 30)")
     g.add_argument("--prune-threshold", type=_threshold, default=1e-5, metavar="T",
                    help="PCFG posterior threshold of coarse-to-fine parsing (default: 1e-5)")
-    g.add_argument("--coarse-threshold", type=_threshold, default=1e-4, metavar="T",
-                   help="posterior threshold of the coarse v=1 h=0 pass (default: 1e-4)")
+    g.add_argument("--coarse-threshold", type=_threshold, default=1e-3, metavar="T",
+                   help="posterior threshold of the coarse v=1 h=0 pass (default: 1e-3)")
     g.add_argument("--jobs", type=_positive, default=None, metavar="N",
                    help="default number of parsing threads stored in the model (default: all "
                         "CPUs at parse time)")
