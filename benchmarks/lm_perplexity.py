@@ -10,7 +10,9 @@ Usage::
     python benchmarks/lm_perplexity.py                       # m in 2 4 8 16 32
     python benchmarks/lm_perplexity.py --states 8 --em-iterations 100 --pivot-em-iterations 20
 
-For pivot+EM and EM the model is trained for the given number of iterations, the dev
+Rows: ``pivot`` (MDP 2 + concave EM for r), ``pivot, s smoothed`` (the same with ``s(. | h)``
+interpolated with the unigram, weight 0.1: the initialisation of pivot-em), ``pivot-em`` and
+``em``.  For pivot+EM and EM the model is trained for the given number of iterations, the dev
 perplexity is recorded after each one and the best iteration is kept (its number is printed);
 "time" is the training time up to that iteration (pre-EM work + that many EM iterations).
 Output: one markdown table row per (m, method).
@@ -58,20 +60,24 @@ def main(argv=None):
     # warm-up: numba compilation (cached) not counted in the timings
     LatentBigramLM(2, "pivot-em", em_iterations=1).fit(train[:2000])
     print()
-    print("| m | method | EM iterations (best on dev / run) | dev ppl | test ppl | train time (s) |")
+    print("| m | method | EM iterations (best on dev / run) | dev ppl | test ppl "
+          "| train time (s) |")
     print("|---|---|---|---|---|---|")
     print(f"| - | Kneser-Ney (interpolated, modified) | - | {kn.perplexity(dev):.1f} | "
           f"{kn.perplexity(test):.1f} | {kn_time:.1f} |", flush=True)
     for m in args.states:
-        for method, iters in (("pivot", 0), ("pivot-em", args.pivot_em_iterations),
-                              ("em", args.em_iterations)):
+        for label, method, iters in (
+                ("pivot", "pivot", 0),
+                ("pivot, s smoothed (pivot-em, 0 iterations)", "pivot-em", 0),
+                ("pivot-em", "pivot-em", args.pivot_em_iterations),
+                ("em", "em", args.em_iterations)):
             lm = LatentBigramLM(m, method, em_iterations=iters, random_state=args.seed)
             lm.fit(train, dev=dev)
             em_time = lm.timings_.get("em", 0.0)
             pre = lm.fit_time_ - em_time
             to_best = pre + (em_time * lm.best_iteration_ / iters if iters else 0.0)
-            its = "-" if method == "pivot" else f"{lm.best_iteration_} / {iters}"
-            print(f"| {m} | {method} | {its} | {lm.dev_perplexity_[lm.best_iteration_]:.1f} | "
+            its = "-" if iters == 0 else f"{lm.best_iteration_} / {iters}"
+            print(f"| {m} | {label} | {its} | {lm.dev_perplexity_[lm.best_iteration_]:.1f} | "
                   f"{lm.perplexity(test):.1f} | {to_best:.1f} |", flush=True)
 
 

@@ -52,6 +52,14 @@ cdef struct Grammar:
     const i64* c1off
 
 
+cdef inline char _nonzero(const double* v, i64 n) noexcept nogil:
+    cdef i64 h
+    for h in range(n):
+        if v[h] != 0.0:
+            return 1
+    return 0
+
+
 cdef inline int _grow(i32** buf, i64* cap, i64 need) noexcept nogil:
     cdef i64 newcap
     cdef i32* nb
@@ -89,6 +97,7 @@ cdef struct Work:
     i32* cnt
     i64 cnt_cap
     i32* uedge        # unary edges: rule, parent item, child item
+    char* live        # item has a nonzero inside vector
     i64 ue_cap
 
 
@@ -117,6 +126,7 @@ cdef int _sentence(const Grammar* g, int n, i64 p0, i64 p1,
     free(wk.cell_rules)
     free(wk.cnt)
     free(wk.uedge)
+    free(wk.live)
     return status
 
 
@@ -145,6 +155,10 @@ cdef int _sentence_core(const Grammar* g, Work* wk, int n, i64 p0, i64 p1,
     wk.pos_par = <i32*> malloc(g.S * sizeof(i32))
     wk.pos_right = <i32*> malloc(g.S * sizeof(i32))
     wk.slot = <i32*> malloc((g.R + 1) * sizeof(i32))
+    wk.live = <char*> calloc(k + 1, sizeof(char))
+    if wk.live == NULL:
+        return -1
+    cdef char* live = wk.live
     cdef i64* voff = wk.voff
     cdef i64* cell_lo = wk.cell_lo
     cdef i64* cell_hi = wk.cell_hi
@@ -228,6 +242,7 @@ cdef int _sentence_core(const Grammar* g, Work* wk, int n, i64 p0, i64 p1,
                     alpha[voff[jt] + h] += acc
         for it in range(cell_lo[cid], cell_hi[cid]):
             pos_par[item_sym[p0 + it]] = -1
+            live[it] = _nonzero(&alpha[voff[it]], voff[it + 1] - voff[it])
 
     # ---------------- inside: longer spans ----------------
     for length in range(2, n + 1):
@@ -245,9 +260,13 @@ cdef int _sentence_core(const Grammar* g, Work* wk, int n, i64 p0, i64 p1,
                 rc_ = split * (n + 1) + j
                 if cell_hi[lc] <= cell_lo[lc] or cell_hi[rc_] <= cell_lo[rc_]:
                     continue
+                # items with a zero inside vector take part in no derivation: skip them
                 for jt in range(cell_lo[rc_], cell_hi[rc_]):
-                    pos_right[item_sym[p0 + jt]] = <i32> jt
+                    if live[jt]:
+                        pos_right[item_sym[p0 + jt]] = <i32> jt
                 for it in range(cell_lo[lc], cell_hi[lc]):
+                    if not live[it]:
+                        continue
                     b = item_sym[p0 + it]
                     for q in range(g.rl_ptr[b], g.rl_ptr[b + 1]):
                         r = g.rl_rule[q]
@@ -328,6 +347,7 @@ cdef int _sentence_core(const Grammar* g, Work* wk, int n, i64 p0, i64 p1,
                 slot[wk.cell_rules[q]] = -1
             for it in range(cell_lo[cid], cell_hi[cid]):
                 pos_par[item_sym[p0 + it]] = -1
+                live[it] = _nonzero(&alpha[voff[it]], voff[it + 1] - voff[it])
 
     # ---------------- root ----------------
     cid = n

@@ -20,7 +20,7 @@ EPILOG = """\
 examples:
   fastspectral train pcfg wsj-train.mrg -o wsj.pcfg
   fastspectral train pcfg train.trees -o model.pcfg --v 1 --h 0 --decode viterbi
-  fastspectral train pcfg train.trees -o model.pcfg --h inf --tag-parent --jobs 4
+  fastspectral train pcfg train.trees -o model.pcfg --h inf --no-tag-parent --jobs 4
 """
 
 
@@ -56,8 +56,10 @@ def cli_add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--h", type=_order, default=1, metavar="H",
                    help="horizontal markovisation order of the binarisation; 'inf' keeps every "
                         "sibling (default: 1)")
-    g.add_argument("--tag-parent", action="store_true",
-                   help="parent-annotate part-of-speech tags too")
+    g.add_argument("--tag-parent", dest="tag_parent", action="store_true", default=True,
+                   help="parent-annotate part-of-speech tags too (NN^NP; the default)")
+    g.add_argument("--no-tag-parent", dest="tag_parent", action="store_false",
+                   help="leave part-of-speech tags unannotated")
     g.add_argument("--decode", choices=("max-recall", "viterbi"), default="max-recall",
                    help="decoding used by the saved model when parsing (default: max-recall)")
     g.add_argument("--jobs", type=_positive, default=None, metavar="N",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
 
 __all__ = ["fast_anchor_words"]
 
@@ -39,6 +40,13 @@ def fast_anchor_words(X, m: int, mode: str = "affine", candidates=None,
     ``project_dim``: optional random-projection dimension (speed-up for large ``d``).
     Raises ``ValueError`` when fewer than ``m`` candidate rows exist.
     """
+    # matrix-vector products only: single-threaded BLAS is much faster than thread start-up
+    # (and than fighting other processes for shared cores)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _fast_anchor_words(X, m, mode, candidates, project_dim, random_state)
+
+
+def _fast_anchor_words(X, m, mode, candidates, project_dim, random_state):
     if mode not in ("affine", "linear"):
         raise ValueError(f"mode must be 'affine' or 'linear', got {mode!r}")
     sparse = sp.issparse(X)

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
+from threadpoolctl import threadpool_limits
 
 from .anchors import fast_anchor_words
 from .cca import cca_projection, conditional_means
@@ -104,7 +105,8 @@ def _as_matrix(Q):
 
 def mdp2(Q, m: int, l: int | None = None, min_row_mass: float | None = None, candidates=None,
          svd_method: str = "randomized", svd_iterations: int = 6, fw_max_iter: int = 1000,
-         fw_tol: float = 1e-9, fw_rtol: float = 1e-4, anchor_mode: str = "affine", random_state=0) -> MDP2Result:
+         fw_tol: float = 1e-9, fw_rtol: float = 1e-4, anchor_mode: str = "affine",
+         random_state=0) -> MDP2Result:
     """MDP 2: anchors, ``pi``, ``r(f | h)`` and ``p(h | f)`` of ``Q = sum_h pi r s^T``.
 
     ``m``: number of hidden states; ``l``: CCA dimension (default ``m``); ``min_row_mass``:
@@ -116,6 +118,13 @@ def mdp2(Q, m: int, l: int | None = None, min_row_mass: float | None = None, can
     ``fw_rtol`` of its optimum relatively, or after ``fw_max_iter`` steps).
     Rows without mass get ``gamma`` uniform and ``r = 0``.  See the module docstring.
     """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _mdp2(Q, m, l, min_row_mass, candidates, svd_method, svd_iterations, fw_max_iter,
+                     fw_tol, fw_rtol, anchor_mode, random_state)
+
+
+def _mdp2(Q, m, l, min_row_mass, candidates, svd_method, svd_iterations, fw_max_iter, fw_tol,
+          fw_rtol, anchor_mode, random_state):
     import time
 
     timings = {}

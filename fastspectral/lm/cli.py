@@ -26,7 +26,7 @@ from typing import Iterator
 
 from ..errors import FastSpectralError, FormatError
 from ..trees.brown import read_brown
-from ..trees.conll import iter_lines, source_name
+from ..trees.conll import iter_lines
 
 __all__ = ["main", "read_corpus", "detect_format", "build_parser"]
 

@@ -176,8 +176,8 @@ class LatentBigramLM:
     ``em_iterations`` (default 0 / 10 / 100 for the three methods), ``min_count`` (rarer
     training words become ``<unk>``), ``lowercase``, ``anchor_min_count`` (words seen fewer times
     as a second word cannot be anchors), ``anchor_top`` (only the ``anchor_top`` most frequent
-    second words may be anchors, default 100; ``None``: no limit), ``r_iterations`` (EM limit for the concave ``r`` problem of the pivot
-    method), ``svd_iterations`` (power iterations of the randomized SVD), ``init_smoothing``
+    second words may be anchors, default 100; ``None``: no limit), ``r_iterations`` (EM limit
+    for the concave ``r`` problem of the pivot method), ``svd_iterations`` (power iterations of the randomized SVD), ``init_smoothing``
     (pivot-em), ``floor`` (see the module docstring), ``random_state``.
 
     Fitted attributes: ``vocab_``, ``r_`` (``n x m``, row ``w1`` = ``r(. | w1)``), ``s_`` (``n x
@@ -334,7 +334,8 @@ class LatentBigramLM:
     def prob(self, prev_word: str, word: str) -> float:
         """``p(word | prev_word)``; ``"<s>"`` / ``"</s>"`` name the sentence boundaries."""
         self._check()
-        ids = [self.vocab_.index[w] if w in self.vocab_.words[:3] else int(self.vocab_.encode([w])[0])
+        special = self.vocab_.words[:3]
+        ids = [self.vocab_.index[w] if w in special else int(self.vocab_.encode([w])[0])
                for w in (prev_word, word)]
         return float(self.prob_ids([ids[0]], [ids[1]])[0])
 
