@@ -98,9 +98,19 @@ def test_unknown_words_empty_and_long_sentences(model):
                        [], ["the"] * 3])
     assert out[0].leaves()[0] == "Zorblax"
     assert out[1] == Tree("TOP", []) and model.last_parse_stats_["empty"] == 1
-    long = ("the company said its net income rose 12 % in the third quarter , " * 8).split()
+    long = ("the company said its net income rose 12 % in the third quarter , and " * 8).split()
+    long = long[:-2] + ["."]
     t = model.parse([long])[0]
     assert t.leaves() == long and len(long) > 100
+    assert model.last_parse_stats_["fallback"] == 0 and model.last_parse_stats_["too_long"] == 0
+    # a chart over the memory limit is not attempted: documented flat fallback
+    limit = model.max_chart_bytes
+    model.max_chart_bytes = 10 ** 6
+    try:
+        t = model.parse([long])[0]
+    finally:
+        model.max_chart_bytes = limit
+    assert t.leaves() == long and model.last_parse_stats_["too_long"] == 1
 
 
 def test_bad_input_is_rejected_clearly(model):

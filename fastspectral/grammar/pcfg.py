@@ -21,6 +21,11 @@ is below the threshold are never built.  If pruning leaves no parse, the sentenc
 exhaustively; if the grammar has no parse at all (rare), the output is a flat tree over the
 lexicon's best tags, and ``last_parse_stats_["fallback"]`` counts those sentences.
 An empty sentence yields the empty tree ``(TOP )`` (EVALB treats it as a skip sentence).
+
+Memory: a chart takes about ``n (n + 1) / 2 * S * 44`` bytes for an n-word sentence and S fine
+symbols (about 0.4 GB for n = 100 with the default WSJ grammar), per thread.  A sentence whose
+chart would exceed ``max_chart_bytes`` (default 4 GiB) is not parsed: it gets the flat fallback
+tree and is counted in ``last_parse_stats_["too_long"]``.
 """
 from __future__ import annotations
 
@@ -86,7 +91,8 @@ class PCFG:
     model_kind = "pcfg"
 
     def __init__(self, v=2, h=1, tag_parent=True, decode="max-recall", prune_threshold=1e-4,
-                 rare_threshold=1, lex_smoothing=0.5, sig_smoothing=1.0, jobs=None):
+                 rare_threshold=1, lex_smoothing=0.5, sig_smoothing=1.0, jobs=None,
+                 max_chart_bytes=4 * 2 ** 30):
         self.v = v
         self.h = h
         self.tag_parent = tag_parent
@@ -96,6 +102,7 @@ class PCFG:
         self.lex_smoothing = lex_smoothing
         self.sig_smoothing = sig_smoothing
         self.jobs = jobs
+        self.max_chart_bytes = max_chart_bytes
 
     # -- validation ----------------------------------------------------------------------------
     def _validate_params(self):
@@ -175,13 +182,22 @@ class PCFG:
         sentences, tags = _check_sentences(sentences, tags)
         jobs = int(jobs or self.jobs or default_jobs())
         out: list = [None] * len(sentences)
-        todo = [k for k, s in enumerate(sentences) if s]
+        S = self.grammar_.n_symbols
+        limit = self.max_chart_bytes or float("inf")
+        todo = [k for k, s in enumerate(sentences)
+                if s and len(s) * (len(s) + 1) // 2 * S * 44 <= limit]
+        too_long = [k for k, s in enumerate(sentences)
+                    if s and len(s) * (len(s) + 1) // 2 * S * 44 > limit]
         for k, s in enumerate(sentences):
             if not s:
                 out[k] = Tree("TOP", [])
+        for k in too_long:
+            out[k] = flat_tree(sentences[k], self._best_tags(sentences[k], None if tags is None
+                                                             else tags[k]), self.root_label_)
         # longest first: better load balance across threads
         todo.sort(key=lambda k: -len(sentences[k]))
-        stats = {"sentences": len(sentences), "empty": len(sentences) - len(todo), "fallback": 0}
+        stats = {"sentences": len(sentences), "empty": sum(1 for s in sentences if not s),
+                 "fallback": 0, "too_long": len(too_long)}
         mode = _DECODERS[self.decode]
         g = self.grammar_
         cg = g.chart_grammar("max" if mode == VITERBI else "sum")
@@ -220,7 +236,7 @@ class PCFG:
                 out[k] = nodes_to_tree(triples, words, g.classes, g.class_is_tag)
             done += len(ids)
             if progress:
-                progress(done + stats["empty"], len(sentences))
+                progress(done + stats["empty"] + len(too_long), len(sentences))
         self.last_parse_stats_ = stats
         return out
 
@@ -250,7 +266,7 @@ class PCFG:
         return {"v": self.v, "h": self.h, "tag_parent": self.tag_parent, "decode": self.decode,
                 "prune_threshold": self.prune_threshold, "rare_threshold": self.rare_threshold,
                 "lex_smoothing": self.lex_smoothing, "sig_smoothing": self.sig_smoothing,
-                "jobs": self.jobs}
+                "jobs": self.jobs, "max_chart_bytes": self.max_chart_bytes}
 
     def _state(self):
         gmeta, garr = self.grammar_.to_state("fine_")
