@@ -50,7 +50,7 @@ def main(argv=None):
     ap.add_argument("--no-pcfg", action="store_true", help="skip the PCFG baseline")
     ap.add_argument("--smoothing", type=float, default=30.0)
     ap.add_argument("--prune-threshold", type=float, default=1e-5)
-    ap.add_argument("--coarse-threshold", type=float, default=1e-4)
+    ap.add_argument("--coarse-threshold", type=float, default=3e-3)
     args = ap.parse_args(argv)
     train = list(read_ptb(args.train))
     test = list(read_ptb(args.test))

@@ -99,6 +99,8 @@ def main(argv=None):
     ap.add_argument("--pivot-em-iterations", type=int, default=4)
     ap.add_argument("--eval-at", type=int, nargs="+", default=[1, 2, 3, 4, 6, 8, 10, 13, 16, 20])
     ap.add_argument("--dev-size", type=int, default=400)
+    ap.add_argument("--feature-pairs", nargs="+", default=["1,1"],
+                    help="pivot (inside,outside) template pairs, e.g. 1,1 0,0 (section 6.2)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", default=None, help="also write the results here")
     ap.add_argument("--recovery", action="store_true", help="synthetic recovery experiment only")
@@ -108,6 +110,7 @@ def main(argv=None):
         recovery(args.sizes, args.jobs)
         return
 
+    pairs = tuple(tuple(int(x) for x in p.split(",")) for p in args.feature_pairs)
     train = list(read_ptb(args.train))
     gold = list(read_ptb(args.test))
     sents = [t.leaves() for t in gold]
@@ -117,7 +120,7 @@ def main(argv=None):
         for name in args.models:
             print(f"m={m} {name}", flush=True)
             if name == "pivot":
-                model = PivotLPCFG(n_states=m, jobs=args.jobs)
+                model = PivotLPCFG(n_states=m, feature_pairs=pairs, jobs=args.jobs)
                 t0 = time.perf_counter()
                 model.fit(train)
                 train_s = time.perf_counter() - t0
@@ -127,7 +130,8 @@ def main(argv=None):
                 iters = args.pivot_em_iterations if name == "pivot-em" else args.em_iterations
                 init = "pivot" if name == "pivot-em" else "random"
                 model, best, trace, train_s = run_em(
-                    name, lambda: EMLPCFG(n_states=m, iterations=iters, init=init, jobs=args.jobs),
+                    name, lambda: EMLPCFG(n_states=m, iterations=iters, init=init, jobs=args.jobs,
+                                          pivot_options={"feature_pairs": pairs}),
                     train, dev_sents, dev_gold, set(args.eval_at), args.jobs)
             t0 = time.perf_counter()
             pred = model.parse(sents, jobs=args.jobs)

@@ -179,3 +179,24 @@ def test_cli_hook(wsj_small, tmp_path):
     assert sv.read_text().startswith("symbol")
     with pytest.raises(SystemExit):
         parser.parse_args([WSJ, "--states", "0"])
+
+
+def test_hundred_word_sentence(fitted, wsj_small):
+    """A 100-word input (training sentences run together) parses with bounded work; when the
+    coarse pass prunes away every fine derivation the chunk is retried with less pruning."""
+    flat = [w for t in wsj_small for w in _words(t)]
+    for start in range(0, 4000, 250):
+        words = flat[start:start + 100]
+        if np.isfinite(fitted.pcfg_.log_probability([words])[0]):
+            break
+    else:
+        pytest.fail("no 100-word window the PCFG can parse")
+    out = fitted.parse([words], jobs=2)[0]
+    assert out.leaves() == words
+    st = fitted.last_parse_stats_
+    assert st["items_lpcfg"] > 0 and st["fallback_flat"] == 0
+    # an input the PCFG cannot parse at all gets the flat fallback tree
+    odd = ["."] * 30
+    if not np.isfinite(fitted.pcfg_.log_probability([odd])[0]):
+        t = fitted.parse([odd])[0]
+        assert t.leaves() == odd and fitted.last_parse_stats_["fallback_flat"] == 1

@@ -88,10 +88,12 @@ def _chart(g, rng, n, keep):
     return items, leaf, np.array(w), np.array(off, dtype=np.int64), np.concatenate(table)
 
 
+@pytest.mark.parametrize("m", [(2, 3, 2, 2, 1), (1, 1, 1, 1, 1)])
 @pytest.mark.parametrize("seed,n,keep", [(0, 1, 1.0), (1, 2, 1.0), (2, 3, 1.0), (3, 4, 1.0),
                                          (4, 4, 0.7), (5, 5, 0.6), (6, 3, 0.8)])
-def test_matches_brute_force(seed, n, keep):
-    g, rng, _ = _tiny(seed)
+def test_matches_brute_force(seed, n, keep, m):
+    """Latent states (edge-storing kernel) and one state per symbol (scalar PCFG kernel)."""
+    g, rng, _ = _tiny(seed, m=m)
     items, leaf, w, off, table = _chart(g, rng, n, keep)
     allowed = {tuple(int(x) for x in it) for it in items}
     Z, marg = _brute(g, n, allowed, leaf)

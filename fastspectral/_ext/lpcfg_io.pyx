@@ -420,6 +420,170 @@ cdef int _sentence_core(const Grammar* g, Work* wk, int n, i64 p0, i64 p1,
     return 0
 
 
+cdef int _sentence_scalar(const Grammar* g, int n, i64 p0, i64 p1,
+                          const i32* item_i, const i32* item_j, const i32* item_sym,
+                          const double* leaf_w, const i64* leaf_off, const double* leaf_table,
+                          double* mu_out, double* z_out) noexcept nogil:
+    """Inside-outside of a one-state grammar (a plain PCFG): no hyperedges are stored, the
+    outside pass enumerates the rule applications again.  Returns 0 or -1 (out of memory)."""
+    cdef i64 k = p1 - p0
+    cdef int ncell = (n + 1) * (n + 1)
+    cdef double* alpha = <double*> calloc(k + 1, sizeof(double))
+    cdef double* beta = <double*> calloc(k + 1, sizeof(double))
+    cdef i64* cell_lo = <i64*> calloc(ncell, sizeof(i64))
+    cdef i64* cell_hi = <i64*> calloc(ncell, sizeof(i64))
+    cdef i32* pos_par = <i32*> malloc(g.S * sizeof(i32))
+    cdef i32* pos_right = <i32*> malloc(g.S * sizeof(i32))
+    cdef char* live = <char*> calloc(k + 1, sizeof(char))
+    cdef i64 it, jt, q
+    cdef int i, j, length, split, cid, lc, rc_, s, a, b, c, r, status = 0
+    cdef double Z = 0.0, w, ab, pa
+    if (alpha == NULL or beta == NULL or cell_lo == NULL or cell_hi == NULL or pos_par == NULL
+            or pos_right == NULL or live == NULL):
+        status = -1
+    else:
+        for s in range(g.S):
+            pos_par[s] = -1
+            pos_right[s] = -1
+        it = 0
+        while it < k:
+            cid = item_i[p0 + it] * (n + 1) + item_j[p0 + it]
+            jt = it
+            while jt < k and item_i[p0 + jt] * (n + 1) + item_j[p0 + jt] == cid:
+                jt += 1
+            cell_lo[cid] = it
+            cell_hi[cid] = jt
+            it = jt
+        # inside, one-word spans
+        for i in range(n):
+            cid = i * (n + 1) + i + 1
+            for it in range(cell_lo[cid], cell_hi[cid]):
+                pos_par[item_sym[p0 + it]] = <i32> it
+                if leaf_off[p0 + it] >= 0:
+                    alpha[it] = leaf_w[p0 + it] * leaf_table[leaf_off[p0 + it]]
+            for it in range(cell_lo[cid], cell_hi[cid]):
+                if leaf_off[p0 + it] < 0 or alpha[it] == 0.0:
+                    continue
+                s = item_sym[p0 + it]
+                for q in range(g.uc_ptr[s], g.uc_ptr[s + 1]):
+                    r = g.uc_rule[q]
+                    a = g.un_parent[r]
+                    if pos_par[a] >= 0 and a != s:
+                        alpha[pos_par[a]] += g.U[g.uoff[r]] * alpha[it]
+            for it in range(cell_lo[cid], cell_hi[cid]):
+                pos_par[item_sym[p0 + it]] = -1
+                live[it] = alpha[it] != 0.0
+        # inside, longer spans
+        for length in range(2, n + 1):
+            for i in range(0, n - length + 1):
+                j = i + length
+                cid = i * (n + 1) + j
+                if cell_hi[cid] <= cell_lo[cid]:
+                    continue
+                for it in range(cell_lo[cid], cell_hi[cid]):
+                    pos_par[item_sym[p0 + it]] = <i32> it
+                for split in range(i + 1, j):
+                    lc = i * (n + 1) + split
+                    rc_ = split * (n + 1) + j
+                    if cell_hi[lc] <= cell_lo[lc] or cell_hi[rc_] <= cell_lo[rc_]:
+                        continue
+                    for jt in range(cell_lo[rc_], cell_hi[rc_]):
+                        if live[jt]:
+                            pos_right[item_sym[p0 + jt]] = <i32> jt
+                    for it in range(cell_lo[lc], cell_hi[lc]):
+                        if not live[it]:
+                            continue
+                        b = item_sym[p0 + it]
+                        for q in range(g.rl_ptr[b], g.rl_ptr[b + 1]):
+                            r = g.rl_rule[q]
+                            c = g.bin_right[r]
+                            if pos_right[c] < 0:
+                                continue
+                            a = g.bin_parent[r]
+                            if pos_par[a] < 0:
+                                continue
+                            alpha[pos_par[a]] += g.T[g.toff[r]] * alpha[it] * alpha[pos_right[c]]
+                    for jt in range(cell_lo[rc_], cell_hi[rc_]):
+                        pos_right[item_sym[p0 + jt]] = -1
+                for it in range(cell_lo[cid], cell_hi[cid]):
+                    pos_par[item_sym[p0 + it]] = -1
+                    live[it] = alpha[it] != 0.0
+        # root
+        cid = n
+        for it in range(cell_lo[cid], cell_hi[cid]):
+            s = item_sym[p0 + it]
+            if g.c1off[s] >= 0:
+                beta[it] = g.c1[g.c1off[s]]
+                Z += beta[it] * alpha[it]
+        z_out[0] = Z
+        # outside, longer spans top down
+        length = n
+        while length >= 2:
+            for i in range(0, n - length + 1):
+                j = i + length
+                cid = i * (n + 1) + j
+                if cell_hi[cid] <= cell_lo[cid]:
+                    continue
+                for it in range(cell_lo[cid], cell_hi[cid]):
+                    if beta[it] != 0.0 and live[it]:
+                        pos_par[item_sym[p0 + it]] = <i32> it
+                for split in range(i + 1, j):
+                    lc = i * (n + 1) + split
+                    rc_ = split * (n + 1) + j
+                    if cell_hi[lc] <= cell_lo[lc] or cell_hi[rc_] <= cell_lo[rc_]:
+                        continue
+                    for jt in range(cell_lo[rc_], cell_hi[rc_]):
+                        if live[jt]:
+                            pos_right[item_sym[p0 + jt]] = <i32> jt
+                    for it in range(cell_lo[lc], cell_hi[lc]):
+                        if not live[it]:
+                            continue
+                        b = item_sym[p0 + it]
+                        for q in range(g.rl_ptr[b], g.rl_ptr[b + 1]):
+                            r = g.rl_rule[q]
+                            c = g.bin_right[r]
+                            if pos_right[c] < 0:
+                                continue
+                            a = g.bin_parent[r]
+                            if pos_par[a] < 0:
+                                continue
+                            w = g.T[g.toff[r]] * beta[pos_par[a]]
+                            jt = pos_right[c]
+                            beta[it] += w * alpha[jt]
+                            beta[jt] += w * alpha[it]
+                    for jt in range(cell_lo[rc_], cell_hi[rc_]):
+                        pos_right[item_sym[p0 + jt]] = -1
+                for it in range(cell_lo[cid], cell_hi[cid]):
+                    pos_par[item_sym[p0 + it]] = -1
+            length -= 1
+        # outside, unary rules in one-word spans
+        for i in range(n):
+            cid = i * (n + 1) + i + 1
+            for it in range(cell_lo[cid], cell_hi[cid]):
+                pos_par[item_sym[p0 + it]] = <i32> it
+            for it in range(cell_lo[cid], cell_hi[cid]):
+                if leaf_off[p0 + it] < 0 or not live[it]:
+                    continue
+                s = item_sym[p0 + it]
+                for q in range(g.uc_ptr[s], g.uc_ptr[s + 1]):
+                    r = g.uc_rule[q]
+                    a = g.un_parent[r]
+                    if pos_par[a] >= 0 and a != s:
+                        beta[it] += g.U[g.uoff[r]] * beta[pos_par[a]]
+            for it in range(cell_lo[cid], cell_hi[cid]):
+                pos_par[item_sym[p0 + it]] = -1
+        for it in range(k):
+            mu_out[p0 + it] = alpha[it] * beta[it] / Z if Z != 0.0 else 0.0
+    free(alpha)
+    free(beta)
+    free(cell_lo)
+    free(cell_hi)
+    free(pos_par)
+    free(pos_right)
+    free(live)
+    return status
+
+
 def inside_outside_batch(int S, const i32[::1] m,
                          const i32[::1] bin_parent, const i32[::1] bin_left, const i32[::1] bin_right,
                          const i64[::1] toff, const double[::1] T,
@@ -483,10 +647,15 @@ def inside_outside_batch(int S, const i32[::1] m,
     cdef const double* lw = &leaf_w[0]
     cdef const i64* lo = &leaf_off[0]
     cdef const double* lt = &leaf_table[0] if leaf_table.shape[0] > 0 else &dummy_d
+    cdef bint scalar = np.all(np.asarray(m) == 1)
     for s in prange(nsent, nogil=True, schedule="dynamic", num_threads=max(1, n_threads)):
         if item_ptr[s + 1] > item_ptr[s] and sent_len[s] > 0:
-            st_v[s] = _sentence(&g, sent_len[s], item_ptr[s], item_ptr[s + 1], ii, jj, ss,
-                                lw, lo, lt, &mu_v[0], &z_v[s])
+            if scalar:
+                st_v[s] = _sentence_scalar(&g, sent_len[s], item_ptr[s], item_ptr[s + 1], ii, jj,
+                                           ss, lw, lo, lt, &mu_v[0], &z_v[s])
+            else:
+                st_v[s] = _sentence(&g, sent_len[s], item_ptr[s], item_ptr[s + 1], ii, jj, ss,
+                                    lw, lo, lt, &mu_v[0], &z_v[s])
     return mu, Z, status
 
 

@@ -37,6 +37,9 @@ def cli_add_arguments(parser) -> None:
     g.add_argument("--iterations", type=_positive_int, default=25, metavar="K",
                    help="EM iterations for --model em (default: 25)")
     g.add_argument("--seed", type=int, default=0, help="EM initialisation seed (default: 0)")
+    g.add_argument("--basis", type=int, choices=(1, 2), default=2,
+                   help="spectral Hankel basis: 1 = single symbols (the paper), 2 = also frequent "
+                        "length-2 prefixes / suffixes (default: 2)")
 
 
 def to_dependency_sentences(data) -> list:
@@ -62,5 +65,6 @@ def cli_train(args, sents) -> SHAGParser:
     """Train a ``SHAGParser`` from parsed command-line ``args`` on ``sents``."""
     sents = to_dependency_sentences(sents)
     model = SHAGParser(model=args.model, states=args.states, lexical=args.lexical,
-                       iterations=args.iterations, seed=getattr(args, "seed", 0))
+                       iterations=args.iterations, seed=getattr(args, "seed", 0),
+                       basis=getattr(args, "basis", 2))
     return model.fit(sents)

@@ -49,20 +49,23 @@ class SHAGParser:
     ``lexical``, ``iterations`` (EM), ``lex_weight`` (exponent of the lexical model),
     ``seed`` (EM initialisation), ``single_root`` (``None``: learn it from the training data,
     True when every training tree has exactly one root child), ``batch_size`` (sentences per
-    kernel call while parsing).
+    kernel call while parsing), ``basis`` (spectral Hankel basis: 1 = single symbols, the
+    paper's bigram / trigram statistics; 2 = also the frequent length-2 prefixes and suffixes).
     """
 
     input_kind = "dependency"
 
     def __init__(self, model: str = "spectral", states: int = 5, lexical: str = "none",
                  iterations: int = 25, lex_weight: float = 1.0, seed: int = 0,
-                 single_root: bool | None = None, batch_size: int = 512):
+                 single_root: bool | None = None, batch_size: int = 512, basis: int = 2):
         if model not in MODELS:
             raise ValueError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
         if lexical not in LEXICAL:
             raise ValueError(f"lexical must be one of {', '.join(LEXICAL)}, not {lexical!r}")
         if int(states) < 1:
             raise ValueError("states must be >= 1")
+        if int(basis) not in (1, 2):
+            raise ValueError("basis must be 1 or 2")
         if int(iterations) < 0:
             raise ValueError("iterations must be >= 0")
         self.model = model
@@ -73,6 +76,7 @@ class SHAGParser:
         self.seed = int(seed)
         self.single_root = single_root
         self.batch_size = int(batch_size)
+        self.basis = int(basis)
         self.tags_: SymbolVocab | None = None
         self.words_: SymbolVocab | None = None
         self.op_: OperatorSHAG | None = None
@@ -130,7 +134,7 @@ class SHAGParser:
         H, M = self._H, self._M
         info: dict = {}
         if self.model == "spectral":
-            self.op_ = learn_spectral(enc, seqs, H, M, self.states)
+            self.op_ = learn_spectral(enc, seqs, H, M, self.states, basis=self.basis)
         elif self.model == "em":
             from .em import fit_em
             self.op_, em_info = fit_em(enc, seqs, H, M, self.states, self.iterations, self.seed)
@@ -249,6 +253,7 @@ class SHAGParser:
         meta = {"model": self.model, "states": self.states, "lexical": self.lexical,
                 "iterations": self.iterations, "lex_weight": self.lex_weight, "seed": self.seed,
                 "single_root": self.single_root, "single_root_": self.single_root_,
+                "basis": self.basis,
                 "tags": self.tags_.symbols,
                 "words": self.words_.symbols if self.words_ is not None else None,
                 "train_info": {k: v for k, v in self.train_info_.items() if k != "loglik"}}
@@ -279,7 +284,8 @@ class SHAGParser:
 
         try:
             p = cls(meta["model"], meta["states"], meta["lexical"], meta["iterations"],
-                    meta["lex_weight"], meta["seed"], meta["single_root"])
+                    meta["lex_weight"], meta["seed"], meta["single_root"],
+                    basis=int(meta.get("basis", 1)))
             p.single_root_ = bool(meta["single_root_"])
             p.tags_ = SymbolVocab(meta["tags"], unk_id=0)
             if meta.get("words") is not None:

@@ -145,15 +145,16 @@ class Grammar:
         U = np.zeros((k, k))
         for a, b, p in zip(self.un_parent, self.un_child, self.un_prob):
             U[pos[int(a)], pos[int(b)]] += p
-        if mode == "sum":
-            if np.abs(U @ U).max() == 0.0:
-                C = U
-            else:
-                C = np.linalg.inv(np.eye(k) - U) - np.eye(k)
-        else:
+        if np.abs(U @ U).max() == 0.0:      # chains of one step (the collapsed-unary case)
+            C = U
+        elif mode == "sum":
+            C = np.linalg.inv(np.eye(k) - U) - np.eye(k)
+        else:                               # max-product closure by relaxation
             C = U.copy()
             for _ in range(k):
-                nxt = np.maximum(C, np.max(C[:, :, None] * U[None, :, :], axis=1))
+                nxt = C.copy()
+                for b in range(k):          # best chain a ->* b -> c, column by column
+                    np.maximum(nxt, C[:, b:b + 1] * U[b:b + 1, :], out=nxt)
                 if np.allclose(nxt, C):
                     break
                 C = nxt

@@ -60,9 +60,9 @@ def _threshold(text: str) -> float:
 def cli_add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the L-PCFG options (``--states M``, ``--states-pre``, smoothing, pruning, ...)."""
     g = parser.add_argument_group("spectral L-PCFG options")
-    g.add_argument("--states", type=_positive, default=16, metavar="M",
+    g.add_argument("--states", type=_positive, default=8, metavar="M",
                    help="latent states m of phrasal/intermediate symbols (capped by the rank "
-                        "of each symbol's moment matrix; default: 16)")
+                        "of each symbol's moment matrix; default: 8)")
     g.add_argument("--states-pre", type=_positive, default=None, metavar="M",
                    help="latent states of part-of-speech symbols (default: --states)")
     g.add_argument("--v", type=_positive, default=2, metavar="V",
@@ -78,8 +78,8 @@ def cli_add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: 30)")
     g.add_argument("--prune-threshold", type=_threshold, default=1e-5, metavar="T",
                    help="PCFG posterior threshold of coarse-to-fine parsing (default: 1e-5)")
-    g.add_argument("--coarse-threshold", type=_threshold, default=1e-3, metavar="T",
-                   help="posterior threshold of the coarse v=1 h=0 pass (default: 1e-3)")
+    g.add_argument("--coarse-threshold", type=_threshold, default=3e-3, metavar="T",
+                   help="posterior threshold of the coarse v=1 h=0 pass (default: 3e-3)")
     g.add_argument("--jobs", type=_positive, default=None, metavar="N",
                    help="default number of parsing threads stored in the model (default: all "
                         "CPUs at parse time)")

@@ -163,9 +163,11 @@ def default_feature_keys(nodes: NodeData):
 def feature_matrices(keys: np.ndarray, label: np.ndarray, n_symbols: int, kappa: float):
     """Scaled one-hot CSR features, rows in label-sorted node order.
 
-    Returns ``(X, row_ptr, col_ptr)``: ``X`` is a CSR matrix whose rows are the nodes sorted by
-    label (stable) and whose columns are the features of all labels, label by label; the rows of
-    label ``a`` are ``row_ptr[a]:row_ptr[a+1]`` and its features ``col_ptr[a]:col_ptr[a+1]``.
+    Returns ``(X, row_ptr, col_ptr, node_order, rowpos)``: ``X`` is a CSR matrix whose rows are
+    the nodes sorted by label (stable) and whose columns are the features of all labels, label by
+    label; the rows of label ``a`` are ``row_ptr[a]:row_ptr[a+1]`` and its features
+    ``col_ptr[a]:col_ptr[a+1]``; ``node_order[r]`` is the node of row ``r`` and ``rowpos`` its
+    inverse (the row of each node).
     """
     keys = np.asarray(keys, dtype=np.int64)
     N, K = keys.shape

@@ -61,6 +61,16 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _pair(text: str):
+    try:
+        i, o = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected INSIDE,OUTSIDE template indices, got {text!r}")
+    if not (0 <= i < 6 and 0 <= o < 6):
+        raise argparse.ArgumentTypeError(f"template indices must be in 0..5, got {text!r}")
+    return (i, o)
+
+
 def cli_add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the L-PCFG options (``--states``, ``--iterations``, ``--v``, ``--h``, ``--seed``,
     ``--jobs``, ...) to the ``train`` sub-parser."""
@@ -77,6 +87,9 @@ def cli_add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="symbols with fewer training nodes keep one state (default: 20)")
     g.add_argument("--smoothing", type=_fraction, default=0.01, metavar="A",
                    help="EM smoothing of each rule over the parent's states (default: 0.01)")
+    g.add_argument("--pivot-features", nargs="+", type=_pair, default=[(1, 1)], metavar="I,O",
+                   help="pivot / pivot-em: (inside, outside) feature template pairs, 0-based "
+                        "(section 6.2; e.g. --pivot-features 1,1 0,0; default: 1,1)")
     g.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     g.add_argument("--jobs", type=_int_at_least(1), default=None, metavar="N",
                    help="threads for training and the default for parsing (default: all CPUs)")
@@ -100,12 +113,14 @@ def cli_train(args, trees):
     if kind == "pivot":
         from .pivot import PivotLPCFG
 
-        model = PivotLPCFG(**common)
+        model = PivotLPCFG(feature_pairs=tuple(args.pivot_features), **common)
     elif kind in ("em", "pivot-em"):
         from .em import EMLPCFG
 
         model = EMLPCFG(iterations=iterations, init="pivot" if kind == "pivot-em" else "random",
-                        smoothing=args.smoothing, **common)
+                        smoothing=args.smoothing,
+                        pivot_options={"feature_pairs": [list(p) for p in args.pivot_features]},
+                        **common)
     else:
         raise ValueError(f"unknown L-PCFG model type {kind!r} (pivot, em, pivot-em)")
     return model.fit(trees)

@@ -235,7 +235,7 @@ class PivotLPCFG(LatentModelBase):
 
     model_kind = "pivot-lpcfg"
 
-    def __init__(self, n_states=16, feature_pairs=((1, 1),), anchor_min_count=10,
+    def __init__(self, n_states=16, feature_pairs=((1, 1), (0, 0), (3, 3)), anchor_min_count=10,
                  em_iterations=30, em_tol=1e-5, mdp_em_iterations=100, smoothing=0.0,
                  n_states_pre=None, v=2, h=1, tag_parent=False, min_count=20, rare_threshold=1,
                  prune_threshold=1e-4, coarse_threshold=1e-3, seed=0, jobs=None, state_map=None):
@@ -273,53 +273,70 @@ class PivotLPCFG(LatentModelBase):
 
     # ------------------------------------------------------------------ step 1
     def _evidence(self, layout: LatentLayout, kin, kout):
-        """Per feature pair: inside / outside evidence vectors of every node (flat, ``aoff``)."""
+        """Evidence vectors of step 2, stored once per (symbol, feature value).
+
+        Returns ``(E, in_off, out_off)``: the flat evidence array (``E[0] = 1`` is the evidence
+        of one-state symbols) and, per feature pair, every node's offset of its inside vector
+        ``r(f(n) | .)`` and outside vector ``s(g(n) | .)`` (rescaled to max 1: the convex EM is
+        invariant to a per-item scale)."""
         lay = layout
         label = lay.label
         m = lay.m
         N = lay.N
         pairs = [tuple(int(x) for x in p) for p in self.feature_pairs]
-        Ein_all, Eout_all = [], []
+        chunks = [np.ones(1)]
+        pos = 1
+        in_all, out_all = [], []
         post_ref = {}
         self.anchored_states_ = {}
+        order = np.argsort(label, kind="stable")
+        ptr = np.zeros(lay.S + 1, dtype=np.int64)
+        np.cumsum(np.bincount(label, minlength=lay.S), out=ptr[1:])
+        # pre-terminals have no children: their inside feature is the word (template 1)
+        is_pre = lay.g.is_preterminal[label]
         for pi_, (ci, co) in enumerate(pairs):
-            # pre-terminals have no children: their inside feature is the word (template 1)
-            is_pre = lay.g.is_preterminal[label]
             fid = _dense_ids(label, np.where(is_pre, kin[:, 0], kin[:, ci]))
             gid = _dense_ids(label, kout[:, co])
-            Ein = np.ones(int(lay.aoff[-1]))
-            Eout = np.ones(int(lay.aoff[-1]))
-            order = np.argsort(label, kind="stable")
-            ptr = np.zeros(lay.S + 1, dtype=np.int64)
-            np.cumsum(np.bincount(label, minlength=lay.S), out=ptr[1:])
+            in_off = np.zeros(N, dtype=np.int64)
+            out_off = np.zeros(N, dtype=np.int64)
             for a in np.flatnonzero(m > 1):
                 idx = order[ptr[a]:ptr[a + 1]]
+                if idx.size == 0:
+                    continue
                 ma = int(m[a])
                 r, s, k = symbol_decomposition(fid[idx], gid[idx], ma, self.anchor_min_count,
                                                self.seed + int(a), self.mdp_em_iterations)
                 if pi_ == 0:
                     self.anchored_states_[int(a)] = k
-                ein = r[fid[idx]]
-                eout = s[gid[idx]]
+                post = r[fid[idx]] * s[gid[idx]]
+                post /= np.maximum(post.sum(1, keepdims=True), 1e-300)
                 if pi_ == 0:
-                    post = ein * eout
-                    post /= np.maximum(post.sum(1, keepdims=True), 1e-300)
                     post_ref[int(a)] = post
                 elif k >= 2:
-                    post = ein * eout
-                    post /= np.maximum(post.sum(1, keepdims=True), 1e-300)
                     perm = _align(post_ref[int(a)], post)
-                    ein, eout = ein[:, perm], eout[:, perm]
-                ein = ein / np.maximum(ein.max(1, keepdims=True), 1e-300)
-                eout = eout / np.maximum(eout.max(1, keepdims=True), 1e-300)
-                pos = lay.aoff[idx][:, None] + np.arange(ma)[None, :]
-                Ein[pos] = ein
-                Eout[pos] = eout
-            Ein_all.append(Ein)
-            Eout_all.append(Eout)
-        return Ein_all, Eout_all
+                    r, s = r[:, perm], s[:, perm]
+                r = r / np.maximum(r.max(1, keepdims=True), 1e-300)
+                s = s / np.maximum(s.max(1, keepdims=True), 1e-300)
+                chunks.append(r.ravel())
+                in_off[idx] = pos + fid[idx] * ma
+                pos += r.size
+                chunks.append(s.ravel())
+                out_off[idx] = pos + gid[idx] * ma
+                pos += s.size
+            in_all.append(in_off)
+            out_all.append(out_off)
+        return np.concatenate(chunks), in_all, out_all
 
     # ------------------------------------------------------------------ steps 2-3
+    def _solve(self, grp, e1, e2, e3, m1, m2, m3, E):
+        """Convex EM over de-duplicated items (identical evidence triples are counted once with
+        their multiplicity as weight)."""
+        key = np.stack([grp, e1, e2, e3], axis=1)
+        uniq, cnt = np.unique(key, axis=0, return_counts=True)
+        return group_mixture_em(uniq[:, 0], uniq[:, 1], uniq[:, 2], uniq[:, 3], m1, m2, m3, E,
+                                weight=cnt.astype(np.float64), max_iter=self.em_iterations,
+                                tol=self.em_tol, jobs=self.jobs)
+
     def _learn(self, layout: LatentLayout) -> LatentParams:
         from .features import default_feature_keys
 
@@ -327,61 +344,48 @@ class PivotLPCFG(LatentModelBase):
         t0 = time.perf_counter()
         lay = layout
         kin, kout = default_feature_keys(lay.nodes)
-        Ein_all, Eout_all = self._evidence(lay, kin, kout)
+        E, ins, outs = self._evidence(lay, kin, kout)
         t1 = time.perf_counter()
-        P = len(Ein_all)
-        tot = int(lay.aoff[-1])
-        # one flat evidence array: [Ein_0, Eout_0, Ein_1, Eout_1, ..., ones]
-        E = np.concatenate([x for pair in zip(Ein_all, Eout_all) for x in pair] + [np.ones(1)])
-        ONE = E.shape[0] - 1
+        P = len(ins)
         m = lay.m
         counts = lay.zeros()
         R = len(lay.bin_parent)
-        # binary rules: item per (node, pair)
+        # binary rules: one item per (node, feature pair)
         rn = lay.rnodes
-        grp = np.repeat(np.arange(R, dtype=np.int64), np.diff(lay.rptr))
-        e1 = np.concatenate([2 * p * tot + tot + lay.aoff[rn] for p in range(P)])
-        e2 = np.concatenate([2 * p * tot + lay.aoff[lay.left[rn]] for p in range(P)])
-        e3 = np.concatenate([2 * p * tot + lay.aoff[lay.right[rn]] for p in range(P)])
-        tb, toff, ll_b, it_b = group_mixture_em(np.tile(grp, P), e1, e2, e3, m[lay.bin_parent],
-                                                m[lay.bin_left], m[lay.bin_right], E,
-                                                max_iter=self.em_iterations, tol=self.em_tol,
-                                                jobs=self.jobs)
+        grp = np.tile(np.repeat(np.arange(R, dtype=np.int64), np.diff(lay.rptr)), P)
+        e1 = np.concatenate([outs[p][rn] for p in range(P)])
+        e2 = np.concatenate([ins[p][lay.left[rn]] for p in range(P)])
+        e3 = np.concatenate([ins[p][lay.right[rn]] for p in range(P)])
+        tb, toff, ll_b, it_b = self._solve(grp, e1, e2, e3, m[lay.bin_parent], m[lay.bin_left],
+                                           m[lay.bin_right], E)
         counts.T[:] = tb * np.repeat(lay.bin_count, np.diff(toff))
         # unary rules
         un = lay.un_nodes
         Un = len(lay.un_parent)
         if Un:
-            grp = lay.urule[un]
-            e1 = np.concatenate([2 * p * tot + tot + lay.aoff[un] for p in range(P)])
-            e2 = np.concatenate([2 * p * tot + lay.aoff[lay.left[un]] for p in range(P)])
-            e3 = np.full(len(e1), ONE, dtype=np.int64)
-            tu, uoff, _, _ = group_mixture_em(np.tile(grp, P), e1, e2, e3, m[lay.un_parent],
-                                              m[lay.un_child], np.ones(Un, np.int64), E,
-                                              max_iter=self.em_iterations, tol=self.em_tol,
-                                              jobs=self.jobs)
+            grp = np.tile(lay.urule[un], P)
+            e1 = np.concatenate([outs[p][un] for p in range(P)])
+            e2 = np.concatenate([ins[p][lay.left[un]] for p in range(P)])
+            tu, uoff, _, _ = self._solve(grp, e1, e2, np.zeros_like(e1), m[lay.un_parent],
+                                         m[lay.un_child], np.ones(Un, np.int64), E)
             counts.U[:] = tu * np.repeat(lay.un_count, np.diff(uoff))
         # lexical classes p -> k: outside evidence only
         lf = lay.leaf_nodes
         nrow = len(lay.lex_sym)
-        grp = lay.lexrow[lf]
-        e1 = np.concatenate([2 * p * tot + tot + lay.aoff[lf] for p in range(P)])
-        ones = np.full(len(e1), ONE, dtype=np.int64)
-        tl, loff, _, _ = group_mixture_em(np.tile(grp, P), e1, ones, ones, m[lay.lex_sym],
-                                          np.ones(nrow, np.int64), np.ones(nrow, np.int64), E,
-                                          max_iter=self.em_iterations, tol=self.em_tol,
-                                          jobs=self.jobs)
+        grp = np.tile(lay.lexrow[lf], P)
+        e1 = np.concatenate([outs[p][lf] for p in range(P)])
+        zero = np.zeros_like(e1)
+        tl, loff, _, _ = self._solve(grp, e1, zero, zero, m[lay.lex_sym], np.ones(nrow, np.int64),
+                                     np.ones(nrow, np.int64), E)
         counts.L[:] = tl * np.repeat(lay.lex_count, np.diff(loff))
         # roots: inside evidence only (groups = symbols)
         rt = lay.root_nodes
-        grp = lay.label[rt]
-        e1 = np.concatenate([2 * p * tot + lay.aoff[rt] for p in range(P)])
-        ones = np.full(len(e1), ONE, dtype=np.int64)
         S = lay.S
-        tr, roff, _, _ = group_mixture_em(np.tile(grp, P), e1, ones, ones, m,
-                                          np.ones(S, np.int64), np.ones(S, np.int64), E,
-                                          max_iter=self.em_iterations, tol=self.em_tol,
-                                          jobs=self.jobs)
+        grp = np.tile(lay.label[rt], P)
+        e1 = np.concatenate([ins[p][rt] for p in range(P)])
+        zero = np.zeros_like(e1)
+        tr, roff, _, _ = self._solve(grp, e1, zero, zero, m, np.ones(S, np.int64),
+                                     np.ones(S, np.int64), E)
         counts.c1[:] = tr * np.repeat(lay.root_count, m)
         params = m_step(lay, counts, self.smoothing)
         # a state that got no mass anywhere (dead) would make its rows zero: give it the PCFG

@@ -16,7 +16,7 @@ unknown words documented there).
 Parsing (:meth:`SpectralLPCFG.parse`), all compiled and parallel over sentences (OpenMP):
 
 1. the coarse PCFG (``v=1, h=0``) runs exhaustive inside-outside (the PCFG's dense CKY
-   kernel); items with posterior below ``coarse_threshold`` (default 1e-3) are dropped;
+   kernel); items with posterior below ``coarse_threshold`` (default 3e-3) are dropped;
 2. the plain PCFG (same ``v``/``h``) runs inside-outside over the survivors; items with posterior
    below ``prune_threshold`` (default 1e-5) are dropped;
 3. the tensor inside-outside of the L-PCFG (figure 3 of the paper) runs over the remaining items
@@ -45,7 +45,7 @@ import scipy.sparse as sp
 
 from ..errors import NotFittedError
 from ..io.modelfile import load_model_file, save_model_file
-from ..trees.transforms import base_label, binarize, clean, collapse_unary, prepare
+from ..trees.transforms import binarize, clean, collapse_unary, prepare
 from ..trees.tree import Tree
 from .estimate import choose_rank, smoothed_pair, smoothed_triple, truncated_svd
 from .features import default_feature_keys, extract_nodes, feature_matrices
@@ -128,9 +128,9 @@ class SpectralLPCFG:
     input_kind = "sentences"
     model_kind = "spectral-lpcfg"
 
-    def __init__(self, n_states=16, n_states_pre=None, v=2, h=1, tag_parent=False, kappa=5.0,
+    def __init__(self, n_states=8, n_states_pre=None, v=2, h=1, tag_parent=False, kappa=5.0,
                  min_count=20, rank_tol=1e-7, smoothing=30.0, word_smoothing=1.0,
-                 lexicon="pcfg", prune_threshold=1e-5, coarse_threshold=1e-3, features=None,
+                 lexicon="pcfg", prune_threshold=1e-5, coarse_threshold=3e-3, features=None,
                  svd_oversample=10, svd_iter=3, seed=0, jobs=None):
         self.n_states = n_states
         self.n_states_pre = n_states_pre
@@ -251,7 +251,8 @@ class SpectralLPCFG:
                 Qa = Xout[row_ptr[a]:row_ptr[a + 1], cout[a]:cout[a + 1]]
                 Om = (Pa.T @ Qa).tocsr() / Na
                 k = min(target, Om.shape[0], Om.shape[1])
-                U, s, Vt = truncated_svd(Om, k + 2 if k + 2 <= min(Om.shape) else k,
+                # a few more singular values than states, for the table that helps choosing m
+                U, s, Vt = truncated_svd(Om, min(min(Om.shape), k + min(k, 16)),
                                          self.svd_oversample, self.svd_iter, self.seed + int(a))
                 svals[int(a)] = s.copy()
                 ma = choose_rank(s, k, self.rank_tol)
@@ -486,8 +487,10 @@ class SpectralLPCFG:
                 raise MemoryError(f"chart allocation failed in the {what} pass")
             return mu, Z
 
-        # 1. coarse PCFG (v=1, h=0), exhaustive: the dense CKY kernel of the PCFG is the fastest
-        #    for full charts (measured ~3x faster than the sparse tensor kernel with m = 1)
+        # 1. coarse PCFG (v=1, h=0), exhaustive: the PCFG's dense CKY kernel is the fastest for
+        #    full charts (measured about as fast as the scalar path of the tensor kernel and
+        #    faster than an X-bar -> coarse cascade)
+        threshold = 0.5
         if self.coarse_threshold:
             citems = posterior_prune(self.pcfg_.coarse_, sents, float(self.coarse_threshold),
                                      stags, jobs)
@@ -497,13 +500,14 @@ class SpectralLPCFG:
                     else np.zeros((0, 3), np.int32))
             ii, jj, ss = (np.ascontiguousarray(call[:, 0]), np.ascontiguousarray(call[:, 1]),
                           np.ascontiguousarray(call[:, 2]))
+            mu = np.ones(ii.shape[0])
         else:
             c_off, c_pos, c_sym, c_prob, c_tok = level_lex(self.pcfg_.proj_)
             ptr, ii, jj, ss, _ = full_items(lens, c_off, c_pos, c_sym, self._coarse_un,
                                             self._coarse_bin)
-        mu = np.ones(ii.shape[0])
+            mu = np.ones(ii.shape[0])
         # 2. the plain PCFG over the coarse survivors
-        ptr, ii, jj, ss, lx = project_items(lens, ptr, ii, jj, ss, mu, 0.5, self._c2f_ptr,
+        ptr, ii, jj, ss, lx = project_items(lens, ptr, ii, jj, ss, mu, threshold, self._c2f_ptr,
                                             self._c2f_sym, self._fine_is_pre, fl_off, fl_pos, fl_sym)
         mu, Zf = run(self._fine_lg, ptr, ii, jj, ss, lx, fl_prob, fl_tok, "PCFG")
         # 3. L-PCFG items: the PCFG survivors
@@ -514,8 +518,6 @@ class SpectralLPCFG:
         fptr, fii, fjj, fss, flx = project_items(lens, ptr, ii, jj, ss, mu,
                                                  float(self.prune_threshold or 0.0), ident_ptr,
                                                  ident, self._fine_is_pre, fl_off, fl_pos, fl_sym)
-        stats["items_pcfg"] += int(ii.shape[0])
-        stats["items_lpcfg"] += int(fii.shape[0])
         words_flat = np.array([self.word_index_.get(w, -1) for s in sents for w in s],
                               dtype=np.int64)
         pcfg_chart = (ptr, ii, jj, ss, mu_pcfg, Zf)
@@ -538,6 +540,73 @@ class SpectralLPCFG:
         self._c2f_ptr, self._c2f_sym = ptr, order
         self._fine_is_pre = fg.is_preterminal.astype(np.uint8)
 
+    def _parse_chunk(self, sentences, tags, ids, jobs, stats, out, coarse_threshold, last,
+                     sym_class, is_pre, K):
+        """Parse sentences ``ids`` into ``out``; returns the ids whose pruned PCFG chart has no
+        parse (left for a retry with less pruning) unless ``last``."""
+        from .._ext.lpcfg_io import decode_batch
+        from ..grammar.chart import flat_tree, nodes_to_tree
+
+        fg = self.pcfg_.grammar_
+        sents = [sentences[k] for k in ids]
+        stags = None if tags is None else [tags[k] for k in ids]
+        saved = self.coarse_threshold
+        try:
+            self.coarse_threshold = coarse_threshold
+            (lens, ptr, ii, jj, ss, lx, fl_prob, fl_sym, fl_tok, smax, words_flat,
+             pcfg_chart) = self._coarse_to_fine(sents, stags, jobs, stats)
+        finally:
+            self.coarse_threshold = saved
+        p_ptr, p_i, p_j, p_s, p_mu, p_Z = pcfg_chart
+        pcfg_ok = np.isfinite(p_Z) & (p_Z > 0)
+        safe = np.maximum(lx, 0)
+        probs = self._lexical_probs(fg, fl_sym[safe], words_flat[fl_tok[safe]], fl_prob[safe])
+        lw = np.where(lx >= 0, probs / smax[fl_tok[safe]], 0.0)
+        lo = np.where(lx >= 0, self._leaf_offsets(fl_sym[safe], words_flat[fl_tok[safe]]),
+                      -1).astype(np.int64)
+        mu, Z, st = self._run(self.lpcfg_, ptr, ii, jj, ss, lw, lo, self.lex_table_, lens, jobs)
+        if np.any(st != 0):
+            raise MemoryError("chart allocation failed in the L-PCFG pass")
+        # mu = alpha beta / Z is a ratio of two estimates; it is used whatever the sign of Z
+        # (measured: better than falling back for Z < 0); only Z = 0 or a non-finite Z falls
+        # back to the PCFG posteriors
+        bad = ~(np.isfinite(Z) & (Z != 0))
+        stats["negative_marginals"] += int(np.count_nonzero(mu < 0))
+        mu = np.where(np.isfinite(mu), np.maximum(mu, 0.0), 0.0)
+        nodes, nptr = decode_batch(lens, ptr, ii, jj, ss, mu, sym_class, is_pre, K, jobs)
+        nodes_p = nptr_p = None
+        retry = []
+        for r, k in enumerate(ids):
+            if not pcfg_ok[r] and not last:
+                retry.append(k)
+                continue
+            stats["items_pcfg"] += int(p_ptr[r + 1] - p_ptr[r])
+            stats["items_lpcfg"] += int(ptr[r + 1] - ptr[r])
+            stats["negative_z"] += int(Z[r] < 0)
+            words = sentences[k]
+            tri = None if bad[r] else nodes[nptr[r]:nptr[r + 1]]
+            if tri is None or tri.shape[0] == 0 or np.any(tri[:, 2] < 0):
+                # no usable L-PCFG marginals (Z = 0 or not finite, or a word whose tags all
+                # got clipped): decode the plain PCFG's posteriors instead
+                tri = None
+                if pcfg_ok[r]:
+                    if nodes_p is None:
+                        nodes_p, nptr_p = decode_batch(lens, p_ptr, p_i, p_j, p_s,
+                                                       np.maximum(p_mu, 0.0), sym_class, is_pre,
+                                                       K, jobs)
+                    tri = nodes_p[nptr_p[r]:nptr_p[r + 1]]
+                    if tri.shape[0] and not np.any(tri[:, 2] < 0):
+                        stats["fallback_pcfg"] += 1
+                    else:
+                        tri = None
+            if tri is None:
+                stats["fallback_flat"] += 1
+                out[k] = flat_tree(words, self.pcfg_._best_tags(
+                    words, None if stags is None else stags[r]), self.pcfg_.root_label_)
+                continue
+            out[k] = nodes_to_tree(tri, words, fg.classes, fg.class_is_tag)
+        return retry
+
     def parse(self, sentences, tags=None, jobs=None, progress=None, chunk_size=256):
         """Parse tokenised sentences; returns one :class:`Tree` per sentence (rooted at TOP).
 
@@ -547,8 +616,6 @@ class SpectralLPCFG:
         """
         from threadpoolctl import threadpool_limits
 
-        from .._ext.lpcfg_io import decode_batch
-        from ..grammar.chart import flat_tree, nodes_to_tree
 
         self._check_fitted()
         sentences, tags = _check_sentences(sentences, tags)
@@ -574,53 +641,18 @@ class SpectralLPCFG:
         with threadpool_limits(limits=1):
             for c0 in range(0, len(todo), chunk):
                 ids = todo[c0:c0 + chunk]
-                sents = [sentences[k] for k in ids]
-                stags = None if tags is None else [tags[k] for k in ids]
-                (lens, ptr, ii, jj, ss, lx, fl_prob, fl_sym, fl_tok, smax, words_flat,
-                 pcfg_chart) = self._coarse_to_fine(sents, stags, jobs, stats)
-                safe = np.maximum(lx, 0)
-                probs = self._lexical_probs(fg, fl_sym[safe], words_flat[fl_tok[safe]],
-                                            fl_prob[safe])
-                lw = np.where(lx >= 0, probs / smax[fl_tok[safe]], 0.0)
-                lo = np.where(lx >= 0, self._leaf_offsets(fl_sym[safe], words_flat[fl_tok[safe]]),
-                              -1).astype(np.int64)
-                mu, Z, st = self._run(self.lpcfg_, ptr, ii, jj, ss, lw, lo, self.lex_table_, lens,
-                                      jobs)
-                if np.any(st != 0):
-                    raise MemoryError("chart allocation failed in the L-PCFG pass")
-                # mu = alpha beta / Z is a ratio of two estimates; it is used whatever the sign
-                # of Z (measured: better than falling back for Z < 0); only Z = 0 or a
-                # non-finite Z falls back to the PCFG posteriors
-                bad = ~(np.isfinite(Z) & (Z != 0))
-                stats["negative_z"] += int(np.count_nonzero(Z < 0))
-                stats["negative_marginals"] += int(np.count_nonzero(mu < 0))
-                mu = np.where(np.isfinite(mu), np.maximum(mu, 0.0), 0.0)
-                nodes, nptr = decode_batch(lens, ptr, ii, jj, ss, mu, sym_class, is_pre, K, jobs)
-                p_ptr, p_i, p_j, p_s, p_mu, p_Z = pcfg_chart
-                nodes_p = nptr_p = None
-                for r, k in enumerate(ids):
-                    words = sentences[k]
-                    tri = None if bad[r] else nodes[nptr[r]:nptr[r + 1]]
-                    if tri is None or tri.shape[0] == 0 or np.any(tri[:, 2] < 0):
-                        # no usable L-PCFG marginals (Z = 0 or not finite, or a word whose
-                        # tags all got clipped): decode the plain PCFG's posteriors instead
-                        tri = None
-                        if np.isfinite(p_Z[r]) and p_Z[r] > 0:
-                            if nodes_p is None:
-                                nodes_p, nptr_p = decode_batch(lens, p_ptr, p_i, p_j, p_s,
-                                                               np.maximum(p_mu, 0.0), sym_class,
-                                                               is_pre, K, jobs)
-                            tri = nodes_p[nptr_p[r]:nptr_p[r + 1]]
-                            if tri.shape[0] and not np.any(tri[:, 2] < 0):
-                                stats["fallback_pcfg"] += 1
-                            else:
-                                tri = None
-                    if tri is None:
-                        stats["fallback_flat"] += 1
-                        out[k] = flat_tree(words, self.pcfg_._best_tags(
-                            words, None if stags is None else stags[r]), self.pcfg_.root_label_)
-                        continue
-                    out[k] = nodes_to_tree(tri, words, fg.classes, fg.class_is_tag)
+                # coarse-to-fine can prune away every fine derivation (the coarse skeleton has
+                # no v=2 refinement): such sentences are redone with a 1000x lower coarse
+                # threshold, then with no coarse pruning at all
+                pending = list(ids)
+                for level in (self.coarse_threshold, (self.coarse_threshold or 0) * 1e-3, None):
+                    if not pending:
+                        break
+                    last = level is None or not self.coarse_threshold
+                    pending = self._parse_chunk(sentences, tags, pending, jobs, stats, out,
+                                                level, last, sym_class, is_pre, K)
+                    if not self.coarse_threshold:
+                        break
                 done += len(ids)
                 if progress:
                     progress(done, len(sentences))
