@@ -48,9 +48,11 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--limit", type=int, default=None, help="only the first N test sentences")
     ap.add_argument("--no-pcfg", action="store_true", help="skip the PCFG baseline")
-    ap.add_argument("--smoothing", type=float, default=30.0)
-    ap.add_argument("--prune-threshold", type=float, default=1e-5)
-    ap.add_argument("--coarse-threshold", type=float, default=3e-3)
+    ap.add_argument("--smoothing", type=float, default=None, help="default: the model's (30)")
+    ap.add_argument("--prune-threshold", type=float, default=None,
+                    help="default: the model's (1e-5)")
+    ap.add_argument("--coarse-threshold", type=float, default=None,
+                    help="default: the model's (3e-3)")
     args = ap.parse_args(argv)
     train = list(read_ptb(args.train))
     test = list(read_ptb(args.test))
@@ -65,9 +67,10 @@ def main(argv=None):
         rows.append(_run("plain PCFG (v=2, h=1)", PCFG(v=2, h=1), train, sents, gold, args.jobs))
         print(rows[-1], flush=True)
     for m in args.states:
-        model = SpectralLPCFG(n_states=m, smoothing=args.smoothing,
-                              prune_threshold=args.prune_threshold,
-                              coarse_threshold=args.coarse_threshold)
+        opts = {k: v for k, v in (("smoothing", args.smoothing),
+                                  ("prune_threshold", args.prune_threshold),
+                                  ("coarse_threshold", args.coarse_threshold)) if v is not None}
+        model = SpectralLPCFG(n_states=m, **opts)
         rows.append(_run(f"spectral L-PCFG m={m}", model, train, sents, gold, args.jobs))
         print(rows[-1], flush=True)
     print()

@@ -1,5 +1,4 @@
 """Tensor inside-outside kernel (fastspectral._ext.lpcfg_io) against brute-force enumeration."""
-import itertools
 
 import numpy as np
 import pytest

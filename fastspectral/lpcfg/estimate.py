@@ -106,9 +106,13 @@ def smoothed_triple(za: np.ndarray, yb: np.ndarray, yc: np.ndarray, C: float) ->
     e1, e2, e3 = za.mean(0), yb.mean(0), yc.mean(0)
     E12 = za.T @ yb / n
     E13 = za.T @ yc / n
-    low = 0.5 * (E12[:, :, None] * e3[None, None, :] + E13[:, None, :] * e2[None, :, None])
-    uni = e1[:, None, None] * e2[None, :, None] * e3[None, None, :]
-    return lam * E3 + (1 - lam) * (lam * low + (1 - lam) * uni)
+    # lam E3 + (1 - lam) (lam (E12 (x) e3 + E13 (x)_2 e2) / 2 + (1 - lam) e1 (x) e2 (x) e3),
+    # accumulated in place (the tensors are m^3)
+    E3 *= lam
+    w_low = 0.5 * (1 - lam) * lam
+    E3 += (w_low * E12 + ((1 - lam) ** 2) * np.outer(e1, e2))[:, :, None] * e3[None, None, :]
+    E3 += (w_low * E13)[:, None, :] * e2[None, :, None]
+    return E3
 
 
 def smoothed_pair(za: np.ndarray, yb: np.ndarray, C: float) -> np.ndarray:

@@ -3,7 +3,7 @@ NAACL 2013) with a compiled tensor inside-outside and coarse-to-fine parsing.
 
 >>> from fastspectral.lpcfg import SpectralLPCFG
 >>> from fastspectral.trees import read_ptb
->>> model = SpectralLPCFG(n_states=16).fit(read_ptb("wsj-sample.mrg"))        # doctest: +SKIP
+>>> model = SpectralLPCFG(n_states=8).fit(read_ptb("wsj-sample.mrg"))         # doctest: +SKIP
 >>> model.parse([["The", "dog", "barks", "."]])                                # doctest: +SKIP
 
 Learning (:meth:`SpectralLPCFG.fit`): the treebank is cleaned, unary-collapsed and binarised with
@@ -16,7 +16,9 @@ unknown words documented there).
 Parsing (:meth:`SpectralLPCFG.parse`), all compiled and parallel over sentences (OpenMP):
 
 1. the coarse PCFG (``v=1, h=0``) runs exhaustive inside-outside (the PCFG's dense CKY
-   kernel); items with posterior below ``coarse_threshold`` (default 3e-3) are dropped;
+   kernel); items with posterior below ``coarse_threshold`` (default 3e-3) are dropped (when
+   the refined chart of a sentence then has no parse, it is redone with a 1000x lower threshold,
+   then unpruned);
 2. the plain PCFG (same ``v``/``h``) runs inside-outside over the survivors; items with posterior
    below ``prune_threshold`` (default 1e-5) are dropped;
 3. the tensor inside-outside of the L-PCFG (figure 3 of the paper) runs over the remaining items
@@ -37,11 +39,9 @@ marginals are unchanged.
 """
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import NotFittedError
 from ..io.modelfile import load_model_file, save_model_file
@@ -268,30 +268,29 @@ class SpectralLPCFG:
         pos = rowpos - row_ptr[label]  # position of each node within its label's rows
         C = float(self.smoothing)
 
-        # ---- binary rules
+        # ---- binary rules, written straight into the flat tensor array
         R = g.n_binary
-        tensors = [None] * R
+        pa, pb, pc = g.bin_parent, g.bin_left, g.bin_right
+        m64 = m.astype(np.int64)
+        toff = np.zeros(R + 1, dtype=np.int64)
+        np.cumsum(m64[pa] * m64[pb] * m64[pc], out=toff[1:])
+        tensors = np.zeros(int(toff[-1]))
         bn = np.flatnonzero(nodes.rule >= 0)
         rcount = np.bincount(nodes.rule[bn], minlength=R)
         order = bn[np.argsort(nodes.rule[bn], kind="stable")]
         rptr = np.zeros(R + 1, dtype=np.int64)
         np.cumsum(rcount, out=rptr[1:])
-        pa, pb, pc = g.bin_parent, g.bin_left, g.bin_right
-        for r in range(R):
+        scalar = (m[pa] == 1) & (m[pb] == 1) & (m[pc] == 1)
+        tensors[toff[:-1][scalar]] = rcount[scalar] / counts[pa[scalar]]
+        for r in np.flatnonzero(~scalar & (rcount > 0)):
             a, b, c = pa[r], pb[r], pc[r]
-            nr = int(rcount[r])
-            if nr == 0:
-                tensors[r] = np.zeros((m[a], m[b], m[c]))
-                continue
-            w = nr / counts[a]
-            if m[a] == 1 and m[b] == 1 and m[c] == 1:
-                tensors[r] = np.full((1, 1, 1), w)
-                continue
             idx = order[rptr[r]:rptr[r + 1]]
             za = Z[a][pos[idx]]
             yb = Y[b][pos[nodes.left[idx]]]
             yc = Y[c][pos[nodes.right[idx]]]
-            tensors[r] = w * smoothed_triple(za, yb, yc, C)
+            t = smoothed_triple(za, yb, yc, C)
+            t *= rcount[r] / counts[a]
+            tensors[toff[r]:toff[r + 1]] = t.ravel()
         # ---- unary rules
         Un = int(g.un_parent.shape[0])
         unary = [None] * Un
