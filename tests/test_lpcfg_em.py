@@ -1,6 +1,5 @@
 """EM for L-PCFGs: compiled E-step against brute-force enumeration, monotone likelihood,
 normalisation, persistence and parsing."""
-import math
 
 import numpy as np
 import pytest

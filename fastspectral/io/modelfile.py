@@ -30,6 +30,8 @@ _REGISTRY: dict[str, str] = {
     "pcfg": "fastspectral.grammar.pcfg:PCFG",
     "spectral-lpcfg": "fastspectral.lpcfg.spectral:SpectralLPCFG",
     "shag": "fastspectral.dependency.model:SHAGParser",
+    "pivot-lpcfg": "fastspectral.lpcfg.pivot:PivotLPCFG",
+    "em-lpcfg": "fastspectral.lpcfg.em:EMLPCFG",
     "latent-bigram-lm": "fastspectral.lm.saul_pereira:LatentBigramLM",
     "kneser-ney-bigram-lm": "fastspectral.lm.kneser_ney:KneserNeyBigramLM",
 }
