@@ -39,6 +39,7 @@ import time
 
 from . import __version__
 from ._progress import Progress
+from ._argtypes import markov_order as _h_order, positive_int as _positive_int
 from .errors import FastSpectralError
 
 __all__ = ["main", "build_parser", "MODEL_TYPES", "DEMO_MODELS", "register_demo_model",
@@ -90,24 +91,8 @@ def load_model_type(name: str):
 # ------------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------------
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
-def _nonneg_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
 
 
 def _is_stdio(path) -> bool:
@@ -683,12 +668,6 @@ def build_parser(load_plugins: bool = True) -> argparse.ArgumentParser:
                    help="give the parser the gold part-of-speech tags")
     p.set_defaults(func=cmd_bench)
     return parser
-
-
-def _h_order(text: str):
-    if text.lower() in ("inf", "none", "infinite"):
-        return None
-    return _nonneg_int(text)
 
 
 def _synthetic_options(p, n_train: int, n_test: int) -> None:

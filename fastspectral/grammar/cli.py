@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 
+from .._argtypes import markov_order as _order, positive_int as _positive
+
 DESCRIPTION = "treebank PCFG with markovised binarisation (CKY parsing)"
 
 EPILOG = """\
@@ -24,27 +26,8 @@ examples:
 """
 
 
-def _order(text: str):
-    """``--h`` value: a non-negative int, or ``inf`` / ``none`` for infinite order (``None``)."""
-    if text.lower() in ("inf", "none", "infinite"):
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer or 'inf', got {text!r}")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer or 'inf', got {text!r}")
-    return value
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def cli_add_arguments(parser: argparse.ArgumentParser) -> None:

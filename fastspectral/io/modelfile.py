@@ -12,7 +12,6 @@ header, looks the kind up in the registry filled by :func:`register_model` and c
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import zipfile

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from .._argtypes import markov_order as _order, nonneg_float as _nonneg_float, positive_int as _positive
+
 DESCRIPTION = "spectral latent-variable PCFG (Cohen et al. 2012/2013), tensor inside-outside"
 
 EPILOG = """\
@@ -18,36 +20,10 @@ examples:
 """
 
 
-def _order(text: str):
-    if text.lower() in ("inf", "none", "infinite"):
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer or 'inf', got {text!r}")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer or 'inf', got {text!r}")
-    return value
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
-def _nonneg_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}")
-    return value
 
 
 def _threshold(text: str) -> float:

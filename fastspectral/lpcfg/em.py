@@ -556,7 +556,7 @@ def uniform_counts(layout: LatentLayout, noise: float = 0.0, seed=0) -> LatentPa
     m = lay.m
     rng = np.random.default_rng(seed)
     c = lay.zeros()
-    bp, bl, br = lay.bin_parent, lay.bin_left, lay.bin_right
+    bl, br = lay.bin_left, lay.bin_right
     per = lay.bin_count / (m[bl] * m[br])
     c.T[:] = np.repeat(per, np.diff(lay.toff))
     c.U[:] = np.repeat(lay.un_count / m[lay.un_child], np.diff(lay.uoff))

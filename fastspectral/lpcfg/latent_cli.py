@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 
+from .._argtypes import int_at_least as _int_at_least, markov_order as _order
+
 DESCRIPTION = "latent-variable PCFG learnt by the pivot method, EM, or pivot-initialised EM"
 
 EPILOG = """\
@@ -27,28 +29,8 @@ examples:
 _DEFAULT_ITERATIONS = {"pivot": 0, "em": 20, "pivot-em": 2}
 
 
-def _order(text: str):
-    if text.lower() in ("inf", "none", "infinite"):
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer or 'inf', got {text!r}")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer or 'inf', got {text!r}")
-    return value
 
 
-def _int_at_least(lo):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {lo}, got {text!r}")
-        if value < lo:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {lo}, got {text!r}")
-        return value
-    return parse
 
 
 def _fraction(text: str) -> float:

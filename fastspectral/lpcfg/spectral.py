@@ -336,7 +336,6 @@ class SpectralLPCFG:
         key = p_lab * (V + 1) + wid
         ukey, inv, pcount = np.unique(key, return_inverse=True, return_counts=True)
         syms = np.unique(p_lab)
-        rows, keys_out, cnt_out = [], [], []
         offs = np.zeros(len(ukey), dtype=np.int64)
         rare_off = np.full(g.n_symbols, -1, dtype=np.int64)
         table = []
