@@ -68,6 +68,10 @@ def load_model_file(path, expected_kind: str | None = None):
     path = os.fspath(path)
     if not os.path.exists(path):
         raise ModelFileError(f"{path}: no such model file")
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic[:2] != b"PK":
+        raise ModelFileError(f"{path}: not a fastspectral model file (not an .npz archive)")
     try:
         with np.load(path, allow_pickle=False) as z:
             if "__meta__" not in z.files:
