@@ -301,6 +301,28 @@ def _other_counts(un_nodes, leaf_nodes, root_nodes, tree_of, logZ, label, left, 
 
 
 @njit(cache=True)
+def _normalise_block(out, counts, base, ma, inner, denom, doff, smooth):  # pragma: no cover
+    """out[base + h1 * inner + i] = counts / denom[doff + h1], smoothed over the live states h1."""
+    alive = 0
+    for h1 in range(ma):
+        d = denom[doff + h1]
+        if d > 0.0:
+            alive += 1
+        for i in range(inner):
+            out[base + h1 * inner + i] = counts[base + h1 * inner + i] / d if d > 0.0 else 0.0
+    if smooth > 0.0 and ma > 1 and alive > 0:
+        for i in range(inner):
+            mean = 0.0
+            for h1 in range(ma):
+                mean += out[base + h1 * inner + i]
+            mean /= alive
+            for h1 in range(ma):
+                if denom[doff + h1] > 0.0:
+                    out[base + h1 * inner + i] = ((1.0 - smooth) * out[base + h1 * inner + i]
+                                                  + smooth * mean)
+
+
+@njit(cache=True)
 def _normalise(bin_parent, bin_left, bin_right, un_parent, un_child, lex_sym, row_frac, m, soff,
                toff, uoff, loff, cT, cU, cL, cR, n_roots, smooth, T, U, L, c1):  # pragma: no cover
     """M-step: relative frequencies of the counts per (symbol, state), smoothed over states."""
@@ -329,49 +351,14 @@ def _normalise(bin_parent, bin_left, bin_right, un_parent, un_child, lex_sym, ro
         p = lex_sym[row]
         for h in range(m[p]):
             denom[soff[p] + h] += cL[loff[row] + h]
-    # binary tensors
+    # binary tensors and unary matrices: rows (h1, .) of each block divided by the parent's
+    # per-state total, then smoothed toward the mean over the parent's live states
     for r in range(bin_parent.shape[0]):
-        a = bin_parent[r]
-        ma = m[a]
-        inner = m[bin_left[r]] * m[bin_right[r]]
-        base = toff[r]
-        alive = 0
-        for h1 in range(ma):
-            d = denom[soff[a] + h1]
-            if d > 0.0:
-                alive += 1
-            for i in range(inner):
-                T[base + h1 * inner + i] = cT[base + h1 * inner + i] / d if d > 0.0 else 0.0
-        if smooth > 0.0 and ma > 1 and alive > 0:
-            for i in range(inner):
-                mean = 0.0
-                for h1 in range(ma):
-                    mean += T[base + h1 * inner + i]
-                mean /= alive
-                for h1 in range(ma):
-                    if denom[soff[a] + h1] > 0.0:
-                        T[base + h1 * inner + i] = (1.0 - smooth) * T[base + h1 * inner + i] + smooth * mean
+        _normalise_block(T, cT, toff[r], m[bin_parent[r]], m[bin_left[r]] * m[bin_right[r]],
+                         denom, soff[bin_parent[r]], smooth)
     for u in range(un_parent.shape[0]):
-        a = un_parent[u]
-        ma = m[a]
-        mb = m[un_child[u]]
-        base = uoff[u]
-        alive = 0
-        for h1 in range(ma):
-            d = denom[soff[a] + h1]
-            if d > 0.0:
-                alive += 1
-            for i in range(mb):
-                U[base + h1 * mb + i] = cU[base + h1 * mb + i] / d if d > 0.0 else 0.0
-        if smooth > 0.0 and ma > 1 and alive > 0:
-            for i in range(mb):
-                mean = 0.0
-                for h1 in range(ma):
-                    mean += U[base + h1 * mb + i]
-                mean /= alive
-                for h1 in range(ma):
-                    if denom[soff[a] + h1] > 0.0:
-                        U[base + h1 * mb + i] = (1.0 - smooth) * U[base + h1 * mb + i] + smooth * mean
+        _normalise_block(U, cU, uoff[u], m[un_parent[u]], m[un_child[u]], denom,
+                         soff[un_parent[u]], smooth)
     # lexical classes: q(k | p, h) / P(k | p)
     for row in range(lex_sym.shape[0]):
         p = lex_sym[row]
