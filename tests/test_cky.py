@@ -174,12 +174,14 @@ def _all_binary_trees(i, j):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_max_recall_decoding_is_optimal(seed):
-    g = random_grammar(seed + 20)
     n = 4
-    lex = random_lexical(g, n, seed + 7)
-    res = chart_marginals(g.chart_grammar("sum"), n, *lex)
-    if res["logz"] == -np.inf:
-        pytest.skip("no parse")
+    for shift in range(0, 1000, 100):   # the first random grammar with a parse of the sentence
+        g = random_grammar(seed + 20 + shift)
+        lex = random_lexical(g, n, seed + 7 + shift)
+        res = chart_marginals(g.chart_grammar("sum"), n, *lex)
+        if res["logz"] != -np.inf:
+            break
+    assert res["logz"] != -np.inf
     K = len(g.classes)
     # class scores per span from post marginals: tags count as "no unary" at length 1
     def span_score(i, j):
