@@ -47,23 +47,31 @@ __all__ = ["frank_wolfe_simplex", "frank_wolfe_gram", "mixture_weights_em",
 _VARIANTS = ("corrective", "away", "plain")
 
 
+@njit(cache=True)
+def _start_at_best_vertex(G, b, g):  # pragma: no cover - numba
+    """Set g to the simplex vertex e_i with the lowest objective G_ii - 2 b_i (+ const);
+    returns i."""
+    m = b.shape[0]
+    best = 0
+    bestval = G[0, 0] - 2.0 * b[0]
+    for i in range(1, m):
+        val = G[i, i] - 2.0 * b[i]
+        if val < bestval:
+            bestval = val
+            best = i
+    for i in range(m):
+        g[i] = 0.0
+    g[best] = 1.0
+    return best
+
+
 @njit(cache=True, parallel=True, fastmath=False)
 def _fw_kernel(G, B, c, gamma, gaps, iters, max_iter, tol, rtol, away):  # pragma: no cover - numba
     n, m = B.shape
     for f in prange(n):
         b = B[f]
-        # start at the best vertex: f(e_i) = G_ii - 2 b_i + c
-        best = 0
-        bestval = G[0, 0] - 2.0 * b[0]
-        for i in range(1, m):
-            val = G[i, i] - 2.0 * b[i]
-            if val < bestval:
-                bestval = val
-                best = i
         g = gamma[f]
-        for i in range(m):
-            g[i] = 0.0
-        g[best] = 1.0
+        best = _start_at_best_vertex(G, b, g)
         gv = np.empty(m)
         grad = np.empty(m)
         for i in range(m):
@@ -163,17 +171,8 @@ def _fcfw_kernel(G, B, c, gamma, gaps, iters, max_iter, tol, rtol):  # pragma: n
     n, m = B.shape
     for f in prange(n):
         b = B[f]
-        best = 0
-        bestval = G[0, 0] - 2.0 * b[0]
-        for i in range(1, m):
-            val = G[i, i] - 2.0 * b[i]
-            if val < bestval:
-                bestval = val
-                best = i
         g = gamma[f]
-        for i in range(m):
-            g[i] = 0.0
-        g[best] = 1.0
+        best = _start_at_best_vertex(G, b, g)
         active = np.zeros(m, dtype=np.bool_)
         active[best] = True
         grad = np.empty(m)
