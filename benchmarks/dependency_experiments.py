@@ -25,6 +25,11 @@ merging + initialisation + iterations up to the snapshot).  Parsing speed is sen
 ``parse`` (inside-outside + MBR Eisner) with ``--jobs`` threads.
 
     PYTHONPATH=. python benchmarks/dependency_experiments.py --out results.json
+    PYTHONPATH=. python benchmarks/dependency_experiments.py \
+        --paired-only wsj=8,14,25 esp=6,14,25 ewt=3,14,10 [--reps 5]
+
+The second form re-measures only the paired training times, for the configurations a full run
+selected on the development splits (printed in its log and summary).
 """
 from __future__ import annotations
 
@@ -298,6 +303,33 @@ def markdown(all_res, states, em_iters):
     return "\n".join(lines)
 
 
+def paired_only(configs, reps):
+    """Print the paired training times (summed over folds) for ``NAME=NS,NE,IT`` configs."""
+    _warm_numba()
+    print("| dataset | spectral n | EM (n, iterations) | spectral s | EM s | ratio |")
+    print("|---|---|---|---|---|---|")
+    for item in configs:
+        name, cfg = item.split("=")
+        ns, ne, it = (int(x) for x in cfg.split(","))
+        ts = te = 0.0
+        for train, _ in load_splits(name):
+            a, b = paired_times(train, ns, ne, it, reps)
+            ts += a
+            te += b
+        print(f"| {name} | {ns} | ({ne}, {it}) | {ts:.4f} | {te:.3f} | {te / ts:.0f}x |",
+              flush=True)
+
+
+def _warm_numba():
+    """Compile / load the Numba kernels of both learners (compilation is not training time)."""
+    from fastspectral.dependency import em as _em
+    _em.em_step(np.ones((2, 1)), np.full((2, 1, 1, 1), 0.5), np.full((2, 1), 0.5),
+                np.array([0, 1, 1]), np.array([0]), np.array([1]), np.array([1.0]),
+                np.array([0]))
+    train = load_splits("wsj")[0][0][:50]
+    paired_times(train, 2, 2, 1, reps=1)
+
+
 def main(argv=None):
     """Command-line entry point."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -307,7 +339,15 @@ def main(argv=None):
     ap.add_argument("--em-iterations", default="5,10,25,100")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=None, help="write the results as JSON here")
+    ap.add_argument("--paired-only", nargs="+", default=None, metavar="NAME=NS,NE,IT",
+                    help="only the paired training-time comparison, for given configurations "
+                         "(spectral states, EM states, EM iterations), e.g. wsj=8,14,25; the "
+                         "dev-selected ones of a full run")
+    ap.add_argument("--reps", type=int, default=5, help="best-of repetitions of --paired-only")
     args = ap.parse_args(argv)
+    if args.paired_only:
+        paired_only(args.paired_only, args.reps)
+        return
     if "-" in args.states:
         a, b = args.states.split("-")
         states = list(range(int(a), int(b) + 1))
@@ -319,11 +359,7 @@ def main(argv=None):
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    # warm the Numba cache (compilation is not training time)
-    from fastspectral.dependency import em as _em
-    _em.em_step(np.ones((2, 1)), np.full((2, 1, 1, 1), 0.5), np.full((2, 1), 0.5),
-                np.array([0, 1, 1]), np.array([0]), np.array([1]), np.array([1.0]),
-                np.array([0]))
+    _warm_numba()
     all_res = {}
     summaries = {}
     for name in args.datasets.split(","):

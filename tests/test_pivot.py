@@ -75,6 +75,56 @@ def test_group_mixture_em_three_way_is_a_stationary_point():
     assert ll[0] == pytest.approx(np.mean(np.log(Z)), rel=1e-9)
 
 
+def _numpy_group_em(T, E1, E2, E3, w, iters):
+    """Plain EM steps for one group (reference for the factored kernel)."""
+    for _ in range(iters):
+        Z = np.einsum("abc,na,nb,nc->n", T, E1, E2, E3)
+        acc = np.einsum("n,na,nb,nc->abc", w / Z, E1, E2, E3) * T
+        T = acc / acc.sum()
+    return T
+
+
+def test_group_mixture_em_shared_evidence_many_groups():
+    """Several groups of different shapes (and one empty), items sharing E1 vectors (the
+    kernel's factored path), weights: each group equals plain EM step for step."""
+    rng = np.random.default_rng(7)
+    shapes = [(3, 2, 4), (1, 1, 1), (2, 3, 1), (4, 4, 4), (2, 2, 2)]
+    n_items = [60, 5, 40, 150, 0]
+    chunks, groups, e1, e2, e3, w, refs = [np.ones(1)], [], [], [], [], [], []
+    pos = 1
+    for g, ((m1, m2, m3), n) in enumerate(zip(shapes, n_items)):
+        pool = rng.uniform(0.05, 1, (5, m1))               # 5 distinct E1 vectors, shared
+        chunks.append(pool.ravel())
+        pool_off = pos + np.arange(5) * m1
+        pos += pool.size
+        pick = rng.integers(0, 5, n)
+        E2 = rng.uniform(0.05, 1, (n, m2))
+        E3 = rng.uniform(0.05, 1, (n, m3))
+        chunks += [E2.ravel(), E3.ravel()]
+        o2 = pos + np.arange(n) * m2
+        pos += E2.size
+        o3 = pos + np.arange(n) * m3
+        pos += E3.size
+        wg = rng.integers(1, 4, n).astype(float)
+        groups.append(np.full(n, g))
+        e1.append(pool_off[pick])
+        e2.append(o2)
+        e3.append(o3)
+        w.append(wg)
+        T0 = np.full((m1, m2, m3), 1.0 / (m1 * m2 * m3))
+        refs.append(_numpy_group_em(T0, pool[pick], E2, E3, wg, 25) if n else T0)
+    E = np.concatenate(chunks)
+    perm = rng.permutation(sum(n_items))                    # items in any order
+    cat = [np.concatenate(x)[perm] for x in (groups, e1, e2, e3, w)]
+    t, toff, ll, iters = group_mixture_em(cat[0], cat[1], cat[2], cat[3],
+                                          [s[0] for s in shapes], [s[1] for s in shapes],
+                                          [s[2] for s in shapes], E, weight=cat[4],
+                                          max_iter=25, tol=-1.0, jobs=2)
+    for g, ref in enumerate(refs):
+        np.testing.assert_allclose(t[toff[g]:toff[g + 1]], ref.ravel(), rtol=1e-9, atol=1e-12)
+    assert list(iters) == [25, 25, 25, 25, 0]
+
+
 def test_pivot_parameters_are_normalised(planted):
     ex, trees = planted
     fine = [prepare(t, 1, 1) for t in trees[:1500]]
@@ -152,3 +202,33 @@ def test_several_feature_pairs_are_aligned(planted):
     opts = {**ex.fit_options(), "feature_pairs": ((0, 0), (1, 1), (0, 4))}
     err = ex.recovery_error(PivotLPCFG(**opts).fit(trees))
     assert err["t"] < 0.08 and err["q"] < 0.05 and err["pi"] < 0.05, err
+
+
+def test_cli_defaults_are_the_models_defaults(tmp_path):
+    """``fastspectral train pivot|em|pivot-em`` without options builds the classes' defaults,
+    and the defaults printed by ``--help`` are those of the classes."""
+    import inspect
+
+    from fastspectral.io import load
+    from fastspectral.lpcfg import latent_cli
+    from fastspectral.synthetic import LatentPCFG
+
+    em_sig = inspect.signature(EMLPCFG).parameters
+    piv_sig = inspect.signature(PivotLPCFG).parameters
+    for key in ("v", "h", "min_count", "smoothing"):
+        assert latent_cli._D[key] == em_sig[key].default, key
+    for key in ("v", "h", "min_count"):
+        assert piv_sig[key].default == em_sig[key].default, key
+    pairs = " ".join(f"{i},{o}" for i, o in piv_sig["feature_pairs"].default)
+    assert latent_cli._D["pivot_features"] == pairs
+    from fastspectral.cli import main
+
+    trees = LatentPCFG.default(n_states=2, seed=0).sample(300, seed=3)
+    tb = tmp_path / "train.trees"
+    tb.write_text("\n".join(str(t) for t in trees) + "\n")
+    out = tmp_path / "pem.model"
+    assert main(["train", "pivot-em", str(tb), "-o", str(out), "--states", "2",
+                 "--iterations", "1", "--jobs", "2"]) == 0
+    model = load(out)
+    for key in ("v", "h", "min_count", "smoothing"):
+        assert getattr(model, key) == em_sig[key].default, key

@@ -26,10 +26,20 @@ suffix ``s``, ``P = S F`` and ``P_a = S A_a F`` for any basis, and ``p_1``, ``p_
 / column of them, so the learned operators are a similarity transform of the true ones and the
 sequence probabilities are recovered exactly in the limit (a consistent estimator).
 
-The counts come from one compiled pass over the framed sequences (Numba); the SVDs of all
-automata are computed together (a batched randomised range finder with power iterations,
-then exact SVDs of the small projected blocks); ``A_a`` is accumulated directly as
-``sum_occurrences (U^T e_s)(e_p^T (U^T P)^+)``, never forming the ``P_a`` blocks.
+Implementation (two Numba kernels, :func:`_distinct_sequences` and :func:`_fit_groups`):
+identical (head, direction, modifier sequence) occurrences are merged and weighted first
+(153,901 sequences -> 5,191 distinct ones on WSJ), which also gives the framed-bigram counts
+that choose the basis; then, automaton by automaton, the Hankel block ``P`` is counted on its
+non-zero rows and columns only and factored by a seeded randomised range finder with ``power``
+power iterations (test matrix ``Om`` with ``k = N+5`` columns, fewer for a small basis, and row
+``j`` for the block's ``j``-th non-zero column; Cholesky QR re-orthonormalisation, Householder
+QR when a sketch is ill-conditioned) followed by an SVD of the ``k x c`` projection, or by an
+exact SVD when the block has at most ``k`` non-zero rows or columns.  These SVDs of matrices
+with at most ``k`` rows take the eigenvectors of the Gram matrix and refine them by one-sided
+Jacobi rotations (each singular value and vector to the accuracy of a Jacobi SVD, without
+LAPACK's per-call overhead).  ``U^T P = diag(s) V^T`` holds, so ``(U^T P)^+ = V diag(1/s)``;
+``A_a`` is accumulated directly as ``sum_occurrences (U^T e_s)(e_p^T (U^T P)^+)``, never
+forming the ``P_a`` blocks.
 """
 from __future__ import annotations
 
@@ -38,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from .._blas import blas_single_thread
 from .data import Encoded, SequenceData
 
 __all__ = ["OperatorSHAG", "hankel_basis", "learn_spectral"]
@@ -93,7 +104,8 @@ def _sym(tags, s0, T, j, M):  # pragma: no cover - numba
 
 @njit(cache=True)
 def _bigram_counts(tags, starts, lens, dirs, M):  # pragma: no cover - numba
-    """Counts of every bigram (x, y) of the framed sequences, per direction: ``[2, B*B]``."""
+    """Counts of every bigram (x, y) of the framed sequences, per direction: ``[2, B*B]``
+    (reference for the tests; the learner gets them from :func:`_distinct_sequences`)."""
     B = M + 2
     c = np.zeros((2, B * B), dtype=np.int64)
     for q in range(len(lens)):
@@ -108,7 +120,8 @@ def _bigram_counts(tags, starts, lens, dirs, M):  # pragma: no cover - numba
 
 @njit(cache=True)
 def _hankel_counts(tags, starts, lens, dirs, grp, pmap2, smap2, M, P):  # pragma: no cover
-    """Add E#(p s) counts (raw) of every sequence to ``P[grp, s, p]``."""
+    """Add E#(p s) counts (raw) of every sequence to ``P[grp, s, p]`` (dense reference for
+    the tests; the learner counts each block in :func:`_fit_groups`)."""
     B = M + 2
     for q in range(len(lens)):
         T, s0, d, g = lens[q], starts[q], dirs[q], grp[q]
@@ -135,62 +148,752 @@ def _hankel_counts(tags, starts, lens, dirs, grp, pmap2, smap2, M, P):  # pragma
                     P[g, s2, p2] += 1.0
 
 
+# Distinct sequences: identical (group, tag sequence) occurrences are merged and weighted
+# (153,901 sequences -> 5,191 on WSJ).  Empty and single-modifier sequences are counted in a
+# (group, tag) table when it is small; the others go through an open-addressing hash table
+# (linear probing) keyed by the bit-packed (group, length, tags) when they fit in 62 bits, else
+# by a 64-bit hash confirmed by comparing the tags.
+_HMUL = -7046029254386353131          # 0x9E3779B97F4A7C15 as int64 (wrapping arithmetic)
+_HMIX = -49064778989728563            # 0xFF51AFD7ED558CCD as int64
+_HMIX2 = -4265267296055464877         # 0xC4CEB9FE1A85EC53 as int64
+_SIGN = -9223372036854775808          # the sign bit
+
+
+@njit(cache=True, inline="always")
+def _mix(h):  # pragma: no cover - numba
+    """MurmurHash3's 64-bit finaliser (on int64, wrapping)."""
+    h ^= (h >> 33) & 0x7FFFFFFF
+    h *= _HMIX
+    h ^= (h >> 33) & 0x7FFFFFFF
+    h *= _HMIX2
+    h ^= (h >> 33) & 0x7FFFFFFF
+    return h
+
+
 @njit(cache=True)
-def _operator_sums(tags, starts, lens, dirs, grp, pmap2, smap2, M, U, X, A):  # pragma: no cover
-    """``A[g, a] += (sum_s U[g, s]) (sum_p X[g, p])^T`` over every occurrence of ``p a s``,
-    i.e. ``A[g, a] = U^T P_a X`` with raw counts (the sums run over the basis prefixes ending
-    just before ``a`` and the basis suffixes starting just after it)."""
+def _distinct_sequences(hsym, msym, seq_pos, seq_dir, seq_start, seq_len, mods, M,
+                        G):  # pragma: no cover - numba
+    """Merge identical (group ``h*2+d``, modifier tags) sequences.
+
+    Returns ``(dlen, doff, dw, dtags, order, gstart, bigrams)``: distinct sequence ``i`` has
+    ``dlen[i]`` tags ``dtags[doff[i]:doff[i]+dlen[i]]`` and weight (count) ``dw[i]``; group
+    ``g``'s distinct sequences are ``order[gstart[g]:gstart[g+1]]``; ``bigrams[d, x*B+y]`` are
+    the (weighted) framed-bigram counts of direction ``d`` (as :func:`_bigram_counts`)."""
+    nq = len(seq_len)
+    nm = len(mods)
     B = M + 2
-    n = U.shape[2]
-    u = np.empty(n)
-    w = np.empty(n)
-    for q in range(len(lens)):
-        T, s0, d, g = lens[q], starts[q], dirs[q], grp[q]
-        for j in range(0, T):          # a = framed symbol j+1 (a tag), prefix ends at j
-            zj = _sym(tags, s0, T, j, M)
-            a = _sym(tags, s0, T, j + 1, M)
-            for k in range(n):
-                w[k] = X[g, zj, k]
-            if j >= 1:
-                p2 = pmap2[d, _sym(tags, s0, T, j - 1, M) * B + zj]
-                if p2 >= 0:
+    # sequences of length <= 1 are counted directly by (group, tag + 1 or 0) when that table
+    # is small; longer ones go through a hash table.  A sequence of at most `maxT` tags is
+    # keyed exactly by one integer (group, length, tags bit-packed); longer ones by a hash
+    # confirmed by comparing the tags.
+    use1 = G * (M + 1) <= (1 << 18)
+    cnt01 = np.zeros(G * (M + 1) if use1 else 1, dtype=np.int64)
+    tb = 1
+    while (1 << tb) < M:
+        tb += 1
+    gb = 1
+    while (1 << gb) < G:
+        gb += 1
+    maxT = (62 - gb - 6) // tb
+    cap_d = 256
+    hg = np.empty(cap_d, dtype=np.int64)
+    hl = np.empty(cap_d, dtype=np.int64)
+    ho = np.empty(cap_d, dtype=np.int64)
+    hh = np.empty(cap_d, dtype=np.int64)
+    hw = np.empty(cap_d, dtype=np.int64)
+    htags = np.empty(nm, dtype=np.int64)
+    cap = 1024                                     # open addressing: key and entry per slot
+    tkey = np.empty(cap, dtype=np.int64)
+    tid = np.full(cap, -1, dtype=np.int64)
+    nh = 0
+    nt = 0
+    # the sequences to hash: group, length, offset of their tags in lbuf (copied while the
+    # input arrays are streamed)
+    lg = np.empty(nq, dtype=np.int64)
+    ll = np.empty(nq, dtype=np.int64)
+    lbuf = np.empty(nm, dtype=np.int64)
+    nlong = 0
+    nb = 0
+    lmin = 2 if use1 else 0
+    for q in range(nq):
+        T = seq_len[q]
+        g = np.int64(hsym[seq_pos[q]]) * 2 + seq_dir[q]
+        if T >= lmin:
+            lg[nlong] = g
+            ll[nlong] = T
+            nlong += 1
+            s0 = seq_start[q]
+            for j in range(T):
+                lbuf[nb + j] = msym[mods[s0 + j]]
+            nb += T
+        elif T == 0:
+            cnt01[g * (M + 1)] += 1
+        else:
+            cnt01[g * (M + 1) + 1 + msym[mods[seq_start[q]]]] += 1
+    s0 = 0
+    for qq in range(nlong):
+        T = ll[qq]
+        g = lg[qq]
+        if qq > 0:
+            s0 += ll[qq - 1]
+        short = T <= maxT
+        if short:                                  # exact key, non-negative
+            key = 0
+            for j in range(T):
+                key = (key << tb) | lbuf[s0 + j]
+            key |= (g * 64 + T) << (tb * maxT)
+        else:                                      # hash, negative
+            key = g * _HMUL + T
+            for j in range(T):
+                key = (key ^ lbuf[s0 + j]) * _HMUL
+            key |= _SIGN
+        mask = cap - 1
+        idx = _mix(key) & mask
+        while True:
+            i = tid[idx]
+            if i < 0:
+                if nh == cap_d:                    # grow the per-sequence arrays
+                    cap_d *= 2
+                    hg = _grow(hg, cap_d)
+                    hl = _grow(hl, cap_d)
+                    ho = _grow(ho, cap_d)
+                    hh = _grow(hh, cap_d)
+                    hw = _grow(hw, cap_d)
+                i = nh
+                nh += 1
+                hg[i] = g
+                hl[i] = T
+                ho[i] = nt
+                hh[i] = key
+                hw[i] = 0
+                for j in range(T):
+                    htags[nt + j] = lbuf[s0 + j]
+                nt += T
+                tid[idx] = i
+                tkey[idx] = key
+                if 2 * nh > cap:                   # rehash into a larger table
+                    cap *= 4
+                    tkey = np.empty(cap, dtype=np.int64)
+                    tid = np.full(cap, -1, dtype=np.int64)
+                    mask = cap - 1
+                    for e in range(nh):
+                        x = _mix(hh[e]) & mask
+                        while tid[x] >= 0:
+                            x = (x + 1) & mask
+                        tid[x] = e
+                        tkey[x] = hh[e]
+                break
+            if tkey[idx] == key:
+                if short:
+                    break
+                if hg[i] == g and hl[i] == T:
+                    o = ho[i]
+                    same = True
+                    for j in range(T):
+                        if htags[o + j] != lbuf[s0 + j]:
+                            same = False
+                            break
+                    if same:
+                        break
+            idx = (idx + 1) & mask
+        hw[i] += 1
+    # all distinct sequences: the empty ones and single modifiers, then the hashed ones
+    n01 = 0
+    n1 = 0
+    for e in range(len(cnt01)):
+        if cnt01[e] > 0:
+            n01 += 1
+            n1 += (e % (M + 1)) > 0
+    nd = n01 + nh
+    dg = np.empty(nd, dtype=np.int64)
+    dlen = np.empty(nd, dtype=np.int64)
+    doff = np.empty(nd, dtype=np.int64)
+    dw = np.empty(nd, dtype=np.int64)
+    dtags = np.empty(n1 + nt, dtype=np.int64)
+    i = 0
+    o = 0
+    if use1:
+        for e in range(G * (M + 1)):
+            if cnt01[e] > 0:
+                t1 = e % (M + 1)
+                dg[i] = e // (M + 1)
+                dlen[i] = 1 if t1 > 0 else 0
+                doff[i] = o
+                if t1 > 0:
+                    dtags[o] = t1 - 1
+                    o += 1
+                dw[i] = cnt01[e]
+                i += 1
+    for e in range(nh):
+        dg[i] = hg[e]
+        dlen[i] = hl[e]
+        doff[i] = n1 + ho[e]
+        dw[i] = hw[e]
+        i += 1
+    dtags[n1:] = htags[:nt]
+    # weighted framed-bigram counts per direction
+    big = np.zeros((2, B * B), dtype=np.int64)
+    for i in range(nd):
+        d = dg[i] & 1
+        T = dlen[i]
+        o = doff[i]
+        w = dw[i]
+        x = M
+        for j in range(1, T + 2):
+            y = _sym(dtags, o, T, j, M)
+            big[d, x * B + y] += w
+            x = y
+    # group the distinct sequences (counting sort)
+    gstart = np.zeros(G + 1, dtype=np.int64)
+    for i in range(nd):
+        gstart[dg[i] + 1] += 1
+    for g in range(G):
+        gstart[g + 1] += gstart[g]
+    fill = gstart[:G].copy()
+    order = np.empty(nd, dtype=np.int64)
+    for i in range(nd):
+        order[fill[dg[i]]] = i
+        fill[dg[i]] += 1
+    return dlen, doff, dw, dtags, order, gstart, big
+
+
+@njit(cache=True)
+def _grow(a, n):  # pragma: no cover - numba
+    """``a`` copied into a new array of length ``n``."""
+    b = np.empty(n, dtype=a.dtype)
+    b[:len(a)] = a
+    return b
+
+
+@njit(cache=True)
+def _chol_orth(S):  # pragma: no cover - numba
+    """Orthonormal basis ``S R^{-1}`` of the columns of ``S`` ([m, k]) by Cholesky QR
+    (``R^T R = S^T S``); ``ok`` is False (and ``S`` is returned) when a pivot is below
+    ``1e-13`` times the largest squared column norm, i.e. ``cond(S)`` may exceed about
+    ``3e6``.  Below that bound the span is as accurate as Householder QR's (an error of
+    order ``1e-16 cond(S)``) and the basis is orthonormal to about ``1e-16 cond(S)^2``."""
+    m, k = S.shape
+    G = S.T @ S
+    R = np.zeros((k, k))
+    gmax = 0.0
+    for j in range(k):
+        gmax = max(gmax, G[j, j])
+    for j in range(k):
+        d = G[j, j]
+        for i in range(j):
+            d -= R[i, j] * R[i, j]
+        if not d > 1e-13 * gmax:
+            return S, False
+        rjj = np.sqrt(d)
+        R[j, j] = rjj
+        for l in range(j + 1, k):
+            v = G[j, l]
+            for i in range(j):
+                v -= R[i, j] * R[i, l]
+            R[j, l] = v / rjj
+    Ri = np.zeros((k, k))                 # R^{-1} (upper triangular), column by column
+    for j in range(k):
+        Ri[j, j] = 1.0 / R[j, j]
+        for i in range(j - 1, -1, -1):
+            v = 0.0
+            for l in range(i + 1, j + 1):
+                v += R[i, l] * Ri[l, j]
+            Ri[i, j] = -v / R[i, i]
+    return S @ Ri, True
+
+
+@njit(cache=True)
+def _orth(S, twice, chol):  # pragma: no cover - numba
+    """Orthonormal basis of the column span of ``S`` ([m, k], ``m >= k``): Cholesky QR
+    (``twice``: repeated, for orthonormality to rounding) if ``chol``, else or when ``S`` is
+    too ill-conditioned for it (e.g. rank-deficient) Householder QR (LAPACK).  Returns the
+    basis and whether Cholesky QR was used."""
+    if chol:
+        Y, ok = _chol_orth(S)
+        if ok and twice:
+            Y, ok = _chol_orth(Y)
+        if ok:
+            return Y, True
+    Qf, _ = np.linalg.qr(S)
+    return np.ascontiguousarray(Qf), False
+
+
+@njit(cache=True)
+def _jacobi_sweeps(Gm, V, sig, tol, max_sweeps):  # pragma: no cover - numba
+    """Cyclic Jacobi on the symmetric ``Gm`` (in place), ``V <- V J``; pairs ``(p, q)`` with
+    ``|Gm[p,q]| <= tol sqrt(Gm[p,p] Gm[q,q])`` or with neither diagonal above ``sig`` are
+    skipped.  Returns the number of rotations of the last sweep."""
+    k = Gm.shape[0]
+    nrot = 0
+    for _ in range(max_sweeps):
+        nrot = 0
+        for p in range(k - 1):
+            for q in range(p + 1, k):
+                apq = Gm[p, q]
+                app = Gm[p, p]
+                aqq = Gm[q, q]
+                if app <= sig and aqq <= sig:
+                    continue
+                if abs(apq) <= tol * np.sqrt(abs(app * aqq)):
+                    continue
+                nrot += 1
+                tau = (aqq - app) / (2.0 * apq)
+                t = (1.0 if tau >= 0 else -1.0) / (abs(tau) + np.sqrt(1.0 + tau * tau))
+                c = 1.0 / np.sqrt(1.0 + t * t)
+                s = t * c
+                for r in range(k):
+                    x = Gm[r, p]
+                    y = Gm[r, q]
+                    Gm[r, p] = c * x - s * y
+                    Gm[r, q] = s * x + c * y
+                for r in range(k):
+                    x = Gm[p, r]
+                    y = Gm[q, r]
+                    Gm[p, r] = c * x - s * y
+                    Gm[q, r] = s * x + c * y
+                for r in range(k):
+                    x = V[r, p]
+                    y = V[r, q]
+                    V[r, p] = c * x - s * y
+                    V[r, q] = s * x + c * y
+        if nrot == 0:
+            break
+    return nrot
+
+
+@njit(cache=True)
+def _sym_eig(A):  # pragma: no cover - numba
+    """Eigen-decomposition of a small symmetric matrix: Householder tridiagonalisation and
+    the implicit QL algorithm (EISPACK tred2 / tql2, as in JAMA).  Returns ``(w, V)`` with
+    ascending eigenvalues ``w`` and orthonormal eigenvectors in the columns of ``V``."""
+    n = A.shape[0]
+    V = A.copy()
+    d = np.empty(n)
+    e = np.zeros(n)
+    for j in range(n):
+        d[j] = V[n - 1, j]
+    for i in range(n - 1, 0, -1):            # tred2
+        scale = 0.0
+        h = 0.0
+        for k in range(i):
+            scale += abs(d[k])
+        if scale == 0.0:
+            e[i] = d[i - 1]
+            for j in range(i):
+                d[j] = V[i - 1, j]
+                V[i, j] = 0.0
+                V[j, i] = 0.0
+        else:
+            for k in range(i):
+                d[k] /= scale
+                h += d[k] * d[k]
+            f = d[i - 1]
+            g = np.sqrt(h)
+            if f > 0:
+                g = -g
+            e[i] = scale * g
+            h = h - f * g
+            d[i - 1] = f - g
+            for j in range(i):
+                e[j] = 0.0
+            for j in range(i):
+                f = d[j]
+                V[j, i] = f
+                g = e[j] + V[j, j] * f
+                for k in range(j + 1, i):
+                    g += V[k, j] * d[k]
+                    e[k] += V[k, j] * f
+                e[j] = g
+            f = 0.0
+            for j in range(i):
+                e[j] /= h
+                f += e[j] * d[j]
+            hh = f / (h + h)
+            for j in range(i):
+                e[j] -= hh * d[j]
+            for j in range(i):
+                f = d[j]
+                g = e[j]
+                for k in range(j, i):
+                    V[k, j] -= f * e[k] + g * d[k]
+                d[j] = V[i - 1, j]
+                V[i, j] = 0.0
+        d[i] = h
+    for i in range(n - 1):                   # accumulate the transformations
+        V[n - 1, i] = V[i, i]
+        V[i, i] = 1.0
+        h = d[i + 1]
+        if h != 0.0:
+            for k in range(i + 1):
+                d[k] = V[k, i + 1] / h
+            for j in range(i + 1):
+                g = 0.0
+                for k in range(i + 1):
+                    g += V[k, i + 1] * V[k, j]
+                for k in range(i + 1):
+                    V[k, j] -= g * d[k]
+        for k in range(i + 1):
+            V[k, i + 1] = 0.0
+    for j in range(n):
+        d[j] = V[n - 1, j]
+        V[n - 1, j] = 0.0
+    V[n - 1, n - 1] = 1.0
+    e[0] = 0.0
+    for i in range(1, n):                    # tql2
+        e[i - 1] = e[i]
+    e[n - 1] = 0.0
+    f = 0.0
+    tst1 = 0.0
+    eps = 2.0 ** -52
+    for l in range(n):
+        tst1 = max(tst1, abs(d[l]) + abs(e[l]))
+        m = l
+        while m < n - 1:
+            if abs(e[m]) <= eps * tst1:
+                break
+            m += 1
+        if m > l:
+            for _ in range(60):
+                g = d[l]
+                p = (d[l + 1] - g) / (2.0 * e[l])
+                r = np.hypot(p, 1.0)
+                if p < 0:
+                    r = -r
+                d[l] = e[l] / (p + r)
+                d[l + 1] = e[l] * (p + r)
+                dl1 = d[l + 1]
+                h = g - d[l]
+                for i in range(l + 2, n):
+                    d[i] -= h
+                f += h
+                p = d[m]
+                c = 1.0
+                c2 = c
+                c3 = c
+                el1 = e[l + 1]
+                s = 0.0
+                s2 = 0.0
+                for i in range(m - 1, l - 1, -1):
+                    c3 = c2
+                    c2 = c
+                    s2 = s
+                    g = c * e[i]
+                    h = c * p
+                    r = np.hypot(p, e[i])
+                    e[i + 1] = s * r
+                    s = e[i] / r
+                    c = p / r
+                    p = c * d[i] - s * g
+                    d[i + 1] = h + s * (c * g + s * d[i])
                     for k in range(n):
-                        w[k] += X[g, p2, k]
-            zn = _sym(tags, s0, T, j + 2, M)
-            s1 = zn if zn < M else M
-            for k in range(n):
-                u[k] = U[g, s1, k]
-            if j + 2 <= T:
-                s2 = smap2[d, zn * B + _sym(tags, s0, T, j + 3, M)]
-                if s2 >= 0:
-                    for k in range(n):
-                        u[k] += U[g, s2, k]
-            for k in range(n):
-                uk = u[k]
+                        h = V[k, i + 1]
+                        V[k, i + 1] = s * V[k, i] + c * h
+                        V[k, i] = c * V[k, i] - s * h
+                p = -s * s2 * c3 * el1 * e[l] / dl1
+                e[l] = s * p
+                d[l] = c * p
+                if not abs(e[l]) > eps * tst1:
+                    break
+        d[l] = d[l] + f
+        e[l] = 0.0
+    for i in range(n - 1):                   # sort ascending
+        k = i
+        p = d[i]
+        for j in range(i + 1, n):
+            if d[j] < p:
+                k = j
+                p = d[j]
+        if k != i:
+            d[k] = d[i]
+            d[i] = p
+            for j in range(n):
+                p = V[j, i]
+                V[j, i] = V[j, k]
+                V[j, k] = p
+    return d, V
+
+
+@njit(cache=True)
+def _wide_svd(Bm, rcond):  # pragma: no cover - numba
+    """Thin SVD ``Bm = U diag(s) Vt`` of a short, wide matrix ([k, c], ``k <= c``).
+
+    The eigenvectors ``V0`` of the Gram matrix ``Bm Bm^T`` give ``W = V0^T Bm`` with nearly
+    orthogonal rows; their Gram ``W W^T`` is computed again (accurate relative to the row
+    norms) and, while any pair of rows of significant norm (above ``1e-3 rcond`` times the
+    largest) is not orthogonal to ``1e-14`` relative, one-sided Jacobi rotations refine
+    ``V0`` and ``W``.  Then ``s`` are the row norms of ``W`` (sorted decreasingly), ``U = V0``
+    and ``Vt = diag(1/s) W``: the accuracy of a one-sided Jacobi SVD (relative to each
+    singular value), at the cost of a ``k x k`` eigendecomposition."""
+    k, c = Bm.shape
+    _, V = _sym_eig(Bm @ Bm.T)
+    V0 = np.ascontiguousarray(V[:, ::-1])
+    W = V0.T @ Bm
+    rc = max(rcond, 1e-12) * 1e-3
+    for _ in range(4):
+        G2 = W @ np.ascontiguousarray(W.T)
+        gmax = 0.0
+        for i in range(k):
+            gmax = max(gmax, G2[i, i])
+        V1 = np.eye(k)
+        if _jacobi_sweeps(G2, V1, rc * rc * gmax, 1e-14, 1) == 0:
+            break
+        _jacobi_sweeps(G2, V1, rc * rc * gmax, 1e-14, 10)
+        V0 = V0 @ V1
+        W = np.ascontiguousarray(V1.T) @ W
+    s = np.empty(k)
+    for i in range(k):
+        a = 0.0
+        for j in range(c):
+            a += W[i, j] * W[i, j]
+        s[i] = np.sqrt(a)
+    idx = np.argsort(-s)
+    U = np.empty((k, k))
+    Vt = np.empty((k, c))
+    ss = np.empty(k)
+    for ii in range(k):
+        i = idx[ii]
+        ss[ii] = s[i]
+        for r in range(k):
+            U[r, ii] = V0[r, i]
+        inv = 1.0 / s[i] if s[i] > 0 else 0.0
+        for j in range(c):
+            Vt[ii, j] = W[i, j] * inv
+    return U, ss, Vt
+
+
+@njit(cache=True)
+def _range_svd(Q, Om, k, power, rcond):  # pragma: no cover - numba
+    """Randomised range finder on the compacted block ``Q`` ([r, c], ``k < min(r, c)``): the
+    test matrix is ``Om[:c]`` ([c, k]), then ``power`` power iterations with
+    re-orthonormalisation and an SVD of the projection (see :func:`_wide_svd`).  Returns
+    ``(U [r, k], s [k], Vt [k, c])`` with ``U^T Q = diag(s) Vt``."""
+    c = Q.shape[1]
+    # Cholesky QR while the sketches are well conditioned, else Householder QR for the block
+    Y, chol = _orth(Q @ Om[:c], power <= 0, True)
+    for it in range(power):
+        Z, chol = _orth(Q.T @ Y, False, chol)
+        Y, chol = _orth(Q @ Z, it == power - 1, chol)
+    Bm = Y.T @ Q
+    Ub, s, Vt = _wide_svd(Bm, rcond)
+    return Y @ Ub, s, Vt
+
+
+@njit(cache=True)
+def _small_svd(Q, rcond):  # pragma: no cover - numba
+    """Exact thin SVD of a compacted block (closed form for a single row or column, else
+    :func:`_wide_svd` of the block or its transpose)."""
+    r, c = Q.shape
+    if r == 1 or c == 1:
+        nrm = 0.0
+        for i in range(r):
+            for j in range(c):
+                nrm += Q[i, j] * Q[i, j]
+        nrm = np.sqrt(nrm)
+        U = np.empty((r, 1))
+        Vt = np.empty((1, c))
+        s = np.array([nrm])
+        if r == 1:
+            U[0, 0] = 1.0
+            for j in range(c):
+                Vt[0, j] = Q[0, j] / nrm
+        else:
+            Vt[0, 0] = 1.0
+            for i in range(r):
+                U[i, 0] = Q[i, 0] / nrm
+        return U, s, Vt
+    if r <= c:
+        return _wide_svd(Q, rcond)
+    V, s, Ut = _wide_svd(np.ascontiguousarray(Q.T), rcond)
+    return np.ascontiguousarray(Ut.T), s, np.ascontiguousarray(V.T)
+
+
+@njit(cache=True)
+def _fit_one(g, dlen, doff, dw, dtags, order, gstart, sb, spl, M, n, Ns, Np, k, rcond, noise,
+             scaled, power, Om, alpha1, beta, A):  # pragma: no cover - numba
+    """Group ``g`` of :func:`_fit_groups`: its Hankel block (on the non-zero rows / columns),
+    factorisation and operators, written to ``alpha1[g]``, ``beta[g]``, ``A[g]``."""
+    q0, q1 = gstart[g], gstart[g + 1]
+    if q0 == q1:
+        return
+    rloc = np.empty(Ns + 1, dtype=np.int64)
+    cloc = np.empty(Np + 1, dtype=np.int64)
+    wv = np.empty(n)
+    e0, e1 = sb[q0], sb[q1]
+    nsq = 0.0
+    for qi in range(q0, q1):
+        nsq += dw[order[qi]]
+    # the block's non-zero rows and columns, numbered in increasing basis order; the
+    # splits' indices become block indices (nr, nc: none)
+    rloc[:] = 0
+    cloc[:] = 0
+    for e in range(e0, e1):
+        cloc[spl[e, 0]] = 1
+        cloc[spl[e, 1]] = 1
+        rloc[spl[e, 2]] = 1
+        rloc[spl[e, 3]] = 1
+    nr = 0
+    for s in range(Ns):
+        if rloc[s]:
+            rloc[s] = nr
+            nr += 1
+    nc = 0
+    for p in range(Np):
+        if cloc[p]:
+            cloc[p] = nc
+            nc += 1
+    rloc[Ns] = nr
+    cloc[Np] = nc
+    for e in range(e0, e1):
+        spl[e, 0] = cloc[spl[e, 0]]
+        spl[e, 1] = cloc[spl[e, 1]]
+        spl[e, 2] = rloc[spl[e, 2]]
+        spl[e, 3] = rloc[spl[e, 3]]
+    P = np.zeros((nr, nc))
+    for qi in range(q0, q1):          # E#(p s) counts (raw, weighted)
+        w = np.float64(dw[order[qi]])
+        for e in range(sb[qi], sb[qi + 1]):
+            c1, c2, r1, r2 = spl[e, 0], spl[e, 1], spl[e, 2], spl[e, 3]
+            P[r1, c1] += w
+            if c2 < nc:
+                P[r1, c2] += w
+            if r2 < nr:
+                P[r2, c1] += w
+                if c2 < nc:
+                    P[r2, c2] += w
+    P /= nsq
+    dr = np.empty(nr)
+    dc = np.empty(nc)
+    if scaled:
+        eps = 1e-3 / nsq
+        dc[:] = 0.0
+        for i in range(nr):
+            acc = 0.0
+            for j in range(nc):
+                acc += P[i, j]
+                dc[j] += P[i, j]
+            dr[i] = 1.0 / np.sqrt(acc + eps)
+        for j in range(nc):
+            dc[j] = 1.0 / np.sqrt(dc[j] + eps)
+        Q = np.empty((nr, nc))
+        for i in range(nr):
+            for j in range(nc):
+                Q[i, j] = dr[i] * P[i, j] * dc[j]
+    else:
+        Q = P
+    if min(nr, nc) <= k:
+        U, s, Vt = _small_svd(Q, rcond)
+    else:
+        U, s, Vt = _range_svd(Q, Om, k, power, rcond)
+    m = min(n, len(s))
+    # kept singular values: above rcond * largest (and the noise level, except the first)
+    thr = rcond * max(s[0], 1e-300)
+    nthr = noise / np.sqrt(nsq) if noise > 0 else -1.0
+    inv = np.zeros(n)
+    for i in range(m):
+        if s[i] > thr and (i == 0 or s[i] > nthr):
+            inv[i] = 1.0 / s[i]
+    # U (kept columns) and X = (U^T Q)^+ = V diag(1/s), mapped back if scaled; one more
+    # zero row each for the "none" index
+    Ul = np.zeros((nr + 1, n))
+    Xl = np.zeros((nc + 1, n))
+    for i in range(m):
+        if inv[i] == 0.0:
+            continue
+        for r in range(nr):
+            Ul[r, i] = U[r, i] * dr[r] if scaled else U[r, i]
+        for c in range(nc):
+            Xl[c, i] = Vt[i, c] * inv[i] * dc[c] if scaled else Vt[i, c] * inv[i]
+    # alpha1 = U^T p_1 (the START column), beta^T = p_inf^T X (the STOP row)
+    cs, rs = cloc[M], rloc[M]
+    for i in range(n):
+        a = 0.0
+        for r in range(nr):
+            a += Ul[r, i] * P[r, cs]
+        alpha1[g, i] = a
+        b = 0.0
+        for c in range(nc):
+            b += P[rs, c] * Xl[c, i]
+        beta[g, i] = b
+    # A_a = U^T P_a X: sum over occurrences of p a s of (U^T e_s)(X^T e_p)^T (raw counts)
+    Xl /= nsq
+    for qi in range(q0, q1):
+        q = order[qi]
+        T, o, b = dlen[q], doff[q], sb[qi]
+        w = np.float64(dw[q])
+        for j in range(T):            # a = framed symbol j+1, prefix ends at j
+            a = dtags[o + j]
+            c1, c2 = spl[b + j, 0], spl[b + j, 1]
+            r1, r2 = spl[b + j + 1, 2], spl[b + j + 1, 3]
+            for l in range(n):
+                wv[l] = Xl[c1, l] + Xl[c2, l]
+            Aga = A[g, a]
+            for i in range(n):
+                ui = w * (Ul[r1, i] + Ul[r2, i])
+                row = Aga[i]
                 for l in range(n):
-                    A[g, a, k, l] += uk * w[l]
+                    row[l] += ui * wv[l]
+
+
+@njit(cache=True)
+def _fit_groups(dlen, doff, dw, dtags, order, gstart, pmap2, smap2, M, N, Ns, Np, k, rcond,
+                noise, scaled, power, Om):  # pragma: no cover - numba
+    """Hankel block, factorisation and operators of every group ``g = h*2+d``; returns
+    ``(alpha1 [G, N], beta [G, N], A [G, M, N, N])`` (one thread: splitting the automata over
+    two threads measured no faster, the largest automata dominate)."""
+    G = len(gstart) - 1
+    B = M + 2
+    n = min(N, k)
+    alpha1 = np.zeros((G, N))
+    beta = np.zeros((G, N))
+    A = np.zeros((G, M, N, N))
+    # basis indices at every split of every distinct sequence (group order): single-symbol
+    # prefix, length-2 prefix (Np: none), single-symbol suffix, length-2 suffix (Ns: none);
+    # the framed sequence is padded with STOP on both sides, which no basis string contains
+    # in those positions, so that every lookup is unconditional
+    nd = len(order)
+    sb = np.empty(nd + 1, dtype=np.int64)
+    sb[0] = 0
+    maxT = 0
+    for qi in range(nd):
+        sb[qi + 1] = sb[qi] + dlen[order[qi]] + 1
+        maxT = max(maxT, dlen[order[qi]])
+    spl = np.empty((sb[nd], 4), dtype=np.int64)
+    for g in range(G):
+        d = g & 1
+        fz = np.empty(maxT + 4, dtype=np.int64)
+        for qi in range(gstart[g], gstart[g + 1]):
+            q = order[qi]
+            T, o, b = dlen[q], doff[q], sb[qi]
+            fz[0] = M + 1
+            fz[1] = M
+            for j in range(T):
+                fz[j + 2] = dtags[o + j]
+            fz[T + 2] = M + 1
+            fz[T + 3] = M + 1
+            for j in range(T + 1):        # split between framed positions j and j+1
+                x1 = fz[j + 1]
+                x2 = fz[j + 2]
+                p2 = pmap2[d, fz[j] * B + x1]
+                s2 = smap2[d, x2 * B + fz[j + 3]]
+                spl[b + j, 0] = x1
+                spl[b + j, 1] = p2 if p2 >= 0 else Np
+                spl[b + j, 2] = min(x2, M)
+                spl[b + j, 3] = s2 if s2 >= 0 else Ns
+    for g in range(G):
+        _fit_one(g, dlen, doff, dw, dtags, order, gstart, sb, spl, M, n, Ns, Np, k, rcond, noise,
+                 scaled, power, Om, alpha1, beta, A)
+    return alpha1, beta, A
 
 
 # ---------------------------------------------------------------------------- learner
 def _flat_sequences(enc: Encoded, seqs: SequenceData):
-    """Per sequence: group ``h*2+d``, direction, start and length in the flat tag array."""
+    """Per sequence: group ``h*2+d``, direction, start and length in the flat tag array (for
+    the reference counts :func:`_bigram_counts` and :func:`_hankel_counts`)."""
     grp = (enc.hsym[seqs.seq_pos].astype(np.int64) * 2 + seqs.seq_dir).astype(np.int64)
     tags = np.ascontiguousarray(enc.msym[seqs.mods], dtype=np.int64)
     return (grp, np.ascontiguousarray(seqs.seq_dir, dtype=np.int64),
             np.ascontiguousarray(seqs.seq_start, dtype=np.int64),
             np.ascontiguousarray(seqs.seq_len, dtype=np.int64), tags)
-
-
-_CONTROLLER = []
-
-
-def _blas_controller():
-    """A cached ``threadpoolctl.ThreadpoolController`` (building one scans the loaded
-    libraries, which costs about a millisecond)."""
-    if not _CONTROLLER:
-        from threadpoolctl import ThreadpoolController
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0]
 
 
 def hankel_basis(bigram_counts: np.ndarray, M: int, basis: int = 2, max_basis: int = 32,
@@ -223,60 +926,6 @@ def hankel_basis(bigram_counts: np.ndarray, M: int, basis: int = 2, max_basis: i
     return pmap2, smap2, Np, Ns
 
 
-def _batched_svd(Q: np.ndarray, k: int, power: int, seed: int):
-    """Top-``k`` SVD of each matrix of the stack ``Q`` ([G, r, c]): randomised range finder
-    with ``power`` power iterations (exact when ``k >= min(r, c)``), then exact SVDs of the
-    small projections.  Returns ``(U [G, r, k], s [G, k], Vt [G, k, c])`` with ``U^T Q =
-    diag(s) Vt`` exactly."""
-    G, r, c = Q.shape
-    if k >= min(r, c):
-        U, s, Vt = np.linalg.svd(Q, full_matrices=False)
-        return U[:, :, :k], s[:, :k], Vt[:, :k, :]
-    rng = np.random.default_rng(seed)
-    Om = rng.standard_normal((c, k))
-    Y, _ = np.linalg.qr(Q @ Om)
-    QT = Q.transpose(0, 2, 1)
-    for _ in range(power):
-        Z, _ = np.linalg.qr(QT @ Y)
-        Y, _ = np.linalg.qr(Q @ Z)
-    Bm = Y.transpose(0, 2, 1) @ Q                       # [G, k, c]
-    Ub, s, Vt = np.linalg.svd(Bm, full_matrices=False)
-    return Y @ Ub, s, Vt
-
-
-def _sparse_svd(Q: np.ndarray, k: int, power: int, seed: int):
-    """Top-``k`` SVDs of a stack ``Q`` ([G, r, c]) of sparse matrices.
-
-    Each matrix is compacted to its non-zero rows and columns (a rarely seen head's Hankel
-    block has a handful), the compacted blocks are grouped by padded size (powers of two) and
-    each group goes through :func:`_batched_svd`; the factors are scattered back (zero rows and
-    columns get zero singular-vector entries).  Returns ``(U, s, Vt)`` like ``_batched_svd``.
-    """
-    G, r, c = Q.shape
-    rnz = Q.any(axis=2)
-    cnz = Q.any(axis=1)
-    nr, nc = rnz.sum(axis=1), cnz.sum(axis=1)
-    ridx = np.argsort(~rnz, axis=1, kind="stable")        # non-zero rows first
-    cidx = np.argsort(~cnz, axis=1, kind="stable")
-    size = np.maximum(np.maximum(nr, nc), 1)
-    bucket = np.maximum(int(np.log2(k)) if k > 0 else 0, np.ceil(np.log2(size)).astype(int))
-    U = np.zeros((G, r, k))
-    s = np.zeros((G, k))
-    Vt = np.zeros((G, k, c))
-    ar = np.arange(G)
-    for b in np.unique(bucket):
-        gb = ar[bucket == b]
-        sr, sc = min(1 << int(b), r), min(1 << int(b), c)
-        ri, ci = ridx[gb, :sr], cidx[gb, :sc]
-        C = Q[gb[:, None, None], ri[:, :, None], ci[:, None, :]]
-        kb = min(k, sr, sc)
-        Ub, sb, Vb = _batched_svd(C, kb, power, seed)
-        U[gb[:, None, None], ri[:, :, None], np.arange(kb)[None, None, :]] = Ub
-        s[gb, :kb] = sb
-        Vt[gb[:, None, None], np.arange(kb)[None, :, None], ci[:, None, :]] = Vb
-    return U, s, Vt
-
-
 def learn_spectral(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: int,
                    basis: int = 2, max_basis: int = 32, rcond: float = 1e-6,
                    noise: float = 0.0, scaled: bool = False, power: int = 1,
@@ -294,64 +943,32 @@ def learn_spectral(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: i
     an empirical Hankel matrix's sampling noise).  ``scaled=True`` takes the singular vectors
     of ``D_r^{-1/2} P D_c^{-1/2}`` (row / column sums of ``P``) and maps them back, a CCA-like
     variant that is consistent as well.  The SVDs are a seeded randomised range finder with
-    ``power`` power iterations (deterministic for a given ``seed``).
+    ``power`` power iterations (deterministic for a given ``seed``); a Hankel block with at
+    most ``n_states + 5`` non-zero rows or columns gets an exact SVD.  Identical sequences
+    are counted once, with their multiplicity (see the module docstring).
     """
     if n_states < 1:
         raise ValueError("n_states must be >= 1")
     if basis not in (1, 2):
         raise ValueError("basis must be 1 or 2")
     # the matrices are small: multi-threaded BLAS only adds overhead
-    with _blas_controller().limit(limits=1):
+    with blas_single_thread():
         return _learn_spectral(enc, seqs, H, M, int(n_states), basis, int(max_basis), rcond,
                                noise, scaled, int(power), int(seed))
 
 
 def _learn_spectral(enc, seqs, H, M, N, basis, max_basis, rcond, noise, scaled, power,
                     seed) -> OperatorSHAG:
-    grp, dirs, starts, lens, tags = _flat_sequences(enc, seqs)
     G = 2 * H
-    if basis >= 2 and max_basis > 0:
-        pmap2, smap2, Np, Ns = hankel_basis(_bigram_counts(tags, starts, lens, dirs, M), M,
-                                            basis, max_basis)
-    else:
-        pmap2, smap2, Np, Ns = hankel_basis(np.zeros((2, (M + 2) ** 2), np.int64), M, 1)
-    P = np.zeros((G, Ns, Np))
-    _hankel_counts(tags, starts, lens, dirs, grp, pmap2, smap2, M, P)
-    nseq = np.bincount(grp, minlength=G).astype(np.float64)
-    gs = np.nonzero(nseq > 0)[0]
-    Pg = P[gs] / nseq[gs, None, None]
-    if scaled:
-        eps = (1e-3 / nseq[gs])[:, None]
-        dr = 1.0 / np.sqrt(Pg.sum(axis=2) + eps)
-        dc = 1.0 / np.sqrt(Pg.sum(axis=1) + eps)
-        Qg = dr[:, :, None] * Pg * dc[:, None, :]
-    else:
-        Qg = Pg
+    c = np.ascontiguousarray
+    dlen, doff, dw, dtags, order, gstart, big = _distinct_sequences(
+        c(enc.hsym), c(enc.msym), c(seqs.seq_pos), c(seqs.seq_dir), c(seqs.seq_start),
+        c(seqs.seq_len), c(seqs.mods), M, G)
+    pmap2, smap2, Np, Ns = hankel_basis(big, M, basis, max_basis)
     k = min(N + 5, Ns, Np)
-    Ut, s, Vt = _sparse_svd(Qg, k, power, seed)
-    n = min(N, k)
-    Ut, s, Vt = Ut[:, :, :n], s[:, :n], Vt[:, :n, :]
-    keep = s > rcond * np.maximum(s[:, :1], 1e-300)
-    if noise > 0:
-        keep &= (s > (noise / np.sqrt(nseq[gs]))[:, None]) | (np.arange(n) == 0)[None, :]
-    inv_s = np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0)
-    U = Ut * keep[:, None, :]                              # [g, Ns, n]
-    X = Vt.transpose(0, 2, 1) * inv_s[:, None, :]          # right inverse of U^T Q: [g, Np, n]
-    if scaled:
-        U = dr[:, :, None] * U
-        X = dc[:, :, None] * X
-    alpha1 = np.zeros((H, 2, N))
-    beta = np.zeros((H, 2, N))
-    A = np.zeros((G, M, N, N))
-    a1 = np.einsum("gsk,gs->gk", U, Pg[:, :, M])          # U^T p_1 (p_1 = P[:, START])
-    b1 = np.einsum("gp,gpk->gk", Pg[:, M, :], X)           # p_inf^T (U^T P)^+
-    alpha1.reshape(G, N)[gs, :n] = a1
-    beta.reshape(G, N)[gs, :n] = b1
-    Ufull = np.zeros((G, Ns, n))
-    Xfull = np.zeros((G, Np, n))
-    Ufull[gs] = U
-    Xfull[gs] = X / nseq[gs, None, None]                   # P_a counts are raw
-    An = np.zeros((G, M, n, n))
-    _operator_sums(tags, starts, lens, dirs, grp, pmap2, smap2, M, Ufull, Xfull, An)
-    A[:, :, :n, :n] = An
-    return OperatorSHAG(alpha1, beta, A.reshape(H, 2, M, N, N))
+    # the range finder's test matrix: row j multiplies the j-th non-zero column of a block
+    Om = np.random.default_rng(seed).standard_normal((Np, k))
+    alpha1, beta, A = _fit_groups(dlen, doff, dw, dtags, order, gstart, pmap2, smap2, M, N, Ns,
+                                  Np, k, float(rcond), float(noise), bool(scaled), power, Om)
+    return OperatorSHAG(alpha1.reshape(H, 2, N), beta.reshape(H, 2, N),
+                        A.reshape(H, 2, M, N, N))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
+from .._blas import blas_single_thread
 
 __all__ = ["fast_anchor_words"]
 
@@ -42,7 +42,7 @@ def fast_anchor_words(X, m: int, mode: str = "affine", candidates=None,
     """
     # matrix-vector products only: single-threaded BLAS is much faster than thread start-up
     # (and than fighting other processes for shared cores)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_single_thread():
         return _fast_anchor_words(X, m, mode, candidates, project_dim, random_state)
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
+from .._blas import blas_single_thread
 
 __all__ = ["cca_projection", "randomized_svd", "whiten", "conditional_means"]
 
@@ -48,7 +48,7 @@ def randomized_svd(A, k: int, oversample: int = 10, n_iter: int = 6, random_stat
     rng = np.random.default_rng(random_state)
     p = min(k + int(oversample), min(n, d))
     # tall-skinny QR / SVD: multi-threaded BLAS only adds overhead (and thrashes shared cores)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_single_thread():
         Y = np.asarray(A @ rng.standard_normal((d, p)))
         Qm, _ = np.linalg.qr(Y)
         for _ in range(int(n_iter)):

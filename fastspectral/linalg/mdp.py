@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
-from threadpoolctl import threadpool_limits
+from .._blas import blas_single_thread
 
 from .anchors import fast_anchor_words
 from .cca import cca_projection, conditional_means
@@ -118,7 +118,7 @@ def mdp2(Q, m: int, l: int | None = None, min_row_mass: float | None = None, can
     ``fw_rtol`` of its optimum relatively, or after ``fw_max_iter`` steps).
     Rows without mass get ``gamma`` uniform and ``r = 0``.  See the module docstring.
     """
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_single_thread():
         return _mdp2(Q, m, l, min_row_mass, candidates, svd_method, svd_iterations, fw_max_iter,
                      fw_tol, fw_rtol, anchor_mode, random_state)
 

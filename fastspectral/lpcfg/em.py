@@ -616,7 +616,7 @@ class LatentModelBase(SpectralLPCFG):
 
     model_kind = "latent-lpcfg"
 
-    def __init__(self, n_states=16, n_states_pre=None, v=2, h=1, tag_parent=False, min_count=20,
+    def __init__(self, n_states=16, n_states_pre=None, v=1, h=0, tag_parent=False, min_count=20,
                  rare_threshold=1, prune_threshold=1e-4, coarse_threshold=1e-3, seed=0,
                  jobs=None, state_map=None):
         super().__init__(n_states=n_states, n_states_pre=n_states_pre, v=v, h=h,
@@ -744,7 +744,7 @@ class EMLPCFG(LatentModelBase):
     model_kind = "em-lpcfg"
 
     def __init__(self, n_states=16, iterations=20, init="random", noise=0.2, init_mix=0.01,
-                 smoothing=0.01, tol=0.0, pivot_options=None, n_states_pre=None, v=2, h=1,
+                 smoothing=0.1, tol=0.0, pivot_options=None, n_states_pre=None, v=1, h=0,
                  tag_parent=False, min_count=20, rare_threshold=1, prune_threshold=1e-4,
                  coarse_threshold=1e-3, seed=0, jobs=None, state_map=None):
         super().__init__(n_states=n_states, n_states_pre=n_states_pre, v=v, h=h,

@@ -27,6 +27,10 @@ examples:
 """
 
 _DEFAULT_ITERATIONS = {"pivot": 0, "em": 20, "pivot-em": 2}
+# defaults shown in --help: those of EMLPCFG / PivotLPCFG (a test in tests/test_cli.py checks
+# that they agree; importing the classes here would load Numba when the CLI is built)
+_D = {"v": 1, "h": 0, "min_count": 20, "smoothing": 0.1,
+      "pivot_features": "1,1 0,0 3,3"}
 
 
 
@@ -61,17 +65,18 @@ def cli_add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="latent states per frequent non-terminal (default: 16)")
     g.add_argument("--iterations", type=_int_at_least(0), default=None, metavar="K",
                    help="EM iterations (default: 20 for em, 2 for pivot-em; pivot: ignored)")
-    g.add_argument("--v", type=_int_at_least(1), default=2, metavar="V",
-                   help="vertical markovisation order (default: 2)")
-    g.add_argument("--h", type=_order, default=1, metavar="H",
-                   help="horizontal markovisation order; 'inf' keeps every sibling (default: 1)")
-    g.add_argument("--min-count", type=_int_at_least(1), default=20, metavar="N",
-                   help="symbols with fewer training nodes keep one state (default: 20)")
-    g.add_argument("--smoothing", type=_fraction, default=0.01, metavar="A",
-                   help="EM smoothing of each rule over the parent's states (default: 0.01)")
-    g.add_argument("--pivot-features", nargs="+", type=_pair, default=[(1, 1)], metavar="I,O",
+    g.add_argument("--v", type=_int_at_least(1), default=None, metavar="V",
+                   help=f"vertical markovisation order (default: {_D['v']})")
+    g.add_argument("--h", type=_order, default=None, metavar="H",
+                   help="horizontal markovisation order; 'inf' keeps every sibling "
+                        f"(default: {_D['h']})")
+    g.add_argument("--min-count", type=_int_at_least(1), default=None, metavar="N",
+                   help=f"symbols with fewer training nodes keep one state (default: {_D['min_count']})")
+    g.add_argument("--smoothing", type=_fraction, default=None, metavar="A",
+                   help=f"EM smoothing of each rule over the parent's states (default: {_D['smoothing']})")
+    g.add_argument("--pivot-features", nargs="+", type=_pair, default=None, metavar="I,O",
                    help="pivot / pivot-em: (inside, outside) feature template pairs, 0-based "
-                        "(section 6.2; e.g. --pivot-features 1,1 0,0; default: 1,1)")
+                        f"(section 6.2; e.g. --pivot-features 1,1 0,0; default: {_D['pivot_features']})")
     g.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     g.add_argument("--jobs", type=_int_at_least(1), default=None, metavar="N",
                    help="threads for training and the default for parsing (default: all CPUs)")
@@ -89,20 +94,23 @@ def cli_train(args, trees):
         raise FormatError("an L-PCFG is trained on bracketed trees (PTB format); this file holds "
                           f"{type(trees[0]).__name__} items", getattr(args, "treebank", None))
     kind = getattr(args, "model_type", "pivot-em")
-    common = dict(n_states=args.states, v=args.v, h=args.h, min_count=args.min_count,
-                  seed=args.seed, jobs=args.jobs)
+    common = dict(n_states=args.states, seed=args.seed, jobs=args.jobs)
+    for key in ("v", "h", "min_count"):               # unset: the model's default
+        if getattr(args, key) is not None:
+            common[key] = getattr(args, key)
+    piv = {} if args.pivot_features is None else {"feature_pairs": tuple(args.pivot_features)}
     iterations = args.iterations if args.iterations is not None else _DEFAULT_ITERATIONS.get(kind, 2)
     if kind == "pivot":
         from .pivot import PivotLPCFG
 
-        model = PivotLPCFG(feature_pairs=tuple(args.pivot_features), **common)
+        model = PivotLPCFG(**piv, **common)
     elif kind in ("em", "pivot-em"):
         from .em import EMLPCFG
 
+        if args.smoothing is not None:
+            common["smoothing"] = args.smoothing
         model = EMLPCFG(iterations=iterations, init="pivot" if kind == "pivot-em" else "random",
-                        smoothing=args.smoothing,
-                        pivot_options={"feature_pairs": [list(p) for p in args.pivot_features]},
-                        **common)
+                        pivot_options=piv, **common)
     else:
         raise ValueError(f"unknown L-PCFG model type {kind!r} (pivot, em, pivot-em)")
     return model.fit(trees)
