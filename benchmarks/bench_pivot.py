@@ -60,7 +60,7 @@ def run_em(name, make, train, dev_sents, dev_gold, eval_at, jobs, keep_at=None):
         elapsed = time.perf_counter() - start[0] - dev_time[0]
         if it == keep_at:
             kept[0] = (it, (model.lpcfg_, model.lex_table_, model.params_), elapsed)
-        if it not in eval_at and it != model.iterations:
+        if it not in eval_at and it != model.n_iterations:
             return False
         t0 = time.perf_counter()
         f1 = _f1(dev_gold, model.parse(dev_sents, jobs=jobs))

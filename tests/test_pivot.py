@@ -221,6 +221,9 @@ def test_cli_defaults_are_the_models_defaults(tmp_path):
         assert piv_sig[key].default == em_sig[key].default, key
     pairs = " ".join(f"{i},{o}" for i, o in piv_sig["feature_pairs"].default)
     assert latent_cli._D["pivot_features"] == pairs
+    assert latent_cli._DEFAULT_ITERATIONS["em"] == EMLPCFG().n_iterations
+    assert latent_cli._DEFAULT_ITERATIONS["pivot-em"] == EMLPCFG(init="pivot").n_iterations
+    assert EMLPCFG(iterations=7).n_iterations == 7
     from fastspectral.cli import main
 
     trees = LatentPCFG.default(n_states=2, seed=0).sample(300, seed=3)

@@ -21,12 +21,12 @@ DESCRIPTION = "latent-variable PCFG learnt by the pivot method, EM, or pivot-ini
 EPILOG = """\
 examples:
   fastspectral train pivot wsj-train.mrg -o wsj.pivot --states 16
-  fastspectral train em wsj-train.mrg -o wsj.em --states 16 --iterations 20
-  fastspectral train pivot-em wsj-train.mrg -o wsj.pem --states 16 --iterations 2
+  fastspectral train em wsj-train.mrg -o wsj.em --states 16 --iterations 50
+  fastspectral train pivot-em wsj-train.mrg -o wsj.pem --states 16 --iterations 4
   fastspectral parse wsj.pem sentences.txt -o parsed.trees
 """
 
-_DEFAULT_ITERATIONS = {"pivot": 0, "em": 20, "pivot-em": 2}
+_DEFAULT_ITERATIONS = {"pivot": 0, "em": 50, "pivot-em": 4}     # EMLPCFG's defaults
 # defaults shown in --help: those of EMLPCFG / PivotLPCFG (a test in tests/test_cli.py checks
 # that they agree; importing the classes here would load Numba when the CLI is built)
 _D = {"v": 1, "h": 0, "min_count": 20, "smoothing": 0.1,
@@ -64,7 +64,7 @@ def cli_add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--states", type=_int_at_least(1), default=16, metavar="M",
                    help="latent states per frequent non-terminal (default: 16)")
     g.add_argument("--iterations", type=_int_at_least(0), default=None, metavar="K",
-                   help="EM iterations (default: 20 for em, 2 for pivot-em; pivot: ignored)")
+                   help="EM iterations (default: 50 for em, 4 for pivot-em; pivot: ignored)")
     g.add_argument("--v", type=_int_at_least(1), default=None, metavar="V",
                    help=f"vertical markovisation order (default: {_D['v']})")
     g.add_argument("--h", type=_order, default=None, metavar="H",
