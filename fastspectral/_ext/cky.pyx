@@ -54,8 +54,11 @@ cdef extern from *:
 
 cdef struct CGrammar:
     int S
-    # binary rules indexed by left child (inside) and by parent (outside)
+    # binary rules indexed by left child (inside) and by parent (outside); within a left
+    # child's block the rules whose right child is a pre-terminal come last, from bl_split[B]
+    # (pre-terminals are only ever active in length-1 cells, so wider right cells skip them)
     const i32* bl_ptr
+    const i32* bl_split
     const i32* bl_parent
     const i32* bl_right
     const double* bl_prob
@@ -99,10 +102,19 @@ cdef class ChartGrammar:
         for arr in (parent, left, right):
             if n and (arr.min() < 0 or arr.max() >= n_symbols):
                 raise ValueError("binary rule symbol out of range")
-        order = np.lexsort((right, left))
+        is_tag = np.ascontiguousarray(is_tag, dtype=np.uint8)
+        if is_tag.shape[0] != n_symbols:
+            raise ValueError("per-symbol arrays must have n_symbols entries")
+        un_parent_arr = np.asarray(un_parent, dtype=np.int64)
+        # pre-terminals can be active in wider cells only if a rule can build one
+        tags_only_lexical = not (np.any(is_tag[parent] != 0) if n else False) and \
+            not (np.any(is_tag[un_parent_arr] != 0) if un_parent_arr.shape[0] else False)
+        right_tag = (is_tag[right] != 0) if tags_only_lexical else np.zeros(n, dtype=bool)
+        order = np.lexsort((right, right_tag, left))
         bl_ptr = np.zeros(n_symbols + 1, dtype=np.int32)
         np.add.at(bl_ptr, left + 1, 1)
         bl_ptr = np.cumsum(bl_ptr).astype(np.int32)
+        bl_split = (bl_ptr[:-1] + np.bincount(left[~right_tag], minlength=n_symbols)).astype(np.int32)
         bl_parent = np.ascontiguousarray(parent[order])
         bl_right = np.ascontiguousarray(right[order])
         bl_prob = np.ascontiguousarray(prob[order])
@@ -121,17 +133,18 @@ cdef class ChartGrammar:
             raise ValueError("unary rule symbol out of range")
         root = np.ascontiguousarray(root, dtype=np.float64)
         sym_class = np.ascontiguousarray(sym_class, dtype=np.int32)
-        is_tag = np.ascontiguousarray(is_tag, dtype=np.uint8)
-        if root.shape[0] != n_symbols or sym_class.shape[0] != n_symbols or is_tag.shape[0] != n_symbols:
+        if root.shape[0] != n_symbols or sym_class.shape[0] != n_symbols:
             raise ValueError("per-symbol arrays must have n_symbols entries")
         class_is_tag = np.zeros(max(n_classes, 1), dtype=np.uint8)
         class_is_tag[sym_class[is_tag.astype(bool)]] = 1
         self._keep = (bl_ptr, bl_parent, bl_right, bl_prob, bp_ptr, bp_left, bp_right, bp_prob,
-                      un_parent, un_child, un_prob, root, sym_class, is_tag, class_is_tag)
+                      un_parent, un_child, un_prob, root, sym_class, is_tag, class_is_tag,
+                      bl_split)
         self.n_symbols = n_symbols
         self.n_classes = n_classes
         self.g.S = n_symbols
         self.g.bl_ptr = <const i32*> cnp.PyArray_DATA(bl_ptr)
+        self.g.bl_split = <const i32*> cnp.PyArray_DATA(bl_split)
         self.g.bl_parent = <const i32*> cnp.PyArray_DATA(bl_parent)
         self.g.bl_right = <const i32*> cnp.PyArray_DATA(bl_right)
         self.g.bl_prob = <const double*> cnp.PyArray_DATA(bl_prob)
@@ -324,7 +337,7 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
     """Inside (sum) or Viterbi (max) scores of every cell, bottom up.  Scores accumulate in place
     in the (zero-initialised) pre layer; cells that receive nothing are left empty untouched."""
     cdef int n = c.n, S = g.S
-    cdef int i, j, k, l, cell, lc, rc, a, B, C, A, r, E, e, t, nw
+    cdef int i, j, k, l, cell, lc, rc, a, B, C, A, r, E, e, t, nw, rend
     cdef double lv, rv, val, f
     cdef double* acc
     cdef double* rin
@@ -381,8 +394,9 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
                     lv = c.in_post[<size_t> lc * S + B] * f
                     if lv == 0.0:
                         continue
+                    rend = g.bl_split[B] if j - k >= 2 else g.bl_ptr[B + 1]
                     if vit:
-                        for r in range(g.bl_ptr[B], g.bl_ptr[B + 1]):
+                        for r in range(g.bl_ptr[B], rend):
                             rv = rin[g.bl_right[r]]
                             if rv != 0.0:
                                 val = g.bl_prob[r] * lv * rv
@@ -398,7 +412,7 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
                                     bpr[A] = r
                                     nw += 1
                     else:
-                        for r in range(g.bl_ptr[B], g.bl_ptr[B + 1]):
+                        for r in range(g.bl_ptr[B], rend):
                             rv = rin[g.bl_right[r]]
                             if rv != 0.0:
                                 A = g.bl_parent[r]
@@ -452,7 +466,7 @@ cdef void finish_outside_cell(const CGrammar* g, Chart* c, int cell) noexcept no
 
 cdef void outside_pass(const CGrammar* g, Chart* c) noexcept nogil:
     cdef int n = c.n, S = g.S
-    cdef int i, j, k, l, cell, lc, rc, a, A, B, C, r
+    cdef int i, j, k, l, cell, lc, rc, a, A, B, C, r, rend
     cdef int root_cell = cell_of(c, 0, n)
     cdef double o, f, lv, rv, po
     cdef double* lin
@@ -494,7 +508,8 @@ cdef void outside_pass(const CGrammar* g, Chart* c) noexcept nogil:
                     B = c.act[<size_t> lc * S + a]
                     lv = lin[B] * f
                     o = 0.0
-                    for r in range(g.bl_ptr[B], g.bl_ptr[B + 1]):
+                    rend = g.bl_split[B] if j - k >= 2 else g.bl_ptr[B + 1]
+                    for r in range(g.bl_ptr[B], rend):
                         C = g.bl_right[r]
                         rv = rin[C]
                         if rv != 0.0:
