@@ -27,7 +27,7 @@ examples:
 """
 
 _DEFAULT_ITERATIONS = {"pivot": 0, "em": 50, "pivot-em": 4}     # EMLPCFG's defaults
-# defaults shown in --help: those of EMLPCFG / PivotLPCFG (a test in tests/test_cli.py checks
+# defaults shown in --help: those of EMLPCFG / PivotLPCFG (a test in tests/test_pivot.py checks
 # that they agree; importing the classes here would load Numba when the CLI is built)
 _D = {"v": 1, "h": 0, "min_count": 20, "smoothing": 0.1,
       "pivot_features": "1,1 0,0 3,3"}
