@@ -218,6 +218,8 @@ def main(argv=None):
                 _install(model, state)
                 dev = dict((t[0], t[2]) for t in trace).get(it)
                 score(m, f"pivot-em@{it}", model, it, dev, kept_s, [])
+    if args.dev_only:
+        return
     print()
     print("| m | model | §22 F1 (1700) | §22 F1 w/o dev (1300) | dev F1 | EM its | train s | parse sent/s |")
     print("|---|---|---|---|---|---|---|---|")
