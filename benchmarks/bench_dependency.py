@@ -136,8 +136,9 @@ def bench_shag(repeat):
     cut = int(0.8 * len(sents))
     train, test = sents[:cut], sents[cut:]
     rows = []
-    for kw in [dict(model="spectral", states=5), dict(model="spectral", states=5,
-                                                         lexical="lex+fcp")]:
+    for kw in [dict(model="spectral", states=5, smoothing=0.0),
+               dict(model="spectral", states=5),            # default back-off smoothing
+               dict(model="spectral", states=5, lexical="lex+fcp")]:
         p = SHAGParser(**kw).fit(train)
         for jobs in (1, 2):
             best = float("inf")

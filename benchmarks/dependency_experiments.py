@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from fastspectral.dependency.data import modifier_sequences  # noqa: E402
 from fastspectral.dependency.em import fit_em  # noqa: E402
-from fastspectral.dependency.model import SHAGParser  # noqa: E402
+from fastspectral.dependency.model import SMOOTHING, SHAGParser  # noqa: E402
 from fastspectral.dependency.spectral import learn_spectral  # noqa: E402
 from fastspectral.eval.attachment import attachment_scores  # noqa: E402
 from fastspectral.trees.conll import read_conllu, read_conllx, read_malttab  # noqa: E402
@@ -126,12 +126,12 @@ def learner_time(p, train, n, reps=3):
     best = float("inf")
     for _ in range(reps):
         t = time.perf_counter()
-        learn_spectral(enc, seqs, p._H, p._M, n, basis=p.basis)
+        learn_spectral(enc, seqs, p._H, p._M, n, basis=p.basis, smoothing=p.smoothing)
         best = min(best, time.perf_counter() - t)
     return best, enc, seqs
 
 
-def em_dev_choice(train, em_ns, em_iters, jobs):
+def em_dev_choice(train, em_ns, em_iters, jobs, smoothing):
     """(n, iterations) of the EM model with the best UAS on the development split (last 10 %
     of ``train``), and all the development UAS values."""
     cut = int(0.9 * len(train))
@@ -140,7 +140,8 @@ def em_dev_choice(train, em_ns, em_iters, jobs):
     seqs = modifier_sequences(enc)
     dev = {}
     for n in em_ns:
-        _, info = fit_em(enc, seqs, p._H, p._M, n, max(em_iters), seed=0, snapshots=em_iters)
+        _, info = fit_em(enc, seqs, p._H, p._M, n, max(em_iters), seed=0, snapshots=em_iters,
+                         smoothing=smoothing)
         for it in em_iters:
             p.op_ = info["snapshots"][it]
             pred = p.parse(train[cut:], jobs=jobs)
@@ -148,10 +149,11 @@ def em_dev_choice(train, em_ns, em_iters, jobs):
     return max(dev, key=lambda k: (dev[k], -k[0], -k[1])), dev
 
 
-def paired_times(train, n_spec, n_em, it_em, reps=5):
+def paired_times(train, n_spec, n_em, it_em, reps=5, smoothing=0.0):
     """Best-of-``reps`` seconds of the spectral learner (``n_spec`` states) and of EM
     (``n_em`` states, ``it_em`` iterations, sequence merging and initialisation included), on
-    the same encoded training data, interleaved in one process."""
+    the same encoded training data, interleaved in one process; both with the back-off
+    interpolation ``smoothing`` (its DET+F counts included in both times)."""
     p = SHAGParser(model="det").fit(train)          # symbol tables only
     enc = p._encode(train, True)
     seqs = modifier_sequences(enc)
@@ -159,15 +161,15 @@ def paired_times(train, n_spec, n_em, it_em, reps=5):
     ts, te = float("inf"), float("inf")
     for _ in range(reps):
         t = time.perf_counter()
-        learn_spectral(enc, seqs, H, M, n_spec)
+        learn_spectral(enc, seqs, H, M, n_spec, smoothing=smoothing)
         ts = min(ts, time.perf_counter() - t)
         t = time.perf_counter()
-        fit_em(enc, seqs, H, M, n_em, it_em, seed=0)
+        fit_em(enc, seqs, H, M, n_em, it_em, seed=0, smoothing=smoothing)
         te = min(te, time.perf_counter() - t)
     return ts, te
 
 
-def run_dataset(name, states, em_states, em_iters, jobs, log):
+def run_dataset(name, states, em_states, em_iters, jobs, log, smoothing):
     """All models on one dataset; returns ``{row label: result dict, "_meta": ...}``."""
     splits = load_splits(name)
     res = {}
@@ -179,32 +181,51 @@ def run_dataset(name, states, em_states, em_iters, jobs, log):
         return S[key]
 
     # choose n* on a development split of the first training set
-    dev = {n: dev_uas(dict(model="spectral", states=n), splits[0][0], jobs) for n in states}
+    sm = smoothing
+    dev = {n: dev_uas(dict(model="spectral", states=n, smoothing=sm), splits[0][0], jobs)
+           for n in states}
     n_star = max(dev, key=lambda n: (dev[n], -n))
     log(f"[{name}] dev UAS by n: " + ", ".join(f"{n}:{u:.2f}" for n, u in dev.items())
         + f" -> n* = {n_star}")
-    dev1 = {n: dev_uas(dict(model="spectral", states=n, basis=1), splits[0][0], jobs)
+    dev0 = {n: dev_uas(dict(model="spectral", states=n, smoothing=0.0), splits[0][0], jobs)
+            for n in states}
+    n_star0 = max(dev0, key=lambda n: (dev0[n], -n))
+    log(f"[{name}] unsmoothed: dev UAS by n: "
+        + ", ".join(f"{n}:{u:.2f}" for n, u in dev0.items()) + f" -> n* = {n_star0}")
+    dev1 = {n: dev_uas(dict(model="spectral", states=n, basis=1, smoothing=0.0), splits[0][0],
+                       jobs)
             for n in states}
     n_star1 = max(dev1, key=lambda n: (dev1[n], -n))
     log(f"[{name}] basis 1 (paper): dev UAS by n: "
         + ", ".join(f"{n}:{u:.2f}" for n, u in dev1.items()) + f" -> n* = {n_star1}")
     em_ns = sorted(set(em_states) | {n_star})
-    (em_n, em_it), em_dev = em_dev_choice(splits[0][0], em_ns, em_iters, jobs)
+    (em_n, em_it), em_dev = em_dev_choice(splits[0][0], em_ns, em_iters, jobs, sm)
     log(f"[{name}] EM dev UAS: " + ", ".join(f"{k}:{u:.2f}" for k, u in em_dev.items())
         + f" -> n = {em_n}, {em_it} iterations")
-    t_spec = t_em = 0.0
+    (em0_n, em0_it), em0_dev = em_dev_choice(splits[0][0], em_ns, em_iters, jobs, 0.0)
+    log(f"[{name}] unsmoothed EM dev UAS: "
+        + ", ".join(f"{k}:{u:.2f}" for k, u in em0_dev.items())
+        + f" -> n = {em0_n}, {em0_it} iterations")
+    t_spec = t_em = t_spec0 = t_em0 = 0.0
     for fold, (train, test) in enumerate(splits):
         log(f"[{name}] fold {fold + 1}/{len(splits)}: {len(train)} train / {len(test)} test")
         run_model(SHAGParser(model="det"), train, test, jobs, sc("DET"))
         run_model(SHAGParser(model="det+f"), train, test, jobs, sc("DET+F"))
-        run_model(SHAGParser(model="spectral", states=n_star1, basis=1), train, test, jobs,
-                  sc("SPECTRAL basis 1 (paper), dev-selected n"))
-        ts, te = paired_times(train, n_star, em_n, em_it)
+        run_model(SHAGParser(model="spectral", states=n_star1, basis=1, smoothing=0.0), train,
+                  test, jobs, sc("SPECTRAL basis 1 (paper), unsmoothed, dev-selected n"))
+        run_model(SHAGParser(model="spectral", states=n_star0, smoothing=0.0), train, test, jobs,
+                  sc("SPECTRAL unsmoothed, dev-selected n"))
+        run_model(SHAGParser(model="em", states=em0_n, iterations=em0_it, smoothing=0.0), train,
+                  test, jobs, sc("EM unsmoothed, dev-selected (n, it)"))
+        ts, te = paired_times(train, n_star, em_n, em_it, smoothing=sm)
         t_spec += ts
         t_em += te
+        ts, te = paired_times(train, n_star0, em0_n, em0_it, smoothing=0.0)
+        t_spec0 += ts
+        t_em0 += te
         for n in states:
-            p = run_model(SHAGParser(model="spectral", states=n), train, test, jobs,
-                          sc(f"SPECTRAL n={n}"))
+            p = run_model(SHAGParser(model="spectral", states=n, smoothing=sm), train, test,
+                          jobs, sc(f"SPECTRAL n={n}"))
             lt, enc, seqs = learner_time(p, train, n)
             S[f"SPECTRAL n={n}"].learn_s += lt
         for n in em_ns:
@@ -213,7 +234,7 @@ def run_dataset(name, states, em_states, em_iters, jobs, log):
             seqs = modifier_sequences(enc)
             t0 = time.perf_counter()
             _, info = fit_em(enc, seqs, p._H, p._M, n, max(em_iters), seed=0,
-                             snapshots=em_iters)
+                             snapshots=em_iters, smoothing=sm)
             total = time.perf_counter() - t0
             for it in em_iters:
                 p.op_ = info["snapshots"][it]
@@ -224,11 +245,17 @@ def run_dataset(name, states, em_states, em_iters, jobs, log):
             log(f"[{name}]   EM n={n}: {max(em_iters)} iterations in {total:.1f} s")
         for lex, label in [("lex", "LEX"), ("lex+f", "LEX+F"), ("lex+fcp", "LEX+FCP")]:
             run_model(SHAGParser(model="det", lexical=lex), train, test, jobs, sc(label))
-            run_model(SHAGParser(model="spectral", states=n_star, lexical=lex), train, test,
-                      jobs, sc(f"SPECTRAL n*={n_star} + {label}"))
+            run_model(SHAGParser(model="spectral", states=n_star, lexical=lex, smoothing=sm),
+                      train, test, jobs, sc(f"SPECTRAL n*={n_star} + {label}"))
     for k, s in S.items():
         res[k] = s.result()
-    res["_meta"] = {"n_star": n_star, "dev_uas": dev, "em_states": em_ns,
+    res["_meta"] = {"n_star": n_star, "dev_uas": dev, "em_states": em_ns, "smoothing": sm,
+                    "n_star_unsmoothed": n_star0, "dev_uas_unsmoothed": dev0,
+                    "em_dev_choice_unsmoothed": [em0_n, em0_it],
+                    "em_dev_uas_unsmoothed": {f"n={k[0]} it={k[1]}": v
+                                              for k, v in em0_dev.items()},
+                    "paired_time_spectral_unsmoothed_s": t_spec0,
+                    "paired_time_em_unsmoothed_s": t_em0,
                     "n_star_basis1": n_star1, "dev_uas_basis1": dev1,
                     "em_dev_choice": [em_n, em_it],
                     "em_dev_uas": {f"n={k[0]} it={k[1]}": v for k, v in em_dev.items()},
@@ -244,7 +271,7 @@ def summary(name, res, em_iters):
     n_star = meta["n_star"]
     spec = res[f"SPECTRAL n={n_star}"]
     best_spec = max((v["uas"], k) for k, v in res.items() if k.startswith("SPECTRAL n="))
-    em_rows = [(v["uas"], k, v) for k, v in res.items() if k.startswith("EM ")]
+    em_rows = [(v["uas"], k, v) for k, v in res.items() if k.startswith("EM n=")]
     em_best_uas, em_best_key, em_best = max(em_rows, key=lambda r: r[0])
     ems = {k: v for k, v in res.items() if k.startswith(f"EM n={n_star} ")}
     em_nstar_best = max(ems.items(), key=lambda kv: kv[1]["uas"])
@@ -262,7 +289,17 @@ def summary(name, res, em_iters):
         "speedup learn (EM n* best / spectral n*)": em_nstar_best[1]["learn_s"] / spec["learn_s"],
         "speedup learn (EM overall best / spectral n*)": em_best["learn_s"] / spec["learn_s"],
         "parse sent/s (spectral n*)": spec["parse_sent_per_s"],
-        "SPECTRAL basis 1 (n* of basis 1)": res["SPECTRAL basis 1 (paper), dev-selected n"]["uas"],
+        "SPECTRAL basis 1 (n* of basis 1)":
+            res["SPECTRAL basis 1 (paper), unsmoothed, dev-selected n"]["uas"],
+        "SPECTRAL unsmoothed (n*)": res["SPECTRAL unsmoothed, dev-selected n"]["uas"],
+        "EM unsmoothed dev-selected": (res["EM unsmoothed, dev-selected (n, it)"]["uas"],
+                                       meta["em_dev_choice_unsmoothed"]),
+        "unsmoothed: SPECTRAL - DET+F": (res["SPECTRAL unsmoothed, dev-selected n"]["uas"]
+                                         - res["DET+F"]["uas"]),
+        "unsmoothed: EM - SPECTRAL": (res["EM unsmoothed, dev-selected (n, it)"]["uas"]
+                                      - res["SPECTRAL unsmoothed, dev-selected n"]["uas"]),
+        "unsmoothed paired speedup": (meta["paired_time_em_unsmoothed_s"]
+                                      / meta["paired_time_spectral_unsmoothed_s"]),
         "EM dev-selected (n, it)": meta["em_dev_choice"],
         "EM dev-selected UAS": res[f"EM n={meta['em_dev_choice'][0]} "
                                    f"it={meta['em_dev_choice'][1]}"]["uas"],
@@ -277,9 +314,10 @@ def summary(name, res, em_iters):
 def markdown(all_res, states, em_iters):
     """The results as a Markdown table (one column per dataset)."""
     names = list(all_res)
-    keys = (["DET", "DET+F", "SPECTRAL basis 1 (paper), dev-selected n"]
+    keys = (["DET", "DET+F", "SPECTRAL basis 1 (paper), unsmoothed, dev-selected n",
+             "SPECTRAL unsmoothed, dev-selected n", "EM unsmoothed, dev-selected (n, it)"]
             + [f"SPECTRAL n={n}" for n in states])
-    em_keys = sorted({k for r in all_res.values() for k in r if k.startswith("EM ")},
+    em_keys = sorted({k for r in all_res.values() for k in r if k.startswith("EM n=")},
                      key=lambda k: (int(k.split()[1][2:]), int(k.split("it=")[1])))
     lex = ["LEX", "LEX+F", "LEX+FCP"]
     lines = ["| model | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
@@ -303,7 +341,7 @@ def markdown(all_res, states, em_iters):
     return "\n".join(lines)
 
 
-def paired_only(configs, reps):
+def paired_only(configs, reps, smoothing):
     """Print the paired training times (summed over folds) for ``NAME=NS,NE,IT`` configs."""
     _warm_numba()
     print("| dataset | spectral n | EM (n, iterations) | spectral s | EM s | ratio |")
@@ -313,7 +351,7 @@ def paired_only(configs, reps):
         ns, ne, it = (int(x) for x in cfg.split(","))
         ts = te = 0.0
         for train, _ in load_splits(name):
-            a, b = paired_times(train, ns, ne, it, reps)
+            a, b = paired_times(train, ns, ne, it, reps, smoothing)
             ts += a
             te += b
         print(f"| {name} | {ns} | ({ne}, {it}) | {ts:.4f} | {te:.3f} | {te / ts:.0f}x |",
@@ -344,9 +382,12 @@ def main(argv=None):
                          "(spectral states, EM states, EM iterations), e.g. wsj=8,14,25; the "
                          "dev-selected ones of a full run")
     ap.add_argument("--reps", type=int, default=5, help="best-of repetitions of --paired-only")
+    ap.add_argument("--smoothing", type=float, default=SMOOTHING,
+                    help="back-off interpolation weight of the spectral and EM models (default: "
+                         "the parser's default); unsmoothed rows are always added")
     args = ap.parse_args(argv)
     if args.paired_only:
-        paired_only(args.paired_only, args.reps)
+        paired_only(args.paired_only, args.reps, args.smoothing)
         return
     if "-" in args.states:
         a, b = args.states.split("-")
@@ -364,7 +405,8 @@ def main(argv=None):
     summaries = {}
     for name in args.datasets.split(","):
         t0 = time.perf_counter()
-        all_res[name] = run_dataset(name, states, em_states, em_iters, args.jobs, log)
+        all_res[name] = run_dataset(name, states, em_states, em_iters, args.jobs, log,
+                                    args.smoothing)
         summaries[name] = summary(name, all_res[name], em_iters)
         log(f"[{name}] done in {time.perf_counter() - t0:.0f} s")
         log(json.dumps(summaries[name], indent=1, default=str))

@@ -40,3 +40,14 @@ def nonneg_float(text: str) -> float:
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}")
     return value
+
+
+def unit_interval(text: str) -> float:
+    """A number in [0, 1) (an interpolation weight)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
+    return value

@@ -5,21 +5,10 @@ constituency treebank, which is converted with Collins head rules.
 """
 from __future__ import annotations
 
-import argparse
-
-from .model import LEXICAL, MODELS, SHAGParser
+from .._argtypes import positive_int as _positive_int, unit_interval as _unit_interval
+from .model import LEXICAL, MODELS, SMOOTHING, SHAGParser
 
 __all__ = ["cli_add_arguments", "cli_train", "to_dependency_sentences"]
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
 
 
 def cli_add_arguments(parser) -> None:
@@ -40,6 +29,10 @@ def cli_add_arguments(parser) -> None:
     g.add_argument("--basis", type=int, choices=(1, 2), default=2,
                    help="spectral Hankel basis: 1 = single symbols (the paper), 2 = also frequent "
                         "length-2 prefixes / suffixes (default: 2)")
+    g.add_argument("--smoothing", type=_unit_interval, default=SMOOTHING, metavar="W",
+                   help="spectral / EM: interpolate the learned automata with the DET+F back-off "
+                        f"automaton with weight W in [0, 1); 0 = the paper's unsmoothed model "
+                        f"(default: {SMOOTHING})")
 
 
 def to_dependency_sentences(data) -> list:
@@ -66,5 +59,6 @@ def cli_train(args, sents) -> SHAGParser:
     sents = to_dependency_sentences(sents)
     model = SHAGParser(model=args.model, states=args.states, lexical=args.lexical,
                        iterations=args.iterations, seed=getattr(args, "seed", 0),
-                       basis=getattr(args, "basis", 2))
+                       basis=getattr(args, "basis", 2),
+                       smoothing=getattr(args, "smoothing", SMOOTHING))
     return model.fit(sents)

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from .data import Encoded, SequenceData
-from .spectral import OperatorSHAG
+from .spectral import OperatorSHAG, backoff_automaton, distinct_sequences
 
 __all__ = ["unique_sequences", "em_init", "em_step", "fit_em"]
 
@@ -28,29 +28,11 @@ __all__ = ["unique_sequences", "em_init", "em_step", "fit_em"]
 def unique_sequences(enc: Encoded, seqs: SequenceData, H: int):
     """Distinct modifier-tag sequences per (head, direction) with their counts.
 
-    Returns ``(grp_start, q_start, q_len, q_w, mods)`` sorted by group ``h*2+d``: group ``g``'s
-    sequences are ``grp_start[g] .. grp_start[g+1]-1``.
+    Returns ``(grp_start, q_start, q_len, q_w, mods)`` sorted by group ``h*2+d``: group
+    ``g``'s sequences are ``grp_start[g] .. grp_start[g+1]-1`` (the compiled merging of the
+    spectral learner, :func:`spectral.distinct_sequences`).
     """
-    hd = enc.hsym[seqs.seq_pos].astype(np.int64) * 2 + seqs.seq_dir
-    tags = enc.msym[seqs.mods]
-    counts: dict = {}
-    starts, lens = seqs.seq_start, seqs.seq_len
-    for q in range(len(hd)):
-        s = starts[q]
-        key = (int(hd[q]), tags[s:s + lens[q]].tobytes())
-        counts[key] = counts.get(key, 0) + 1
-    keys = sorted(counts)
-    q_g = np.array([k[0] for k in keys], dtype=np.int64)
-    seq_arrays = [np.frombuffer(k[1], dtype=tags.dtype) for k in keys]
-    q_len = np.array([len(a) for a in seq_arrays], dtype=np.int64)
-    q_start = np.zeros(len(keys), dtype=np.int64)
-    if len(keys):
-        np.cumsum(q_len[:-1], out=q_start[1:])
-    mods = (np.concatenate(seq_arrays).astype(np.int64) if len(keys) and q_len.sum()
-            else np.zeros(0, dtype=np.int64))
-    q_w = np.array([counts[k] for k in keys], dtype=np.float64)
-    grp_start = np.searchsorted(q_g, np.arange(2 * H + 1))
-    return grp_start.astype(np.int64), q_start, q_len, q_w, mods
+    return distinct_sequences(enc, seqs, H, H - 1)
 
 
 def em_init(grp_start, q_start, q_len, q_w, mods, H: int, M: int, N: int, seed: int = 0):
@@ -168,16 +150,27 @@ def _to_operator(alpha, A, beta, H, M, N) -> OperatorSHAG:
 
 
 def fit_em(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: int,
-           iterations: int = 25, seed: int = 0, snapshots=(), callback=None):
+           iterations: int = 25, seed: int = 0, snapshots=(), callback=None,
+           smoothing: float = 0.0):
     """Train an N-state SHAG with EM.
 
     Returns ``(model, info)``; ``info`` has ``loglik`` (per iteration), ``time`` (cumulative
     seconds after each iteration, data preparation included) and ``snapshots`` (iteration ->
-    ``OperatorSHAG``) for the iteration counts listed in ``snapshots``.
+    ``OperatorSHAG``) for the iteration counts listed in ``snapshots``.  ``smoothing`` in
+    [0, 1): the model (and every snapshot) is the mixture ``(1 - smoothing) * EM +
+    smoothing * DET+F`` (``spectral.backoff_automaton``), with ``N + 2`` states.
     """
+    if not 0.0 <= smoothing < 1.0:
+        raise ValueError("smoothing must be in [0, 1)")
     t0 = time.perf_counter()
     N = int(n_states)
-    data = unique_sequences(enc, seqs, H)
+    data = distinct_sequences(enc, seqs, H, M)
+    back = backoff_automaton(*data, H, M) if smoothing > 0.0 else None
+
+    def model(alpha, A, beta):
+        op = _to_operator(alpha, A, beta, H, M, N)
+        return op if back is None else op.interpolate(back, smoothing)
+
     alpha, A, beta = em_init(*data, H, M, N, seed=seed)
     info = {"loglik": [], "time": [], "snapshots": {}}
     snaps = set(int(s) for s in snapshots)
@@ -186,7 +179,7 @@ def fit_em(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: int,
         info["loglik"].append(float(ll))
         info["time"].append(time.perf_counter() - t0)
         if it in snaps:
-            info["snapshots"][it] = _to_operator(alpha, A, beta, H, M, N)
+            info["snapshots"][it] = model(alpha, A, beta)
         if callback is not None:
             callback(it, ll)
-    return _to_operator(alpha, A, beta, H, M, N), info
+    return model(alpha, A, beta), info

@@ -18,6 +18,11 @@ lexicalised deterministic SHAG (log-linear combination, the lexical log-probabil
 by ``lex_weight``).  The lexical models contain their own tag-level estimates (P_A), so with
 ``model="det"`` or ``"det+f"`` a lexical model is used *alone* (the paper's LEX rows); with
 ``"spectral"`` or ``"em"`` it is combined with the operator model.
+
+``smoothing`` (default :data:`SMOOTHING`) interpolates the spectral / EM automata with the
+DET+F back-off automaton (a mixture of weighted automata is one, with ``states + 2`` states),
+so that modifier sequences never seen in training keep a positive weight; ``smoothing=0`` is
+the paper's unsmoothed model.
 """
 from __future__ import annotations
 
@@ -37,6 +42,9 @@ from .spectral import OperatorSHAG, learn_spectral
 __all__ = ["SHAGParser", "MODELS", "LEXICAL"]
 
 MODELS = ("det", "det+f", "spectral", "em")
+#: default interpolation weight of the DET+F back-off automaton (spectral and EM models),
+#: chosen on the development splits (docs/dependency.md)
+SMOOTHING = 0.3
 LEXICAL = ("none", "lex", "lex+f", "lex+fcp")
 _LEX_STATES = {"lex": "none", "lex+f": "f", "lex+fcp": "fcp"}
 _KIND = "shag"
@@ -50,14 +58,19 @@ class SHAGParser:
     ``seed`` (EM initialisation), ``single_root`` (``None``: learn it from the training data,
     True when every training tree has exactly one root child), ``batch_size`` (sentences per
     kernel call while parsing), ``basis`` (spectral Hankel basis: 1 = single symbols, the
-    paper's bigram / trigram statistics; 2 = also the frequent length-2 prefixes and suffixes).
+    paper's bigram / trigram statistics; 2 = also the frequent length-2 prefixes and suffixes),
+    ``smoothing`` (spectral and EM models: the learned automata are interpolated with the
+    DET+F back-off automaton, ``(1 - smoothing) * model + smoothing * DET+F``, which gives
+    every tag sequence a positive weight; 0 is the paper's unsmoothed model; the operator
+    model then has ``states + 2`` states.  Ignored by ``det`` / ``det+f``).
     """
 
     input_kind = "dependency"
 
     def __init__(self, model: str = "spectral", states: int = 5, lexical: str = "none",
                  iterations: int = 25, lex_weight: float = 1.0, seed: int = 0,
-                 single_root: bool | None = None, batch_size: int = 512, basis: int = 2):
+                 single_root: bool | None = None, batch_size: int = 512, basis: int = 2,
+                 smoothing: float = SMOOTHING):
         if model not in MODELS:
             raise ValueError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
         if lexical not in LEXICAL:
@@ -68,6 +81,8 @@ class SHAGParser:
             raise ValueError("basis must be 1 or 2")
         if int(iterations) < 0:
             raise ValueError("iterations must be >= 0")
+        if not 0.0 <= float(smoothing) < 1.0:
+            raise ValueError(f"smoothing must be in [0, 1), not {smoothing!r}")
         self.model = model
         self.states = int(states)
         self.lexical = lexical
@@ -77,6 +92,7 @@ class SHAGParser:
         self.single_root = single_root
         self.batch_size = int(batch_size)
         self.basis = int(basis)
+        self.smoothing = float(smoothing)
         self.tags_: SymbolVocab | None = None
         self.words_: SymbolVocab | None = None
         self.op_: OperatorSHAG | None = None
@@ -89,7 +105,7 @@ class SHAGParser:
     # ------------------------------------------------------------------ helpers
     def __repr__(self) -> str:
         return (f"SHAGParser(model={self.model!r}, states={self.states}, lexical={self.lexical!r}, "
-                f"iterations={self.iterations})")
+                f"iterations={self.iterations}, smoothing={self.smoothing})")
 
     @property
     def _H(self) -> int:
@@ -134,10 +150,12 @@ class SHAGParser:
         H, M = self._H, self._M
         info: dict = {}
         if self.model == "spectral":
-            self.op_ = learn_spectral(enc, seqs, H, M, self.states, basis=self.basis)
+            self.op_ = learn_spectral(enc, seqs, H, M, self.states, basis=self.basis,
+                                      smoothing=self.smoothing)
         elif self.model == "em":
             from .em import fit_em
-            self.op_, em_info = fit_em(enc, seqs, H, M, self.states, self.iterations, self.seed)
+            self.op_, em_info = fit_em(enc, seqs, H, M, self.states, self.iterations, self.seed,
+                                       smoothing=self.smoothing)
             info["loglik"] = em_info["loglik"]
         else:
             self.op_ = OperatorSHAG.trivial(H, M)
@@ -253,7 +271,7 @@ class SHAGParser:
         meta = {"model": self.model, "states": self.states, "lexical": self.lexical,
                 "iterations": self.iterations, "lex_weight": self.lex_weight, "seed": self.seed,
                 "single_root": self.single_root, "single_root_": self.single_root_,
-                "basis": self.basis,
+                "basis": self.basis, "smoothing": self.smoothing,
                 "tags": self.tags_.symbols,
                 "words": self.words_.symbols if self.words_ is not None else None,
                 "train_info": {k: v for k, v in self.train_info_.items() if k != "loglik"}}
@@ -285,7 +303,8 @@ class SHAGParser:
         try:
             p = cls(meta["model"], meta["states"], meta["lexical"], meta["iterations"],
                     meta["lex_weight"], meta["seed"], meta["single_root"],
-                    basis=int(meta.get("basis", 1)))
+                    basis=int(meta.get("basis", 1)),
+                    smoothing=float(meta.get("smoothing", 0.0)))
             p.single_root_ = bool(meta["single_root_"])
             p.tags_ = SymbolVocab(meta["tags"], unk_id=0)
             if meta.get("words") is not None:

@@ -51,7 +51,8 @@ from numba import njit
 from .._blas import blas_single_thread
 from .data import Encoded, SequenceData
 
-__all__ = ["OperatorSHAG", "hankel_basis", "learn_spectral"]
+__all__ = ["OperatorSHAG", "hankel_basis", "learn_spectral", "distinct_sequences",
+           "backoff_automaton"]
 
 
 @dataclass
@@ -79,6 +80,24 @@ class OperatorSHAG:
         for a in mods:
             v = self.A[h, d, a] @ v
         return float(self.beta[h, d] @ v)
+
+    def interpolate(self, other: "OperatorSHAG", weight: float) -> "OperatorSHAG":
+        """The mixture ``(1 - weight) * self + weight * other`` of two SHAGs' sequence weights,
+        as one operator SHAG with ``N1 + N2`` states (the direct sum of the two automata:
+        block-diagonal operators, concatenated ``alpha1`` scaled by the mixture weights and
+        concatenated ``beta``)."""
+        w = float(weight)
+        H, _, N1 = self.alpha1.shape
+        N2 = other.alpha1.shape[2]
+        M = self.A.shape[2]
+        if other.alpha1.shape[:2] != (H, 2) or other.A.shape[2] != M:
+            raise ValueError("cannot interpolate SHAGs over different symbol sets")
+        alpha1 = np.concatenate([(1.0 - w) * self.alpha1, w * other.alpha1], axis=2)
+        beta = np.concatenate([self.beta, other.beta], axis=2)
+        A = np.zeros((H, 2, M, N1 + N2, N1 + N2))
+        A[..., :N1, :N1] = self.A
+        A[..., N1:, N1:] = other.A
+        return OperatorSHAG(alpha1, beta, A)
 
     def astype_contiguous(self) -> "OperatorSHAG":
         """C-contiguous float64 copies (as the kernel needs)."""
@@ -926,10 +945,76 @@ def hankel_basis(bigram_counts: np.ndarray, M: int, basis: int = 2, max_basis: i
     return pmap2, smap2, Np, Ns
 
 
+def _grouped(dlen, doff, dw, dtags, order, gstart):
+    """:func:`_distinct_sequences`' output as ``(grp_start, q_start, q_len, q_w, mods)``:
+    distinct sequences sorted by group, their tags stored contiguously."""
+    q_len = dlen[order]
+    q_start = np.zeros(len(order), dtype=np.int64)
+    if len(order):
+        np.cumsum(q_len[:-1], out=q_start[1:])
+    total = int(q_len.sum())
+    mods = dtags[np.repeat(doff[order] - q_start, q_len) + np.arange(total, dtype=np.int64)]
+    return (np.ascontiguousarray(gstart, dtype=np.int64), q_start, q_len.astype(np.int64),
+            dw[order].astype(np.float64), mods.astype(np.int64))
+
+
+def distinct_sequences(enc: Encoded, seqs: SequenceData, H: int, M: int):
+    """Distinct modifier-tag sequences of every (head symbol, direction) with their counts
+    (compiled merging, :func:`_distinct_sequences`).
+
+    Returns ``(grp_start, q_start, q_len, q_w, mods)`` sorted by group ``g = h*2+d``: group
+    ``g``'s sequences are ``grp_start[g] .. grp_start[g+1]-1``; sequence ``q`` has the
+    ``q_len[q]`` tags ``mods[q_start[q]:q_start[q]+q_len[q]]`` and count ``q_w[q]``.
+    """
+    c = np.ascontiguousarray
+    dlen, doff, dw, dtags, order, gstart, _ = _distinct_sequences(
+        c(enc.hsym), c(enc.msym), c(seqs.seq_pos), c(seqs.seq_dir), c(seqs.seq_start),
+        c(seqs.seq_len), c(seqs.mods), M, 2 * H)
+    return _grouped(dlen, doff, dw, dtags, order, gstart)
+
+
+def _witten_bell(C: np.ndarray, backoff: np.ndarray) -> np.ndarray:
+    """``(c(ctx, out) + T(ctx) p_backoff) / (c(ctx) + T(ctx))`` over the last axis (the
+    outcomes), ``p_backoff`` for unseen contexts (as ``backoff.BackoffLevel.smooth``)."""
+    tot = C.sum(axis=-1, keepdims=True)
+    typ = (C > 0).sum(axis=-1, keepdims=True).astype(np.float64)
+    den = tot + typ
+    return np.where(den > 0, (C + typ * backoff) / np.where(den > 0, den, 1.0), backoff)
+
+
+def backoff_automaton(grp_start, q_start, q_len, q_w, mods, H: int, M: int) -> OperatorSHAG:
+    """The DET+F back-off model as a 2-state operator SHAG.
+
+    States "first modifier" and "later modifier"; ``P(tag or STOP | head, dir, state)`` is
+    the Witten-Bell estimate backed off to ``P(. | dir, state)`` and then to the uniform
+    distribution over tags + STOP: the same probabilities as ``BackoffSHAG("f")``, counted
+    from the merged sequences (:func:`distinct_sequences`) with dense arrays.  Every
+    sequence gets a positive weight, so it smooths a learned SHAG by interpolation
+    (:meth:`OperatorSHAG.interpolate`).
+    """
+    G = 2 * H
+    O = M + 1
+    nq = len(q_len)
+    g_of_q = np.repeat(np.arange(G, dtype=np.int64), np.diff(grp_start))
+    q_of_mod = np.repeat(np.arange(nq, dtype=np.int64), q_len)
+    first = (np.arange(len(mods), dtype=np.int64) - q_start[q_of_mod]) == 0
+    idx = np.concatenate([(g_of_q[q_of_mod] * 2 + (~first)) * O + mods,
+                          (g_of_q * 2 + (q_len > 0)) * O + M])
+    w = np.concatenate([q_w[q_of_mod], q_w])
+    C = np.bincount(idx, weights=w, minlength=G * 2 * O).reshape(H, 2, 2, O)
+    p = _witten_bell(C, _witten_bell(C.sum(axis=0), np.full(O, 1.0 / O))[None])
+    alpha1 = np.zeros((H, 2, 2))
+    alpha1[:, :, 0] = 1.0
+    A = np.zeros((H, 2, M, 2, 2))
+    A[:, :, :, 1, 0] = p[:, :, 0, :M]
+    A[:, :, :, 1, 1] = p[:, :, 1, :M]
+    return OperatorSHAG(alpha1, np.ascontiguousarray(p[:, :, :, M]), A)
+
+
 def learn_spectral(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: int,
                    basis: int = 2, max_basis: int = 32, rcond: float = 1e-6,
                    noise: float = 0.0, scaled: bool = False, power: int = 1,
-                   seed: int = 0) -> OperatorSHAG:
+                   seed: int = 0, smoothing: float = 0.0) -> OperatorSHAG:
     """Spectral operators for every (head, direction) (Algorithm 1 of Luque et al. 2012 with a
     generalised Hankel basis).
 
@@ -946,19 +1031,25 @@ def learn_spectral(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: i
     ``power`` power iterations (deterministic for a given ``seed``); a Hankel block with at
     most ``n_states + 5`` non-zero rows or columns gets an exact SVD.  Identical sequences
     are counted once, with their multiplicity (see the module docstring).
+
+    ``smoothing`` in [0, 1): the result is the mixture ``(1 - smoothing) * spectral +
+    smoothing * DET+F`` (:func:`backoff_automaton`, counted from the same merged sequences),
+    an operator SHAG with ``n_states + 2`` states; 0 returns the plain spectral SHAG.
     """
     if n_states < 1:
         raise ValueError("n_states must be >= 1")
     if basis not in (1, 2):
         raise ValueError("basis must be 1 or 2")
+    if not 0.0 <= smoothing < 1.0:
+        raise ValueError("smoothing must be in [0, 1)")
     # the matrices are small: multi-threaded BLAS only adds overhead
     with blas_single_thread():
         return _learn_spectral(enc, seqs, H, M, int(n_states), basis, int(max_basis), rcond,
-                               noise, scaled, int(power), int(seed))
+                               noise, scaled, int(power), int(seed), float(smoothing))
 
 
 def _learn_spectral(enc, seqs, H, M, N, basis, max_basis, rcond, noise, scaled, power,
-                    seed) -> OperatorSHAG:
+                    seed, smoothing) -> OperatorSHAG:
     G = 2 * H
     c = np.ascontiguousarray
     dlen, doff, dw, dtags, order, gstart, big = _distinct_sequences(
@@ -970,5 +1061,8 @@ def _learn_spectral(enc, seqs, H, M, N, basis, max_basis, rcond, noise, scaled, 
     Om = np.random.default_rng(seed).standard_normal((Np, k))
     alpha1, beta, A = _fit_groups(dlen, doff, dw, dtags, order, gstart, pmap2, smap2, M, N, Ns,
                                   Np, k, float(rcond), float(noise), bool(scaled), power, Om)
-    return OperatorSHAG(alpha1.reshape(H, 2, N), beta.reshape(H, 2, N),
-                        A.reshape(H, 2, M, N, N))
+    op = OperatorSHAG(alpha1.reshape(H, 2, N), beta.reshape(H, 2, N), A.reshape(H, 2, M, N, N))
+    if smoothing > 0.0:
+        grouped = _grouped(dlen, doff, dw, dtags, order, gstart)
+        op = op.interpolate(backoff_automaton(*grouped, H, M), smoothing)
+    return op

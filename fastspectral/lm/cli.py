@@ -24,6 +24,7 @@ import sys
 import time
 from typing import Iterator
 
+from .._argtypes import nonneg_int as _nonneg, positive_int as _pos
 from ..errors import FastSpectralError, FormatError
 from ..trees.brown import read_brown
 from ..trees.conll import iter_lines
@@ -82,23 +83,6 @@ def read_corpus(path, fmt: str = "auto", skip_tokens: int = 0,
         out.append(sent)
         taken += len(sent)
     return out
-
-
-def _nonneg(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return v
-
-
-def _pos(text):
-    v = _nonneg(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
 
 
 def build_parser() -> argparse.ArgumentParser:
