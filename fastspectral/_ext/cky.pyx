@@ -34,6 +34,8 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset
 from libc.math cimport ldexp, frexp, log, INFINITY
 
+from .maxrecall cimport maxrecall_tree
+
 cnp.import_array()
 
 ctypedef cnp.int32_t i32
@@ -555,40 +557,31 @@ cdef int decode_max_recall(const CGrammar* g, Chart* c, double logz, i32* out_no
 
     Nodes are written in preorder as (start, end, class) triples.  Span score = the largest
     class marginal of the cell's top (post) layer; length-1 cells also output the tag with the
-    largest pre-layer marginal, plus a unary parent class when that beats "no unary".
+    largest pre-layer marginal, plus a unary parent class when that beats "no unary".  The tree
+    search itself is :func:`maxrecall.maxrecall_tree` (shared with the L-PCFG decoder).
     """
-    cdef int n = c.n, S = g.S, K = g.n_class
-    cdef int i, j, k, l, cell, A, cl, best_cl, best_k, sp, cnt = 0, bt, t
-    cdef double lf, m, best, v, bt_v
+    cdef int n = c.n, S = g.S, K = g.n_class, w = c.n + 1
+    cdef int i, j, l, cell, cid, A, cl, best_cl, cnt, bt, t
+    cdef double lf, best, v, bt_v
     cdef double* cscore = <double*> malloc((K + 1) * sizeof(double))
-    cdef double* span_best = <double*> malloc(c.ncell * sizeof(double))
-    cdef i32* span_class = <i32*> malloc(c.ncell * sizeof(i32))
-    cdef i32* span_split = <i32*> malloc(c.ncell * sizeof(i32))
-    cdef i32* tag_class = <i32*> malloc(n * sizeof(i32))
-    cdef i32* stack = <i32*> malloc(2 * (2 * n + 2) * sizeof(i32))
-    if (cscore == NULL or span_best == NULL or span_class == NULL or span_split == NULL
-            or tag_class == NULL or stack == NULL):
-        free(cscore); free(span_best); free(span_class); free(span_split); free(tag_class); free(stack)
+    cdef double* own_score = <double*> malloc(<size_t> w * w * sizeof(double))
+    cdef i32* own_class = <i32*> malloc(<size_t> w * w * sizeof(i32))
+    cdef i32* tag_class = <i32*> malloc(w * sizeof(i32))
+    if cscore == NULL or own_score == NULL or own_class == NULL or tag_class == NULL:
+        free(cscore); free(own_score); free(own_class); free(tag_class)
         return -1
     for l in range(1, n + 1):
         for i in range(0, n - l + 1):
             j = i + l
+            cid = i * w + j
             cell = cell_of(c, i, j)
+            if c.nact[cell] == 0 and l > 1:
+                own_score[cid] = 0.0
+                own_class[cid] = -1
+                continue
             lf = _exp(marg_factor(c, cell, logz))
             for cl in range(K + 1):
                 cscore[cl] = 0.0
-            if c.nact[cell] == 0 and l > 1:
-                span_class[cell] = -1
-                best_k = i + 1
-                m = -1.0
-                for k in range(i + 1, j):
-                    v = span_best[cell_of(c, i, k)] + span_best[cell_of(c, k, j)]
-                    if v > m:
-                        m = v
-                        best_k = k
-                span_split[cell] = best_k
-                span_best[cell] = m
-                continue
             for t in range(c.nact[cell]):
                 A = c.act[<size_t> cell * S + t]
                 v = c.in_post[<size_t> cell * S + A] * c.out_post[<size_t> cell * S + A]
@@ -604,6 +597,8 @@ cdef int decode_max_recall(const CGrammar* g, Chart* c, double logz, i32* out_no
                 if cscore[cl] > best:
                     best = cscore[cl]
                     best_cl = cl
+            own_score[cid] = best if best > 0.0 else 0.0
+            own_class[cid] = best_cl if (best_cl < K and best > 0.0) else -1
             if l == 1:
                 bt = -1
                 bt_v = -1.0
@@ -615,49 +610,8 @@ cdef int decode_max_recall(const CGrammar* g, Chart* c, double logz, i32* out_no
                             bt_v = v
                             bt = A
                 tag_class[i] = g.sym_class[bt] if bt >= 0 else 0
-                span_class[cell] = -1 if best_cl == K else best_cl
-                span_best[cell] = best if best > 0.0 else 0.0
-                span_split[cell] = -1
-            else:
-                span_class[cell] = best_cl if (best_cl < K and best > 0.0) else -1
-                best_k = i + 1
-                m = -1.0
-                for k in range(i + 1, j):
-                    v = span_best[cell_of(c, i, k)] + span_best[cell_of(c, k, j)]
-                    if v > m:
-                        m = v
-                        best_k = k
-                span_split[cell] = best_k
-                span_best[cell] = (best if best > 0.0 else 0.0) + m
-    # emit preorder
-    sp = 0
-    stack[0] = 0
-    stack[1] = n
-    sp = 1
-    while sp > 0:
-        sp -= 1
-        i = stack[2 * sp]
-        j = stack[2 * sp + 1]
-        cell = cell_of(c, i, j)
-        if span_class[cell] >= 0:
-            out_nodes[3 * cnt] = i
-            out_nodes[3 * cnt + 1] = j
-            out_nodes[3 * cnt + 2] = span_class[cell]
-            cnt += 1
-        if j - i == 1:
-            out_nodes[3 * cnt] = i
-            out_nodes[3 * cnt + 1] = j
-            out_nodes[3 * cnt + 2] = tag_class[i]
-            cnt += 1
-        else:
-            k = span_split[cell]
-            stack[2 * sp] = k
-            stack[2 * sp + 1] = j
-            sp += 1
-            stack[2 * sp] = i
-            stack[2 * sp + 1] = k
-            sp += 1
-    free(cscore); free(span_best); free(span_class); free(span_split); free(tag_class); free(stack)
+    cnt = maxrecall_tree(n, own_score, own_class, tag_class, out_nodes)
+    free(cscore); free(own_score); free(own_class); free(tag_class)
     return cnt
 
 

@@ -27,6 +27,8 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset
 from scipy.linalg.cython_blas cimport dgemv
 
+from .maxrecall cimport maxrecall_tree
+
 ctypedef cnp.int32_t i32
 ctypedef cnp.int64_t i64
 
@@ -668,24 +670,22 @@ cdef int _decode_one(int n, i64 p0, i64 p1, const i32* item_i, const i32* item_j
     a one-word cell also outputs its best preterminal class, plus a unary parent class when that
     beats "no unary" (the summed preterminal marginal minus the summed unary-parent marginal).  Spans whose best score is 0 are not
     output (their children attach to the enclosing node).  Nodes are (start, end, class) triples
-    in preorder.
+    in preorder; the tree search itself is :func:`maxrecall.maxrecall_tree` (shared with the
+    PCFG decoder).
     """
     cdef int ncell = (n + 1) * (n + 1)
     cdef double* cscore = <double*> calloc(K + 1, sizeof(double))
-    cdef double* span_best = <double*> calloc(ncell, sizeof(double))
-    cdef i32* span_class = <i32*> malloc(ncell * sizeof(i32))
-    cdef i32* span_split = <i32*> malloc(ncell * sizeof(i32))
+    cdef double* own_score = <double*> calloc(ncell, sizeof(double))
+    cdef i32* own_class = <i32*> malloc(ncell * sizeof(i32))
     cdef i32* tag_class = <i32*> malloc((n + 1) * sizeof(i32))
     cdef double* tag_best = <double*> malloc((n + 1) * sizeof(double))
-    cdef i32* stack = <i32*> malloc(2 * (2 * n + 2) * sizeof(i32))
     cdef i64* cell_lo = <i64*> calloc(ncell, sizeof(i64))
     cdef i64* cell_hi = <i64*> calloc(ncell, sizeof(i64))
     cdef i64 it, jt
-    cdef int i, j, k, l, cid, cl, best_cl, best_k, sp, cnt = 0, s
-    cdef double best, v, m
-    if (cscore == NULL or span_best == NULL or span_class == NULL or span_split == NULL
-            or tag_class == NULL or tag_best == NULL or stack == NULL or cell_lo == NULL
-            or cell_hi == NULL):
+    cdef int i, j, l, cid, cl, best_cl, cnt = 0, s
+    cdef double best, v
+    if (cscore == NULL or own_score == NULL or own_class == NULL or tag_class == NULL
+            or tag_best == NULL or cell_lo == NULL or cell_hi == NULL):
         cnt = -1
     else:
         it = p0
@@ -730,53 +730,14 @@ cdef int _decode_one(int n, i64 p0, i64 p1, const i32* item_i, const i32* item_j
                         best = cscore[cl]
                         best_cl = cl
                     cscore[cl] = 0.0
-                span_class[cid] = best_cl if best_cl < K else -1
-                if l == 1:
-                    span_best[cid] = best
-                    span_split[cid] = -1
-                else:
-                    best_k = i + 1
-                    m = -1.0
-                    for k in range(i + 1, j):
-                        v = span_best[i * (n + 1) + k] + span_best[k * (n + 1) + j]
-                        if v > m:
-                            m = v
-                            best_k = k
-                    span_split[cid] = best_k
-                    span_best[cid] = best + m
-        stack[0] = 0
-        stack[1] = n
-        sp = 1
-        while sp > 0:
-            sp -= 1
-            i = stack[2 * sp]
-            j = stack[2 * sp + 1]
-            cid = i * (n + 1) + j
-            if span_class[cid] >= 0:
-                out[3 * cnt] = i
-                out[3 * cnt + 1] = j
-                out[3 * cnt + 2] = span_class[cid]
-                cnt += 1
-            if j - i == 1:
-                out[3 * cnt] = i
-                out[3 * cnt + 1] = j
-                out[3 * cnt + 2] = tag_class[i]
-                cnt += 1
-            else:
-                k = span_split[cid]
-                stack[2 * sp] = k
-                stack[2 * sp + 1] = j
-                sp += 1
-                stack[2 * sp] = i
-                stack[2 * sp + 1] = k
-                sp += 1
+                own_score[cid] = best
+                own_class[cid] = best_cl if best_cl < K else -1
+        cnt = maxrecall_tree(n, own_score, own_class, tag_class, out)
     free(cscore)
-    free(span_best)
-    free(span_class)
-    free(span_split)
+    free(own_score)
+    free(own_class)
     free(tag_class)
     free(tag_best)
-    free(stack)
     free(cell_lo)
     free(cell_hi)
     return cnt
