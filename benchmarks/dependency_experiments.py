@@ -51,6 +51,12 @@ from fastspectral.eval.attachment import attachment_scores  # noqa: E402
 from fastspectral.trees.conll import read_conllu, read_conllx, read_malttab  # noqa: E402
 
 DATA = "/work/shared/data"
+TAGSET = "auto"          # --tagset: the tag column of every parser
+
+
+def _parser(**kw):
+    """A SHAGParser reading the ``--tagset`` tag column."""
+    return SHAGParser(tagset=TAGSET, **kw)
 
 
 def load_splits(name):
@@ -114,14 +120,14 @@ def run_model(p, train, test, jobs, scorer, fit=True):
 def dev_uas(kw, train, jobs):
     """UAS of a model trained on the first 90 % of ``train`` on the last 10 %."""
     cut = int(0.9 * len(train))
-    p = SHAGParser(**kw).fit(train[:cut])
+    p = _parser(**kw).fit(train[:cut])
     pred = p.parse(train[cut:], jobs=jobs)
     return attachment_scores(train[cut:], pred, punct="exclude").uas
 
 
 def learner_time(p, train, n, reps=3):
     """Seconds of learn_spectral alone (best of ``reps``) on the encoded training data."""
-    enc = p._encode(train, True)
+    enc = p.encode(train)
     seqs = modifier_sequences(enc)
     best = float("inf")
     for _ in range(reps):
@@ -135,8 +141,8 @@ def em_dev_choice(train, em_ns, em_iters, jobs, smoothing):
     """(n, iterations) of the EM model with the best UAS on the development split (last 10 %
     of ``train``), and all the development UAS values."""
     cut = int(0.9 * len(train))
-    p = SHAGParser(model="em", states=2, iterations=0).fit(train[:cut])
-    enc = p._encode(train[:cut], True)
+    p = _parser(model="em", states=2, iterations=0).fit(train[:cut])
+    enc = p.encode(train[:cut])
     seqs = modifier_sequences(enc)
     dev = {}
     for n in em_ns:
@@ -154,8 +160,8 @@ def paired_times(train, n_spec, n_em, it_em, reps=5, smoothing=0.0):
     (``n_em`` states, ``it_em`` iterations, sequence merging and initialisation included), on
     the same encoded training data, interleaved in one process; both with the back-off
     interpolation ``smoothing`` (its DET+F counts included in both times)."""
-    p = SHAGParser(model="det").fit(train)          # symbol tables only
-    enc = p._encode(train, True)
+    p = _parser(model="det").fit(train)          # symbol tables only
+    enc = p.encode(train)
     seqs = modifier_sequences(enc)
     H, M = p._H, p._M
     ts, te = float("inf"), float("inf")
@@ -209,13 +215,13 @@ def run_dataset(name, states, em_states, em_iters, jobs, log, smoothing):
     t_spec = t_em = t_spec0 = t_em0 = 0.0
     for fold, (train, test) in enumerate(splits):
         log(f"[{name}] fold {fold + 1}/{len(splits)}: {len(train)} train / {len(test)} test")
-        run_model(SHAGParser(model="det"), train, test, jobs, sc("DET"))
-        run_model(SHAGParser(model="det+f"), train, test, jobs, sc("DET+F"))
-        run_model(SHAGParser(model="spectral", states=n_star1, basis=1, smoothing=0.0), train,
+        run_model(_parser(model="det"), train, test, jobs, sc("DET"))
+        run_model(_parser(model="det+f"), train, test, jobs, sc("DET+F"))
+        run_model(_parser(model="spectral", states=n_star1, basis=1, smoothing=0.0), train,
                   test, jobs, sc("SPECTRAL basis 1 (paper), unsmoothed, dev-selected n"))
-        run_model(SHAGParser(model="spectral", states=n_star0, smoothing=0.0), train, test, jobs,
+        run_model(_parser(model="spectral", states=n_star0, smoothing=0.0), train, test, jobs,
                   sc("SPECTRAL unsmoothed, dev-selected n"))
-        run_model(SHAGParser(model="em", states=em0_n, iterations=em0_it, smoothing=0.0), train,
+        run_model(_parser(model="em", states=em0_n, iterations=em0_it, smoothing=0.0), train,
                   test, jobs, sc("EM unsmoothed, dev-selected (n, it)"))
         ts, te = paired_times(train, n_star, em_n, em_it, smoothing=sm)
         t_spec += ts
@@ -224,13 +230,13 @@ def run_dataset(name, states, em_states, em_iters, jobs, log, smoothing):
         t_spec0 += ts
         t_em0 += te
         for n in states:
-            p = run_model(SHAGParser(model="spectral", states=n, smoothing=sm), train, test,
+            p = run_model(_parser(model="spectral", states=n, smoothing=sm), train, test,
                           jobs, sc(f"SPECTRAL n={n}"))
             lt, enc, seqs = learner_time(p, train, n)
             S[f"SPECTRAL n={n}"].learn_s += lt
         for n in em_ns:
-            p = SHAGParser(model="em", states=n, iterations=0).fit(train)
-            enc = p._encode(train, True)
+            p = _parser(model="em", states=n, iterations=0).fit(train)
+            enc = p.encode(train)
             seqs = modifier_sequences(enc)
             t0 = time.perf_counter()
             _, info = fit_em(enc, seqs, p._H, p._M, n, max(em_iters), seed=0,
@@ -244,8 +250,8 @@ def run_dataset(name, states, em_states, em_iters, jobs, log, smoothing):
                 s.add(test, pred, 0.0, time.perf_counter() - t1, info["time"][it - 1])
             log(f"[{name}]   EM n={n}: {max(em_iters)} iterations in {total:.1f} s")
         for lex, label in [("lex", "LEX"), ("lex+f", "LEX+F"), ("lex+fcp", "LEX+FCP")]:
-            run_model(SHAGParser(model="det", lexical=lex), train, test, jobs, sc(label))
-            run_model(SHAGParser(model="spectral", states=n_star, lexical=lex, smoothing=sm),
+            run_model(_parser(model="det", lexical=lex), train, test, jobs, sc(label))
+            run_model(_parser(model="spectral", states=n_star, lexical=lex, smoothing=sm),
                       train, test, jobs, sc(f"SPECTRAL n*={n_star} + {label}"))
     for k, s in S.items():
         res[k] = s.result()
@@ -382,10 +388,15 @@ def main(argv=None):
                          "(spectral states, EM states, EM iterations), e.g. wsj=8,14,25; the "
                          "dev-selected ones of a full run")
     ap.add_argument("--reps", type=int, default=5, help="best-of repetitions of --paired-only")
+    ap.add_argument("--tagset", choices=("auto", "upos", "xpos"), default="auto",
+                    help="tag column of all parsers (default auto: UPOS for the UD treebank, "
+                         "the fine tags for WSJ and Spanish)")
     ap.add_argument("--smoothing", type=float, default=SMOOTHING,
                     help="back-off interpolation weight of the spectral and EM models (default: "
                          "the parser's default); unsmoothed rows are always added")
     args = ap.parse_args(argv)
+    global TAGSET
+    TAGSET = args.tagset
     if args.paired_only:
         paired_only(args.paired_only, args.reps, args.smoothing)
         return

@@ -329,3 +329,38 @@ def test_fallback_for_zero_weight_sentences(wsj):
     sub = enc.subset([3, 1])
     assert list(sub.lengths) == [len(test[3].words), len(test[1].words)]
     assert list(sub.msym[1:1 + len(test[3].words)]) == list(p.tags_.ids(test[3].tags))
+
+
+# ------------------------------------------------------------------------------ tag columns
+def test_tagset_choice_and_errors(tmp_path):
+    from fastspectral.dependency.data import choose_tagset, with_tagset
+    from fastspectral.trees.conll import read_conllu, read_conllx
+
+    ud = list(itertools.islice(read_conllu("/work/shared/data/ud/en_ewt-ud-dev.conllu"), 300))
+    esp = list(itertools.islice(read_conllx("/work/shared/data/conll2007/esp.train"), 50))
+    wsj = list(itertools.islice(read_malttab(WSJ), 50))
+    assert choose_tagset(ud) == "upos"          # Universal POS tags
+    assert choose_tagset(esp) == "xpos"         # CoNLL-X coarse tags are not UD's
+    assert choose_tagset(wsj) == "xpos"         # Malt-TAB: one tag column
+    assert with_tagset(wsj, "xpos") is wsj
+    p = SHAGParser(model="spectral", states=3).fit(ud[:250])
+    assert p.tagset_ == "upos" and "AUX" in p.tags_.symbols and "VBZ" not in p.tags_.symbols
+    q = SHAGParser(model="spectral", states=3, tagset="xpos").fit(ud[:250])
+    assert q.tagset_ == "xpos" and "VBZ" in q.tags_.symbols
+    pred = p.parse(ud[250:])
+    assert all(s.is_tree() and s.xpos == g.xpos for s, g in zip(pred, ud[250:]))
+    assert p.arc_posteriors(ud[260]).shape == (len(ud[260].words) + 1,) * 2
+    path = tmp_path / "ud.npz"
+    p.save(path)
+    r = SHAGParser.load(path)
+    assert r.tagset_ == "upos"
+    assert [s.heads for s in r.parse(ud[250:])] == [s.heads for s in pred]
+    with pytest.raises(FormatError, match="UPOS"):      # a Malt-TAB sentence has no UPOS
+        p.parse(wsj[:2])
+    with pytest.raises(ValueError, match="tagset"):
+        SHAGParser(tagset="fine")
+    from fastspectral.dependency import cli
+
+    ap = argparse.ArgumentParser()
+    cli.cli_add_arguments(ap)
+    assert cli.cli_train(ap.parse_args(["--tagset", "xpos", "--states", "2"]), ud[:100]).tagset_ == "xpos"

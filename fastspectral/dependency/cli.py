@@ -6,6 +6,7 @@ constituency treebank, which is converted with Collins head rules.
 from __future__ import annotations
 
 from .._argtypes import positive_int as _positive_int, unit_interval as _unit_interval
+from .data import TAGSETS
 from .model import LEXICAL, MODELS, SMOOTHING, SHAGParser
 
 __all__ = ["cli_add_arguments", "cli_train", "to_dependency_sentences"]
@@ -33,6 +34,9 @@ def cli_add_arguments(parser) -> None:
                    help="spectral / EM: interpolate the learned automata with the DET+F back-off "
                         f"automaton with weight W in [0, 1); 0 = the paper's unsmoothed model "
                         f"(default: {SMOOTHING})")
+    g.add_argument("--tagset", choices=TAGSETS, default="auto",
+                   help="POS tag column: upos, xpos (XPOS / CoNLL-X POSTAG / Malt-TAB tag) or auto "
+                        "(UPOS for Universal Dependencies treebanks, else xpos; default: auto)")
 
 
 def to_dependency_sentences(data) -> list:
@@ -60,5 +64,6 @@ def cli_train(args, sents) -> SHAGParser:
     model = SHAGParser(model=args.model, states=args.states, lexical=args.lexical,
                        iterations=args.iterations, seed=getattr(args, "seed", 0),
                        basis=getattr(args, "basis", 2),
-                       smoothing=getattr(args, "smoothing", SMOOTHING))
+                       smoothing=getattr(args, "smoothing", SMOOTHING),
+                       tagset=getattr(args, "tagset", "auto"))
     return model.fit(sents)

@@ -22,7 +22,8 @@ from ..errors import FormatError
 __all__ = ["ROOT", "UNK", "LEFT", "RIGHT", "SymbolVocab", "Encoded", "encode_sentences",
            "SequenceData", "modifier_sequences", "token_class", "token_classes", "N_CLASSES",
            "CLASS_OTHER", "CLASS_COORD", "CLASS_PUNCT", "is_projective",
-           "trees_to_dep_sentences", "check_sentence"]
+           "trees_to_dep_sentences", "check_sentence", "TAGSETS", "UD_UPOS", "choose_tagset",
+           "with_tagset"]
 
 ROOT = "<ROOT>"
 UNK = "<UNK>"
@@ -33,6 +34,58 @@ CLASS_OTHER, CLASS_COORD, CLASS_PUNCT = 0, 1, 2
 N_CLASSES = 3
 _COORD_TAGS = frozenset({"CC", "CCONJ", "cc", "c", "CONJ"})
 _PUNCT_TAGS = frozenset({",", ".", ":", "``", "''", "PUNCT", "-LRB-", "-RRB-"})
+
+
+#: the 17 Universal POS tags of Universal Dependencies
+UD_UPOS = frozenset({"ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART",
+                     "PRON", "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X"})
+#: which tag column a dependency parser reads (see :func:`choose_tagset`)
+TAGSETS = ("auto", "upos", "xpos")
+
+
+def choose_tagset(sents) -> str:
+    """``"upos"`` when every sentence has UPOS tags and all are Universal POS tags (a Universal
+    Dependencies treebank), else ``"xpos"`` (the fine tags: XPOS, CoNLL-X POSTAG, Malt-TAB).
+
+    UD trees attach function words (auxiliaries, adpositions, ...) to content words, and UPOS
+    is designed for that: it separates ``AUX`` from ``VERB``, which PTB-style XPOS does not
+    (``has`` / ``been`` / ``attacked`` are VBZ / VBN / VBN).  Treebanks in other annotation
+    styles keep their fine tags (e.g. CoNLL-X Spanish, whose coarse tags lose the
+    auxiliary / main-verb distinction).
+    """
+    for s in sents:
+        upos = getattr(s, "upos", None)
+        if not upos or len(upos) != len(s.words) or not UD_UPOS.issuperset(upos):
+            return "xpos"
+    return "upos"
+
+
+@dataclass
+class _TagView:
+    """A sentence seen through another tag column (the attributes the parsers read)."""
+    words: list
+    tags: list
+    heads: list
+    line: int | None
+
+
+def with_tagset(sents, tagset: str) -> list:
+    """``sents`` with ``.tags`` taken from ``tagset``: ``"xpos"`` leaves them as they are (their
+    ``tags``: XPOS, or UPOS when a sentence has no XPOS); ``"upos"`` reads their ``upos``
+    (``FormatError`` naming the sentence when it has none)."""
+    if tagset == "xpos":
+        return sents
+    if tagset != "upos":
+        raise ValueError(f"tagset must be one of {', '.join(TAGSETS[1:])}, not {tagset!r}")
+    out = []
+    for i, s in enumerate(sents):
+        upos = getattr(s, "upos", None)
+        if not upos or all(t == "_" for t in upos):
+            raise FormatError(f"sentence {i + 1}: no UPOS tags (this model reads the UPOS column; "
+                              "train with tagset='xpos' to use the other tags)", None,
+                              getattr(s, "line", None))
+        out.append(_TagView(s.words, upos, getattr(s, "heads", None), getattr(s, "line", None)))
+    return out
 
 
 class SymbolVocab:

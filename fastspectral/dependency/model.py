@@ -35,7 +35,8 @@ import numpy as np
 
 from ..errors import FormatError, NotFittedError
 from .backoff import BackoffSHAG
-from .data import (ROOT, SymbolVocab, check_sentence, encode_sentences, modifier_sequences)
+from .data import (ROOT, TAGSETS, SymbolVocab, check_sentence, choose_tagset, encode_sentences,
+                   modifier_sequences, with_tagset)
 from .inference import arc_marginals, mbr_decode, unpack_square
 from .spectral import OperatorSHAG, learn_spectral
 
@@ -62,7 +63,10 @@ class SHAGParser:
     ``smoothing`` (spectral and EM models: the learned automata are interpolated with the
     DET+F back-off automaton, ``(1 - smoothing) * model + smoothing * DET+F``, which gives
     every tag sequence a positive weight; 0 is the paper's unsmoothed model; the operator
-    model then has ``states + 2`` states.  Ignored by ``det`` / ``det+f``).
+    model then has ``states + 2`` states.  Ignored by ``det`` / ``det+f``), ``tagset`` (the
+    tag column read as POS tags: ``"upos"``, ``"xpos"`` (the sentences' ``tags``: XPOS, or UPOS
+    when they have no XPOS) or ``"auto"``: UPOS for Universal Dependencies treebanks (every
+    UPOS tag one of the 17 universal ones), XPOS otherwise; the choice is ``tagset_``).
     """
 
     input_kind = "dependency"
@@ -70,7 +74,7 @@ class SHAGParser:
     def __init__(self, model: str = "spectral", states: int = 5, lexical: str = "none",
                  iterations: int = 25, lex_weight: float = 1.0, seed: int = 0,
                  single_root: bool | None = None, batch_size: int = 512, basis: int = 2,
-                 smoothing: float = SMOOTHING):
+                 smoothing: float = SMOOTHING, tagset: str = "auto"):
         if model not in MODELS:
             raise ValueError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
         if lexical not in LEXICAL:
@@ -81,6 +85,8 @@ class SHAGParser:
             raise ValueError("basis must be 1 or 2")
         if int(iterations) < 0:
             raise ValueError("iterations must be >= 0")
+        if tagset not in TAGSETS:
+            raise ValueError(f"tagset must be one of {', '.join(TAGSETS)}, not {tagset!r}")
         if not 0.0 <= float(smoothing) < 1.0:
             raise ValueError(f"smoothing must be in [0, 1), not {smoothing!r}")
         self.model = model
@@ -93,6 +99,8 @@ class SHAGParser:
         self.batch_size = int(batch_size)
         self.basis = int(basis)
         self.smoothing = float(smoothing)
+        self.tagset = tagset
+        self.tagset_ = "xpos"
         self.tags_: SymbolVocab | None = None
         self.words_: SymbolVocab | None = None
         self.op_: OperatorSHAG | None = None
@@ -105,7 +113,8 @@ class SHAGParser:
     # ------------------------------------------------------------------ helpers
     def __repr__(self) -> str:
         return (f"SHAGParser(model={self.model!r}, states={self.states}, lexical={self.lexical!r}, "
-                f"iterations={self.iterations}, smoothing={self.smoothing})")
+                f"iterations={self.iterations}, smoothing={self.smoothing}, "
+                f"tagset={self.tagset!r})")
 
     @property
     def _H(self) -> int:
@@ -120,7 +129,17 @@ class SHAGParser:
             raise NotFittedError("this SHAGParser is not fitted; call fit() or load()")
 
     def _encode(self, sents, with_heads):
+        """Encode sentences already seen through the model's tag column (``with_tagset``)."""
         return encode_sentences(sents, self.tags_, self.words_, with_heads=with_heads)
+
+    def encode(self, sents, with_heads: bool = True):
+        """The fitted model's flat encoding (``data.Encoded``) of ``sents``, read through its
+        tag column (``tagset_``) and checked; for learners called directly (benchmarks)."""
+        self._check_fitted()
+        sents = with_tagset(list(sents), self.tagset_)
+        for i, s in enumerate(sents):
+            check_sentence(s, i, need_heads=with_heads)
+        return self._encode(sents, with_heads)
 
     # ------------------------------------------------------------------ training
     def fit(self, sents) -> "SHAGParser":
@@ -128,6 +147,8 @@ class SHAGParser:
         sents = list(sents)
         if not sents:
             raise ValueError("cannot fit a SHAGParser on an empty treebank")
+        self.tagset_ = choose_tagset(sents) if self.tagset == "auto" else self.tagset
+        sents = with_tagset(sents, self.tagset_)
         for i, s in enumerate(sents):
             check_sentence(s, i, need_heads=True)
         t0 = time.perf_counter()
@@ -210,7 +231,7 @@ class SHAGParser:
         ``progress``: optional callable ``progress(done, total)`` called after each batch.
         """
         self._check_fitted()
-        sents = list(sents)
+        sents = with_tagset(list(sents), self.tagset_)
         for i, s in enumerate(sents):
             check_sentence(s, i, need_heads=False)
         out: list[np.ndarray] = []
@@ -248,6 +269,7 @@ class SHAGParser:
     def arc_posteriors(self, sent, jobs=1) -> np.ndarray:
         """``(n+1) x (n+1)`` matrix of arc posteriors ``mu[h, m]`` for one sentence."""
         self._check_fitted()
+        sent = with_tagset([sent], self.tagset_)[0]
         check_sentence(sent, None, need_heads=False)
         enc = self._encode([sent], False)
         mu, pair_off, _, _ = self._marginals(enc, jobs)
@@ -256,7 +278,9 @@ class SHAGParser:
     def log_weight(self, sents, jobs=None) -> np.ndarray:
         """log |total weight| (log of the sum over all projective trees) of each sentence."""
         self._check_fitted()
-        sents = list(sents)
+        sents = with_tagset(list(sents), self.tagset_)
+        for i, s in enumerate(sents):
+            check_sentence(s, i, need_heads=False)
         enc = self._encode(sents, False)
         _, _, logz, status = arc_marginals(self.op_, self.det_, enc, self.single_root_,
                                            jobs, self._det_power())
@@ -271,7 +295,8 @@ class SHAGParser:
         meta = {"model": self.model, "states": self.states, "lexical": self.lexical,
                 "iterations": self.iterations, "lex_weight": self.lex_weight, "seed": self.seed,
                 "single_root": self.single_root, "single_root_": self.single_root_,
-                "basis": self.basis, "smoothing": self.smoothing,
+                "basis": self.basis, "smoothing": self.smoothing, "tagset": self.tagset,
+                "tagset_": self.tagset_,
                 "tags": self.tags_.symbols,
                 "words": self.words_.symbols if self.words_ is not None else None,
                 "train_info": {k: v for k, v in self.train_info_.items() if k != "loglik"}}
@@ -304,7 +329,11 @@ class SHAGParser:
             p = cls(meta["model"], meta["states"], meta["lexical"], meta["iterations"],
                     meta["lex_weight"], meta["seed"], meta["single_root"],
                     basis=int(meta.get("basis", 1)),
-                    smoothing=float(meta.get("smoothing", 0.0)))
+                    smoothing=float(meta.get("smoothing", 0.0)),
+                    tagset=meta.get("tagset", "xpos"))
+            p.tagset_ = meta.get("tagset_", "xpos")
+            if p.tagset_ not in TAGSETS[1:]:
+                raise ValueError(f"unknown tagset {p.tagset_!r}")
             p.single_root_ = bool(meta["single_root_"])
             p.tags_ = SymbolVocab(meta["tags"], unk_id=0)
             if meta.get("words") is not None:
