@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from fastspectral.dependency.data import modifier_sequences  # noqa: E402
 from fastspectral.dependency.em import fit_em  # noqa: E402
-from fastspectral.dependency.model import SMOOTHING, SHAGParser  # noqa: E402
+from fastspectral.dependency.model import RIDGE, SMOOTHING, SHAGParser  # noqa: E402
 from fastspectral.dependency.spectral import learn_spectral  # noqa: E402
 from fastspectral.eval.attachment import attachment_scores  # noqa: E402
 from fastspectral.trees.conll import read_conllu, read_conllx, read_malttab  # noqa: E402
@@ -132,7 +132,8 @@ def learner_time(p, train, n, reps=3):
     best = float("inf")
     for _ in range(reps):
         t = time.perf_counter()
-        learn_spectral(enc, seqs, p._H, p._M, n, basis=p.basis, smoothing=p.smoothing)
+        learn_spectral(enc, seqs, p._H, p._M, n, basis=p.basis, smoothing=p.smoothing,
+                       ridge=p.ridge)
         best = min(best, time.perf_counter() - t)
     return best, enc, seqs
 
@@ -167,7 +168,7 @@ def paired_times(train, n_spec, n_em, it_em, reps=5, smoothing=0.0):
     ts, te = float("inf"), float("inf")
     for _ in range(reps):
         t = time.perf_counter()
-        learn_spectral(enc, seqs, H, M, n_spec, smoothing=smoothing)
+        learn_spectral(enc, seqs, H, M, n_spec, smoothing=smoothing, ridge=RIDGE)
         ts = min(ts, time.perf_counter() - t)
         t = time.perf_counter()
         fit_em(enc, seqs, H, M, n_em, it_em, seed=0, smoothing=smoothing)
@@ -198,8 +199,13 @@ def run_dataset(name, states, em_states, em_iters, jobs, log, smoothing):
     n_star0 = max(dev0, key=lambda n: (dev0[n], -n))
     log(f"[{name}] unsmoothed: dev UAS by n: "
         + ", ".join(f"{n}:{u:.2f}" for n, u in dev0.items()) + f" -> n* = {n_star0}")
-    dev1 = {n: dev_uas(dict(model="spectral", states=n, basis=1, smoothing=0.0), splits[0][0],
-                       jobs)
+    dev00 = {n: dev_uas(dict(model="spectral", states=n, smoothing=0.0, ridge=0.0),
+                        splits[0][0], jobs) for n in states}
+    n_star00 = max(dev00, key=lambda n: (dev00[n], -n))
+    log(f"[{name}] unsmoothed, no ridge: dev UAS by n: "
+        + ", ".join(f"{n}:{u:.2f}" for n, u in dev00.items()) + f" -> n* = {n_star00}")
+    dev1 = {n: dev_uas(dict(model="spectral", states=n, basis=1, smoothing=0.0, ridge=0.0),
+                       splits[0][0], jobs)
             for n in states}
     n_star1 = max(dev1, key=lambda n: (dev1[n], -n))
     log(f"[{name}] basis 1 (paper): dev UAS by n: "
@@ -217,8 +223,10 @@ def run_dataset(name, states, em_states, em_iters, jobs, log, smoothing):
         log(f"[{name}] fold {fold + 1}/{len(splits)}: {len(train)} train / {len(test)} test")
         run_model(_parser(model="det"), train, test, jobs, sc("DET"))
         run_model(_parser(model="det+f"), train, test, jobs, sc("DET+F"))
-        run_model(_parser(model="spectral", states=n_star1, basis=1, smoothing=0.0), train,
-                  test, jobs, sc("SPECTRAL basis 1 (paper), unsmoothed, dev-selected n"))
+        run_model(_parser(model="spectral", states=n_star1, basis=1, smoothing=0.0, ridge=0.0),
+                  train, test, jobs, sc("SPECTRAL basis 1 (paper), unsmoothed, dev-selected n"))
+        run_model(_parser(model="spectral", states=n_star00, smoothing=0.0, ridge=0.0), train,
+                  test, jobs, sc("SPECTRAL no ridge, unsmoothed, dev-selected n"))
         run_model(_parser(model="spectral", states=n_star0, smoothing=0.0), train, test, jobs,
                   sc("SPECTRAL unsmoothed, dev-selected n"))
         run_model(_parser(model="em", states=em0_n, iterations=em0_it, smoothing=0.0), train,
@@ -257,6 +265,7 @@ def run_dataset(name, states, em_states, em_iters, jobs, log, smoothing):
         res[k] = s.result()
     res["_meta"] = {"n_star": n_star, "dev_uas": dev, "em_states": em_ns, "smoothing": sm,
                     "n_star_unsmoothed": n_star0, "dev_uas_unsmoothed": dev0,
+                    "n_star_unsmoothed_noridge": n_star00, "dev_uas_unsmoothed_noridge": dev00,
                     "em_dev_choice_unsmoothed": [em0_n, em0_it],
                     "em_dev_uas_unsmoothed": {f"n={k[0]} it={k[1]}": v
                                               for k, v in em0_dev.items()},
@@ -321,6 +330,7 @@ def markdown(all_res, states, em_iters):
     """The results as a Markdown table (one column per dataset)."""
     names = list(all_res)
     keys = (["DET", "DET+F", "SPECTRAL basis 1 (paper), unsmoothed, dev-selected n",
+             "SPECTRAL no ridge, unsmoothed, dev-selected n",
              "SPECTRAL unsmoothed, dev-selected n", "EM unsmoothed, dev-selected (n, it)"]
             + [f"SPECTRAL n={n}" for n in states])
     em_keys = sorted({k for r in all_res.values() for k in r if k.startswith("EM n=")},

@@ -125,11 +125,17 @@ def test_parser_smoothing(data, tmp_path):
     assert SHAGParser(model="spectral", states=4, smoothing=0.0).fit(train).op_.n_states == 4
     with pytest.raises(ValueError, match="smoothing"):
         SHAGParser(smoothing=1.0)
+    with pytest.raises(ValueError, match="ridge"):
+        SHAGParser(ridge=-0.5)
+    r = SHAGParser(model="spectral", states=4, ridge=2.5).fit(train)
+    r.save(tmp_path / "r.npz")
+    assert SHAGParser.load(tmp_path / "r.npz").ridge == 2.5
+    assert not np.allclose(r.op_.A, p.op_.A)                 # the ridge changes the operators
     from fastspectral.dependency import cli
 
     ap = argparse.ArgumentParser()
     cli.cli_add_arguments(ap)
-    m = cli.cli_train(ap.parse_args(["--states", "3", "--smoothing", "0"]), train)
-    assert m.smoothing == 0.0 and m.op_.n_states == 3
+    m = cli.cli_train(ap.parse_args(["--states", "3", "--smoothing", "0", "--ridge", "0"]), train)
+    assert m.smoothing == 0.0 and m.op_.n_states == 3 and m.ridge == 0.0
     with pytest.raises(SystemExit):
         ap.parse_args(["--smoothing", "1.5"])

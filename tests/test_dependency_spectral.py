@@ -89,14 +89,17 @@ def _basis_strings(pmap2, smap2, M, d):
     return pre, suf
 
 
-def _reference(zs, pre, suf, M, n):
-    """Dense Algorithm 1 on an explicit basis: H[s,p] = E#(p s), H_a[s,p] = E#(p a s)."""
+def _reference(zs, pre, suf, M, n, ridge=0.0):
+    """Dense Algorithm 1 on an explicit basis: H[s,p] = E#(p s), H_a[s,p] = E#(p a s); with
+    ``ridge`` the Tikhonov inverse B^T (B B^T + lam^2 I)^-1 of B = U^T P, lam^2 = ridge^2 / #seq."""
     Ns, Np = len(suf), len(pre)
     P = np.array([[_count(zs, pre[p] + suf[s]) for p in range(Np)] for s in range(Ns)]) / len(zs)
     Pa = np.array([[[_count(zs, pre[p] + (a,) + suf[s]) for p in range(Np)] for s in range(Ns)]
                    for a in range(M)]) / len(zs)
     U = np.linalg.svd(P)[0][:, :n]
-    X = np.linalg.pinv(U.T @ P)
+    B = U.T @ P
+    X = np.linalg.pinv(B) if ridge == 0 else \
+        B.T @ np.linalg.inv(B @ B.T + ridge ** 2 / len(zs) * np.eye(n))
     return U.T @ P[:, M], P[M, :] @ X, np.array([U.T @ Pa[a] @ X for a in range(M)])
 
 
@@ -125,15 +128,17 @@ def test_hankel_counts_match_brute_force():
                 assert P[g, s, p] == _count(zs, pre[p] + suf[s]), (g, s, p)
 
 
-@pytest.mark.parametrize("basis,max_basis", [(1, 0), (2, 3), (2, 30)])
-def test_learner_matches_dense_reference(basis, max_basis):
+@pytest.mark.parametrize("basis,max_basis,ridge", [(1, 0, 0.0), (2, 3, 0.0), (2, 30, 0.0),
+                                                   (1, 0, 1.0), (2, 30, 2.0)])
+def test_learner_matches_dense_reference(basis, max_basis, ridge):
     rng = np.random.default_rng(2)
     pfa = _pfa()
     enc, seqs = _encode(_sample(rng, pfa, 300), _sample(rng, pfa, 300))
     M, H = len(TAGS), len(TAGS) + 1
     n = 3
     # enough power iterations that the randomised range finder gives the exact top subspace
-    op = learn_spectral(enc, seqs, H, M, n, basis=basis, max_basis=max_basis, power=30)
+    op = learn_spectral(enc, seqs, H, M, n, basis=basis, max_basis=max_basis, power=30,
+                        ridge=ridge)
     grp, dirs, starts, lens, tags = _flat_sequences(enc, seqs)
     pmap2, smap2, _, _ = hankel_basis(_bigram_counts(tags, starts, lens, dirs, M), M, basis,
                                       max_basis)
@@ -142,7 +147,7 @@ def test_learner_matches_dense_reference(basis, max_basis):
         if g // 2 != h:
             continue
         pre, suf = _basis_strings(pmap2, smap2, M, d)
-        a1, b1, A = _reference(zs, pre, suf, M, n)
+        a1, b1, A = _reference(zs, pre, suf, M, n, ridge)
         for L in range(4):
             for seq in itertools.product(range(3), repeat=L):
                 ref = _weight(a1, b1, A, seq)
@@ -150,9 +155,10 @@ def test_learner_matches_dense_reference(basis, max_basis):
                 assert abs(ref - got) < 1e-7 * max(1.0, abs(ref)), (basis, d, seq)
 
 
-@pytest.mark.parametrize("basis", [1, 2])
-def test_generalised_basis_is_consistent(basis):
-    """With many samples both bases recover the 2-state distribution; more data, less error."""
+@pytest.mark.parametrize("basis,ridge", [(1, 0.0), (2, 0.0), (2, 1.0)])
+def test_generalised_basis_is_consistent(basis, ridge):
+    """With many samples both bases (with or without the ridge, whose strength shrinks as
+    1/sqrt(#sequences)) recover the 2-state distribution; more data, less error."""
     pfa = _pfa()
     M, H = len(TAGS), len(TAGS) + 1
     h = TAGS.index("H") + 1
@@ -160,7 +166,7 @@ def test_generalised_basis_is_consistent(basis):
     for n_samples in (500, 8000):
         rng = np.random.default_rng(3)
         enc, seqs = _encode(_sample(rng, pfa, n_samples), _sample(rng, pfa, n_samples))
-        op = learn_spectral(enc, seqs, H, M, 2, basis=basis)
+        op = learn_spectral(enc, seqs, H, M, 2, basis=basis, ridge=ridge)
         seqs_all = [seq for L in range(4) for seq in itertools.product(range(3), repeat=L)]
         err = max(abs(op.sequence_weight(h, d, seq) - _prob(pfa, seq))
                   for d in (0, 1) for seq in seqs_all)
@@ -188,3 +194,5 @@ def test_rank_and_argument_checks():
         learn_spectral(enc, seqs, H, M, 0)
     with pytest.raises(ValueError):
         learn_spectral(enc, seqs, H, M, 2, basis=3)
+    with pytest.raises(ValueError):
+        learn_spectral(enc, seqs, H, M, 2, ridge=-1.0)

@@ -5,9 +5,10 @@ constituency treebank, which is converted with Collins head rules.
 """
 from __future__ import annotations
 
-from .._argtypes import positive_int as _positive_int, unit_interval as _unit_interval
+from .._argtypes import (nonneg_float as _nonneg_float, positive_int as _positive_int,
+                         unit_interval as _unit_interval)
 from .data import TAGSETS
-from .model import LEXICAL, MODELS, SMOOTHING, SHAGParser
+from .model import LEXICAL, MODELS, RIDGE, SMOOTHING, SHAGParser
 
 __all__ = ["cli_add_arguments", "cli_train", "to_dependency_sentences"]
 
@@ -34,6 +35,9 @@ def cli_add_arguments(parser) -> None:
                    help="spectral / EM: interpolate the learned automata with the DET+F back-off "
                         f"automaton with weight W in [0, 1); 0 = the paper's unsmoothed model "
                         f"(default: {SMOOTHING})")
+    g.add_argument("--ridge", type=_nonneg_float, default=RIDGE, metavar="C",
+                   help="spectral: regularise the operators' pseudo-inverse with lambda = C / "
+                        f"sqrt(#sequences); 0 = the paper's plain pseudo-inverse (default: {RIDGE})")
     g.add_argument("--tagset", choices=TAGSETS, default="auto",
                    help="POS tag column: upos, xpos (XPOS / CoNLL-X POSTAG / Malt-TAB tag) or auto "
                         "(UPOS for Universal Dependencies treebanks, else xpos; default: auto)")
@@ -65,5 +69,6 @@ def cli_train(args, sents) -> SHAGParser:
                        iterations=args.iterations, seed=getattr(args, "seed", 0),
                        basis=getattr(args, "basis", 2),
                        smoothing=getattr(args, "smoothing", SMOOTHING),
-                       tagset=getattr(args, "tagset", "auto"))
+                       tagset=getattr(args, "tagset", "auto"),
+                       ridge=getattr(args, "ridge", RIDGE))
     return model.fit(sents)

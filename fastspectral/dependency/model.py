@@ -46,6 +46,9 @@ MODELS = ("det", "det+f", "spectral", "em")
 #: default interpolation weight of the DET+F back-off automaton (spectral and EM models),
 #: chosen on the development splits (docs/dependency.md)
 SMOOTHING = 0.3
+#: default ridge of the spectral learner's regularised pseudo-inverse (``learn_spectral``),
+#: chosen on the development splits (docs/dependency.md)
+RIDGE = 1.0
 LEXICAL = ("none", "lex", "lex+f", "lex+fcp")
 _LEX_STATES = {"lex": "none", "lex+f": "f", "lex+fcp": "fcp"}
 _KIND = "shag"
@@ -66,7 +69,9 @@ class SHAGParser:
     model then has ``states + 2`` states.  Ignored by ``det`` / ``det+f``), ``tagset`` (the
     tag column read as POS tags: ``"upos"``, ``"xpos"`` (the sentences' ``tags``: XPOS, or UPOS
     when they have no XPOS) or ``"auto"``: UPOS for Universal Dependencies treebanks (every
-    UPOS tag one of the 17 universal ones), XPOS otherwise; the choice is ``tagset_``).
+    UPOS tag one of the 17 universal ones), XPOS otherwise; the choice is ``tagset_``),
+    ``ridge`` (spectral model: regularisation of the pseudo-inverse in the operators, in units
+    of the Hankel blocks' sampling noise; 0 is the paper's plain pseudo-inverse).
     """
 
     input_kind = "dependency"
@@ -74,7 +79,7 @@ class SHAGParser:
     def __init__(self, model: str = "spectral", states: int = 5, lexical: str = "none",
                  iterations: int = 25, lex_weight: float = 1.0, seed: int = 0,
                  single_root: bool | None = None, batch_size: int = 512, basis: int = 2,
-                 smoothing: float = SMOOTHING, tagset: str = "auto"):
+                 smoothing: float = SMOOTHING, tagset: str = "auto", ridge: float = RIDGE):
         if model not in MODELS:
             raise ValueError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
         if lexical not in LEXICAL:
@@ -85,6 +90,8 @@ class SHAGParser:
             raise ValueError("basis must be 1 or 2")
         if int(iterations) < 0:
             raise ValueError("iterations must be >= 0")
+        if not float(ridge) >= 0.0:
+            raise ValueError(f"ridge must be >= 0, not {ridge!r}")
         if tagset not in TAGSETS:
             raise ValueError(f"tagset must be one of {', '.join(TAGSETS)}, not {tagset!r}")
         if not 0.0 <= float(smoothing) < 1.0:
@@ -100,6 +107,7 @@ class SHAGParser:
         self.basis = int(basis)
         self.smoothing = float(smoothing)
         self.tagset = tagset
+        self.ridge = float(ridge)
         self.tagset_ = "xpos"
         self.tags_: SymbolVocab | None = None
         self.words_: SymbolVocab | None = None
@@ -172,7 +180,7 @@ class SHAGParser:
         info: dict = {}
         if self.model == "spectral":
             self.op_ = learn_spectral(enc, seqs, H, M, self.states, basis=self.basis,
-                                      smoothing=self.smoothing)
+                                      smoothing=self.smoothing, ridge=self.ridge)
         elif self.model == "em":
             from .em import fit_em
             self.op_, em_info = fit_em(enc, seqs, H, M, self.states, self.iterations, self.seed,
@@ -296,7 +304,7 @@ class SHAGParser:
                 "iterations": self.iterations, "lex_weight": self.lex_weight, "seed": self.seed,
                 "single_root": self.single_root, "single_root_": self.single_root_,
                 "basis": self.basis, "smoothing": self.smoothing, "tagset": self.tagset,
-                "tagset_": self.tagset_,
+                "tagset_": self.tagset_, "ridge": self.ridge,
                 "tags": self.tags_.symbols,
                 "words": self.words_.symbols if self.words_ is not None else None,
                 "train_info": {k: v for k, v in self.train_info_.items() if k != "loglik"}}
@@ -330,7 +338,7 @@ class SHAGParser:
                     meta["lex_weight"], meta["seed"], meta["single_root"],
                     basis=int(meta.get("basis", 1)),
                     smoothing=float(meta.get("smoothing", 0.0)),
-                    tagset=meta.get("tagset", "xpos"))
+                    tagset=meta.get("tagset", "xpos"), ridge=float(meta.get("ridge", 0.0)))
             p.tagset_ = meta.get("tagset_", "xpos")
             if p.tagset_ not in TAGSETS[1:]:
                 raise ValueError(f"unknown tagset {p.tagset_!r}")

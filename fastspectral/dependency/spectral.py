@@ -728,7 +728,7 @@ def _small_svd(Q, rcond):  # pragma: no cover - numba
 
 @njit(cache=True)
 def _fit_one(g, dlen, doff, dw, dtags, order, gstart, sb, spl, M, n, Ns, Np, k, rcond, noise,
-             scaled, power, Om, alpha1, beta, A):  # pragma: no cover - numba
+             ridge, scaled, power, Om, alpha1, beta, A):  # pragma: no cover - numba
     """Group ``g`` of :func:`_fit_groups`: its Hankel block (on the non-zero rows / columns),
     factorisation and operators, written to ``alpha1[g]``, ``beta[g]``, ``A[g]``."""
     q0, q1 = gstart[g], gstart[g + 1]
@@ -807,12 +807,15 @@ def _fit_one(g, dlen, doff, dw, dtags, order, gstart, sb, spl, M, n, Ns, Np, k, 
     # kept singular values: above rcond * largest (and the noise level, except the first)
     thr = rcond * max(s[0], 1e-300)
     nthr = noise / np.sqrt(nsq) if noise > 0 else -1.0
+    # Tikhonov-regularised inverse s / (s^2 + lam^2), lam = ridge / sqrt(#sequences): the
+    # order of the block's sampling noise, so lam -> 0 (the plain pseudo-inverse) with data
+    lam2 = ridge * ridge / nsq
     inv = np.zeros(n)
     for i in range(m):
         if s[i] > thr and (i == 0 or s[i] > nthr):
-            inv[i] = 1.0 / s[i]
-    # U (kept columns) and X = (U^T Q)^+ = V diag(1/s), mapped back if scaled; one more
-    # zero row each for the "none" index
+            inv[i] = s[i] / (s[i] * s[i] + lam2)
+    # U (kept columns) and X = (U^T Q)^+ = V diag(1/s) (regularised: V diag(inv)), mapped back
+    # if scaled; one more zero row each for the "none" index
     Ul = np.zeros((nr + 1, n))
     Xl = np.zeros((nc + 1, n))
     for i in range(m):
@@ -855,7 +858,7 @@ def _fit_one(g, dlen, doff, dw, dtags, order, gstart, sb, spl, M, n, Ns, Np, k, 
 
 @njit(cache=True)
 def _fit_groups(dlen, doff, dw, dtags, order, gstart, pmap2, smap2, M, N, Ns, Np, k, rcond,
-                noise, scaled, power, Om):  # pragma: no cover - numba
+                noise, ridge, scaled, power, Om):  # pragma: no cover - numba
     """Hankel block, factorisation and operators of every group ``g = h*2+d``; returns
     ``(alpha1 [G, N], beta [G, N], A [G, M, N, N])`` (one thread: splitting the automata over
     two threads measured no faster, the largest automata dominate)."""
@@ -900,7 +903,7 @@ def _fit_groups(dlen, doff, dw, dtags, order, gstart, pmap2, smap2, M, N, Ns, Np
                 spl[b + j, 3] = s2 if s2 >= 0 else Ns
     for g in range(G):
         _fit_one(g, dlen, doff, dw, dtags, order, gstart, sb, spl, M, n, Ns, Np, k, rcond, noise,
-                 scaled, power, Om, alpha1, beta, A)
+                 ridge, scaled, power, Om, alpha1, beta, A)
     return alpha1, beta, A
 
 
@@ -1014,7 +1017,7 @@ def backoff_automaton(grp_start, q_start, q_len, q_w, mods, H: int, M: int) -> O
 def learn_spectral(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: int,
                    basis: int = 2, max_basis: int = 32, rcond: float = 1e-6,
                    noise: float = 0.0, scaled: bool = False, power: int = 1,
-                   seed: int = 0, smoothing: float = 0.0) -> OperatorSHAG:
+                   seed: int = 0, smoothing: float = 0.0, ridge: float = 0.0) -> OperatorSHAG:
     """Spectral operators for every (head, direction) (Algorithm 1 of Luque et al. 2012 with a
     generalised Hankel basis).
 
@@ -1032,6 +1035,12 @@ def learn_spectral(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: i
     most ``n_states + 5`` non-zero rows or columns gets an exact SVD.  Identical sequences
     are counted once, with their multiplicity (see the module docstring).
 
+    ``ridge >= 0`` regularises the pseudo-inverse ``(U^T P)^+ = V diag(1/s)`` to
+    ``V diag(s / (s^2 + lam^2))`` with ``lam = ridge / sqrt(#sequences)`` of each automaton,
+    the order of its Hankel block's sampling noise: directions with small singular values,
+    which the noise dominates, are shrunk instead of amplified.  ``lam -> 0`` as the data
+    grow, so the estimator stays consistent; 0 is the plain pseudo-inverse (Algorithm 1).
+
     ``smoothing`` in [0, 1): the result is the mixture ``(1 - smoothing) * spectral +
     smoothing * DET+F`` (:func:`backoff_automaton`, counted from the same merged sequences),
     an operator SHAG with ``n_states + 2`` states; 0 returns the plain spectral SHAG.
@@ -1042,14 +1051,17 @@ def learn_spectral(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: i
         raise ValueError("basis must be 1 or 2")
     if not 0.0 <= smoothing < 1.0:
         raise ValueError("smoothing must be in [0, 1)")
+    if not ridge >= 0.0:
+        raise ValueError("ridge must be >= 0")
     # the matrices are small: multi-threaded BLAS only adds overhead
     with blas_single_thread():
         return _learn_spectral(enc, seqs, H, M, int(n_states), basis, int(max_basis), rcond,
-                               noise, scaled, int(power), int(seed), float(smoothing))
+                               noise, scaled, int(power), int(seed), float(smoothing),
+                               float(ridge))
 
 
 def _learn_spectral(enc, seqs, H, M, N, basis, max_basis, rcond, noise, scaled, power,
-                    seed, smoothing) -> OperatorSHAG:
+                    seed, smoothing, ridge) -> OperatorSHAG:
     G = 2 * H
     c = np.ascontiguousarray
     dlen, doff, dw, dtags, order, gstart, big = _distinct_sequences(
@@ -1060,7 +1072,8 @@ def _learn_spectral(enc, seqs, H, M, N, basis, max_basis, rcond, noise, scaled, 
     # the range finder's test matrix: row j multiplies the j-th non-zero column of a block
     Om = np.random.default_rng(seed).standard_normal((Np, k))
     alpha1, beta, A = _fit_groups(dlen, doff, dw, dtags, order, gstart, pmap2, smap2, M, N, Ns,
-                                  Np, k, float(rcond), float(noise), bool(scaled), power, Om)
+                                  Np, k, float(rcond), float(noise), float(ridge), bool(scaled),
+                                  power, Om)
     op = OperatorSHAG(alpha1.reshape(H, 2, N), beta.reshape(H, 2, N), A.reshape(H, 2, M, N, N))
     if smoothing > 0.0:
         grouped = _grouped(dlen, doff, dw, dtags, order, gstart)
