@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from .data import Encoded, SequenceData
-from .spectral import OperatorSHAG, backoff_automaton, distinct_sequences
+from .spectral import OperatorSHAG, _backoff_probs, distinct_sequences, with_backoff
 
 __all__ = ["unique_sequences", "em_init", "em_step", "fit_em"]
 
@@ -165,11 +165,15 @@ def fit_em(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: int,
     t0 = time.perf_counter()
     N = int(n_states)
     data = distinct_sequences(enc, seqs, H, M)
-    back = backoff_automaton(*data, H, M) if smoothing > 0.0 else None
+    if smoothing > 0.0:
+        grp_start, q_start, q_len, q_w, mods = data
+        p_back = _backoff_probs(grp_start, np.arange(len(q_len), dtype=np.int64), q_len,
+                                q_start, q_w, mods, M)
 
     def model(alpha, A, beta):
-        op = _to_operator(alpha, A, beta, H, M, N)
-        return op if back is None else op.interpolate(back, smoothing)
+        if smoothing > 0.0:
+            return with_backoff(alpha, beta, A, p_back, N, smoothing, H, M)
+        return _to_operator(alpha, A, beta, H, M, N)
 
     alpha, A, beta = em_init(*data, H, M, N, seed=seed)
     info = {"loglik": [], "time": [], "snapshots": {}}

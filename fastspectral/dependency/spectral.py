@@ -52,7 +52,7 @@ from .._blas import blas_single_thread
 from .data import Encoded, SequenceData
 
 __all__ = ["OperatorSHAG", "hankel_basis", "learn_spectral", "distinct_sequences",
-           "backoff_automaton"]
+           "backoff_automaton", "with_backoff"]
 
 
 @dataclass
@@ -858,16 +858,18 @@ def _fit_one(g, dlen, doff, dw, dtags, order, gstart, sb, spl, M, n, Ns, Np, k, 
 
 @njit(cache=True)
 def _fit_groups(dlen, doff, dw, dtags, order, gstart, pmap2, smap2, M, N, Ns, Np, k, rcond,
-                noise, ridge, scaled, power, Om):  # pragma: no cover - numba
+                noise, ridge, scaled, power, Om, extra):  # pragma: no cover - numba
     """Hankel block, factorisation and operators of every group ``g = h*2+d``; returns
-    ``(alpha1 [G, N], beta [G, N], A [G, M, N, N])`` (one thread: splitting the automata over
-    two threads measured no faster, the largest automata dominate)."""
+    ``(alpha1 [G, N+extra], beta [G, N+extra], A [G, M, N+extra, N+extra])`` with the
+    spectral operators in the first ``N`` states and zeros in the ``extra`` others (room for
+    the back-off automaton, :func:`_put_backoff`).  One thread: splitting the automata over
+    two threads measured no faster, the largest automata dominate."""
     G = len(gstart) - 1
     B = M + 2
     n = min(N, k)
-    alpha1 = np.zeros((G, N))
-    beta = np.zeros((G, N))
-    A = np.zeros((G, M, N, N))
+    alpha1 = np.zeros((G, N + extra))
+    beta = np.zeros((G, N + extra))
+    A = np.zeros((G, M, N + extra, N + extra))
     # basis indices at every split of every distinct sequence (group order): single-symbol
     # prefix, length-2 prefix (Np: none), single-symbol suffix, length-2 suffix (Ns: none);
     # the framed sequence is padded with STOP on both sides, which no basis string contains
@@ -976,13 +978,70 @@ def distinct_sequences(enc: Encoded, seqs: SequenceData, H: int, M: int):
     return _grouped(dlen, doff, dw, dtags, order, gstart)
 
 
-def _witten_bell(C: np.ndarray, backoff: np.ndarray) -> np.ndarray:
-    """``(c(ctx, out) + T(ctx) p_backoff) / (c(ctx) + T(ctx))`` over the last axis (the
-    outcomes), ``p_backoff`` for unseen contexts (as ``backoff.BackoffLevel.smooth``)."""
-    tot = C.sum(axis=-1, keepdims=True)
-    typ = (C > 0).sum(axis=-1, keepdims=True).astype(np.float64)
+@njit(cache=True)
+def _backoff_probs(gstart, order, dlen, doff, dw, dtags, M):  # pragma: no cover - numba
+    """DET+F probabilities ``p[g, k, x]`` of outcome ``x`` (tag, or STOP = ``M``) in state
+    ``k`` (0 first, 1 later) of group ``g``: Witten-Bell ``(c + T p_back) / (c(ctx) + T)``
+    backed off to ``P(x | direction, k)`` and then to the uniform distribution (the
+    probabilities of ``backoff.BackoffSHAG("f")``), counted from the merged sequences."""
+    G = len(gstart) - 1
+    O = M + 1
+    C = np.zeros((G, 2, O))
+    for g in range(G):
+        for qi in range(gstart[g], gstart[g + 1]):
+            q = order[qi]
+            w = np.float64(dw[q])
+            T, o = dlen[q], doff[q]
+            for j in range(T):
+                C[g, 1 if j > 0 else 0, dtags[o + j]] += w
+            C[g, 1 if T > 0 else 0, M] += w
+    Cb = np.zeros((2, 2, O))                       # (direction, state) contexts
+    for g in range(G):
+        for kk in range(2):
+            for x in range(O):
+                Cb[g & 1, kk, x] += C[g, kk, x]
+    pb = np.empty((2, 2, O))
+    for d in range(2):
+        for kk in range(2):
+            _wb_row(Cb[d, kk], np.full(O, 1.0 / O), pb[d, kk])
+    p = np.empty((G, 2, O))
+    for g in range(G):
+        for kk in range(2):
+            _wb_row(C[g, kk], pb[g & 1, kk], p[g, kk])
+    return p
+
+
+@njit(cache=True)
+def _wb_row(c, back, out):  # pragma: no cover - numba
+    """One Witten-Bell row: ``out = (c + T back) / (sum c + T)``, ``back`` when ``c`` is 0."""
+    tot = 0.0
+    typ = 0.0
+    for x in range(len(c)):
+        tot += c[x]
+        if c[x] > 0:
+            typ += 1.0
     den = tot + typ
-    return np.where(den > 0, (C + typ * backoff) / np.where(den > 0, den, 1.0), backoff)
+    for x in range(len(c)):
+        out[x] = (c[x] + typ * back[x]) / den if den > 0 else back[x]
+
+
+@njit(cache=True)
+def _put_backoff(alpha1, beta, A, p, N, weight):  # pragma: no cover - numba
+    """Turn ``(alpha1, beta, A)`` (``[G, N+2]``, ``[G, N+2]``, ``[G, M, N+2, N+2]``, a learned
+    automaton in the first ``N`` states) into the mixture ``(1 - weight) * learned + weight *
+    DET+F``: the DET+F automaton of probabilities ``p`` (:func:`_backoff_probs`) goes into
+    states ``N`` (first) and ``N+1`` (later)."""
+    G, M = A.shape[0], A.shape[1]
+    for g in range(G):
+        for i in range(N):
+            alpha1[g, i] *= 1.0 - weight
+        alpha1[g, N] = weight
+        alpha1[g, N + 1] = 0.0
+        beta[g, N] = p[g, 0, M]
+        beta[g, N + 1] = p[g, 1, M]
+        for a in range(M):
+            A[g, a, N + 1, N] = p[g, 0, a]
+            A[g, a, N + 1, N + 1] = p[g, 1, a]
 
 
 def backoff_automaton(grp_start, q_start, q_len, q_w, mods, H: int, M: int) -> OperatorSHAG:
@@ -991,27 +1050,37 @@ def backoff_automaton(grp_start, q_start, q_len, q_w, mods, H: int, M: int) -> O
     States "first modifier" and "later modifier"; ``P(tag or STOP | head, dir, state)`` is
     the Witten-Bell estimate backed off to ``P(. | dir, state)`` and then to the uniform
     distribution over tags + STOP: the same probabilities as ``BackoffSHAG("f")``, counted
-    from the merged sequences (:func:`distinct_sequences`) with dense arrays.  Every
-    sequence gets a positive weight, so it smooths a learned SHAG by interpolation
-    (:meth:`OperatorSHAG.interpolate`).
+    from the merged sequences (:func:`distinct_sequences`).  Every sequence gets a positive
+    weight, so it smooths a learned SHAG by interpolation (:meth:`OperatorSHAG.interpolate`;
+    the learners fuse that step, see :func:`_put_backoff`).
     """
     G = 2 * H
-    O = M + 1
-    nq = len(q_len)
-    g_of_q = np.repeat(np.arange(G, dtype=np.int64), np.diff(grp_start))
-    q_of_mod = np.repeat(np.arange(nq, dtype=np.int64), q_len)
-    first = (np.arange(len(mods), dtype=np.int64) - q_start[q_of_mod]) == 0
-    idx = np.concatenate([(g_of_q[q_of_mod] * 2 + (~first)) * O + mods,
-                          (g_of_q * 2 + (q_len > 0)) * O + M])
-    w = np.concatenate([q_w[q_of_mod], q_w])
-    C = np.bincount(idx, weights=w, minlength=G * 2 * O).reshape(H, 2, 2, O)
-    p = _witten_bell(C, _witten_bell(C.sum(axis=0), np.full(O, 1.0 / O))[None])
-    alpha1 = np.zeros((H, 2, 2))
-    alpha1[:, :, 0] = 1.0
-    A = np.zeros((H, 2, M, 2, 2))
-    A[:, :, :, 1, 0] = p[:, :, 0, :M]
-    A[:, :, :, 1, 1] = p[:, :, 1, :M]
-    return OperatorSHAG(alpha1, np.ascontiguousarray(p[:, :, :, M]), A)
+    order = np.arange(len(q_len), dtype=np.int64)
+    p = _backoff_probs(np.ascontiguousarray(grp_start, dtype=np.int64), order,
+                       np.ascontiguousarray(q_len, dtype=np.int64),
+                       np.ascontiguousarray(q_start, dtype=np.int64), np.asarray(q_w),
+                       np.ascontiguousarray(mods, dtype=np.int64), M)
+    alpha1 = np.zeros((G, 2))
+    beta = np.zeros((G, 2))
+    A = np.zeros((G, M, 2, 2))
+    _put_backoff(alpha1, beta, A, p, 0, 1.0)
+    return OperatorSHAG(alpha1.reshape(H, 2, 2), beta.reshape(H, 2, 2), A.reshape(H, 2, M, 2, 2))
+
+
+def with_backoff(alpha1, beta, A, p, N: int, weight: float, H: int, M: int) -> OperatorSHAG:
+    """An ``N``-state learned automaton (per group ``[G, N]``, ``[G, N]``, ``[G, M, N, N]``)
+    interpolated with the DET+F probabilities ``p``: the ``N + 2``-state OperatorSHAG of
+    :meth:`OperatorSHAG.interpolate`, built in one pass."""
+    G = 2 * H
+    a2 = np.zeros((G, N + 2))
+    b2 = np.zeros((G, N + 2))
+    A2 = np.zeros((G, M, N + 2, N + 2))
+    a2[:, :N] = alpha1
+    b2[:, :N] = beta
+    A2[:, :, :N, :N] = A
+    _put_backoff(a2, b2, A2, p, N, weight)
+    N2 = N + 2
+    return OperatorSHAG(a2.reshape(H, 2, N2), b2.reshape(H, 2, N2), A2.reshape(H, 2, M, N2, N2))
 
 
 def learn_spectral(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: int,
@@ -1071,11 +1140,13 @@ def _learn_spectral(enc, seqs, H, M, N, basis, max_basis, rcond, noise, scaled, 
     k = min(N + 5, Ns, Np)
     # the range finder's test matrix: row j multiplies the j-th non-zero column of a block
     Om = np.random.default_rng(seed).standard_normal((Np, k))
+    extra = 2 if smoothing > 0.0 else 0
     alpha1, beta, A = _fit_groups(dlen, doff, dw, dtags, order, gstart, pmap2, smap2, M, N, Ns,
                                   Np, k, float(rcond), float(noise), float(ridge), bool(scaled),
-                                  power, Om)
-    op = OperatorSHAG(alpha1.reshape(H, 2, N), beta.reshape(H, 2, N), A.reshape(H, 2, M, N, N))
-    if smoothing > 0.0:
-        grouped = _grouped(dlen, doff, dw, dtags, order, gstart)
-        op = op.interpolate(backoff_automaton(*grouped, H, M), smoothing)
-    return op
+                                  power, Om, extra)
+    if extra:                   # the DET+F automaton in the two extra states
+        _put_backoff(alpha1, beta, A, _backoff_probs(gstart, order, dlen, doff, dw, dtags, M), N,
+                     smoothing)
+    N2 = N + extra
+    return OperatorSHAG(alpha1.reshape(H, 2, N2), beta.reshape(H, 2, N2),
+                        A.reshape(H, 2, M, N2, N2))
