@@ -8,7 +8,7 @@ from __future__ import annotations
 from .._argtypes import (nonneg_float as _nonneg_float, positive_int as _positive_int,
                          unit_interval as _unit_interval)
 from .data import TAGSETS
-from .model import LEXICAL, MODELS, RIDGE, SMOOTHING, SHAGParser
+from .model import LEXICAL, MODELS, RIDGE, SMOOTHING, STATES, SHAGParser
 
 __all__ = ["cli_add_arguments", "cli_train", "to_dependency_sentences"]
 
@@ -20,8 +20,8 @@ def cli_add_arguments(parser) -> None:
                    help="unlexicalised model: deterministic (det), deterministic with a first-"
                         "modifier state (det+f), spectral operator SHAG, or EM-trained SHAG "
                         "(default: spectral)")
-    g.add_argument("--states", type=_positive_int, default=5, metavar="N",
-                   help="number of hidden states of the spectral / EM automata (default: 5)")
+    g.add_argument("--states", type=_positive_int, default=STATES, metavar="N",
+                   help=f"number of hidden states of the spectral / EM automata (default: {STATES})")
     g.add_argument("--lexical", choices=LEXICAL, default="none",
                    help="lexicalised back-off model combined log-linearly with the model "
                         "(with --model det/det+f it is used alone; default: none)")
