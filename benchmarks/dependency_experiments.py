@@ -257,6 +257,13 @@ def run_dataset(name, states, em_states, em_iters, jobs, log, smoothing):
                 pred = p.parse(test, jobs=jobs)
                 s.add(test, pred, 0.0, time.perf_counter() - t1, info["time"][it - 1])
             log(f"[{name}]   EM n={n}: {max(em_iters)} iterations in {total:.1f} s")
+            _, info = fit_em(enc, seqs, p._H, p._M, n, max(em_iters), seed=0,
+                             snapshots=em_iters, smoothing=0.0)
+            for it in em_iters:                      # the paper's (unsmoothed) EM
+                p.op_ = info["snapshots"][it]
+                pred = p.parse(test, jobs=jobs)
+                sc(f"EM unsmoothed n={n} it={it}").add(test, pred, 0.0, 0.0,
+                                                       info["time"][it - 1])
         for lex, label in [("lex", "LEX"), ("lex+f", "LEX+F"), ("lex+fcp", "LEX+FCP")]:
             run_model(_parser(model="det", lexical=lex), train, test, jobs, sc(label))
             run_model(_parser(model="spectral", states=n_star, lexical=lex, smoothing=sm),
@@ -345,7 +352,10 @@ def markdown(all_res, states, em_iters):
             cells.append("" if v is None else f"{v:.2f}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
 
-    for k in keys + em_keys:
+    em0_keys = sorted({k for r in all_res.values() for k in r
+                       if k.startswith("EM unsmoothed n=")},
+                      key=lambda k: (int(k.split()[2][2:]), int(k.split("it=")[1])))
+    for k in keys + em_keys + em0_keys:
         row(k, lambda r, k=k: r.get(k, {}).get("uas"))
     for k in lex:
         row(k, lambda r, k=k: r.get(k, {}).get("uas"))
