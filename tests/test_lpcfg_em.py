@@ -16,7 +16,7 @@ from fastspectral.trees.tree import Tree
 
 def _layout(trees, m_value=2, min_count=1, rare_threshold=1, v=1, h=1):
     fine = [prepare(t, v, h) for t in trees]
-    g = Grammar.from_trees(fine, PCFG()._lexicon_options())
+    g = Grammar.from_trees(fine, PCFG().lexicon_options())
     nodes = extract_nodes(fine, g)
     cnt = np.bincount(nodes.label, minlength=g.n_symbols)
     m = np.where(cnt >= min_count, m_value, 1)

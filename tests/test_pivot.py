@@ -128,7 +128,7 @@ def test_group_mixture_em_shared_evidence_many_groups():
 def test_pivot_parameters_are_normalised(planted):
     ex, trees = planted
     fine = [prepare(t, 1, 1) for t in trees[:1500]]
-    g = Grammar.from_trees(fine, PCFG()._lexicon_options())
+    g = Grammar.from_trees(fine, PCFG().lexicon_options())
     nodes = extract_nodes(fine, g)
     est = PivotLPCFG(**ex.fit_options())
     m = est.state_counts(nodes, g)

@@ -26,6 +26,11 @@ Memory: a chart takes about ``n (n + 1) / 2 * S * 44`` bytes for an n-word sente
 symbols (about 0.4 GB for n = 100 with the default WSJ grammar), per thread.  A sentence whose
 chart would exceed ``max_chart_bytes`` (default 4 GiB) is not parsed: it gets the flat fallback
 tree and is counted in ``last_parse_stats_["too_long"]``.
+
+Models built on a PCFG (the L-PCFGs of :mod:`fastspectral.lpcfg`, which use it as their pruning,
+lexicon and fallback grammar) go through its public hooks only: :meth:`PCFG.fit_prepared` (fit
+from trees and grammars they have already prepared), :meth:`PCFG.lexicon_options`,
+:meth:`PCFG.best_tags`, and :meth:`PCFG.state` / :meth:`PCFG.from_state` (the model-file content).
 """
 from __future__ import annotations
 
@@ -117,7 +122,9 @@ class PCFG:
         if self.jobs is not None and int(self.jobs) < 1:
             raise ValueError(f"jobs must be >= 1 or None, got {self.jobs!r}")
 
-    def _lexicon_options(self):
+    def lexicon_options(self) -> dict:
+        """Keyword arguments of :class:`~fastspectral.grammar.lexicon.Lexicon` for this model's
+        lexicon settings (for :meth:`Grammar.from_trees` of grammars built outside :meth:`fit`)."""
         return {"rare_threshold": self.rare_threshold, "s1": self.lex_smoothing,
                 "s2": self.sig_smoothing}
 
@@ -137,15 +144,43 @@ class PCFG:
             if not isinstance(t, Tree):
                 raise TypeError(f"tree {k} is a {type(t).__name__}, expected fastspectral.trees.Tree")
         fine = [prepare(t, self.v, self.h, self.tag_parent) for t in raw]
-        self.grammar_ = Grammar.from_trees(fine, self._lexicon_options())
-        self.coarse_ = None
+        coarse = None
         if self._uses_coarse:
-            coarse = [prepare(t, 1, 0, False) for t in raw]
-            self.coarse_ = Grammar.from_trees(coarse, self._lexicon_options())
+            coarse = Grammar.from_trees([prepare(t, 1, 0, False) for t in raw],
+                                        self.lexicon_options())
+        self.fit_prepared(fine, coarse=coarse)
+        self.fit_seconds_ = time.perf_counter() - t0
+        return self
+
+    def fit_prepared(self, fine_trees, grammar=None, coarse=None, fit_seconds=None):
+        """Fit from trees that are already prepared; the hook of models built on this one.
+
+        ``fine_trees``: the training trees after :func:`~fastspectral.trees.transforms.prepare`
+        with this model's ``v``, ``h`` and ``tag_parent`` (rooted at ``TOP``), one per treebank
+        tree.  ``grammar``: their :class:`~fastspectral.grammar.grammar.Grammar` when the caller
+        has already estimated it with :meth:`lexicon_options` (default: estimated here).
+        ``coarse``: the coarse grammar of coarse-to-fine parsing (symbols: the base labels of
+        the fine ones, e.g. the ``v=1, h=0`` grammar of the same treebank); it is used as given,
+        whatever ``prune_threshold``, ``v`` and ``h`` are; None: no coarse pass.
+        ``fit_seconds``: recorded as ``fit_seconds_`` (default: the time this call took).
+
+        Sets ``grammar_``, ``coarse_`` (with the fine-to-coarse projection ``proj_``),
+        ``root_label_`` (most frequent label under ``TOP``, the root of fallback trees),
+        ``n_train_trees_`` and ``fit_seconds_``, as :meth:`fit` does.  Returns self.
+        """
+        self._validate_params()
+        t0 = time.perf_counter()
+        fine = list(fine_trees)
+        if not fine:
+            raise ValueError("cannot fit a PCFG on an empty treebank")
+        self.grammar_ = grammar if grammar is not None else \
+            Grammar.from_trees(fine, self.lexicon_options())
+        self.coarse_ = coarse
+        if coarse is not None:
             self._set_projection()
         self.root_label_ = self._most_frequent_root(fine)
-        self.n_train_trees_ = len(raw)
-        self.fit_seconds_ = time.perf_counter() - t0
+        self.n_train_trees_ = len(fine)
+        self.fit_seconds_ = time.perf_counter() - t0 if fit_seconds is None else fit_seconds
         return self
 
     @staticmethod
@@ -192,7 +227,7 @@ class PCFG:
             if not s:
                 out[k] = Tree("TOP", [])
         for k in too_long:
-            out[k] = flat_tree(sentences[k], self._best_tags(sentences[k], None if tags is None
+            out[k] = flat_tree(sentences[k], self.best_tags(sentences[k], None if tags is None
                                                              else tags[k]), self.root_label_)
         # longest first: better load balance across threads
         todo.sort(key=lambda k: -len(sentences[k]))
@@ -229,7 +264,7 @@ class PCFG:
                     raise MemoryError(f"chart allocation failed for a sentence of {len(words)} words")
                 if cnt == 0:
                     stats["fallback"] += 1
-                    out[k] = flat_tree(words, self._best_tags(words, None if stags is None else stags[r]),
+                    out[k] = flat_tree(words, self.best_tags(words, None if stags is None else stags[r]),
                                        self.root_label_)
                     continue
                 triples = nodes[noff[r]: noff[r] + 3 * cnt].reshape(-1, 3)
@@ -240,7 +275,13 @@ class PCFG:
         self.last_parse_stats_ = stats
         return out
 
-    def _best_tags(self, words, tags=None):
+    def best_tags(self, words, tags=None):
+        """The lexicon's highest-scoring tag (a base label) of every word of ``words``.
+
+        ``tags``: None, or one given tag per word (a None entry, or a tag the grammar does not
+        know, leaves that word free).  These are the tags of the flat fallback trees.
+        """
+        self._check_fitted()
         g = self.grammar_
         scores = g.lexicon.tag_word_scores(words, tags, g.tag_symbols)
         return [g.classes[g.sym_class[int(np.argmax(row))]] for row in scores]
@@ -268,7 +309,11 @@ class PCFG:
                 "lex_smoothing": self.lex_smoothing, "sig_smoothing": self.sig_smoothing,
                 "jobs": self.jobs, "max_chart_bytes": self.max_chart_bytes}
 
-    def _state(self):
+    def state(self):
+        """The fitted model as ``(meta, arrays)``: a JSON-serialisable dict and a dict of numeric
+        arrays, the content of the model file written by :meth:`save` (the array names start
+        with ``fine_`` and ``coarse_``).  :meth:`from_state` reads it back."""
+        self._check_fitted()
         gmeta, garr = self.grammar_.to_state("fine_")
         meta = {"params": self.get_params(), "grammar": gmeta, "root_label": self.root_label_,
                 "n_train_trees": self.n_train_trees_, "fit_seconds": self.fit_seconds_}
@@ -282,17 +327,23 @@ class PCFG:
     def save(self, path):
         """Write the fitted model to ``path`` (versioned, pickle-free; see fastspectral.io)."""
         self._check_fitted()
-        meta, arrays = self._state()
+        meta, arrays = self.state()
         save_model_file(path, self.model_kind, meta, arrays)
 
     @classmethod
     def load(cls, path):
         """Read a model written by :meth:`save`."""
         _, meta, arrays = load_model_file(path, expected_kind=cls.model_kind)
-        return cls._from_model_file(meta, arrays)
+        return cls.from_state(meta, arrays)
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
+        # the loader hook of fastspectral.io.modelfile.load (every model kind has one)
+        return cls.from_state(meta, arrays)
+
+    @classmethod
+    def from_state(cls, meta, arrays):
+        """The fitted model of a :meth:`state` ``(meta, arrays)`` pair (e.g. read from a file)."""
         model = cls(**meta["params"])
         model.grammar_ = Grammar.from_state(meta["grammar"], arrays, "fine_")
         model.coarse_ = None

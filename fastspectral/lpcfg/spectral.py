@@ -212,17 +212,13 @@ class SpectralLPCFG:
         fine = [binarize(t, self.v, self.h, self.tag_parent) for t in cu]
         # the plain PCFG on the same prepared trees (its own fit() would prepare them again)
         pcfg = PCFG(v=self.v, h=self.h, tag_parent=self.tag_parent, jobs=self.jobs)
-        pcfg.grammar_ = Grammar.from_trees(fine, pcfg._lexicon_options())
-        g = pcfg.grammar_
+        g = Grammar.from_trees(fine, pcfg.lexicon_options())
         nodes = extract_nodes(fine, g)
         # the coarse grammar (v=1, h=0) has the same tree shapes with base labels: count it
         # from the node arrays instead of binarising the treebank again
-        pcfg.coarse_ = _coarse_grammar(nodes, g, pcfg._lexicon_options())
-        pcfg._set_projection()
-        pcfg.root_label_ = pcfg._most_frequent_root(fine)
-        pcfg.n_train_trees_ = len(raw)
-        pcfg.fit_seconds_ = time.perf_counter() - t0
-        self.pcfg_ = pcfg
+        coarse = _coarse_grammar(nodes, g, pcfg.lexicon_options())
+        self.pcfg_ = pcfg.fit_prepared(fine, grammar=g, coarse=coarse,
+                                       fit_seconds=time.perf_counter() - t0)
         self._estimate(nodes, g, len(raw))
         self.n_train_trees_ = len(raw)
         self.fit_seconds_ = time.perf_counter() - t0
@@ -599,7 +595,7 @@ class SpectralLPCFG:
                         tri = None
             if tri is None:
                 stats["fallback_flat"] += 1
-                out[k] = flat_tree(words, self.pcfg_._best_tags(
+                out[k] = flat_tree(words, self.pcfg_.best_tags(
                     words, None if stags is None else stags[r]), self.pcfg_.root_label_)
                 continue
             out[k] = nodes_to_tree(tri, words, fg.classes, fg.class_is_tag)
@@ -708,7 +704,7 @@ class SpectralLPCFG:
         if self.features is not None:
             raise ValueError("a model with a custom feature function cannot be saved "
                              "(features are only needed for fitting: set features=None first)")
-        pmeta, parr = self.pcfg_._state()
+        pmeta, parr = self.pcfg_.state()
         arrays = {"pcfg_" + k: v for k, v in parr.items()}
         arrays.update(self.lpcfg_.arrays("lpcfg_"))
         arrays.update({"lex_keys": self.lex_keys_, "lex_off": self.lex_off_,
@@ -738,7 +734,7 @@ class SpectralLPCFG:
 
         model = cls(**meta["params"])
         parr = {k[len("pcfg_"):]: v for k, v in arrays.items() if k.startswith("pcfg_")}
-        model.pcfg_ = PCFG._from_model_file(meta["pcfg"], parr)
+        model.pcfg_ = PCFG.from_state(meta["pcfg"], parr)
         model.lpcfg_ = LatentGrammar.from_arrays(arrays, "lpcfg_")
         model.states_ = model.lpcfg_.m
         model.lex_keys_ = arrays["lex_keys"]
