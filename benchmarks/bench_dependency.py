@@ -137,8 +137,8 @@ def bench_shag(repeat):
     train, test = sents[:cut], sents[cut:]
     rows = []
     for kw in [dict(model="spectral", states=5, smoothing=0.0),
-               dict(model="spectral", states=5),            # default back-off smoothing
-               dict(model="spectral", states=5, lexical="lex+fcp")]:
+               dict(model="spectral"),          # the default: 8 states + 2 back-off states
+               dict(model="spectral", lexical="lex+fcp")]:
         p = SHAGParser(**kw).fit(train)
         for jobs in (1, 2):
             best = float("inf")
