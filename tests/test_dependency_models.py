@@ -10,9 +10,10 @@ from fastspectral.dependency.backoff import BackoffSHAG
 from fastspectral.dependency.data import (SymbolVocab, encode_sentences, modifier_sequences,
                                           token_classes)
 from fastspectral.dependency.model import SHAGParser
-from fastspectral.dependency.spectral import learn_spectral
 from fastspectral.errors import FormatError, ModelFileError, NotFittedError
 from fastspectral.trees.conll import DepSentence, read_malttab
+
+from _pfa import pfa_prob, sample_pfa, two_state_pfa
 
 WSJ = "/work/shared/data/dep/wsj-sample.dp"
 
@@ -48,44 +49,6 @@ def test_token_classes():
 
 
 # ------------------------------------------------------------------------------ spectral
-def _sample_pfa(rng, pfa, n):
-    """Sample n sequences from a PFA (alpha, A[a] (N x N), beta)."""
-    alpha, A, beta = pfa
-    M, N = A.shape[0], A.shape[1]
-    out = []
-    for _ in range(n):
-        i = rng.choice(N, p=alpha)
-        seq = []
-        while True:
-            # outcomes: (a, i') pairs then STOP
-            p = np.concatenate([A[:, :, i].ravel(), [beta[i]]])
-            k = rng.choice(len(p), p=p)
-            if k == len(p) - 1:
-                break
-            a, i = divmod(k, N)
-            seq.append(a)
-        out.append(seq)
-    return out
-
-
-def _two_state_pfa():
-    alpha = np.array([0.7, 0.3])
-    beta = np.array([0.5, 0.2])
-    A = np.zeros((3, 2, 2))            # A[a, i', i]
-    A[0, 1, 0], A[1, 0, 0] = 0.35, 0.15          # from 0: 'a' -> 1, 'b' -> 0
-    A[2, 0, 1], A[1, 1, 1], A[0, 0, 1] = 0.5, 0.2, 0.1   # from 1
-    assert np.allclose(A.sum(axis=(0, 1)) + beta, 1)
-    return alpha, A, beta
-
-
-def _pfa_prob(pfa, seq):
-    alpha, A, beta = pfa
-    v = alpha
-    for a in seq:
-        v = A[a] @ v
-    return float(beta @ v)
-
-
 def _sentences_from_sequences(left, right, tags="abc"):
     """One sentence per (left, right) pair: head 'H' with leaf modifiers."""
     sents = []
@@ -99,10 +62,10 @@ def _sentences_from_sequences(left, right, tags="abc"):
 
 def test_spectral_recovers_sequence_distribution():
     rng = np.random.default_rng(0)
-    pfa = _two_state_pfa()
+    pfa = two_state_pfa()
     n = 6000
-    left = _sample_pfa(rng, pfa, n)
-    right = _sample_pfa(rng, pfa, n)
+    left = sample_pfa(rng, pfa, n)
+    right = sample_pfa(rng, pfa, n)
     sents = _sentences_from_sequences(left, right)
     p = SHAGParser(model="spectral", states=2, smoothing=0.0).fit(sents)
     h = p.tags_.index["H"] + 1
@@ -110,7 +73,7 @@ def test_spectral_recovers_sequence_distribution():
     total_err = 0.0
     for length in range(4):
         for seq in itertools.product(range(3), repeat=length):
-            true = _pfa_prob(pfa, seq)
+            true = pfa_prob(pfa, seq)
             for d in (0, 1):
                 est = p.op_.sequence_weight(h, d, [ids["abc"[a]] for a in seq])
                 assert abs(est - true) < 0.02
@@ -118,9 +81,9 @@ def test_spectral_recovers_sequence_distribution():
     assert total_err < 0.25
     # one state cannot represent the two-state distribution as well
     p1 = SHAGParser(model="spectral", states=1, smoothing=0.0).fit(sents)
-    err1 = sum(abs(p1.op_.sequence_weight(h, 1, [ids["abc"[a]] for a in seq]) - _pfa_prob(pfa, seq))
+    err1 = sum(abs(p1.op_.sequence_weight(h, 1, [ids["abc"[a]] for a in seq]) - pfa_prob(pfa, seq))
                for L in range(4) for seq in itertools.product(range(3), repeat=L))
-    err2 = sum(abs(p.op_.sequence_weight(h, 1, [ids["abc"[a]] for a in seq]) - _pfa_prob(pfa, seq))
+    err2 = sum(abs(p.op_.sequence_weight(h, 1, [ids["abc"[a]] for a in seq]) - pfa_prob(pfa, seq))
                for L in range(4) for seq in itertools.product(range(3), repeat=L))
     assert err2 < 0.5 * err1
 
@@ -129,9 +92,9 @@ def test_em_increases_likelihood_and_fits():
     from fastspectral.dependency.em import fit_em
 
     rng = np.random.default_rng(1)
-    pfa = _two_state_pfa()
-    left = _sample_pfa(rng, pfa, 1500)
-    right = _sample_pfa(rng, pfa, 1500)
+    pfa = two_state_pfa()
+    left = sample_pfa(rng, pfa, 1500)
+    right = sample_pfa(rng, pfa, 1500)
     sents = _sentences_from_sequences(left, right)
     p = SHAGParser(model="det").fit(sents)
     enc = encode_sentences(sents, p.tags_)
@@ -145,7 +108,7 @@ def test_em_increases_likelihood_and_fits():
     np.testing.assert_allclose(op.A[h].sum(axis=(1, 2)) + op.beta[h], 1.0, atol=1e-9)
     np.testing.assert_allclose(op.alpha1[h].sum(axis=1), 1.0, atol=1e-9)
     ids = [p.tags_.index[c] for c in "ABC"]
-    err = sum(abs(op.sequence_weight(h, 1, [ids[a] for a in seq]) - _pfa_prob(pfa, seq))
+    err = sum(abs(op.sequence_weight(h, 1, [ids[a] for a in seq]) - pfa_prob(pfa, seq))
               for L in range(3) for seq in itertools.product(range(3), repeat=L))
     assert err < 0.15
 

@@ -9,42 +9,9 @@ from fastspectral.dependency.spectral import (_bigram_counts, _flat_sequences, _
                                               hankel_basis, learn_spectral)
 from fastspectral.trees.conll import DepSentence
 
+from _pfa import pfa_prob, sample_pfa, two_state_pfa
+
 TAGS = ["A", "B", "C", "H"]
-
-
-def _pfa():
-    """A 2-state automaton over a, b, c (A[a, i', i], column convention) and its weights."""
-    alpha = np.array([0.7, 0.3])
-    beta = np.array([0.5, 0.2])
-    A = np.zeros((3, 2, 2))
-    A[0, 1, 0], A[1, 0, 0] = 0.35, 0.15
-    A[2, 0, 1], A[1, 1, 1], A[0, 0, 1] = 0.5, 0.2, 0.1
-    return alpha, A, beta
-
-
-def _prob(pfa, seq):
-    alpha, A, beta = pfa
-    v = alpha
-    for a in seq:
-        v = A[a] @ v
-    return float(beta @ v)
-
-
-def _sample(rng, pfa, n):
-    alpha, A, beta = pfa
-    out = []
-    for _ in range(n):
-        i = rng.choice(2, p=alpha)
-        seq = []
-        while True:
-            p = np.concatenate([A[:, :, i].ravel(), [beta[i]]])
-            k = rng.choice(len(p), p=p)
-            if k == len(p) - 1:
-                break
-            a, i = divmod(k, 2)
-            seq.append(a)
-        out.append(seq)
-    return out
 
 
 def _encode(left, right):
@@ -112,8 +79,8 @@ def _weight(alpha1, beta, A, seq):
 
 def test_hankel_counts_match_brute_force():
     rng = np.random.default_rng(1)
-    pfa = _pfa()
-    enc, seqs = _encode(_sample(rng, pfa, 200), _sample(rng, pfa, 200))
+    pfa = two_state_pfa()
+    enc, seqs = _encode(sample_pfa(rng, pfa, 200), sample_pfa(rng, pfa, 200))
     M, H = len(TAGS), len(TAGS) + 1
     grp, dirs, starts, lens, tags = _flat_sequences(enc, seqs)
     pmap2, smap2, Np, Ns = hankel_basis(_bigram_counts(tags, starts, lens, dirs, M), M, 2, 6)
@@ -132,8 +99,8 @@ def test_hankel_counts_match_brute_force():
                                                    (1, 0, 1.0), (2, 30, 2.0)])
 def test_learner_matches_dense_reference(basis, max_basis, ridge):
     rng = np.random.default_rng(2)
-    pfa = _pfa()
-    enc, seqs = _encode(_sample(rng, pfa, 300), _sample(rng, pfa, 300))
+    pfa = two_state_pfa()
+    enc, seqs = _encode(sample_pfa(rng, pfa, 300), sample_pfa(rng, pfa, 300))
     M, H = len(TAGS), len(TAGS) + 1
     n = 3
     # enough power iterations that the randomised range finder gives the exact top subspace
@@ -159,16 +126,16 @@ def test_learner_matches_dense_reference(basis, max_basis, ridge):
 def test_generalised_basis_is_consistent(basis, ridge):
     """With many samples both bases (with or without the ridge, whose strength shrinks as
     1/sqrt(#sequences)) recover the 2-state distribution; more data, less error."""
-    pfa = _pfa()
+    pfa = two_state_pfa()
     M, H = len(TAGS), len(TAGS) + 1
     h = TAGS.index("H") + 1
     errs = []
     for n_samples in (500, 8000):
         rng = np.random.default_rng(3)
-        enc, seqs = _encode(_sample(rng, pfa, n_samples), _sample(rng, pfa, n_samples))
+        enc, seqs = _encode(sample_pfa(rng, pfa, n_samples), sample_pfa(rng, pfa, n_samples))
         op = learn_spectral(enc, seqs, H, M, 2, basis=basis, ridge=ridge)
         seqs_all = [seq for L in range(4) for seq in itertools.product(range(3), repeat=L)]
-        err = max(abs(op.sequence_weight(h, d, seq) - _prob(pfa, seq))
+        err = max(abs(op.sequence_weight(h, d, seq) - pfa_prob(pfa, seq))
                   for d in (0, 1) for seq in seqs_all)
         errs.append(err)
     assert errs[1] < 0.02
@@ -177,8 +144,8 @@ def test_generalised_basis_is_consistent(basis, ridge):
 
 def test_rank_and_argument_checks():
     rng = np.random.default_rng(4)
-    pfa = _pfa()
-    enc, seqs = _encode(_sample(rng, pfa, 300), _sample(rng, pfa, 300))
+    pfa = two_state_pfa()
+    enc, seqs = _encode(sample_pfa(rng, pfa, 300), sample_pfa(rng, pfa, 300))
     M, H = len(TAGS), len(TAGS) + 1
     op = learn_spectral(enc, seqs, H, M, 8)
     assert op.A.shape == (H, 2, M, 8, 8)
