@@ -1,5 +1,4 @@
 """Compiled chart kernels against brute-force enumeration of every derivation on tiny grammars."""
-import itertools
 import math
 from collections import defaultdict
 
