@@ -29,6 +29,7 @@ Exit status: 0 on success; 2 for usage errors and for any
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -40,7 +41,7 @@ import time
 from . import __version__
 from ._progress import Progress
 from ._argtypes import markov_order as _h_order, positive_int as _positive_int
-from .errors import FastSpectralError
+from .errors import FastSpectralError, FormatError
 
 __all__ = ["main", "build_parser", "MODEL_TYPES", "DEMO_MODELS", "register_demo_model",
            "CommandError"]
@@ -147,6 +148,18 @@ def _call_parse(model, sentences, *, tags=None, jobs=None, progress=None):
     return model.parse(sentences, **kwargs)
 
 
+@contextlib.contextmanager
+def _errors_in(path):
+    """Name ``path`` in the ``FormatError`` of a model that checks the data it was given
+    (a model sees sentences, not files: its errors carry the sentence's line only)."""
+    try:
+        yield
+    except FormatError as exc:
+        if exc.path is not None:
+            raise
+        raise FormatError(exc.message, path, exc.line) from None
+
+
 # ------------------------------------------------------------------------------------------------
 # train
 # ------------------------------------------------------------------------------------------------
@@ -165,7 +178,8 @@ def cmd_train(args) -> int:
         from .trees.readers import read_treebank
         data = list(read_treebank(args.treebank, format=args.format))
     t1 = time.perf_counter()
-    model = module.cli_train(args, data)
+    with _errors_in(args.treebank):
+        model = module.cli_train(args, data)
     t2 = time.perf_counter()
     model.save(args.output)
     _info(args, f"fastspectral: trained {args.model_type} on {len(data)} items from "
@@ -283,7 +297,8 @@ def _parse_dependency(args, model) -> int:
     bar = _make_progress(args, "parsing")
     t0 = time.perf_counter()
     try:
-        parsed = _call_parse(model, sents, jobs=args.jobs, progress=bar)
+        with _errors_in("<stdin>" if _is_stdio(args.input) else args.input):
+            parsed = _call_parse(model, sents, jobs=args.jobs, progress=bar)
     finally:
         bar.close()
     elapsed = time.perf_counter() - t0

@@ -327,3 +327,23 @@ def test_tagset_choice_and_errors(tmp_path):
     ap = argparse.ArgumentParser()
     cli.cli_add_arguments(ap)
     assert cli.cli_train(ap.parse_args(["--tagset", "xpos", "--states", "2"]), ud[:100]).tagset_ == "xpos"
+
+
+def test_cli_errors_name_the_file(tmp_path, capsys):
+    from fastspectral.cli import main
+
+    bad = tmp_path / "cycle.conllu"
+    bad.write_text("1\tThe\t_\tDT\tDT\t_\t2\tdet\t_\t_\n2\tdog\t_\tNN\tNN\t_\t1\troot\t_\t_\n\n")
+    assert main(["train", "shag", str(bad), "-o", str(tmp_path / "m.npz"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:1: sentence 1: the heads contain a cycle" in err
+    ud = tmp_path / "ud.conllu"
+    with open("/work/shared/data/ud/en_ewt-ud-dev.conllu") as fh:
+        ud.write_text("\n\n".join(fh.read().split("\n\n")[:60]) + "\n\n")
+    model = tmp_path / "ud.npz"
+    assert main(["train", "shag", str(ud), "-o", str(model), "--states", "2", "-q"]) == 0
+    dp = tmp_path / "x.dp"
+    with open(WSJ) as fh:
+        dp.write_text("\n\n".join(fh.read().split("\n\n")[:3]) + "\n\n")
+    assert main(["parse", str(model), str(dp), "-o", str(tmp_path / "o.dp"), "-q"]) == 2
+    assert f"{dp}:1: sentence 1: no UPOS tags" in capsys.readouterr().err
