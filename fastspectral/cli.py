@@ -293,7 +293,7 @@ def _parse_dependency(args, model) -> int:
     if fmt not in _DEP_WRITERS:
         raise CommandError(f"this model parses dependency files (CoNLL-U, CoNLL-X or Malt-TAB); "
                            f"{'stdin' if _is_stdio(args.input) else args.input} is {fmt!r}")
-    sents = list(read_treebank(source, format=fmt))
+    sents = list(read_treebank(source, format=fmt, heads_optional=True))   # unparsed input
     bar = _make_progress(args, "parsing")
     t0 = time.perf_counter()
     try:

@@ -347,3 +347,20 @@ def test_cli_errors_name_the_file(tmp_path, capsys):
         dp.write_text("\n\n".join(fh.read().split("\n\n")[:3]) + "\n\n")
     assert main(["parse", str(model), str(dp), "-o", str(tmp_path / "o.dp"), "-q"]) == 2
     assert f"{dp}:1: sentence 1: no UPOS tags" in capsys.readouterr().err
+
+
+def test_cli_parses_unparsed_input(tmp_path):
+    from fastspectral.cli import main
+
+    train = tmp_path / "train.dp"
+    with open(WSJ) as fh:
+        train.write_text("\n\n".join(fh.read().split("\n\n")[:200]) + "\n\n")
+    model = tmp_path / "m.npz"
+    assert main(["train", "shag", str(train), "-o", str(model), "--states", "3", "-q"]) == 0
+    raw = tmp_path / "raw.dp"                  # word<TAB>tag only: the input of a parser
+    raw.write_text("The\tDT\nold\tJJ\ndog\tNN\nbarks\tVBZ\n.\t.\n\n")
+    out = tmp_path / "out.dp"
+    assert main(["parse", str(model), str(raw), "-o", str(out), "--format", "malttab",
+                 "-q"]) == 0
+    (s,) = read_malttab(out)
+    assert s.words == ["The", "old", "dog", "barks", "."] and s.is_tree()

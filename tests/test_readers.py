@@ -277,3 +277,23 @@ def test_read_sentences_bad_encoding(tmp_path):
         read_sentences(p)
     assert info.value.line == 2
     assert read_sentences(p, encoding="latin-1")[1].words == ["ni\u00f1o"]
+
+
+def test_unparsed_dependency_input():
+    """Parser input may lack heads: ``heads_optional=True`` reads HEAD ``_`` as -1 (and
+    Malt-TAB ``word<TAB>tag`` lines); the default still refuses it, naming file and line."""
+    from fastspectral.trees.conll import read_conllu, read_malttab
+    from fastspectral.trees.readers import read_treebank
+
+    conllu = "1\tThe\tthe\tDET\tDT\t_\t_\t_\t_\t_\n2\tdog\tdog\tNOUN\tNN\t_\t_\t_\t_\t_\n\n"
+    with pytest.raises(FormatError, match="HEAD '_' is not an integer"):
+        list(read_conllu(io.StringIO(conllu)))
+    (s,) = read_conllu(io.StringIO(conllu), heads_optional=True)
+    assert s.words == ["The", "dog"] and s.heads == [-1, -1]
+    malt = "The\tDT\nold\tJJ\t_\ndog\tNN\t0\n\n"
+    with pytest.raises(FormatError, match="3 or 4"):
+        list(read_malttab(io.StringIO(malt)))
+    (m,) = read_malttab(io.StringIO(malt), heads_optional=True)
+    assert m.tags == ["DT", "JJ", "NN"] and m.heads == [-1, -1, 0]
+    (t,) = read_treebank(io.StringIO("The\tDT\t_\ndog\tNN\t_\n\n"), heads_optional=True)
+    assert t.words == ["The", "dog"] and t.heads == [-1, -1]

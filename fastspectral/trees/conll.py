@@ -165,7 +165,8 @@ class DepSentence:
 
     All token columns are lists of the same length ``n`` (the number of words), index ``i``
     being the ``i+1``-th word.  String columns hold the file's text verbatim, ``"_"`` meaning
-    "unspecified"; ``heads`` are ints (1-based, ``0`` = the root).
+    "unspecified"; ``heads`` are ints (1-based, ``0`` = the root; ``-1`` = unknown, in
+    unparsed input read with ``heads_optional=True``).
 
     * ``ids``: the ID column as written (``"1"`` ... ``"n"``).
     * ``feats``, ``misc``: raw strings (``"Number=Sing|Person=3"``); see :meth:`feats_dict`
@@ -324,9 +325,11 @@ class DepSentence:
 # Readers
 # --------------------------------------------------------------------------------------------
 
-def _parse_head(text: str, name, lineno: int) -> int:
+def _parse_head(text: str, name, lineno: int, optional: bool = False) -> int:
     if text.isascii() and text.isdigit():
         return int(text)
+    if optional and text == "_":
+        return -1
     if text[:1] == "-" and text[1:].isascii() and text[1:].isdigit():
         raise FormatError(f"HEAD {text} is negative (out of range)", name, lineno)
     raise FormatError(f"HEAD {text!r} is not an integer", name, lineno)
@@ -344,7 +347,8 @@ def _column_error(cols: list[str], line: str, expected: str, name, lineno: int):
                        name, lineno)
 
 
-def _read_conll10(source, encoding: str, conllu: bool) -> Iterator[DepSentence]:
+def _read_conll10(source, encoding: str, conllu: bool,
+                  heads_optional: bool = False) -> Iterator[DepSentence]:
     name = source_name(source)
     fmt = "CoNLL-U" if conllu else "CoNLL-X"
     comments: list[str] = []
@@ -401,7 +405,7 @@ def _read_conll10(source, encoding: str, conllu: bool) -> Iterator[DepSentence]:
             if int(wid) != n + 1:
                 raise FormatError(f"IDs not consecutive: expected word ID {n + 1}, found {wid}",
                                   name, lineno)
-            h = _parse_head(cols[6], name, lineno)
+            h = _parse_head(cols[6], name, lineno, heads_optional)
             heads.append(h)
             head_lines.append(lineno)
             rows.append(cols)
@@ -429,35 +433,41 @@ def _read_conll10(source, encoding: str, conllu: bool) -> Iterator[DepSentence]:
         yield finish()
 
 
-def read_conllu(source, encoding: str = "utf-8") -> Iterator[DepSentence]:
+def read_conllu(source, encoding: str = "utf-8",
+                heads_optional: bool = False) -> Iterator[DepSentence]:
     """Stream the sentences of a CoNLL-U file as :class:`DepSentence` objects.
 
     10 tab-separated columns ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC; comment lines
     (``#``) before a sentence go to ``comments``; multiword-token (``1-2``) and empty-node
     (``8.1``) lines go to ``extra_lines``.  See the module docstring for sources, tolerance and
-    the errors raised (:class:`FormatError` with file and line).
+    the errors raised (:class:`FormatError` with file and line).  ``heads_optional=True``
+    accepts unparsed input (input to a parser): a HEAD of ``_`` is read as ``-1``.
     """
-    return _read_conll10(source, encoding, conllu=True)
+    return _read_conll10(source, encoding, conllu=True, heads_optional=heads_optional)
 
 
-def read_conllx(source, encoding: str = "utf-8") -> Iterator[DepSentence]:
+def read_conllx(source, encoding: str = "utf-8",
+                heads_optional: bool = False) -> Iterator[DepSentence]:
     """Stream the sentences of a CoNLL-X (CoNLL 2006/2007) file as :class:`DepSentence`.
 
     Columns ID FORM LEMMA CPOSTAG POSTAG FEATS HEAD DEPREL PHEAD PDEPREL map to ``ids words
     lemmas upos xpos feats heads rels deps misc`` (PHEAD and PDEPREL kept verbatim in ``deps``
     and ``misc``).  IDs must be integers; comment lines before a sentence are tolerated and
     kept.  The CoNLL 2007 Basque data is Latin-1: pass ``encoding="latin-1"``.
+    ``heads_optional=True``: a HEAD of ``_`` is read as ``-1`` (unparsed input).
     """
-    return _read_conll10(source, encoding, conllu=False)
+    return _read_conll10(source, encoding, conllu=False, heads_optional=heads_optional)
 
 
-def read_malttab(source, encoding: str = "utf-8") -> Iterator[DepSentence]:
+def read_malttab(source, encoding: str = "utf-8",
+                 heads_optional: bool = False) -> Iterator[DepSentence]:
     """Stream the sentences of a Malt-TAB file: ``word<TAB>tag<TAB>head[<TAB>rel]`` lines,
     a blank line between sentences.
 
     The tag goes to ``xpos`` (``upos`` is ``"_"``, so ``tags`` gives the tag); a missing
     relation is ``"_"``.  There are no comments in this format: a line starting with ``#``
-    is the word ``#``.
+    is the word ``#``.  ``heads_optional=True`` accepts unparsed input (input to a parser):
+    ``word<TAB>tag`` lines and a head of ``_``, read as ``-1``.
     """
     name = source_name(source)
     words: list[str] = []
@@ -486,15 +496,18 @@ def read_malttab(source, encoding: str = "utf-8") -> Iterator[DepSentence]:
         if not start:
             start = lineno
         cols = line.split("\t")
-        if len(cols) == 3:
+        if len(cols) == 3 or (len(cols) == 2 and heads_optional):
             rels.append("_")
         elif len(cols) == 4:
             rels.append(cols[3])
         else:
-            raise _column_error(cols, line, "3 or 4", name, lineno)
+            raise _column_error(cols, line, "2 to 4" if heads_optional else "3 or 4", name,
+                                lineno)
         words.append(cols[0])
         tags.append(cols[1])
-        heads.append(_parse_head(cols[2], name, lineno))
+        heads.append(_parse_head(cols[2], name, lineno, True) if len(cols) > 2 else -1)
+        if heads[-1] < 0 and not heads_optional:
+            raise FormatError(f"HEAD {cols[2]!r} is not an integer", name, lineno)
         head_lines.append(lineno)
     if start:
         yield finish()

@@ -98,7 +98,7 @@ def _classify(line: str) -> str | None:
     cols = line.rstrip().split("\t")
     if len(cols) == 10 and _conll_id(cols[0]):
         return "conll"
-    if len(cols) in (3, 4) and cols[2].lstrip("-").isdigit():
+    if len(cols) in (3, 4) and (cols[2].lstrip("-").isdigit() or cols[2] == "_"):
         return "malttab"
     if _brown_line(line):
         return "brown"
@@ -232,7 +232,7 @@ class _Chained:
 
 
 def read_treebank(source, format: str | None = None, encoding: str = "utf-8",
-                  max_lines: int = 100) -> Iterator:
+                  max_lines: int = 100, heads_optional: bool = False) -> Iterator:
     """Stream a treebank in any supported format, detecting it unless ``format`` is given.
 
     ``source`` is a path, an open file or an iterable of lines (non-path sources are sniffed
@@ -241,6 +241,8 @@ def read_treebank(source, format: str | None = None, encoding: str = "utf-8",
     ``"conllu"``, ``"conllx"`` and ``"malttab"``, and lists of ``(word, tag)`` for
     ``"brown"``.  ``encoding`` is passed to the reader.  Raises ``ValueError`` for an unknown
     ``format`` name and :class:`FormatError` for undetectable or malformed input.
+    ``heads_optional=True`` lets the dependency readers accept unparsed sentences (HEAD
+    ``_``, read as ``-1``; Malt-TAB ``word<TAB>tag`` lines), the input of a parser.
     """
     if format is not None and format not in FORMATS:
         raise ValueError(f"unknown treebank format {format!r}; expected one of {FORMATS}")
@@ -257,11 +259,11 @@ def read_treebank(source, format: str | None = None, encoding: str = "utf-8",
         from .ptb import read_ptb  # written separately; imported lazily
         return read_ptb(source, encoding=encoding)
     if format == "conllu":
-        return read_conllu(source, encoding)
+        return read_conllu(source, encoding, heads_optional)
     if format == "conllx":
-        return read_conllx(source, encoding)
+        return read_conllx(source, encoding, heads_optional)
     if format == "malttab":
-        return read_malttab(source, encoding)
+        return read_malttab(source, encoding, heads_optional)
     return read_brown(source, encoding)
 
 
