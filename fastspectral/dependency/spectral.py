@@ -40,6 +40,12 @@ Jacobi rotations (each singular value and vector to the accuracy of a Jacobi SVD
 LAPACK's per-call overhead).  ``U^T P = diag(s) V^T`` holds, so ``(U^T P)^+ = V diag(1/s)``;
 ``A_a`` is accumulated directly as ``sum_occurrences (U^T e_s)(e_p^T (U^T P)^+)``, never
 forming the ``P_a`` blocks.
+
+Two additions, off in :func:`learn_spectral` by default and on in ``SHAGParser``'s defaults
+(chosen on development splits): ``ridge`` regularises ``(U^T P)^+`` to
+``V diag(s / (s^2 + lam^2))`` with ``lam`` = ridge / sqrt(#sequences of the automaton), and
+``smoothing`` interpolates the result with the DET+F back-off automaton
+(:func:`backoff_automaton`) as a direct sum with two more states.
 """
 from __future__ import annotations
 
