@@ -21,10 +21,20 @@ Lexicalised models (Luque et al. 2012, sec. 5.2) use
 all interpolated with Witten-Bell weights and finally with a uniform distribution (so that
 every arc has a positive weight).  Probabilities are looked up for whole batches with
 ``np.searchsorted`` on sorted integer keys.
+
+Parsing needs the weight of every (head, modifier, state) of every sentence:
+:meth:`BackoffSHAG.weights` computes them with the Numba kernel :func:`_weights_kernel`, with
+the same floating-point operations as the NumPy look-ups (kept as the reference,
+:meth:`BackoffSHAG._weights_numpy`).  P_A without the head word is a table over (head tag,
+direction, state, outcome); the head-word level is applied to a row of it per head and
+direction; the P_B counts of a modifier are gathered once per modifier (b1, from its events
+re-sorted by word) or per head (b0, the head word's contexts), so that the loop over
+(head, modifier) pairs only reads arrays.
 """
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from .data import N_CLASSES, Encoded, SequenceData
 
@@ -85,6 +95,16 @@ class BackoffLevel:
         denom = tot + typ
         return np.where(denom > 0, (c + typ * backoff) / np.where(denom > 0, denom, 1.0), backoff)
 
+    def _indexed(self, scale: int = 1, n: int = 0) -> tuple:
+        """The level as :func:`_weights_kernel` takes it, ``(keys, counts, ctx_keys, ctx_tot,
+        ctx_types, lo, hi, ptr)``: ``keys[lo[j]:hi[j]]`` are the events of context
+        ``ctx_keys[j]`` and ``ptr[v]`` (``v = 0..n``) is the first context ``>= v * scale``."""
+        first = self.ctx_keys * self.n_out
+        return (*(np.ascontiguousarray(a) for a in (self.keys, self.counts, self.ctx_keys,
+                                                     self.ctx_tot, self.ctx_types)),
+                np.searchsorted(self.keys, first), np.searchsorted(self.keys, first + self.n_out),
+                np.searchsorted(self.ctx_keys, np.arange(n + 1, dtype=np.int64) * scale))
+
     def arrays(self, prefix: str) -> dict:
         """The level's arrays for a model file."""
         return {prefix + "keys": self.keys, prefix + "counts": self.counts,
@@ -96,6 +116,224 @@ class BackoffLevel:
         """Inverse of :meth:`arrays`."""
         return cls(arrays[prefix + "keys"], arrays[prefix + "counts"], arrays[prefix + "ctxkeys"],
                    arrays[prefix + "ctxtot"], arrays[prefix + "ctxtypes"], n_out)
+
+
+# ---------------------------------------------------------------------- compiled weights
+# The scalar look-ups repeat ``BackoffLevel._find`` / ``smooth``: a binary search (as
+# ``np.searchsorted``) in a sub-range that holds the key whenever the level has it (levels as
+# ``BackoffLevel.fit`` makes them: sorted, distinct keys), then the Witten-Bell formula with
+# the same floating-point operations.
+
+@njit(cache=True, inline="always")
+def _lower(a, x, lo, hi):  # pragma: no cover - numba
+    """First index ``i`` in ``[lo, hi)`` with ``a[i] >= x`` (``hi`` when none)."""
+    n = hi - lo
+    if n <= 0:
+        return lo
+    while n > 1:
+        half = n >> 1
+        if a[lo + half] < x:
+            lo += half
+        n -= half
+    return lo + 1 if a[lo] < x else lo
+
+
+@njit(cache=True, inline="always")
+def _wb(keys, counts, key, lo, hi, typ, den, back):  # pragma: no cover - numba
+    """``(c(ctx, out) + T back) / (c(ctx) + T)`` with ``T = typ``, ``den = c(ctx) + T``
+    (``back`` unless ``den > 0``), the count of ``key = ctx * n_out + out`` searched in
+    ``keys[lo:hi]``."""
+    if not den > 0:
+        return back
+    i = _lower(keys, key, lo, hi)
+    c = counts[i] if i < hi and keys[i] == key else 0.0
+    return (c + typ * back) / den
+
+
+@njit(cache=True, inline="always")
+def _pow(p, power):  # pragma: no cover - numba
+    """``p ** power`` as the NumPy reference computes it (bit for bit for powers 1 and 0.5)."""
+    if power == 1.0:
+        return p
+    if power == 0.5:
+        return np.sqrt(p)  # what NumPy's ``p ** 0.5`` computes
+    return p ** power
+
+
+@njit(cache=True)
+def _local_tags(t0, n1, msym, n_tags):  # pragma: no cover - numba
+    """The outcomes of one sentence: ``utag`` (its modifier tags, then STOP), ``loc[o]`` the
+    index of outcome ``o`` in ``utag`` (-1 when absent), and ``start``, ``pos``: the
+    modifiers ``pos[start[q]:start[q + 1]]`` (ascending) have tag ``utag[q]``."""
+    loc = np.full(n_tags + 1, -1, dtype=np.int64)
+    utag = np.empty(min(n1, n_tags + 1), dtype=np.int64)
+    start = np.zeros(len(utag) + 1, dtype=np.int64)
+    u = 0
+    for m in range(1, n1):
+        o = msym[t0 + m]
+        if loc[o] < 0:
+            loc[o] = u
+            utag[u] = o
+            u += 1
+        start[loc[o] + 1] += 1
+    loc[n_tags] = u
+    utag[u] = n_tags
+    for q in range(u):
+        start[q + 1] += start[q]
+    pos = np.empty(max(n1 - 1, 0), dtype=np.int64)
+    fill = start.copy()
+    for m in range(1, n1):
+        q = loc[msym[t0 + m]]
+        pos[fill[q]] = m
+        fill[q] += 1
+    return utag[:u + 1], loc, start, pos
+
+
+@njit(cache=True)
+def _pa_rows(t0, n1, hsym, wid, K, n_tags, n_words, pa, a0, utag, loc, power,
+             ls):  # pragma: no cover - numba
+    """Lexical P_A of one sentence: ``tab[i * 2 + dir, q * K + state]`` for head position
+    ``i`` and outcome ``utag[q]``, the head-word level ``a0`` over ``pa``; writes the stop
+    weights into ``ls``."""
+    ak, ac, ack, act, acy, alo, ahi, aptr = a0
+    nA = n_tags + 1
+    H2K = (n_tags + 1) * 2 * K   # contexts (head tag, dir, state) per head word
+    u1 = len(utag)
+    tab = np.empty((n1 * 2, u1 * K))
+    for i in range(n1):
+        t = t0 + i
+        w = wid[t] if wid[t] >= 0 else n_words + 1
+        for d in range(2):
+            c = hsym[t] * 2 + d
+            for q in range(u1):
+                for k in range(K):
+                    tab[i * 2 + d, q * K + k] = pa[c, utag[q] * K + k]
+        # the head word's contexts with this head tag: (head tag * 2 + dir) * K + state
+        first = w * H2K + hsym[t] * 2 * K
+        for j in range(_lower(ack, first, aptr[w], aptr[w + 1]), aptr[w + 1]):
+            ctx = ack[j]
+            if ctx >= first + 2 * K:
+                break
+            typ = acy[j]
+            den = act[j] + typ
+            if not den > 0:
+                continue
+            d, k = divmod(ctx - first, K)
+            c = hsym[t] * 2 + d
+            r = i * 2 + d
+            for q in range(u1):
+                tab[r, q * K + k] = (0.0 + typ * pa[c, utag[q] * K + k]) / den
+            for e in range(alo[j], ahi[j]):
+                o = ak[e] - ctx * nA
+                if loc[o] >= 0:
+                    tab[r, loc[o] * K + k] = (ac[e] + typ * pa[c, o * K + k]) / den
+        for d in range(2):
+            for k in range(K):
+                ls[(t * 2 + d) * K + k] = _pow(tab[i * 2 + d, (u1 - 1) * K + k], power)
+    return tab
+
+
+@njit(cache=True)
+def _pb_pairs(t0, n1, hsym, msym, wid, n_tags, n_words, b0, b0h, b1w, b1c, b2, loc, start,
+              pos):  # pragma: no cover - numba
+    """P_B of every (head ``i``, modifier ``m``) pair of one sentence, at ``i * n1 + m``."""
+    b0k, b0c, b0ck, b0ct, b0cy, b0lo, b0hi, b0ptr = b0
+    hkey, hmt, hd, hj = b0h
+    wk, wc, wptr = b1w
+    typ1, den1 = b1c
+    b2k, b2c, b2ck, b2ct, b2cy, b2lo, b2hi, b2ptr = b2
+    nB = n_words + 1
+    H = n_tags + 1
+    HB = H * 2                   # (head tag, dir) per tag
+    # per modifier: the (tag) level ``pb2`` and the b1 counts ``cnt1`` by (head tag, dir)
+    pb2 = np.empty(n1)
+    mws = np.empty(n1, dtype=np.int64)
+    cnt1 = np.zeros((n1, HB))
+    for m in range(1, n1):
+        t = t0 + m
+        mt = msym[t]
+        mw = wid[t] if wid[t] >= 0 else n_words
+        mws[m] = mw
+        j = b2ptr[mt]
+        pb2[m] = 1.0 / nB
+        if j < len(b2ck) and b2ck[j] == mt:
+            pb2[m] = _wb(b2k, b2c, mt * nB + mw, b2lo[j], b2hi[j], b2cy[j], b2ct[j] + b2cy[j],
+                         pb2[m])
+        first = (mw * n_tags + mt) * HB
+        lo = _lower(wk, first, wptr[mw], wptr[mw + 1])
+        for e in range(lo, _lower(wk, first + HB, lo, wptr[mw + 1])):
+            cnt1[m, wk[e] - first] = wc[e]
+    # b1 over b2, every pair
+    pb = np.empty(n1 * n1)
+    for i in range(n1):
+        hs = hsym[t0 + i]
+        for m in range(1, n1):
+            d = 1 if m > i else 0
+            c2 = (msym[t0 + m] * H + hs) * 2 + d
+            den = den1[c2]
+            v = (cnt1[m, hs * 2 + d] + typ1[c2] * pb2[m]) / (den if den > 0 else 1.0)
+            pb[i * n1 + m] = v if den > 0 else pb2[m]
+    # b0 over that where the head word has the context (tag, head tag, dir): its contexts
+    # with the head's tag, then the modifiers of that tag on that side
+    for i in range(n1):
+        t = t0 + i
+        w = wid[t] if wid[t] >= 0 else n_words + 1
+        x = w * H + hsym[t]
+        lo = _lower(hkey, x, b0ptr[w], b0ptr[w + 1])
+        for q in range(lo, _lower(hkey, x + 1, lo, b0ptr[w + 1])):
+            if loc[hmt[q]] < 0:
+                continue
+            j = hj[q]
+            typ = b0cy[j]
+            den = b0ct[j] + typ
+            for p in range(start[loc[hmt[q]]], start[loc[hmt[q]] + 1]):
+                m = pos[p]
+                if m != i and (m > i) == (hd[q] == 1):
+                    pb[i * n1 + m] = _wb(b0k, b0c, b0ck[j] * nB + mws[m], b0lo[j], b0hi[j], typ,
+                                         den, pb[i * n1 + m])
+    return pb
+
+
+@njit(cache=True)
+def _weights_kernel(tok_off, pair_off, hsym, msym, wid, K, n_tags, n_words, lexical, pa, a0, b0,
+                    b0h, b1w, b1c, b2, power, lw, ls):  # pragma: no cover - numba
+    """Fill ``lw`` (zeroed, packed ``(n+1)^2 K`` per sentence) and ``ls`` (``(n+1) 2 K``).
+
+    ``pa[head tag * 2 + dir, (tag or STOP) * K + state]`` is P_A without the head word (all
+    of it for unlexicalised models).  Lexical models add the (head word, head tag, dir,
+    state) level ``a0`` to it and multiply by P_B = ``b0(b1(b2(uniform)))``.  The levels come
+    as :meth:`BackoffLevel._indexed` (``ptr`` by head word for ``a0`` and ``b0``, by tag for
+    ``b2``); ``b0h = (word * H + head tag, tag, dir, context index)`` lists b0's contexts
+    in that order; ``b1w = (keys, counts, ptr)`` holds b1's events ordered by (word, tag,
+    head tag, dir), ``ptr`` by word, and ``b1c = (T, c + T)`` its terms by context.
+    """
+    loc = np.arange(n_tags + 1)   # column of each outcome: in ``pa``, then in ``tab``
+    tab = pa
+    pb = np.ones(0)
+    for b in range(len(tok_off) - 1):
+        t0 = tok_off[b]
+        n1 = tok_off[b + 1] - t0
+        if lexical:
+            utag, loc, start, pos = _local_tags(t0, n1, msym, n_tags)
+            tab = _pa_rows(t0, n1, hsym, wid, K, n_tags, n_words, pa, a0, utag, loc, power, ls)
+            pb = _pb_pairs(t0, n1, hsym, msym, wid, n_tags, n_words, b0, b0h, b1w, b1c, b2, loc,
+                           start, pos)
+        else:
+            for t in range(t0, t0 + n1):
+                for d in range(2):
+                    for k in range(K):
+                        ls[(t * 2 + d) * K + k] = _pow(pa[hsym[t] * 2 + d, n_tags * K + k], power)
+        for i in range(n1):
+            for m in range(1, n1):
+                if m == i:
+                    continue
+                d = 1 if m > i else 0
+                r = i * 2 + d if lexical else hsym[t0 + i] * 2 + d
+                col = loc[msym[t0 + m]] * K
+                base = (pair_off[b] + i * n1 + m) * K
+                for k in range(K):
+                    p = tab[r, col + k] * pb[i * n1 + m] if lexical else tab[r, col + k]
+                    lw[base + k] = _pow(p, power)
 
 
 class BackoffSHAG:
@@ -115,6 +353,7 @@ class BackoffSHAG:
         self.n_tags = int(n_tags)
         self.n_words = int(n_words)
         self.levels: dict[str, BackoffLevel] = {}
+        self._tables = None   # (levels, tables) of _kernel_tables
 
     # ------------------------------------------------------------------ contexts
     def _ctx_a(self, hsym, hwid, d, k):
@@ -186,9 +425,78 @@ class BackoffSHAG:
             p = self.levels[f"b{i}"].smooth(ctxs[i], mw, p)
         return p
 
+    def _kernel_tables(self) -> tuple:
+        """The model as :func:`_weights_kernel` takes it, ``(pa, a0, b0, b0h, b1w, b1c, b2)``,
+        built once for the current level objects and kept (levels are never changed in place)."""
+        levels = sorted(self.levels.items())
+        cached = getattr(self, "_tables", None)
+        if cached is not None and len(cached[0]) == len(levels) and all(
+                a == b and x is y for (a, x), (b, y) in zip(cached[0], levels)):
+            return cached[1]
+        K, M, H = self.K, self.n_tags, self.n_tags + 1
+        # P_A without the head word over (head tag, dir, outcome, state), by the NumPy code
+        hs, d, out, k = (g.ravel() for g in np.meshgrid(np.arange(H), np.arange(2),
+                                                         np.arange(M + 1), np.arange(K),
+                                                         indexing="ij"))
+        if self.lexical:   # the coarse level over uniform
+            pa = self.levels["a1"].smooth((hs * 2 + d) * K + k, out, np.full(len(out), 1.0 / H))
+        else:
+            pa = self._p_a(hs, np.full(len(hs), -1), d, k, out)
+        tables = [np.ascontiguousarray(pa.reshape(H * 2, (M + 1) * K))]
+        if self.lexical:
+            nB, HB = self.n_words + 1, H * 2
+            b1 = self.levels["b1"]
+            c2, mw = np.divmod(b1.keys, nB)
+            wkey = (mw * M + c2 // HB) * HB + c2 % HB       # (word, tag, head tag, dir)
+            order = np.argsort(wkey, kind="stable")
+            typ1, den1 = np.zeros(M * HB), np.zeros(M * HB)
+            sel = (b1.ctx_keys >= 0) & (b1.ctx_keys < M * HB)
+            typ1[b1.ctx_keys[sel]] = b1.ctx_types[sel]
+            den1[b1.ctx_keys[sel]] = b1.ctx_tot[sel] + b1.ctx_types[sel]
+            b0 = self.levels["b0"]
+            w0, c2 = np.divmod(b0.ctx_keys, M * HB)   # c2 = (tag * H + head tag) * 2 + dir
+            hkey = w0 * H + (c2 // 2) % H
+            horder = np.argsort(hkey * (M * HB) + c2, kind="stable")
+            tables += [self.levels["a0"]._indexed(H * 2 * K, self.n_words + 2),
+                       b0._indexed(M * HB, self.n_words + 2),
+                       (hkey[horder], c2[horder] // HB, c2[horder] % 2, horder),
+                       (wkey[order], b1.counts[order],
+                        np.searchsorted(wkey[order], np.arange(nB + 1, dtype=np.int64) * M * HB)),
+                       (typ1, den1), self.levels["b2"]._indexed(1, M)]
+        else:              # only ``pa`` is read: placeholders of the right types
+            lev = self.levels["a0"]._indexed()
+            tables += [lev, lev, (lev[0], lev[0], lev[0], lev[0]), (lev[0], lev[1], lev[7]),
+                       (lev[3], lev[4]), lev]
+        self._tables = (levels, tuple(tables))
+        return self._tables[1]
+
     def weights(self, enc: Encoded, pair_off: np.ndarray, power: float = 1.0):
         """Arc weights ``lw`` (packed ``(n+1)^2 K`` per sentence) and stop weights ``ls``
-        (``(n+1) 2 K`` per sentence) for the kernel, raised to ``power``."""
+        (``(n+1) 2 K`` per sentence) for the kernel, raised to ``power``.
+
+        Computed by :func:`_weights_kernel`; a batch the encoder cannot have made (a tag out
+        of ``0..n_tags-1``, a word id out of ``-1..n_words``, ``pair_off`` other than
+        ``pair_offsets``) goes to the NumPy reference :meth:`_weights_numpy`.
+        """
+        hsym = np.ascontiguousarray(enc.hsym, dtype=np.int64)
+        msym = np.ascontiguousarray(enc.msym, dtype=np.int64)
+        wid = np.ascontiguousarray(enc.wid, dtype=np.int64)
+        tok_off = np.ascontiguousarray(enc.tok_off, dtype=np.int64)
+        lens1 = np.diff(tok_off)
+        off = np.zeros(len(lens1) + 1, dtype=np.int64)
+        np.cumsum(lens1 * lens1, out=off[1:])
+        if not np.array_equal(pair_off, off) or len(hsym) and (
+                hsym.min() < 0 or hsym.max() > self.n_tags or msym.min() < 0
+                or msym.max() >= self.n_tags or wid.min() < -1 or wid.max() > self.n_words):
+            return self._weights_numpy(enc, pair_off, power)
+        lw = np.zeros(int(off[-1]) * self.K)
+        ls = np.empty(len(hsym) * 2 * self.K)
+        _weights_kernel(tok_off, off, hsym, msym, wid, self.K, self.n_tags, self.n_words,
+                        self.lexical, *self._kernel_tables(), float(power), lw, ls)
+        return lw, ls
+
+    def _weights_numpy(self, enc: Encoded, pair_off: np.ndarray, power: float = 1.0):
+        """NumPy reference of :meth:`weights` (batched ``np.searchsorted`` look-ups)."""
         K = self.K
         lens1 = np.diff(enc.tok_off)
         n_pairs = lens1 * lens1
