@@ -22,17 +22,7 @@ from numba import njit, prange
 from .data import Encoded, SequenceData
 from .spectral import OperatorSHAG, _backoff_probs, distinct_sequences, with_backoff
 
-__all__ = ["unique_sequences", "em_init", "em_step", "fit_em"]
-
-
-def unique_sequences(enc: Encoded, seqs: SequenceData, H: int):
-    """Distinct modifier-tag sequences per (head, direction) with their counts.
-
-    Returns ``(grp_start, q_start, q_len, q_w, mods)`` sorted by group ``h*2+d``: group
-    ``g``'s sequences are ``grp_start[g] .. grp_start[g+1]-1`` (the compiled merging of the
-    spectral learner, :func:`spectral.distinct_sequences`).
-    """
-    return distinct_sequences(enc, seqs, H, H - 1)
+__all__ = ["em_init", "em_step", "fit_em"]
 
 
 def em_init(grp_start, q_start, q_len, q_w, mods, H: int, M: int, N: int, seed: int = 0):
