@@ -29,60 +29,9 @@ from ..errors import FastSpectralError, FormatError
 from ..trees.brown import read_brown
 from ..trees.conll import iter_lines
 
+from .corpus import detect_format, read_corpus  # noqa: F401  (re-exported)
+
 __all__ = ["main", "read_corpus", "detect_format", "build_parser"]
-
-
-def detect_format(path) -> str:
-    """``"brown"`` if every token of the first non-empty line is ``word/tag``, else ``"text"``."""
-    for _, line in iter_lines(path):
-        toks = line.split()
-        if not toks:
-            continue
-        for tok in toks:
-            word, slash, tag = tok.rpartition("/")
-            if not (word and slash and tag):
-                return "text"
-        return "brown"
-    return "text"
-
-
-def _text_sentences(path) -> Iterator[list[str]]:
-    for _, line in iter_lines(path):
-        toks = line.split()
-        if toks:
-            yield toks
-
-
-def read_corpus(path, fmt: str = "auto", skip_tokens: int = 0,
-                max_tokens: int | None = None) -> list[list[str]]:
-    """Sentences (lists of words) of a corpus file within a token window.
-
-    ``fmt``: ``"auto"``, ``"brown"`` (``word/tag``; tags dropped) or ``"text"``.  Skips whole
-    sentences until ``skip_tokens`` tokens were skipped, then takes whole sentences until
-    ``max_tokens`` tokens were taken (``None``: to the end).  Raises :class:`FormatError`
-    (file and line) for a malformed Brown line and ``FileNotFoundError`` for a missing file.
-    """
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path}: no such file")
-    if fmt == "auto":
-        fmt = detect_format(path)
-    if fmt == "brown":
-        source = ([w for w, _ in s] for s in read_brown(path))
-    elif fmt == "text":
-        source = _text_sentences(path)
-    else:
-        raise ValueError(f"unknown corpus format {fmt!r} (auto, brown, text)")
-    out: list[list[str]] = []
-    skipped = taken = 0
-    for sent in source:
-        if skipped < skip_tokens:
-            skipped += len(sent)
-            continue
-        if max_tokens is not None and taken >= max_tokens:
-            break
-        out.append(sent)
-        taken += len(sent)
-    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
