@@ -1,0 +1,41 @@
+"""Shared test fixtures: where the shared data lives.
+
+The data folder ``shared/data`` lies beside the checkout (``../shared/data``); the environment
+variable ``FASTSPECTRAL_DATA`` overrides it.  Tests that need it skip with a reason when absent.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("FASTSPECTRAL_SHARED", REPO.parent / "shared"))
+DATA = Path(os.environ.get("FASTSPECTRAL_DATA", SHARED / "data"))
+EVALB = SHARED / "evalb"
+
+
+def data_path(*parts) -> Path:
+    """A path under the shared data folder (it may not exist: see :func:`need`)."""
+    return DATA.joinpath(*parts)
+
+
+def need(path: Path) -> Path:
+    """``path`` when it exists, else skip the calling test with a reason."""
+    if not Path(path).exists():
+        pytest.skip(f"{path} is absent (shared data lies in ../shared beside the checkout; "
+                    "set FASTSPECTRAL_DATA to point elsewhere)")
+    return Path(path)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The shared data folder ``../shared/data`` (skips the test when it is absent)."""
+    return need(DATA)
+
+
+@pytest.fixture(scope="session")
+def evalb_dir() -> Path:
+    """The EVALB reference reports ``../shared/evalb`` (skips the test when absent)."""
+    return need(EVALB)
