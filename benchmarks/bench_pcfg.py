@@ -55,7 +55,7 @@ def main(argv=None):
             s = model.grammar_.summary()
             rows.append((setting, s["symbols"], s["binary_rules"], r.fmeasure, r.le40.fmeasure,
                          r.tagging_accuracy, train_s, len(sents) / parse_s,
-                         model.last_parse_stats_["fallback"]))
+                         model.last_parse_stats_.fallback))
             print(f"v,h={setting}: F1 {r.fmeasure:.2f} (<=40 {r.le40.fmeasure:.2f}) "
                   f"train {train_s:.1f}s parse {len(sents) / parse_s:.1f} sent/s", flush=True)
     print()

@@ -97,12 +97,12 @@ def test_unknown_words_empty_and_long_sentences(model):
     out = model.parse([["Zorblax", "flurped", "the", "quibbling", "snarks-on-wheels", "42,000", "."],
                        [], ["the"] * 3])
     assert out[0].leaves()[0] == "Zorblax"
-    assert out[1] == Tree("TOP", []) and model.last_parse_stats_["empty"] == 1
+    assert out[1] == Tree("TOP", []) and model.last_parse_stats_.empty == 1
     long = ("the company said its net income rose 12 % in the third quarter , and " * 8).split()
     long = long[:-2] + ["."]
     t = model.parse([long])[0]
     assert t.leaves() == long and len(long) > 100
-    assert model.last_parse_stats_["fallback"] == 0 and model.last_parse_stats_["too_long"] == 0
+    assert model.last_parse_stats_.fallback == 0 and model.last_parse_stats_.too_long == 0
     # a chart over the memory limit is not attempted: documented flat fallback
     limit = model.max_chart_bytes
     model.max_chart_bytes = 10 ** 6
@@ -110,12 +110,18 @@ def test_unknown_words_empty_and_long_sentences(model):
         t = model.parse([long])[0]
     finally:
         model.max_chart_bytes = limit
-    assert t.leaves() == long and model.last_parse_stats_["too_long"] == 1
+    assert t.leaves() == long and model.last_parse_stats_.too_long == 1
 
 
 def test_bad_input_is_rejected_clearly(model):
     with pytest.raises(TypeError):
         model.parse("The dog barks .")
+    with pytest.raises(TypeError, match="flat list"):
+        model.parse(["The", "dog", "barks", "."])
+    with pytest.raises(ValueError, match="jobs"):
+        model.parse([["the"]], jobs=0)
+    with pytest.raises(TypeError):
+        model.parse([["the"]], None)  # tags, jobs and progress are keyword-only
     with pytest.raises(ValueError, match="invalid token"):
         model.parse([["the", "big dog"]])
     with pytest.raises(ValueError, match="2 tags for 3 words"):
@@ -170,4 +176,16 @@ def test_log_probability_is_finite(model, train):
     # back to a flat tree over the best tags (counted in last_parse_stats_)
     assert lp[2] == -np.inf
     out = model.parse([["the"]])
-    assert out[0].leaves() == ["the"] and model.last_parse_stats_["fallback"] == 1
+    assert out[0].leaves() == ["the"] and model.last_parse_stats_.fallback == 1
+
+
+def test_estimator_contract(model):
+    from fastspectral.base import clone
+    c = clone(model)
+    assert c.get_params() == model.get_params() and not hasattr(c, "grammar_")
+    assert repr(PCFG(v=1, jobs=2)) == "PCFG(jobs=2, v=1)"
+    raw = PCFG(v="x", jobs=0)            # __init__ stores, fit validates
+    assert raw.v == "x" and raw.jobs == 0
+    with pytest.raises(ValueError, match="jobs"):
+        PCFG(jobs=0).fit([Tree.fromstring("(TOP (S (NN a)))")])
+    assert model.fit_time_ >= 0 and PCFG.kind == "pcfg"

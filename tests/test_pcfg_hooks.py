@@ -44,7 +44,7 @@ def test_fit_prepared_matches_fit(trees, fitted):
     np.testing.assert_array_equal(model.proj_, fitted.proj_)
     assert model.root_label_ == fitted.root_label_ == "S"
     assert model.n_train_trees_ == len(trees)
-    assert model.fit_seconds_ >= 0
+    assert model.fit_time_ >= 0
     assert _strings(model) == _strings(fitted)
 
 
@@ -52,9 +52,9 @@ def test_fit_prepared_with_a_given_grammar_and_no_coarse(trees):
     model = PCFG(v=2, h=1, jobs=1)
     fine = [prepare(t, 2, 1, True) for t in trees]
     g = Grammar.from_trees(fine, model.lexicon_options())
-    model.fit_prepared(fine, grammar=g, fit_seconds=1.5)
+    model.fit_prepared(fine, grammar=g, fit_time=1.5)
     assert model.grammar_ is g and model.coarse_ is None
-    assert model.fit_seconds_ == 1.5
+    assert model.fit_time_ == 1.5
     # without a coarse grammar the parse is exhaustive: same trees as a model without pruning
     ref = PCFG(v=2, h=1, prune_threshold=None, jobs=1).fit(trees)
     assert _strings(model) == _strings(ref)

@@ -19,13 +19,14 @@ With ``prune_threshold`` (default 1e-4) and a fine grammar (v > 1 or h != 0) a c
 (v=1, h=0) is trained too and used for coarse-to-fine pruning: fine items whose coarse posterior
 is below the threshold are never built.  If pruning leaves no parse, the sentence is reparsed
 exhaustively; if the grammar has no parse at all (rare), the output is a flat tree over the
-lexicon's best tags, and ``last_parse_stats_["fallback"]`` counts those sentences.
-An empty sentence yields the empty tree ``(TOP )`` (EVALB treats it as a skip sentence).
+lexicon's best tags, and ``last_parse_stats_.fallback`` counts those sentences of the last
+:meth:`PCFG.parse` call.  An empty sentence yields the empty tree ``(TOP )`` (EVALB treats it as
+a skip sentence).
 
 Memory: a chart takes about ``n (n + 1) / 2 * S * 44`` bytes for an n-word sentence and S fine
 symbols (about 0.4 GB for n = 100 with the default WSJ grammar), per thread.  A sentence whose
 chart would exceed ``max_chart_bytes`` (default 4 GiB) is not parsed: it gets the flat fallback
-tree and is counted in ``last_parse_stats_["too_long"]``.
+tree and is counted in ``last_parse_stats_.too_long``.
 
 Models built on a PCFG (the L-PCFGs of :mod:`fastspectral.lpcfg`, which use it as their pruning,
 lexicon and fallback grammar) go through its public hooks only: :meth:`PCFG.fit_prepared` (fit
@@ -34,19 +35,45 @@ from trees and grammars they have already prepared), :meth:`PCFG.lexicon_options
 """
 from __future__ import annotations
 
-import os
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import NotFittedError
-from ..io.modelfile import load_model_file, save_model_file
+from ..base import Parser, check_jobs
+from ..errors import ModelFileError
 from ..trees.transforms import base_label, prepare
 from ..trees.tree import Tree
 from .chart import MAX_RECALL, VITERBI, flat_tree, nodes_to_tree, pack_lexical
 from .grammar import Grammar
 
+__all__ = ["PCFG", "PCFGParseStats"]
+
 _DECODERS = {"max-recall": MAX_RECALL, "viterbi": VITERBI}
+#: sentences per thread handed to one call of the CKY kernel
+_CHUNK_PER_THREAD = 256
+
+
+@dataclass
+class PCFGParseStats:
+    """What happened to the sentences of one :meth:`PCFG.parse` call (``last_parse_stats_``).
+
+    Attributes
+    ----------
+    sentences : int
+        Sentences parsed.
+    empty : int
+        Empty sentences (given the empty tree ``(TOP )``).
+    fallback : int
+        Sentences the grammar has no parse for (given a flat tree over the best tags).
+    too_long : int
+        Sentences whose chart would exceed ``max_chart_bytes`` (given the flat tree, unparsed).
+    """
+
+    sentences: int = 0
+    empty: int = 0
+    fallback: int = 0
+    too_long: int = 0
 
 
 def _check_sentences(sentences, tags):
@@ -69,31 +96,78 @@ def _check_sentences(sentences, tags):
     return sentences, tags
 
 
-def default_jobs() -> int:
-    """Number of worker threads used when ``jobs`` is None: the usable CPU count."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover
-        return max(1, os.cpu_count() or 1)
-
-
-class PCFG:
+class PCFG(Parser):
     """Markovised PCFG estimated by relative frequency, parsed with compiled CKY.
 
     Parameters
     ----------
-    v, h : markovisation orders (vertical >= 1, horizontal >= 0 or None for infinite).
-    tag_parent : also parent-annotate preterminals (``NN^NP``); on by default (it gains about
-        1.5 F1 on WSJ §22 at the same speed).
-    decode : ``"max-recall"`` or ``"viterbi"``.
-    prune_threshold : coarse-to-fine posterior threshold (None disables the coarse pass).
-    rare_threshold, lex_smoothing, sig_smoothing : lexicon settings (see
-        :mod:`fastspectral.grammar.lexicon`).
-    jobs : default number of parsing threads (None: all CPUs).
+    v : int, default 2
+        Vertical markovisation order (>= 1; 2 = parent annotation).
+    h : int or None, default 1
+        Horizontal markovisation order (>= 0; None: infinite).
+    tag_parent : bool, default True
+        Also parent-annotate preterminals (``NN^NP``); it gains about 1.5 F1 on WSJ section 22
+        at the same speed.
+    decode : {"max-recall", "viterbi"}, default "max-recall"
+        Goodman's maximum expected labelled recall tree, or the most probable derivation.
+    prune_threshold : float or None, default 1e-4
+        Coarse-to-fine posterior threshold in [0, 1) (None disables the coarse pass).
+    rare_threshold : int, default 1
+        Words seen at most this often train the unknown-word signatures
+        (:mod:`fastspectral.grammar.lexicon`).
+    lex_smoothing : float, default 0.5
+        Smoothing of ``P(tag | word)`` towards the signature distribution.
+    sig_smoothing : float, default 1.0
+        Smoothing of ``P(tag | signature)`` towards the tag prior.
+    jobs : int or None, default None
+        Default number of parsing threads (None: every core available,
+        :func:`fastspectral._threads.available_cores`).
+    max_chart_bytes : int, default 4 GiB
+        Sentences whose chart would be larger get the flat fallback tree (see the module
+        docstring); 0 or None: no limit.
+
+    Attributes
+    ----------
+    grammar_ : Grammar
+        The fine (markovised) grammar with its lexicon.
+    coarse_ : Grammar or None
+        The coarse ``v=1, h=0`` grammar of coarse-to-fine pruning (None without pruning).
+    proj_ : ndarray of int32
+        Fine symbol -> coarse symbol (only when ``coarse_`` is set).
+    root_label_ : str
+        The most frequent label under ``TOP`` (root of the flat fallback trees).
+    n_train_trees_ : int
+        Training trees.
+    fit_time_ : float
+        Seconds spent in the last :meth:`fit`.
+    last_parse_stats_ : PCFGParseStats
+        Counts of the last :meth:`parse` call (empty, fallback and too-long sentences).
+
+    References
+    ----------
+    M. Johnson, "PCFG models of linguistic tree representations", Computational Linguistics
+    24(4), 1998 (parent annotation; relative-frequency estimates, eq. 2); D. Klein and
+    C. Manning, "Accurate unlexicalized parsing", ACL 2003 (vertical / horizontal
+    markovisation); J. Goodman, "Parsing algorithms and metrics", ACL 1996 (maximum expected
+    labelled recall decoding, section 3).
+
+    Examples
+    --------
+    >>> from fastspectral import PCFG
+    >>> from fastspectral.synthetic import LatentPCFG
+    >>> trees = LatentPCFG.default().sample(200, seed=0)
+    >>> model = PCFG(v=2, h=1, jobs=1).fit(trees)
+    >>> model.n_train_trees_
+    200
+    >>> out = model.parse([["the", "dog", "sees", "a", "cat", "."]])
+    >>> out[0].leaves()
+    ['the', 'dog', 'sees', 'a', 'cat', '.']
+    >>> out[0].label
+    'TOP'
     """
 
+    kind = "pcfg"
     input_kind = "sentences"
-    model_kind = "pcfg"
 
     def __init__(self, v=2, h=1, tag_parent=True, decode="max-recall", prune_threshold=1e-4,
                  rare_threshold=1, lex_smoothing=0.5, sig_smoothing=1.0, jobs=None,
@@ -119,8 +193,8 @@ class PCFG:
             raise ValueError(f"decode must be one of {sorted(_DECODERS)}, got {self.decode!r}")
         if self.prune_threshold is not None and not (0.0 <= self.prune_threshold < 1.0):
             raise ValueError(f"prune_threshold must be in [0, 1) or None, got {self.prune_threshold!r}")
-        if self.jobs is not None and int(self.jobs) < 1:
-            raise ValueError(f"jobs must be >= 1 or None, got {self.jobs!r}")
+        if self.jobs is not None:
+            check_jobs(self.jobs)
 
     def lexicon_options(self) -> dict:
         """Keyword arguments of :class:`~fastspectral.grammar.lexicon.Lexicon` for this model's
@@ -149,10 +223,10 @@ class PCFG:
             coarse = Grammar.from_trees([prepare(t, 1, 0, False) for t in raw],
                                         self.lexicon_options())
         self.fit_prepared(fine, coarse=coarse)
-        self.fit_seconds_ = time.perf_counter() - t0
+        self.fit_time_ = time.perf_counter() - t0
         return self
 
-    def fit_prepared(self, fine_trees, grammar=None, coarse=None, fit_seconds=None):
+    def fit_prepared(self, fine_trees, grammar=None, coarse=None, fit_time=None):
         """Fit from trees that are already prepared; the hook of models built on this one.
 
         ``fine_trees``: the training trees after :func:`~fastspectral.trees.transforms.prepare`
@@ -162,11 +236,11 @@ class PCFG:
         ``coarse``: the coarse grammar of coarse-to-fine parsing (symbols: the base labels of
         the fine ones, e.g. the ``v=1, h=0`` grammar of the same treebank); it is used as given,
         whatever ``prune_threshold``, ``v`` and ``h`` are; None: no coarse pass.
-        ``fit_seconds``: recorded as ``fit_seconds_`` (default: the time this call took).
+        ``fit_time``: recorded as ``fit_time_`` (default: the seconds this call took).
 
         Sets ``grammar_``, ``coarse_`` (with the fine-to-coarse projection ``proj_``),
         ``root_label_`` (most frequent label under ``TOP``, the root of fallback trees),
-        ``n_train_trees_`` and ``fit_seconds_``, as :meth:`fit` does.  Returns self.
+        ``n_train_trees_`` and ``fit_time_``, as :meth:`fit` does.  Returns self.
         """
         self._validate_params()
         t0 = time.perf_counter()
@@ -177,10 +251,10 @@ class PCFG:
             Grammar.from_trees(fine, self.lexicon_options())
         self.coarse_ = coarse
         if coarse is not None:
-            self._set_projection()
+            self.proj_ = self._projection(self.grammar_, coarse)
         self.root_label_ = self._most_frequent_root(fine)
         self.n_train_trees_ = len(fine)
-        self.fit_seconds_ = time.perf_counter() - t0 if fit_seconds is None else fit_seconds
+        self.fit_time_ = time.perf_counter() - t0 if fit_time is None else fit_time
         return self
 
     @staticmethod
@@ -189,33 +263,45 @@ class PCFG:
         c = Counter(base_label(t.children[0].label) for t in prepared if t.children)
         return c.most_common(1)[0][0] if c else "S"
 
-    def _set_projection(self):
+    @staticmethod
+    def _projection(fine: Grammar, coarse: Grammar) -> np.ndarray:
+        """Fine symbol -> the coarse symbol of its base label."""
         cidx = {}
-        for i, s in enumerate(self.coarse_.symbols):
+        for i, s in enumerate(coarse.symbols):
             cidx.setdefault(base_label(s), i)
-        proj = np.empty(self.grammar_.n_symbols, dtype=np.int32)
-        for i, s in enumerate(self.grammar_.symbols):
+        proj = np.empty(fine.n_symbols, dtype=np.int32)
+        for i, s in enumerate(fine.symbols):
             b = base_label(s)
             if b not in cidx:
-                raise RuntimeError(f"fine symbol {s!r} has no coarse counterpart")
+                raise ValueError(f"fine symbol {s!r} has no coarse counterpart")
             proj[i] = cidx[b]
-        self.proj_ = proj
-
-    def _check_fitted(self):
-        if not hasattr(self, "grammar_"):
-            raise NotFittedError("this PCFG is not fitted yet: call fit(trees) or PCFG.load(path)")
+        return proj
 
     # -- parsing -------------------------------------------------------------------------------
-    def parse(self, sentences, tags=None, jobs=None, progress=None, chunk_size=256):
+    def parse(self, items, *, tags=None, jobs=None, progress=None):
         """Parse tokenised sentences; returns one :class:`Tree` per sentence (rooted at TOP).
 
-        ``tags``: optional list (one entry per sentence, each None or a list of POS tags) of
-        given tags.  ``jobs``: threads (default: the model's ``jobs``, else all CPUs).
-        ``progress``: optional callable ``progress(done, total)``.
+        Parameters
+        ----------
+        items : list of list of str
+            The sentences (lists of words).
+        tags : list, optional
+            One entry per sentence: None, or a list of POS tags that the parse must use (a
+            tag the grammar does not know leaves that word free).
+        jobs : int, optional
+            Threads (default: the model's ``jobs``, else every core available).
+        progress : callable, optional
+            ``progress(done, total)`` called as batches of sentences finish.
+
+        Returns
+        -------
+        list of Tree
+            One tree per sentence, in order; ``last_parse_stats_`` counts the fallbacks.
         """
-        self._check_fitted()
-        sentences, tags = _check_sentences(sentences, tags)
-        jobs = int(jobs or self.jobs or default_jobs())
+        if not isinstance(items, (str, bytes, list, tuple)):
+            items = list(items)
+        n_threads = self._check_parse_args(items, tags, jobs)
+        sentences, tags = _check_sentences(items, tags)
         out: list = [None] * len(sentences)
         S = self.grammar_.n_symbols
         limit = self.max_chart_bytes or float("inf")
@@ -231,8 +317,8 @@ class PCFG:
                                                              else tags[k]), self.root_label_)
         # longest first: better load balance across threads
         todo.sort(key=lambda k: -len(sentences[k]))
-        stats = {"sentences": len(sentences), "empty": sum(1 for s in sentences if not s),
-                 "fallback": 0, "too_long": len(too_long)}
+        stats = PCFGParseStats(sentences=len(sentences),
+                               empty=sum(1 for s in sentences if not s), too_long=len(too_long))
         mode = _DECODERS[self.decode]
         g = self.grammar_
         cg = g.chart_grammar("max" if mode == VITERBI else "sum")
@@ -242,7 +328,7 @@ class PCFG:
         done = 0
         if progress:
             progress(0, len(sentences))
-        chunk = max(1, chunk_size) * jobs
+        chunk = _CHUNK_PER_THREAD * n_threads
         for c0 in range(0, len(todo), chunk):
             ids = todo[c0:c0 + chunk]
             sents = [sentences[k] for k in ids]
@@ -256,14 +342,14 @@ class PCFG:
                               coarse_lex_sym=csym, coarse_lex_prob=cprob,
                               threshold=float(self.prune_threshold))
             nodes, noff, counts, logz = parse_batch(cg, lengths, offs, pos, sym, prob, mode,
-                                                    n_threads=jobs, **kwargs)
+                                                    n_threads=n_threads, **kwargs)
             for r, k in enumerate(ids):
                 cnt = counts[r]
                 words = sentences[k]
                 if cnt < 0:
                     raise MemoryError(f"chart allocation failed for a sentence of {len(words)} words")
                 if cnt == 0:
-                    stats["fallback"] += 1
+                    stats.fallback += 1
                     out[k] = flat_tree(words, self.best_tags(words, None if stags is None else stags[r]),
                                        self.root_label_)
                     continue
@@ -271,7 +357,7 @@ class PCFG:
                 out[k] = nodes_to_tree(triples, words, g.classes, g.class_is_tag)
             done += len(ids)
             if progress:
-                progress(done + stats["empty"] + len(too_long), len(sentences))
+                progress(done + stats.empty + len(too_long), len(sentences))
         self.last_parse_stats_ = stats
         return out
 
@@ -286,7 +372,7 @@ class PCFG:
         scores = g.lexicon.tag_word_scores(words, tags, g.tag_symbols)
         return [g.classes[g.sym_class[int(np.argmax(row))]] for row in scores]
 
-    def log_probability(self, sentences, tags=None, jobs=None):
+    def log_probability(self, sentences, tags=None):
         """log P(sentence) under the grammar (inside algorithm), -inf when unparsable."""
         self._check_fitted()
         from .chart import marginals
@@ -295,20 +381,15 @@ class PCFG:
                          if s else -np.inf for k, s in enumerate(sentences)])
 
     def prune(self, sentences, threshold=1e-5, tags=None, jobs=None):
-        """Posterior pruning items (see :func:`fastspectral.grammar.chart.posterior_prune`)."""
+        """Posterior pruning items (see :func:`fastspectral.grammar.chart.posterior_prune`);
+        ``jobs``: threads (default: the model's ``jobs``, else every core available)."""
         self._check_fitted()
         from .chart import posterior_prune
         sentences, tags = _check_sentences(sentences, tags)
         return posterior_prune(self.grammar_, sentences, threshold, tags,
-                               int(jobs or self.jobs or default_jobs()))
+                               check_jobs(jobs if jobs is not None else self.jobs))
 
-    # -- persistence ---------------------------------------------------------------------------
-    def get_params(self):
-        return {"v": self.v, "h": self.h, "tag_parent": self.tag_parent, "decode": self.decode,
-                "prune_threshold": self.prune_threshold, "rare_threshold": self.rare_threshold,
-                "lex_smoothing": self.lex_smoothing, "sig_smoothing": self.sig_smoothing,
-                "jobs": self.jobs, "max_chart_bytes": self.max_chart_bytes}
-
+    # -- model files ---------------------------------------------------------------------------
     def state(self):
         """The fitted model as ``(meta, arrays)``: a JSON-serialisable dict and a dict of numeric
         arrays, the content of the model file written by :meth:`save` (the array names start
@@ -316,7 +397,7 @@ class PCFG:
         self._check_fitted()
         gmeta, garr = self.grammar_.to_state("fine_")
         meta = {"params": self.get_params(), "grammar": gmeta, "root_label": self.root_label_,
-                "n_train_trees": self.n_train_trees_, "fit_seconds": self.fit_seconds_}
+                "n_train_trees": self.n_train_trees_, "fit_time": self.fit_time_}
         arrays = dict(garr)
         if self.coarse_ is not None:
             cmeta, carr = self.coarse_.to_state("coarse_")
@@ -324,37 +405,27 @@ class PCFG:
             arrays.update(carr)
         return meta, arrays
 
-    def save(self, path):
-        """Write the fitted model to ``path`` (versioned, pickle-free; see fastspectral.io)."""
-        self._check_fitted()
-        meta, arrays = self.state()
-        save_model_file(path, self.model_kind, meta, arrays)
-
     @classmethod
-    def load(cls, path):
-        """Read a model written by :meth:`save`."""
-        _, meta, arrays = load_model_file(path, expected_kind=cls.model_kind)
-        return cls.from_state(meta, arrays)
+    def from_state(cls, meta, arrays):
+        """The fitted model of a :meth:`state` ``(meta, arrays)`` pair (e.g. read from a file;
+        states written by older versions, with ``fit_seconds``, are read too)."""
+        try:
+            model = cls(**cls._params_from_file(meta["params"]))
+            model.grammar_ = Grammar.from_state(meta["grammar"], arrays, "fine_")
+            model.coarse_ = None
+            if "coarse" in meta:
+                model.coarse_ = Grammar.from_state(meta["coarse"], arrays, "coarse_")
+                model.proj_ = cls._projection(model.grammar_, model.coarse_)
+            model.root_label_ = meta["root_label"]
+            model.n_train_trees_ = meta["n_train_trees"]
+            model.fit_time_ = meta["fit_time"] if "fit_time" in meta else meta["fit_seconds"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFileError(f"corrupt PCFG model state ({exc!r})") from None
+        return model
+
+    def _model_file(self):
+        return self.state()
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
-        # the loader hook of fastspectral.io.modelfile.load (every model kind has one)
         return cls.from_state(meta, arrays)
-
-    @classmethod
-    def from_state(cls, meta, arrays):
-        """The fitted model of a :meth:`state` ``(meta, arrays)`` pair (e.g. read from a file)."""
-        model = cls(**meta["params"])
-        model.grammar_ = Grammar.from_state(meta["grammar"], arrays, "fine_")
-        model.coarse_ = None
-        if "coarse" in meta:
-            model.coarse_ = Grammar.from_state(meta["coarse"], arrays, "coarse_")
-            model._set_projection()
-        model.root_label_ = meta["root_label"]
-        model.n_train_trees_ = meta["n_train_trees"]
-        model.fit_seconds_ = meta["fit_seconds"]
-        return model
-
-    def __repr__(self):
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"PCFG({params})"

@@ -218,7 +218,7 @@ class SpectralLPCFG:
         # from the node arrays instead of binarising the treebank again
         coarse = _coarse_grammar(nodes, g, pcfg.lexicon_options())
         self.pcfg_ = pcfg.fit_prepared(fine, grammar=g, coarse=coarse,
-                                       fit_seconds=time.perf_counter() - t0)
+                                       fit_time=time.perf_counter() - t0)
         self._estimate(nodes, g, len(raw))
         self.n_train_trees_ = len(raw)
         self.fit_seconds_ = time.perf_counter() - t0
