@@ -7,10 +7,13 @@ import re
 import pytest
 
 from fastspectral.errors import FormatError
-from fastspectral.trees.conll import (DepSentence, iter_lines, read_conllu, read_conllx,
+from fastspectral.trees.conll import (DepSentence, read_conllu, read_conllx,
                                       read_malttab, write_conllu, write_conllx, write_malttab)
+from fastspectral.trees.files import iter_lines
+from conftest import data_path
 
-DATA = "/work/shared/data"
+# the shared data folder beside the checkout (tests/conftest.py)
+DATA = os.fspath(data_path())
 UD = os.path.join(DATA, "ud", "en_ewt-ud-dev.conllu")
 WSJ_DP = os.path.join(DATA, "dep", "wsj-sample.dp")
 ESP_TRAIN = os.path.join(DATA, "conll2007", "esp.train")

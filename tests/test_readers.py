@@ -10,8 +10,10 @@ from fastspectral.trees.brown import read_brown, write_brown
 from fastspectral.trees.conll import DepSentence
 from fastspectral.trees.readers import (FORMATS, RawSentence, detect_format, iter_sentences,
                                         read_sentences, read_treebank)
+from conftest import data_path
 
-DATA = "/work/shared/data"
+# the shared data folder beside the checkout (tests/conftest.py)
+DATA = os.fspath(data_path())
 BROWN = os.path.join(DATA, "brown", "brown-tagged.txt")
 needs_data = pytest.mark.skipif(not os.path.isdir(DATA), reason="shared data not available")
 
@@ -297,3 +299,40 @@ def test_unparsed_dependency_input():
     assert m.tags == ["DT", "JJ", "NN"] and m.heads == [-1, -1, 0]
     (t,) = read_treebank(io.StringIO("The\tDT\t_\ndog\tNN\t_\n\n"), heads_optional=True)
     assert t.words == ["The", "dog"] and t.heads == [-1, -1]
+
+
+# ------------------------------------------------------------------ shared file helpers
+
+def test_file_helpers_shared_by_every_reader(tmp_path):
+    """trees.files is the one home of the source / output helpers: the readers and writers of
+    every format use it, so gzip by magic bytes, stdin and binary outputs behave alike."""
+    from fastspectral.trees import conll, files
+    from fastspectral.trees.ptb import read_ptb, write_brackets
+    from fastspectral.trees.tree import Tree
+
+    assert conll.iter_lines is files.iter_lines            # re-exported for one version
+    # gzip recognised by content for PTB too (the name has no .gz)
+    p = tmp_path / "trees.mrg"
+    with gzip.open(p, "wt", encoding="utf-8") as fh:
+        fh.write("(TOP (A a))\r\n(TOP (B b))\n")
+    assert [t.leaves() for t in read_ptb(p)] == [["a"], ["b"]]
+    # an open binary destination is written, flushed and detached, not closed
+    buf = io.BytesIO()
+    assert write_brackets([Tree.fromstring("(TOP (A a))")], buf) == 1
+    assert not buf.closed and buf.getvalue() == b"(TOP (A a))\n"
+    with pytest.raises(TypeError, match="cannot write"):
+        with files.open_output(42):
+            pass
+    # standard input read whole into a seekable, named buffer: detection then reading work
+    stdin = io.TextIOWrapper(io.BytesIO(b"The/DT dog/NN\nni\xf1o/NN\n"), encoding="latin-1")
+    src = files.read_stdin(stdin)
+    assert files.source_name(src) == files.STDIN_NAME and files.is_stdio("-")
+    assert not files.is_stdio("x") and files.is_stdio(None)
+    assert detect_format(src) == "brown"
+    with pytest.raises(FormatError) as info:
+        list(read_treebank(src))
+    assert info.value.path == "<stdin>" and info.value.line == 2
+    src.seek(0)
+    assert list(read_treebank(src, encoding="latin-1"))[1] == [("ni\u00f1o", "NN")]
+    with pytest.raises(TypeError, match="bytes object"):
+        list(files.iter_lines(b"abc"))

@@ -10,8 +10,10 @@ import pytest
 from fastspectral.errors import FormatError
 from fastspectral.trees.ptb import read_ptb, write_brackets
 from fastspectral.trees.tree import Tree, TreeArrays
+from conftest import data_path
 
-DATA = "/work/shared/data/ptb"
+# the shared data folder beside the checkout (tests/conftest.py)
+DATA = os.fspath(data_path("ptb"))
 SAMPLE = os.path.join(DATA, "wsj-sample.mrg")
 WSJ22 = os.path.join(DATA, "wsj22.trees")
 needs_data = pytest.mark.skipif(not (os.path.exists(SAMPLE) and os.path.exists(WSJ22)),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from ..errors import FormatError
-from .conll import _finish_writing, _open_for_writing, iter_lines, source_name
+from .files import iter_lines, open_output, source_name
 
 __all__ = ["read_brown", "write_brown"]
 
@@ -48,9 +48,8 @@ def write_brown(sents: Iterable[Iterable[tuple[str, str]]], dest, encoding: str 
     or tag containing whitespace, or an empty word or tag, or a tag containing ``/``, raises
     ``ValueError`` (it would not read back the same).
     """
-    fh, close = _open_for_writing(dest, encoding)
     count = 0
-    try:
+    with open_output(dest, encoding) as fh:
         for sent in sents:
             toks = []
             for word, tag in sent:
@@ -61,6 +60,4 @@ def write_brown(sents: Iterable[Iterable[tuple[str, str]]], dest, encoding: str 
                 raise ValueError("cannot write an empty sentence in word/tag format")
             fh.write(" ".join(toks) + "\n")
             count += 1
-    finally:
-        _finish_writing(fh, close)
     return count

@@ -34,15 +34,13 @@ lines (``8.1``) included.
 """
 from __future__ import annotations
 
-import gzip
-import io
 import numbers
 import operator
-import os
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from ..errors import FormatError
+from .files import iter_lines, open_output, source_name
 
 __all__ = [
     "DepSentence",
@@ -52,107 +50,13 @@ __all__ = [
     "write_conllu",
     "write_conllx",
     "write_malttab",
-    "iter_lines",
-    "source_name",
 ]
+
+# ``iter_lines`` and ``source_name`` moved to :mod:`fastspectral.trees.files`; they stay importable
+# from here for one version.
 
 _COLUMNS = ("ids", "words", "lemmas", "upos", "xpos", "feats", "heads", "rels", "deps", "misc")
 _STRING_COLUMNS = ("lemmas", "upos", "xpos", "feats", "rels", "deps", "misc")
-
-
-# --------------------------------------------------------------------------------------------
-# Line sources (shared by brown.py and readers.py)
-# --------------------------------------------------------------------------------------------
-
-def source_name(source) -> str | None:
-    """Return the name used for ``source`` in error messages (its path, or a file's ``name``)."""
-    if isinstance(source, (str, os.PathLike)):
-        return os.fspath(source)
-    name = getattr(source, "name", None)
-    if isinstance(name, (str, os.PathLike)):
-        return os.fspath(name)
-    return None
-
-
-def _is_path(source) -> bool:
-    return isinstance(source, (str, os.PathLike))
-
-
-def _raw_lines(source) -> Iterator:
-    """Yield the raw lines (``bytes`` or ``str``) of a path, an open file or an iterable."""
-    if _is_path(source):
-        path = os.fspath(source)
-        with open(path, "rb") as fh:
-            magic = fh.read(2)
-        opener = gzip.open if magic == b"\x1f\x8b" else open
-        with opener(path, "rb") as fh:
-            yield from fh
-    elif isinstance(source, (bytes, bytearray)):
-        raise TypeError("a bytes object is not a valid source: pass a path, an open file or "
-                        "an iterable of lines")
-    else:
-        yield from source
-
-
-def iter_lines(source, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` for every line of ``source``, numbered from 1.
-
-    ``text`` has its line terminator (``\\n``, ``\\r\\n``) removed and, on the first line, a
-    byte-order mark removed.  Bytes are decoded with ``encoding`` line by line, so that a
-    decoding error raises :class:`FormatError` with the exact line (for a file opened in text
-    mode by the caller, Python decodes ahead in blocks and the line reported can only be the
-    first line not yet read).
-    """
-    name = source_name(source)
-    lineno = 0
-    try:
-        for raw in _raw_lines(source):
-            lineno += 1
-            if not isinstance(raw, str):
-                try:
-                    raw = bytes(raw).decode(encoding)
-                except UnicodeDecodeError as exc:
-                    bad = bytes(raw)[exc.start:exc.start + 1]
-                    raise FormatError(
-                        f"invalid {encoding} byte {bad!r} at column {exc.start + 1} (wrong "
-                        f"encoding? pass encoding=..., e.g. encoding='latin-1')",
-                        name, lineno) from None
-            if lineno == 1 and raw.startswith("\ufeff"):
-                raw = raw[1:]
-            if raw.endswith("\n"):
-                raw = raw[:-1]
-            if raw.endswith("\r"):
-                raw = raw[:-1]
-            yield lineno, raw
-    except UnicodeDecodeError as exc:  # raised by a text-mode file object while reading ahead
-        raise FormatError(f"cannot decode the file as {exc.encoding} ({exc.reason}; wrong "
-                          f"encoding? reopen it with the right encoding)",
-                          name, lineno + 1) from None
-
-
-def _open_for_writing(dest, encoding: str):
-    """Return ``(file, how_to_finish)`` for a path (``.gz`` compressed), an open binary file or
-    an open text file; pass both to :func:`_finish_writing` when done."""
-    if _is_path(dest):
-        path = os.fspath(dest)
-        if path.endswith(".gz"):
-            return gzip.open(path, "wt", encoding=encoding, newline="\n"), True
-        return open(path, "w", encoding=encoding, newline="\n"), True
-    if isinstance(dest, (io.RawIOBase, io.BufferedIOBase)):
-        # a wrapper over the caller's binary file: flushed and detached (not closed) after use
-        return io.TextIOWrapper(dest, encoding=encoding, newline="\n"), "detach"
-    return dest, False
-
-
-def _finish_writing(fh, how) -> None:
-    """Close a file opened by :func:`_open_for_writing`, or flush (and detach) the caller's."""
-    if how is True:
-        fh.close()
-    elif how == "detach":
-        fh.flush()
-        fh.detach()
-    else:
-        fh.flush()
 
 
 # --------------------------------------------------------------------------------------------
@@ -586,14 +490,11 @@ def _format_malttab(sent: DepSentence) -> str:
 
 
 def _write(sents: Iterable[DepSentence], dest, encoding: str, fmt) -> int:
-    fh, close = _open_for_writing(dest, encoding)
     count = 0
-    try:
+    with open_output(dest, encoding) as fh:
         for sent in sents:
             fh.write(fmt(sent))
             count += 1
-    finally:
-        _finish_writing(fh, close)
     return count
 
 

@@ -28,7 +28,8 @@ import os
 from typing import Iterator, NamedTuple
 
 from ..errors import FormatError
-from .conll import _raw_lines, iter_lines, read_conllu, read_conllx, read_malttab, source_name
+from .conll import read_conllu, read_conllx, read_malttab
+from .files import is_path, iter_lines, raw_lines, source_name
 from .brown import read_brown
 
 __all__ = ["FORMATS", "detect_format", "read_treebank", "RawSentence", "iter_sentences",
@@ -157,9 +158,9 @@ def _sniff(lines, name, max_lines: int = 100) -> str:
     return "conllu" if upos_ok else "conllx"
 
 
-def _decode_head(raw_lines, encoding: str):
+def _decode_head(head, encoding: str):
     out = []
-    for i, raw in enumerate(raw_lines, 1):
+    for i, raw in enumerate(head, 1):
         if not isinstance(raw, str):
             raw = bytes(raw).decode(encoding, errors="replace")
         if i == 1 and raw.startswith("\ufeff"):
@@ -193,8 +194,8 @@ def detect_format(source, encoding: str = "utf-8", max_lines: int = 100) -> str:
     file is empty and has no known extension.  See the module docstring for the rules.
     """
     name = source_name(source)
-    if isinstance(source, (str, os.PathLike)):
-        gen = _raw_lines(source)
+    if is_path(source):
+        gen = raw_lines(source)
         try:
             head = _take_head(gen, max_lines)
         finally:
@@ -247,11 +248,11 @@ def read_treebank(source, format: str | None = None, encoding: str = "utf-8",
     if format is not None and format not in FORMATS:
         raise ValueError(f"unknown treebank format {format!r}; expected one of {FORMATS}")
     if format is None:
-        if isinstance(source, (str, os.PathLike)):
+        if is_path(source):
             format = detect_format(source, encoding, max_lines)
         else:
             name = source_name(source)
-            rest = iter(_raw_lines(source))
+            rest = iter(raw_lines(source))
             head = _take_head(rest, max_lines)
             format = _sniff(_decode_head(head, encoding), name, max_lines)
             source = _Chained(head, rest, name)
