@@ -1,15 +1,23 @@
 """The one place that decides thread counts (OpenMP kernels, Numba, BLAS).
 
-* :func:`available_cores` — the cores this process may run on (CPU affinity, cgroup-limited
-  ``sched_getaffinity``; ``os.cpu_count()`` only where affinity is unknown), capped by the
-  ``FASTSPECTRAL_THREADS`` environment variable when it is set.
+* :func:`available_cores` — the cores this process may run on (its CPU affinity,
+  ``os.sched_getaffinity``, which cpuset cgroups and ``taskset`` restrict; ``os.cpu_count()``
+  only where affinity is unknown, e.g. macOS and Windows), capped by the ``FASTSPECTRAL_THREADS``
+  environment variable when it is set.  CPU *quotas* (cgroup ``cpu.max``, ``docker --cpus``)
+  are not affinity: set ``FASTSPECTRAL_THREADS`` there.
 * :func:`resolve_jobs` — a user's ``jobs`` argument (``None`` = every available core).
+
+Every default thread count of the package (parsers, learners, the CLI's ``--jobs``) comes from
+:func:`available_cores`; nothing else calls ``os.cpu_count`` or ``os.sched_getaffinity``.
 
 Environment variables read here and by the libraries underneath:
 
-``FASTSPECTRAL_THREADS``  cap on the default thread count of every parser and learner
-``OMP_WAIT_POLICY``       set to ``PASSIVE`` on import unless the user set it (idle OpenMP
-                          threads sleep instead of spinning on the cores other workers need)
+``FASTSPECTRAL_THREADS``  cap on the default thread count of every parser and learner (an
+                          integer >= 1; other values are ignored); an explicit ``jobs=``
+                          argument is not capped
+``OMP_WAIT_POLICY``       set to ``PASSIVE`` by ``import fastspectral`` unless the user set it
+                          (idle OpenMP threads sleep instead of spinning on the cores other
+                          workers need)
 ``NUMBA_NUM_THREADS``     Numba's pool size (the learners' ``prange`` loops)
 ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``
                           the BLAS pools; the learners run their BLAS single-threaded inside
