@@ -1,31 +1,46 @@
-"""fastspectral: spectral learning of latent-variable parsers, with compiled chart kernels."""
+"""fastspectral: spectral learning of latent-variable parsers, with compiled chart kernels.
+
+Every learner of the registry (:mod:`fastspectral.models`) is importable from here
+(``fastspectral.PCFG``, ``fastspectral.SpectralLPCFG``, ``fastspectral.SHAGParser`` ...);
+``fastspectral.load(path)`` reads any model file.  Imports are lazy, so ``import fastspectral``
+stays cheap.
+"""
 __version__ = "0.1.0"
 
 import os as _os
 
 # The compiled kernels use OpenMP for coarse-grained parallelism (one task per sentence).  Idle
 # OpenMP threads should sleep rather than spin: spinning threads steal the cores of a 2-core
-# machine from the other workers.  A user's own setting wins.
+# machine from the other workers.  A user's own setting wins (see fastspectral._threads).
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .errors import FastSpectralError, FormatError, ModelFileError, NotFittedError  # noqa: E402
 
+_OTHER = {"Tree": "fastspectral.trees.tree:Tree", "load": "fastspectral.io.modelfile:load",
+          "clone": "fastspectral.base:clone"}
 
-def __getattr__(name):  # lazy top-level API, so `import fastspectral` stays cheap
-    if name == "PCFG":
-        from .grammar.pcfg import PCFG
-        return PCFG
-    if name == "Tree":
-        from .trees.tree import Tree
-        return Tree
-    if name == "load":
-        from .io.modelfile import load
-        return load
-    if name == "SpectralLPCFG":
-        from .lpcfg.spectral import SpectralLPCFG
-        return SpectralLPCFG
+
+def __getattr__(name):  # lazy top-level API
+    import importlib
+
+    from . import models
+
+    entry = models.kind_of_class(name)
+    if entry is not None:
+        return entry.load_class()
+    if name in _OTHER:
+        module, attr = _OTHER[name].split(":")
+        return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'fastspectral' has no attribute {name!r}")
 
 
-__all__ = ["FastSpectralError", "FormatError", "ModelFileError", "NotFittedError", "PCFG", "Tree",
-           "SpectralLPCFG", "load", "__version__"]
+def __dir__():
+    from . import models
+
+    return sorted(set(globals()) | set(_OTHER) |
+                  {e.target.split(":")[1] for e in models.REGISTRY.values()})
+
+
+__all__ = ["FastSpectralError", "FormatError", "ModelFileError", "NotFittedError", "Tree",
+           "load", "clone", "__version__", "PCFG", "SpectralLPCFG", "PivotLPCFG", "EMLPCFG",
+           "SHAGParser", "LatentBigramLM", "KneserNeyBigramLM"]

@@ -12,14 +12,14 @@ import os
 from typing import Iterator
 
 from ..trees.brown import read_brown
-from ..trees.conll import iter_lines
+from ..trees.files import iter_lines
 
 __all__ = ["read_corpus", "detect_format"]
 
 
-def detect_format(path) -> str:
+def detect_format(path, encoding: str = "utf-8") -> str:
     """``"brown"`` if every token of the first non-empty line is ``word/tag``, else ``"text"``."""
-    for _, line in iter_lines(path):
+    for _, line in iter_lines(path, encoding):
         toks = line.split()
         if not toks:
             continue
@@ -31,15 +31,15 @@ def detect_format(path) -> str:
     return "text"
 
 
-def _text_sentences(path) -> Iterator[list[str]]:
-    for _, line in iter_lines(path):
+def _text_sentences(path, encoding: str = "utf-8") -> Iterator[list[str]]:
+    for _, line in iter_lines(path, encoding):
         toks = line.split()
         if toks:
             yield toks
 
 
 def read_corpus(path, fmt: str = "auto", skip_tokens: int = 0,
-                max_tokens: int | None = None) -> list[list[str]]:
+                max_tokens: int | None = None, encoding: str = "utf-8") -> list[list[str]]:
     """Sentences (lists of words) of a corpus file within a token window.
 
     ``fmt``: ``"auto"``, ``"brown"`` (``word/tag``; tags dropped) or ``"text"``.  Skips whole
@@ -50,11 +50,11 @@ def read_corpus(path, fmt: str = "auto", skip_tokens: int = 0,
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
     if fmt == "auto":
-        fmt = detect_format(path)
+        fmt = detect_format(path, encoding)
     if fmt == "brown":
-        source = ([w for w, _ in s] for s in read_brown(path))
+        source = ([w for w, _ in s] for s in read_brown(path, encoding))
     elif fmt == "text":
-        source = _text_sentences(path)
+        source = _text_sentences(path, encoding)
     else:
         raise ValueError(f"unknown corpus format {fmt!r} (auto, brown, text)")
     out: list[list[str]] = []

@@ -1,0 +1,69 @@
+"""``fastspectral eval GOLD PRED``: EVALB for bracketed trees, UAS / LAS for dependency files."""
+from __future__ import annotations
+
+import sys
+
+from . import kit
+
+EPILOG = """\
+Bracketed trees (one per line) are scored exactly like the C EVALB (COLLINS.prm unless -p
+names another parameter file) and EVALB's report is printed; when MAX_ERROR sentences could
+not be scored the report stops as EVALB's does, the errors go to stderr and the exit status
+is 1.  CoNLL-U / CoNLL-X / Malt-TAB files get UAS and LAS with and without punctuation.
+
+examples:
+  fastspectral eval gold.trees parsed.trees
+  fastspectral eval gold.trees parsed.trees -p new.prm
+  fastspectral eval gold.trees parsed.trees -e 100
+  fastspectral eval gold.conllu parsed.conllu --punct include
+"""
+
+_FORMATS = ("ptb", "conllu", "conllx", "malttab")
+
+
+def add_eval_command(sub, common, fmt) -> None:
+    from .._argtypes import nonneg_int
+
+    p = sub.add_parser("eval", parents=[common], formatter_class=fmt, epilog=EPILOG,
+                       help="score predictions against gold",
+                       description="Score predicted trees or dependencies against the gold.")
+    p.add_argument("gold", metavar="GOLD", help="gold file")
+    p.add_argument("pred", metavar="PRED", help="predicted file (same sentences, same order)")
+    p.add_argument("--format", choices=_FORMATS, default=None,
+                   help="format of both files (default: detected from GOLD)")
+    p.add_argument("-p", "--params", metavar="PRM", default=None,
+                   help="EVALB parameter file, or 'collins' / 'new' for the built-in "
+                        "COLLINS.prm / new.prm (default: collins)")
+    p.add_argument("-e", "--max-error", type=nonneg_int, default=None, metavar="N",
+                   help="EVALB's -e: stop after N unscorable sentences (default: the "
+                        "parameter file's MAX_ERROR)")
+    p.add_argument("--encoding", default="utf-8", help="encoding of both files (default: utf-8)")
+    p.add_argument("--punct", choices=("exclude", "include"), default="exclude",
+                   help="dependency scores: headline mode for punctuation (both are printed)")
+    p.set_defaults(func=cmd_eval)
+
+
+def cmd_eval(args) -> int:
+    from ..trees.readers import detect_format
+
+    kit.require_file(args.gold, "gold file")
+    kit.require_file(args.pred, "prediction file")
+    fmt = args.format or detect_format(args.gold, args.encoding)
+    if fmt == "ptb":
+        from ..eval.evalb import run_evalb
+
+        params = args.params or "collins"
+        if params not in ("collins", "new"):
+            kit.require_file(params, "EVALB parameter file")
+        return run_evalb(args.gold, args.pred, params=params, max_error=args.max_error,
+                         stdout=sys.stdout, stderr=sys.stderr, encoding=args.encoding)
+    if fmt in ("conllu", "conllx", "malttab"):
+        from ..eval.attachment import evaluate_dependency_files
+
+        report = evaluate_dependency_files(args.gold, args.pred, punct=args.punct,
+                                           format=args.format).report()
+        sys.stdout.write(report)
+        sys.stdout.flush()
+        return 0
+    raise kit.CommandError(f"cannot evaluate {args.gold}: it is {fmt!r} data, not bracketed "
+                           "trees or a dependency treebank")

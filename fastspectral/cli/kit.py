@@ -1,0 +1,256 @@
+"""The command-line kit shared by every command and every model kind's options.
+
+* option builders whose help shows the default read from the learner's ``__init__`` signature
+  (:func:`option`; argparse's own default is ``None`` = "the class's default", so no default is
+  ever copied into the command line);
+* :func:`renamed_flag`: an old flag that fails with a message naming the new one;
+* :func:`read_training_data`: read and check the training data of an input kind;
+* :func:`build_estimator`: the learner from a preset and the options the user gave;
+* the error contract (:class:`CommandError`, :func:`describe`) and the status lines (``logging``).
+
+A model kind's CLI module (``fastspectral/cli/<kind>.py``, named by the registry) provides
+``DESCRIPTION``, optional ``EPILOG``, ``add_arguments(parser, cls)`` and optionally
+``build(args, cls, preset)`` (default :func:`build_estimator`), ``read(args)`` (default
+:func:`read_training_data`) and ``after_fit(args, model)``.
+"""
+from __future__ import annotations
+
+import argparse
+import inspect
+import logging
+import os
+import sys
+
+from .._argtypes import int_at_least, markov_order, positive_int
+from ..errors import FastSpectralError, FormatError
+
+__all__ = ["CommandError", "option", "renamed_flag", "class_default", "build_estimator",
+           "read_training_data", "describe", "logger", "setup_logging", "is_stdio",
+           "require_file", "require_output_path", "add_states", "add_markov", "add_jobs",
+           "add_seed", "add_iterations"]
+
+logger = logging.getLogger("fastspectral")
+
+
+class CommandError(FastSpectralError):
+    """A command-line problem detected before any work starts (missing file, bad option value)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# defaults read from the learner classes
+# ------------------------------------------------------------------------------------------------
+def class_default(cls, name: str):
+    """The default of ``cls.__init__``'s parameter ``name``."""
+    param = inspect.signature(cls.__init__).parameters[name]
+    return param.default
+
+
+def _show(value) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e6:
+        return str(int(value))
+    if isinstance(value, (tuple, list)):
+        return " ".join(",".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v)
+                        for v in value)
+    return str(value)
+
+
+def option(group, flag: str, cls, param: str, *, help: str, show_default=True, **kwargs):
+    """``group.add_argument(flag, dest=param, default=None, ...)`` with ``(default: X)`` taken
+    from ``cls``'s signature appended to ``help`` (``show_default`` may be a string instead)."""
+    if show_default:
+        shown = show_default if isinstance(show_default, str) else _show(class_default(cls, param))
+        help = f"{help} (default: {shown})"
+    kwargs.setdefault("default", None)
+    return group.add_argument(flag, dest=param, help=help, **kwargs)
+
+
+class _Renamed(argparse.Action):
+    def __init__(self, option_strings, dest, new=None, why="", **kwargs):
+        self.new, self.why = new, why
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs="?",
+                         help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{option_string} was renamed {self.new}{self.why}")
+
+
+def renamed_flag(parser, old: str, new: str, why: str = "") -> None:
+    """An old flag that stops with ``OLD was renamed NEW`` (exit 2) instead of working silently
+    differently; hidden from ``--help``."""
+    parser.add_argument(old, action=_Renamed, new=new, why=f" ({why})" if why else "")
+
+
+# ---- options that several kinds share: one flag, one meaning -----------------------------------
+def add_states(g, cls, help="latent states per frequent symbol"):
+    option(g, "--states", cls, "n_states", type=positive_int, metavar="M", help=help)
+
+
+def add_markov(g, cls):
+    option(g, "--v", cls, "v", type=positive_int, metavar="V",
+           help="vertical markovisation order: 1 = no parent annotation, 2 = parent (NP^S)")
+    option(g, "--h", cls, "h", type=markov_order, metavar="H",
+           help="horizontal markovisation order of the binarisation; 'inf' keeps every sibling")
+
+
+def add_jobs(g, cls):
+    option(g, "--jobs", cls, "jobs", type=positive_int, metavar="N",
+           help="default number of parsing threads stored in the model",
+           show_default="every available core at parse time")
+
+
+def add_seed(g, cls):
+    option(g, "--seed", cls, "random_state", type=int, metavar="S", help="random seed")
+
+
+def add_iterations(g, cls, help="EM iterations", show_default=True):
+    option(g, "--iterations", cls, "iterations", type=int_at_least(0), metavar="K", help=help,
+           show_default=show_default)
+
+
+# ------------------------------------------------------------------------------------------------
+# building and reading
+# ------------------------------------------------------------------------------------------------
+def build_estimator(args, cls, preset: dict):
+    """``cls(**preset, **options)``: every option whose ``dest`` is a parameter of ``cls`` and
+    that the user gave (not None) — the class keeps its own defaults for the rest."""
+    names = cls._get_param_names() if hasattr(cls, "_get_param_names") else \
+        [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    kwargs = dict(preset)
+    for name in names:
+        value = getattr(args, name, None)
+        if value is not None and name not in preset:
+            kwargs[name] = value
+    return cls(**kwargs)
+
+
+def read_training_data(args, input_kind: str) -> list:
+    """The training items of ``args.treebank`` for a kind reading ``input_kind``: trees for
+    ``"sentences"`` (bracketed treebanks), dependency sentences for ``"dependency"`` (CoNLL-U,
+    CoNLL-X, Malt-TAB, or bracketed trees converted with Collins head rules), sentences (lists of
+    words) for ``"sequences"``.  Refuses empty data and data of the wrong kind (FormatError
+    naming the file)."""
+    path = args.treebank
+    encoding = getattr(args, "encoding", None) or "utf-8"
+    if input_kind == "sequences":
+        from ..lm.corpus import read_corpus
+        return read_corpus(path, getattr(args, "corpus_format", None) or "auto",
+                           encoding=encoding)
+    from ..trees.readers import read_treebank
+    from ..trees.tree import Tree
+
+    data = list(read_treebank(path, format=getattr(args, "format", None), encoding=encoding))
+    if not data:
+        raise FormatError("the treebank is empty", path)
+    if input_kind == "sentences":
+        if not isinstance(data[0], Tree):
+            raise FormatError(f"this model is trained on bracketed trees (PTB format); the file "
+                              f"holds {type(data[0]).__name__} items", path)
+        return data
+    if input_kind == "dependency":
+        if isinstance(data[0], Tree):
+            from ..dependency.data import trees_to_dep_sentences
+            from ..trees.transforms import clean
+            return list(trees_to_dep_sentences(clean(t) for t in data))
+        return data
+    raise CommandError(f"unknown input kind {input_kind!r}")
+
+
+# ------------------------------------------------------------------------------------------------
+# files, errors, status lines
+# ------------------------------------------------------------------------------------------------
+def is_stdio(path) -> bool:
+    return path is None or path == "-"
+
+
+def require_file(path, what: str) -> None:
+    """Raise :class:`CommandError` naming ``path`` unless it exists and is not a directory."""
+    if is_stdio(path):
+        return
+    if not os.path.exists(path):
+        raise CommandError(f"{what} not found: {path}")
+    if os.path.isdir(path):
+        raise CommandError(f"{what} is a directory, not a file: {path}")
+
+
+def require_output_path(path, what: str, inputs=()) -> None:
+    """Fail before long work when ``path`` cannot be written, is a directory, or is one of the
+    ``inputs`` (writing it would destroy the input)."""
+    if is_stdio(path):
+        return
+    if os.path.isdir(path):
+        raise CommandError(f"{what} is a directory: {path}")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise CommandError(f"cannot write {what} {path}: directory {parent} does not exist")
+    for other in inputs:
+        if is_stdio(other) or not os.path.exists(other) or not os.path.exists(path):
+            continue
+        if os.path.samefile(path, other):
+            raise CommandError(f"{what} {path} is also an input file: refusing to overwrite it")
+
+
+def describe(exc: BaseException) -> str:
+    """The one-line message of an expected failure."""
+    if isinstance(exc, UnicodeDecodeError):
+        return (f"cannot decode the input as {exc.encoding} ({exc.reason} at byte {exc.start}); "
+                "pass --encoding (e.g. --encoding latin-1)")
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}"
+    if isinstance(exc, MemoryError):
+        return "out of memory (try fewer --jobs or a smaller --max-memory)"
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+class _Formatter(logging.Formatter):
+    def format(self, record):
+        return f"fastspectral: {record.getMessage()}"
+
+
+_HANDLER: list = []
+
+
+def setup_logging(quiet: bool = False) -> None:
+    """Status lines of the library and the commands go to stderr as ``fastspectral: ...``
+    (INFO level; warnings only with ``--quiet``)."""
+    if not _HANDLER:
+        handler = logging.StreamHandler()
+        handler.setFormatter(_Formatter())
+        _HANDLER.append(handler)
+        logger.addHandler(handler)
+        logger.propagate = False
+    _HANDLER[0].setStream(sys.stderr)   # the current stderr (tests capture it)
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+
+
+def stdin_source(whole: bool = False):
+    """Standard input as a binary source for the readers (decoded by them with ``--encoding``,
+    errors naming ``<stdin>`` and the line); ``whole=True`` reads it into memory first (for
+    format detection, which must look at the head and then read from the start)."""
+    from ..trees.files import read_stdin
+
+    if whole:
+        return read_stdin()
+    return getattr(sys.stdin, "buffer", sys.stdin)
+
+
+def progress_wanted(args) -> bool:
+    """Whether a progress bar will be drawn (a TTY on stderr, or ``--progress``)."""
+    if getattr(args, "quiet", False):
+        return False
+    if getattr(args, "progress", False):
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def make_progress(args, label: str):
+    """The progress bar of a command: ``bar(done, total)`` and ``bar.close()``."""
+    from .._progress import Progress
+
+    return Progress(label, enabled=False if getattr(args, "quiet", False) else None,
+                    force=getattr(args, "progress", False))

@@ -1,0 +1,76 @@
+"""``fastspectral train pivot|em|pivot-em``: the probabilistic L-PCFG learners' options.
+
+* ``pivot``: :class:`~fastspectral.lpcfg.pivot.PivotLPCFG` (Cohen & Collins 2014);
+* ``em``: :class:`~fastspectral.lpcfg.em.EMLPCFG` from a random initialisation;
+* ``pivot-em``: EM initialised from the pivot estimates (``EMLPCFG(init="pivot")``).
+"""
+from __future__ import annotations
+
+import argparse
+
+from .._argtypes import positive_int, unit_interval
+from . import kit
+
+DESCRIPTION = "latent-variable PCFG learnt by the pivot method, EM, or pivot-initialised EM"
+
+DESCRIPTIONS = {
+    "pivot": "latent-variable PCFG by the pivot (anchor) method (Cohen & Collins 2014)",
+    "em": "latent-variable PCFG trained by EM from a random start",
+    "pivot-em": "latent-variable PCFG trained by EM from the pivot estimates (Pivot+EM)",
+}
+
+EPILOG = """\
+examples:
+  fastspectral train pivot wsj-train.mrg -o wsj.pivot --states 16
+  fastspectral train em wsj-train.mrg -o wsj.em --states 16 --iterations 50
+  fastspectral train pivot-em wsj-train.mrg -o wsj.pem --states 16 --iterations 4
+  fastspectral parse wsj.pem sentences.txt -o parsed.trees
+"""
+
+
+def _pair(text: str):
+    try:
+        i, o = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected INSIDE,OUTSIDE template indices, got {text!r}")
+    if not (0 <= i < 6 and 0 <= o < 6):
+        raise argparse.ArgumentTypeError(f"template indices must be in 0..5, got {text!r}")
+    return (i, o)
+
+
+def _pivot_class():
+    from ..lpcfg.pivot import PivotLPCFG
+    return PivotLPCFG
+
+
+def add_arguments(parser, cls) -> None:
+    g = parser.add_argument_group("latent-variable PCFG options")
+    kit.add_states(g, cls)
+    if "iterations" in cls._get_param_names():
+        kit.add_iterations(g, cls, show_default="50 for em, 4 for pivot-em")
+    kit.add_markov(g, cls)
+    kit.option(g, "--min-count", cls, "min_count", type=positive_int, metavar="N",
+               help="symbols with fewer training nodes keep one state")
+    kit.option(g, "--parent-smoothing", cls, "parent_smoothing", type=unit_interval,
+               metavar="A", help="smoothing of each rule over the parent's states")
+    kit.renamed_flag(g, "--smoothing", "--parent-smoothing",
+                     "--smoothing meant three different things")
+    pivot = _pivot_class()
+    g.add_argument("--pivot-features", nargs="+", type=_pair, default=None, metavar="I,O",
+                   help="pivot / pivot-em: (inside, outside) feature template pairs, 0-based "
+                        "(section 6.2; e.g. --pivot-features 1,1 0,0; default: "
+                        f"{kit._show(kit.class_default(pivot, 'feature_pairs'))})")
+    kit.add_seed(g, cls)
+    kit.add_jobs(g, cls)
+
+
+def build(args, cls, preset):
+    """The learner; ``--pivot-features`` goes to the pivot model (``pivot``) or to the pivot
+    initialisation of EM (``pivot-em``)."""
+    preset = dict(preset)
+    if args.pivot_features is not None:
+        if "feature_pairs" in cls._get_param_names():
+            preset["feature_pairs"] = tuple(args.pivot_features)
+        else:
+            preset["pivot_options"] = {"feature_pairs": tuple(args.pivot_features)}
+    return kit.build_estimator(args, cls, preset)

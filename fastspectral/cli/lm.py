@@ -1,0 +1,177 @@
+"""Language models: ``fastspectral train lm`` / ``train kn-lm`` options, and the ``fastspectral lm``
+command group (``lm train``: the same as ``train lm`` / ``train kn-lm`` with ``--method kn``;
+``lm eval``: per-token perplexity of any sequence model).
+
+``CORPUS`` is a Brown-style ``word/tag`` file or plain whitespace-tokenised text, one sentence a
+line (``--format auto`` decides from the first non-empty line); gzip files are accepted.  Token
+windows: ``--skip-tokens K`` drops whole sentences until ``K`` tokens were dropped, ``--tokens N``
+then takes whole sentences until ``N`` were taken, so ``train --tokens 800000`` and ``eval
+--skip-tokens 800000`` use disjoint sentences.
+"""
+from __future__ import annotations
+
+import math
+
+from .._argtypes import nonneg_int, positive_int
+from . import kit
+
+DESCRIPTION = "latent bigram language model (Saul-Pereira: pivot, pivot-em, em)"
+
+DESCRIPTIONS = {"kn-lm": "interpolated Kneser-Ney bigram language model (baseline)"}
+
+EPILOG = """\
+examples:
+  fastspectral train lm brown-tagged.txt -o brown.lm --states 16 --method pivot-em
+  fastspectral train kn-lm brown-tagged.txt -o brown.kn
+  fastspectral lm eval brown.lm brown-tagged.txt --skip-tokens 800000
+"""
+
+
+def add_corpus_window(g, train: bool = True) -> None:
+    """``--tokens``, ``--skip-tokens``, ``--format`` (and ``--dev ...`` for training)."""
+    g.add_argument("--tokens", type=positive_int, default=800000 if train else None,
+                   metavar="N", help="tokens to read (whole sentences; default: "
+                                     f"{'800000' if train else 'to the end'})")
+    g.add_argument("--skip-tokens", type=nonneg_int, default=0, metavar="K",
+                   help="skip this many tokens first (default: 0)")
+    g.add_argument("--format", dest="corpus_format", choices=("auto", "brown", "text"),
+                   default="auto", help="corpus format (default: auto)")
+    if train:
+        g.add_argument("--dev", default=None, metavar="CORPUS",
+                       help="held-out corpus: keep the EM iteration with the best perplexity")
+        g.add_argument("--dev-skip-tokens", type=nonneg_int, default=0, metavar="K")
+        g.add_argument("--dev-tokens", type=positive_int, default=None, metavar="N")
+
+
+def add_arguments(parser, cls) -> None:
+    g = parser.add_argument_group("language model options")
+    names = cls._get_param_names()
+    if "method" in names:
+        kit.option(g, "--method", cls, "method", choices=("pivot", "pivot-em", "em"),
+                   help="learning method")
+        kit.add_states(g, cls, help="hidden states")
+        kit.add_iterations(g, cls, show_default="pivot 0, pivot-em 10, em 100")
+        kit.option(g, "--anchor-min-count", cls, "anchor_min_count", type=positive_int,
+                   metavar="C", help="words seen fewer times cannot be anchors (pivot methods)")
+        kit.option(g, "--anchor-top", cls, "anchor_top", type=positive_int, metavar="K",
+                   help="only the K most frequent words can be anchors")
+        kit.add_seed(g, cls)
+    kit.option(g, "--min-count", cls, "min_count", type=positive_int, metavar="C",
+               help="words seen fewer times become <unk>")
+    g.add_argument("--case-sensitive", dest="lowercase", action="store_false", default=None,
+                   help="do not lower-case words")
+    add_corpus_window(g)
+
+
+def _window(args, path, skip, tokens):
+    from ..lm.corpus import read_corpus
+
+    sents = read_corpus(path, args.corpus_format, skip, tokens,
+                        encoding=getattr(args, "encoding", None) or "utf-8")
+    if not sents:
+        raise kit.CommandError(f"{path}: no sentences in the requested token window")
+    return sents
+
+
+def read(args):
+    return _window(args, args.treebank, args.skip_tokens, args.tokens)
+
+
+def fit(args, model, sents):
+    """Fit with the ``--dev`` corpus when given (the best EM iteration is kept)."""
+    if getattr(args, "dev", None) is not None and "method" in model.get_params():
+        kit.require_file(args.dev, "dev corpus")
+        dev = _window(args, args.dev, args.dev_skip_tokens, args.dev_tokens)
+        return model.fit(sents, dev=dev)
+    return model.fit(sents)
+
+
+# ------------------------------------------------------------------------------------------------
+# the `fastspectral lm` command group
+# ------------------------------------------------------------------------------------------------
+def add_lm_command(sub, common, fmt) -> None:
+    """``fastspectral lm train|eval``."""
+    from .. import models
+
+    p = sub.add_parser("lm", formatter_class=fmt, help="language models: train / eval",
+                       description="Sequence models: train a bigram language model, or print "
+                                   "the perplexity of any sequence model on a corpus.",
+                       epilog=EPILOG)
+    lm_sub = p.add_subparsers(dest="lm_command", metavar="{train,eval}")
+    lm_sub.required = True
+    t = lm_sub.add_parser("train", parents=[common], formatter_class=fmt,
+                          help="train a bigram language model (= fastspectral train lm)",
+                          description="Train a language model on a token window of CORPUS "
+                                      "(--method kn: interpolated Kneser-Ney).",
+                          epilog=EPILOG)
+    t.add_argument("treebank", metavar="CORPUS", help="word/tag (Brown) or plain text, one "
+                                                      "sentence a line")
+    t.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
+    t.add_argument("--encoding", default="utf-8", help="input encoding (default: utf-8)")
+    lm_cls = models.model_class("latent-bigram-lm")
+    g = t.add_argument_group("language model options")
+    g.add_argument("--method", dest="method", choices=("pivot", "pivot-em", "em", "kn"),
+                   default=None, help="learning method; kn = interpolated Kneser-Ney "
+                                      f"(default: {kit.class_default(lm_cls, 'method')})")
+    kit.add_states(g, lm_cls, help="hidden states")
+    kit.add_iterations(g, lm_cls, show_default="pivot 0, pivot-em 10, em 100")
+    kit.option(g, "--anchor-min-count", lm_cls, "anchor_min_count", type=positive_int,
+               metavar="C", help="words seen fewer times cannot be anchors (pivot methods)")
+    kit.option(g, "--anchor-top", lm_cls, "anchor_top", type=positive_int, metavar="K",
+               help="only the K most frequent words can be anchors")
+    kit.add_seed(g, lm_cls)
+    kit.option(g, "--min-count", lm_cls, "min_count", type=positive_int, metavar="C",
+               help="words seen fewer times become <unk>")
+    g.add_argument("--case-sensitive", dest="lowercase", action="store_false", default=None,
+                   help="do not lower-case words")
+    add_corpus_window(g)
+    t.set_defaults(func=_lm_train)
+
+    e = lm_sub.add_parser("eval", parents=[common], formatter_class=fmt,
+                          help="perplexity of a sequence model on a corpus",
+                          description="Print the per-token perplexity of MODEL (any sequence "
+                                      "model: HMM, Saul-Pereira LM, Kneser-Ney) on a token "
+                                      "window of CORPUS (</s> counted as a token).",
+                          epilog=EPILOG)
+    e.add_argument("model", metavar="MODEL")
+    e.add_argument("corpus", metavar="CORPUS")
+    e.add_argument("--encoding", default="utf-8", help="input encoding (default: utf-8)")
+    add_corpus_window(e, train=False)
+    e.set_defaults(func=_lm_eval)
+
+
+def _lm_train(args) -> int:
+    from .train import run_training
+
+    if args.method == "kn":
+        args.method = None
+        return run_training(args, "kn-lm")
+    return run_training(args, "lm")
+
+
+def _lm_eval(args) -> int:
+    from ..io import load
+
+    kit.require_file(args.model, "model file")
+    kit.require_file(args.corpus, "corpus")
+    model = load(args.model)
+    if getattr(model, "input_kind", None) != "sequences" or not hasattr(model, "log_likelihood"):
+        raise kit.CommandError(f"{args.model}: a {type(model).__name__} is not a sequence model "
+                               "(lm eval takes language models and HMMs)")
+    field = getattr(model, "field", None)
+    encoding = args.encoding or "utf-8"
+    if field is not None:
+        from ..hmm.data import read_sequences
+        sents = read_sequences(args.corpus, field=field, fmt=args.corpus_format,
+                               encoding=encoding, skip_tokens=args.skip_tokens,
+                               max_tokens=args.tokens)
+    else:
+        from ..lm.corpus import read_corpus
+        sents = read_corpus(args.corpus, args.corpus_format, args.skip_tokens, args.tokens,
+                            encoding=encoding)
+    ll, n = model.log_likelihood(sents)
+    if n == 0:
+        raise kit.CommandError(f"{args.corpus}: no tokens in the requested window")
+    print(f"perplexity {math.exp(-ll / n):.2f} ({n} predicted tokens incl. </s>, "
+          f"{len(sents)} sentences)")
+    return 0
