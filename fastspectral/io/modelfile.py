@@ -7,8 +7,8 @@ A model file is a NumPy ``.npz`` archive (zip) holding
 * any number of plain numeric arrays (no object arrays: loading uses ``allow_pickle=False``).
 
 Strings (symbol tables, vocabularies) go into ``meta`` as JSON lists.  ``load(path)`` reads the
-header, looks the kind up in the registry filled by :func:`register_model` and calls that class's
-``_from_model_file(meta, arrays)``.
+header, looks the kind up in the one registry of model kinds (:mod:`fastspectral.models`) and calls
+that class's ``_from_model_file(meta, arrays)``.
 """
 from __future__ import annotations
 
@@ -23,26 +23,17 @@ from ..errors import ModelFileError
 FORMAT_NAME = "fastspectral-model"
 FORMAT_VERSION = 1
 
-_REGISTRY: dict[str, str] = {
-    # kind -> "module:Class"; modules register themselves too, this table makes load() work
-    # without importing every learner first.
-    "pcfg": "fastspectral.grammar.pcfg:PCFG",
-    "spectral-lpcfg": "fastspectral.lpcfg.spectral:SpectralLPCFG",
-    "shag": "fastspectral.dependency.model:SHAGParser",
-    "pivot-lpcfg": "fastspectral.lpcfg.pivot:PivotLPCFG",
-    "em-lpcfg": "fastspectral.lpcfg.em:EMLPCFG",
-    "latent-bigram-lm": "fastspectral.lm.saul_pereira:LatentBigramLM",
-    "kneser-ney-bigram-lm": "fastspectral.lm.kneser_ney:KneserNeyBigramLM",
-}
-
-
-def register_model(kind: str, target: str) -> None:
-    """Register ``"module:Class"`` as the loader of model files of ``kind``."""
-    _REGISTRY[kind] = target
-
-
 def save_model_file(path, kind: str, meta: dict, arrays: dict[str, np.ndarray]) -> None:
-    """Write a model file (atomically: a temporary file is renamed over ``path``)."""
+    """Write a model file.
+
+    A regular file (or a new one) is written as ``PATH.part`` and renamed over ``PATH`` only when
+    complete, so a failed or interrupted save never leaves a half-written model nor destroys the
+    previous one; a device or FIFO (``/dev/null``, ``/dev/full``) is written directly (renaming
+    over it would replace the device node).  Arrays are stored uncompressed: saving and loading
+    cost no zlib time (``np.savez_compressed`` took most of a ``train`` run's saving time).
+    """
+    from .output import is_regular_target, part_path
+
     header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "kind": kind, "meta": meta}
     payload = {"__meta__": np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)}
     for name, arr in arrays.items():
@@ -53,10 +44,21 @@ def save_model_file(path, kind: str, meta: dict, arrays: dict[str, np.ndarray]) 
             raise TypeError(f"array {name!r} has dtype object; store strings in meta")
         payload[name] = arr
     path = os.fspath(path)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **payload)
-    os.replace(tmp, path)
+    if not is_regular_target(path):
+        with open(path, "wb") as fh:
+            np.savez(fh, **payload)
+        return
+    tmp = part_path(path)
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **payload)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def load_model_file(path, expected_kind: str | None = None):
@@ -99,11 +101,10 @@ def load_model_file(path, expected_kind: str | None = None):
 def load(path):
     """Load any fastspectral model file, returning the fitted model object."""
     kind, meta, arrays = load_model_file(path)
-    target = _REGISTRY.get(kind)
-    if target is None:
-        raise ModelFileError(f"{os.fspath(path)}: unknown model kind {kind!r}")
-    mod_name, cls_name = target.split(":")
-    import importlib
+    from .. import models
 
-    cls = getattr(importlib.import_module(mod_name), cls_name)
-    return cls._from_model_file(meta, arrays)
+    try:
+        entry = models.get(kind)
+    except (KeyError, TypeError):
+        raise ModelFileError(f"{os.fspath(path)}: unknown model kind {kind!r}") from None
+    return entry.load_class()._from_model_file(meta, arrays)

@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ModelFileError, NotFittedError
-from ..io.modelfile import load_model_file, register_model, save_model_file
+from ..io.modelfile import load_model_file, save_model_file
 
 __all__ = ["BOS", "EOS", "UNK", "Vocabulary", "bigram_ids", "bigram_matrix",
            "KneserNeyBigramLM"]
@@ -264,4 +264,3 @@ class KneserNeyBigramLM:
         return model
 
 
-register_model(KneserNeyBigramLM.kind, "fastspectral.lm.kneser_ney:KneserNeyBigramLM")

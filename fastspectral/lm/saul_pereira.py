@@ -44,7 +44,7 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from ..errors import ModelFileError, NotFittedError
-from ..io.modelfile import load_model_file, register_model, save_model_file
+from ..io.modelfile import load_model_file, save_model_file
 from ..linalg import mdp2, mixture_weights_em
 from .kneser_ney import Vocabulary, _as_word_lists, bigram_ids, bigram_matrix
 
@@ -407,4 +407,3 @@ class LatentBigramLM:
         return model
 
 
-register_model(LatentBigramLM.kind, "fastspectral.lm.saul_pereira:LatentBigramLM")

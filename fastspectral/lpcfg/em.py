@@ -47,14 +47,12 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ..io.modelfile import register_model
 from .params import LatentGrammar, default_threads
 from .spectral import SpectralLPCFG
 
 __all__ = ["EMLPCFG", "LatentLayout", "LatentParams", "LatentModelBase", "e_step", "m_step",
            "uniform_counts", "brute_force_counts"]
 
-register_model("em-lpcfg", "fastspectral.lpcfg.em:EMLPCFG")
 
 
 # ================================================================================================

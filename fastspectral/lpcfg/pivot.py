@@ -50,12 +50,10 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from .._blas import blas_single_thread
-from ..io.modelfile import register_model
 from .em import LatentLayout, LatentModelBase, LatentParams, _set_threads, m_step, uniform_counts
 
 __all__ = ["PivotLPCFG", "AnchoredExample", "group_mixture_em", "symbol_decomposition"]
 
-register_model("pivot-lpcfg", "fastspectral.lpcfg.pivot:PivotLPCFG")
 
 
 @njit(parallel=True, fastmath=True, cache=True)
