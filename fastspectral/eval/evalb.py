@@ -53,14 +53,15 @@ from __future__ import annotations
 
 import gzip
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import FormatError
 
 __all__ = [
-    "EvalbParams", "SentenceResult", "EvalbSummary", "EvalbResult", "COLLINS_PARAMS",
-    "score_sentence", "evaluate", "evaluate_files", "read_evalb_tree", "EvalbTree",
+    "EvalbParams", "SentenceResult", "EvalbSummary", "EvalbResult", "COLLINS_PARAMS", "NEW_PARAMS",
+    "BUILTIN_PARAMS", "score_sentence", "evaluate", "evaluate_files", "run_evalb",
+    "read_evalb_tree", "EvalbTree",
 ]
 
 _COLLINS_DELETE = ("TOP", "-NONE-", ",", ":", "``", "''", ".")
@@ -76,6 +77,13 @@ _RULE = "=======================================================================
 # ----------------------------------------------------------------------------------------------
 # parameters
 # ----------------------------------------------------------------------------------------------
+_C_SPACE = " \t\n\v\f\r"              # C's isspace() in the "C" locale
+_C_SPACE_B = b" \t\n\v\f\r"
+_INT = re.compile(r"[+-]?[0-9]+\Z", re.ASCII)
+_KEYS = ("DEBUG", "MAX_ERROR", "CUTOFF_LEN", "LABELED", "DELETE_LABEL", "DELETE_LABEL_FOR_LENGTH",
+         "QUOTE_LABEL", "EQ_LABEL", "EQ_WORD")
+
+
 @dataclass(frozen=True)
 class EvalbParams:
     """EVALB parameters; the defaults are those of ``COLLINS.prm``.
@@ -85,12 +93,15 @@ class EvalbParams:
     labeled: labelled (``LABELED 1``) or unlabelled bracket matching.
     cutoff_len: sentences of gold length <= this go to the second summary block (``CUTOFF_LEN``).
     max_error: number of error sentences tolerated (``MAX_ERROR``); EVALB stops at the
-        ``max_error + 2``-th error.  ``None`` never stops.
+        ``max_error + 2``-th error (any integer, as in EVALB; a negative one stops at the first
+        error).  ``None`` never stops.
     delete_labels: ``DELETE_LABEL`` entries (tags: word deleted; bracket labels: bracket deleted).
     delete_labels_for_length: tags not counted in the sentence length (``DELETE_LABEL_FOR_LENGTH``).
     equal_labels: pairs of labels counted as equal (``EQ_LABEL``), for brackets and tags.
     equal_words: pairs of words counted as equal (``EQ_WORD``).
     quote_labels: ``QUOTE_LABEL`` entries used by the quote repair (none in ``COLLINS.prm``).
+    debug: ``DEBUG`` (EVALB's ``-d`` / ``-D``): 0 the plain report; >= 1 adds EVALB's dump of each
+        sentence after its line; >= 2 adds its bracket-matching trace as well.
     """
 
     labeled: bool = True
@@ -101,78 +112,162 @@ class EvalbParams:
     equal_labels: tuple[tuple[str, str], ...] = (("ADVP", "PRT"),)
     equal_words: tuple[tuple[str, str], ...] = ()
     quote_labels: tuple[str, ...] = ()
+    debug: int = 0
 
     def __post_init__(self):
         # accept lists from callers, store tuples (hashable, immutable)
         for name in ("delete_labels", "delete_labels_for_length", "quote_labels"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
+            vals = getattr(self, name)
+            if isinstance(vals, str):
+                raise ValueError(f"EvalbParams.{name} must be a sequence of labels, not a string")
+            vals = tuple(vals)
+            for v in vals:
+                if not isinstance(v, str):
+                    raise ValueError(f"EvalbParams.{name}: every entry must be a str, got {v!r}")
+            object.__setattr__(self, name, vals)
         for name in ("equal_labels", "equal_words"):
             pairs = tuple(tuple(p) for p in getattr(self, name))
             for p in pairs:
-                if len(p) != 2:
-                    raise ValueError(f"EvalbParams.{name}: every entry must be a pair, got {p!r}")
+                if len(p) != 2 or not all(isinstance(x, str) for x in p):
+                    raise ValueError(f"EvalbParams.{name}: every entry must be a pair of str, "
+                                     f"got {p!r}")
             object.__setattr__(self, name, pairs)
-        if self.max_error is not None and self.max_error < 0:
-            raise ValueError("EvalbParams.max_error must be >= 0 or None")
+        for name in ("cutoff_len", "debug") + (() if self.max_error is None else ("max_error",)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError(f"EvalbParams.{name} must be an int, got {v!r}")
+        object.__setattr__(self, "labeled", bool(self.labeled))
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def builtin(cls, name: str) -> "EvalbParams":
+        """The parameters of EVALB's ``COLLINS.prm`` (``"collins"``) or ``new.prm`` (``"new"``)."""
+        try:
+            return BUILTIN_PARAMS[name.lower()]
+        except (KeyError, AttributeError):
+            raise ValueError(f"no built-in EVALB parameter set {name!r} "
+                             f"(known: {', '.join(sorted(BUILTIN_PARAMS))})") from None
 
     @classmethod
-    def from_prm_file(cls, path) -> "EvalbParams":
-        """Read an EVALB parameter file (``COLLINS.prm``, ``new.prm`` ...) into ``EvalbParams``.
+    def resolve(cls, spec=None, *, encoding: str = "utf-8") -> "EvalbParams":
+        """``EvalbParams`` from ``spec``: ``None`` (``COLLINS.prm``), an ``EvalbParams``, a
+        built-in name (``"collins"``, ``"new"``, any case) or the path of a parameter file."""
+        if spec is None:
+            return COLLINS_PARAMS
+        if isinstance(spec, EvalbParams):
+            return spec
+        if isinstance(spec, str) and spec.lower() in BUILTIN_PARAMS:
+            return BUILTIN_PARAMS[spec.lower()]
+        return cls.from_file(spec, encoding=encoding)
 
-        Keys not given in the file take EVALB's built-in defaults (labelled, cutoff 40, max error
-        10, no deleted or equal labels).  Unknown keys raise ``FormatError``.
+    @classmethod
+    def from_file(cls, path, *, encoding: str = "utf-8") -> "EvalbParams":
+        """Read an EVALB parameter file (``COLLINS.prm``, ``new.prm`` ...) as EVALB reads it.
+
+        Lines are cut at their first NUL and lose their trailing white space; lines starting with
+        ``#`` or shorter than 3 bytes are ignored; every other line is ``KEY value``.  Keys not
+        given keep EVALB's built-in defaults (``DEBUG 0``, ``MAX_ERROR 10``, ``CUTOFF_LEN 40``,
+        ``LABELED 1``, no deleted, quote or equal labels); a repeated scalar key keeps its last
+        value, list keys accumulate.  Where EVALB only warns and goes on (unknown key, empty
+        value, ``EQ_LABEL`` without two values) or reads junk as 0 (``atoi``), this raises a
+        one-line :class:`~fastspectral.errors.FormatError` naming the file and line, as it does
+        for an integer key without an integer, a label key with more than one label and a line
+        that cannot be decoded with ``encoding``.  ``OSError`` when the file cannot be read.
         """
-        kw = dict(labeled=True, cutoff_len=40, max_error=10, delete_labels=[],
+        _check_encoding(encoding)
+        data = Path(path).read_bytes()
+        kw = dict(labeled=True, cutoff_len=40, max_error=10, debug=0, delete_labels=[],
                   delete_labels_for_length=[], equal_labels=[], equal_words=[], quote_labels=[])
-        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                line = raw.rstrip()
-                if line.startswith("#") or len(line) < 3:
-                    continue
-                parts = line.split()
-                key, vals = parts[0], parts[1:]
-                if not vals:
-                    raise FormatError(f"parameter {key} has no value", path, lineno)
-                try:
-                    if key == "DEBUG":
-                        continue
-                    if key == "MAX_ERROR":
-                        kw["max_error"] = int(vals[0])
-                    elif key == "CUTOFF_LEN":
-                        kw["cutoff_len"] = int(vals[0])
-                    elif key == "LABELED":
-                        kw["labeled"] = bool(int(vals[0]))
-                    elif key == "DELETE_LABEL":
-                        kw["delete_labels"].append(vals[0])
-                    elif key == "DELETE_LABEL_FOR_LENGTH":
-                        kw["delete_labels_for_length"].append(vals[0])
-                    elif key == "QUOTE_LABEL":
-                        kw["quote_labels"].append(vals[0])
-                    elif key in ("EQ_LABEL", "EQ_WORD"):
-                        if len(vals) != 2:
-                            raise FormatError(f"{key} requires two values", path, lineno)
-                        kw["equal_labels" if key == "EQ_LABEL" else "equal_words"].append(tuple(vals))
-                    else:
-                        raise FormatError(f"unknown keyword {key!r} in parameter file", path, lineno)
-                except ValueError as exc:
-                    if isinstance(exc, FormatError):
-                        raise
-                    raise FormatError(f"bad value for {key}: {vals[0]!r}", path, lineno) from None
+        lines = data.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        for lineno, raw in enumerate(lines, 1):
+            raw = raw.split(b"\0", 1)[0].rstrip(_C_SPACE_B)
+            if raw[:1] == b"#" or len(raw) < 3:      # EVALB: comment, or too short to matter
+                continue
+            line = _decode(raw, encoding, path, lineno)
+            if line[0] in _C_SPACE:
+                raise FormatError("a parameter line must start with its keyword, not with white "
+                                  "space", path, lineno)
+            parts = re.split(r"[ \t\n\v\f\r]+", line)
+            key, vals = parts[0], parts[1:]
+            if key not in _KEYS:
+                raise FormatError(f"unknown keyword {key!r} in EVALB parameter file (known: "
+                                  f"{' '.join(_KEYS)})", path, lineno)
+            if not vals:
+                raise FormatError(f"{key} has no value", path, lineno)
+            if key in ("DEBUG", "MAX_ERROR", "CUTOFF_LEN", "LABELED"):
+                if len(vals) != 1 or not _INT.match(vals[0]):
+                    raise FormatError(f"{key} needs one integer, got {' '.join(vals)!r}",
+                                      path, lineno)
+                v = int(vals[0])
+                name = {"DEBUG": "debug", "MAX_ERROR": "max_error", "CUTOFF_LEN": "cutoff_len",
+                        "LABELED": "labeled"}[key]
+                kw[name] = (v != 0) if key == "LABELED" else v
+            elif key in ("EQ_LABEL", "EQ_WORD"):
+                if len(vals) != 2:
+                    raise FormatError(f"{key} requires two values, got {len(vals)}: "
+                                      f"{' '.join(vals)!r}", path, lineno)
+                kw["equal_labels" if key == "EQ_LABEL" else "equal_words"].append(tuple(vals))
+            else:
+                if len(vals) != 1:
+                    raise FormatError(f"{key} takes one label (labels contain no white space), "
+                                      f"got {' '.join(vals)!r}", path, lineno)
+                kw[{"DELETE_LABEL": "delete_labels",
+                    "DELETE_LABEL_FOR_LENGTH": "delete_labels_for_length",
+                    "QUOTE_LABEL": "quote_labels"}[key]].append(vals[0])
         return cls(**kw)
+
+    from_prm_file = from_file      # the older name
+
+    def with_overrides(self, *, max_error=None, cutoff_len=None, debug=None) -> "EvalbParams":
+        """A copy with EVALB's command-line overrides (``-e N``, ``-c N``, ``-d``/``-D``) applied;
+        ``None`` keeps the value of the parameters."""
+        kw = {k: v for k, v in (("max_error", max_error), ("cutoff_len", cutoff_len),
+                                ("debug", debug)) if v is not None}
+        return replace(self, **kw) if kw else self
 
 
 COLLINS_PARAMS = EvalbParams()
+#: The parameters of ``new.prm`` of the EVALB distribution.
+NEW_PARAMS = EvalbParams(
+    delete_labels=("TOP", "S1", "-NONE-", ",", ":", "``", "''", ".", "?", "!"),
+    quote_labels=("``", "''", "POS", "NN", "CD", "VBZ", ":"))
+BUILTIN_PARAMS = {"collins": COLLINS_PARAMS, "new": NEW_PARAMS}
+
+
+def _check_encoding(encoding: str) -> None:
+    """Reject encodings that are unknown or not ASCII-compatible (EVALB works on bytes and
+    splits lines at the byte ``\\n``)."""
+    try:
+        ok = "( )\n#-=".encode(encoding) == b"( )\n#-="
+    except LookupError:
+        raise ValueError(f"unknown encoding {encoding!r}") from None
+    except (UnicodeError, TypeError):
+        ok = False
+    if not ok:
+        raise ValueError(f"encoding {encoding!r} is not ASCII-compatible; EVALB files need one "
+                         "that is (utf-8, latin-1, ...)")
+
+
+def _decode(raw: bytes, encoding: str, path, lineno: int) -> str:
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"cannot decode the line as {encoding} (byte 0x{raw[exc.start]:02x} "
+                          f"at byte {exc.start + 1})", path, lineno) from None
 
 
 class _Compiled:
     """Lookup structures derived from an ``EvalbParams`` (built once per evaluation)."""
 
     __slots__ = ("params", "delete", "delete_bracket", "delete_len", "eq_label", "eq_word",
-                 "quote", "labeled")
+                 "quote", "labeled", "debug")
 
     def __init__(self, params: EvalbParams):
         self.params = params
         self.labeled = bool(params.labeled)
+        self.debug = params.debug
         self.delete = frozenset(params.delete_labels)                 # exact (terminal tags)
         self.delete_len = frozenset(params.delete_labels_for_length)
         self.eq_label = frozenset((a, b) for a, b in params.equal_labels) | \
@@ -197,9 +292,8 @@ class _Compiled:
 _compiled_cache: dict[EvalbParams, _Compiled] = {}
 
 
-def _compile(params: EvalbParams | None) -> _Compiled:
-    if params is None:
-        params = COLLINS_PARAMS
+def _compile(params) -> _Compiled:
+    params = EvalbParams.resolve(params)
     c = _compiled_cache.get(params)
     if c is None:
         c = _compiled_cache[params] = _Compiled(params)
@@ -270,6 +364,8 @@ def read_evalb_tree(line: str, params: EvalbParams | None = None, *, path=None,
     stack: list = []
     length = 0
     wid = 0
+    if "\0" in line:                             # EVALB's C strings end at the first NUL
+        line = line[:line.index("\0")]
     for label, ws, word, close, stray in _TOKEN.findall(line):
         if ws:                                   # terminal (TAG word)
             if label not in delete_len:
@@ -619,7 +715,10 @@ class EvalbResult:
     ``all`` / ``le40`` are :class:`EvalbSummary` objects (``le40`` uses ``params.cutoff_len``);
     ``recall``, ``precision``, ``fmeasure``, ``complete_match``, ``avg_crossing``,
     ``no_crossing``, ``two_or_less_crossing``, ``tagging_accuracy`` and ``counts`` read the
-    ``-- All --`` block.  ``aborted`` / ``aborted_at``: EVALB's MAX_ERROR stop (see module doc).
+    ``-- All --`` block.  ``aborted`` / ``aborted_at``: EVALB's MAX_ERROR stop (see module doc);
+    ``abort_sentence`` is the error sentence that stopped it (not in ``sentences``).
+    :meth:`report` is EVALB's standard output, :meth:`errors_text` its standard error and
+    :attr:`exit_status` its exit status.
     """
 
     sentences: list
@@ -628,6 +727,12 @@ class EvalbResult:
     params: EvalbParams
     aborted: bool = False
     aborted_at: int | None = None
+    abort_sentence: SentenceResult | None = None
+    # DEBUG >= 1 only: EVALB's text printed before / after each sentence's line, and before the
+    # stop (None when params.debug is 0)
+    trace_before: list | None = field(default=None, repr=False)
+    trace_after: list | None = field(default=None, repr=False)
+    abort_trace: str = field(default="", repr=False)
 
     recall = property(lambda self: self.all.recall, doc="Bracketing recall (all), percent.")
     precision = property(lambda self: self.all.precision, doc="Bracketing precision (all), percent.")
@@ -647,6 +752,19 @@ class EvalbResult:
         """Alias of ``le40`` (the block for ``length <= params.cutoff_len``)."""
         return self.le40
 
+    @property
+    def exit_status(self) -> int:
+        """EVALB's exit status: 1 when MAX_ERROR stopped it, else 0."""
+        return 1 if self.aborted else 0
+
+    @property
+    def errors(self) -> list:
+        """The error sentences (status 1) in order, the one that stopped EVALB included."""
+        out = [r for r in self.sentences if r.status == 1]
+        if self.abort_sentence is not None:
+            out.append(self.abort_sentence)
+        return out
+
     def totals_line(self) -> str:
         """The totals row printed under the table (with its newline)."""
         a = self.all
@@ -656,90 +774,202 @@ class EvalbResult:
                 a.recall, a.precision, a.matched, a.gold_brackets, a.test_brackets, a.crossing)
         return out + "  %5d %5d   %6.2f\n" % (a.words, a.correct_tags, a.tagging_accuracy)
 
+    def pieces(self):
+        """EVALB's output in the order it is written: ``(stream, text)`` pairs, ``stream`` being
+        1 (standard output) or 2 (standard error, the ``N : message`` error lines)."""
+        yield 1, HEADER
+        before, after = self.trace_before, self.trace_after
+        for k, r in enumerate(self.sentences):
+            if before is not None and before[k]:
+                yield 1, before[k]
+            if r.status == 1:
+                yield 2, f"{r.id} : {r.message}\n"
+            yield 1, r.line()
+            if after is not None and after[k]:
+                yield 1, after[k]
+        if self.aborted:
+            if self.abort_trace:
+                yield 1, self.abort_trace
+            r = self.abort_sentence
+            yield 2, f"{r.id} : {r.message}\n"
+            return
+        yield 1, _RULE + self.totals_line() + "=== Summary ===\n"
+        yield 1, self.all.block("All")
+        yield 1, self.le40.block(f"len<={self.params.cutoff_len}")
+
     def report(self) -> str:
         """EVALB's complete standard output for this evaluation, character for character."""
-        parts = [HEADER]
-        parts.extend(r.line() for r in self.sentences)
-        if self.aborted:
-            return "".join(parts)
-        parts.append(_RULE)
-        parts.append(self.totals_line())
-        parts.append("=== Summary ===\n")
-        parts.append(self.all.block("All"))
-        parts.append(self.le40.block(f"len<={self.params.cutoff_len}"))
-        return "".join(parts)
+        return "".join(text for stream, text in self.pieces() if stream == 1)
+
+    def errors_text(self) -> str:
+        """EVALB's standard error: one ``N : Length unmatch (a|b)`` / ``N : Words unmatch (a|b)``
+        line per error sentence, the one that stopped it included."""
+        return "".join(text for stream, text in self.pieces() if stream == 2)
+
+    def write(self, stdout=None, stderr=None, *, encoding: str = "utf-8") -> int:
+        """Write :meth:`report` to ``stdout`` and :meth:`errors_text` to ``stderr`` (default
+        ``sys.stdout`` / ``sys.stderr``), interleaved as EVALB writes them; return
+        :attr:`exit_status`.  Streams with a ``buffer`` get bytes in ``encoding`` (EVALB writes
+        the words of its error lines as the bytes it read)."""
+        import sys
+        streams = {1: sys.stdout if stdout is None else stdout,
+                   2: sys.stderr if stderr is None else stderr}
+        pending_stream, pending = None, []
+        for stream, text in self.pieces():
+            if stream != pending_stream and pending:
+                _write_text(streams[pending_stream], "".join(pending), encoding)
+                pending = []
+            pending_stream = stream
+            pending.append(text)
+        if pending:
+            _write_text(streams[pending_stream], "".join(pending), encoding)
+        for s in streams.values():
+            flush = getattr(s, "flush", None)
+            if flush is not None:
+                flush()
+        return self.exit_status
 
     def __str__(self) -> str:
         return self.report()
 
 
+def _write_text(stream, text: str, encoding: str) -> None:
+    buf = getattr(stream, "buffer", None)
+    if buf is not None:
+        stream.flush()
+        buf.write(text.encode(encoding))
+    else:
+        stream.write(text)
+
+
 # ----------------------------------------------------------------------------------------------
 # drivers
 # ----------------------------------------------------------------------------------------------
-def evaluate(gold_lines, pred_lines, params: EvalbParams | None = None, *, gold_path=None,
-             pred_path=None) -> EvalbResult:
+def evaluate(gold_lines, pred_lines, params=None, *, gold_path=None, pred_path=None,
+             encoding: str = "utf-8") -> EvalbResult:
     """Score predicted trees against gold trees, one tree per line, exactly as EVALB does.
 
     ``gold_lines`` / ``pred_lines``: iterables of one-line bracketed trees (strings, possibly with
     their newline, or objects whose ``str()`` is one).  An empty line is a sentence without words
-    (a skip sentence on the predicted side, as in EVALB).  Different numbers of lines raise
-    ``FormatError`` naming the side (``gold_path`` / ``pred_path`` when given) and the first line
-    without a partner.  Returns an :class:`EvalbResult`.
+    (a skip sentence on the predicted side, as in EVALB).  ``params``: an :class:`EvalbParams`,
+    ``None`` / ``"collins"`` (``COLLINS.prm``), ``"new"`` (``new.prm``) or a parameter file.
+    Sentences are scored in order until MAX_ERROR stops the evaluation (lines after that point
+    are not read, as in EVALB); then different numbers of lines raise ``FormatError`` naming the
+    side (``gold_path`` / ``pred_path`` when given) and the first line without a partner.
+    ``encoding`` only serves the column widths of the ``DEBUG`` dump (EVALB pads bytes).
+    Returns an :class:`EvalbResult`.
     """
-    params = COLLINS_PARAMS if params is None else params
+    params = EvalbParams.resolve(params, encoding=encoding)
     c = _compile(params)
     gold_lines = [_as_line(x) for x in gold_lines]
     pred_lines = [_as_line(x) for x in pred_lines]
-    ng, np_ = len(gold_lines), len(pred_lines)
-    if ng != np_:
-        if ng > np_:
-            raise FormatError(f"gold has {ng} lines but the prediction has {np_} (too many lines "
-                              f"in the gold file; EVALB needs one tree per line in both)",
-                              gold_path or "<gold>", np_ + 1)
-        raise FormatError(f"prediction has {np_} lines but the gold has {ng} (too many lines in "
-                          f"the test file; EVALB needs one tree per line in both)",
-                          pred_path or "<prediction>", ng + 1)
+    gname = gold_path or "<gold>"
+    pname = pred_path or "<prediction>"
+    trace = None
+    if c.debug > 0:
+        from ._evalb_trace import trace_sentence
+        trace = trace_sentence
+    before: list | None = [] if trace else None
+    after: list | None = [] if trace else None
     results: list = []
     all_s = EvalbSummary()
     le_s = EvalbSummary()
     cutoff = params.cutoff_len
     max_error = params.max_error
     errors = 0
-    aborted_at = None
     for i, (gl, pl) in enumerate(zip(gold_lines, pred_lines), 1):
-        gold = read_evalb_tree(gl, c, path=gold_path or "<gold>", lineno=i)
-        test = read_evalb_tree(pl, c, path=pred_path or "<prediction>", lineno=i)
-        r = _score(c, gold, test, i)
+        gold = read_evalb_tree(gl, c, path=gname, lineno=i)
+        test = read_evalb_tree(pl, c, path=pname, lineno=i)
+        if trace is None:
+            r = _score(c, gold, test, i)
+        else:
+            r, pre, post = trace(c, gl, pl, i, encoding)
         if r.status == 1:
-            # EVALB: `if (Error_count++ > Max_error) exit(1);` before the line is printed
+            # EVALB's Error(): `if (Error_count++ > Max_error) exit(1);` before the line is printed
             if max_error is not None and errors > max_error:
-                aborted_at = i
-                break
+                return EvalbResult(results, all_s, le_s, params, True, i, r, before, after,
+                                   pre if trace else "")
             errors += 1
         results.append(r)
+        if trace is not None:
+            before.append(pre)
+            after.append(post)
         all_s.add(r)
         if r.length <= cutoff:
             le_s.add(r)
-    return EvalbResult(results, all_s, le_s, params, aborted_at is not None, aborted_at)
+    ng, np_ = len(gold_lines), len(pred_lines)
+    if ng > np_:
+        raise FormatError(f"gold has {ng} lines but the prediction has {np_} (too many lines "
+                          f"in the gold file; EVALB needs one tree per line in both)",
+                          gname, np_ + 1)
+    if np_ > ng:
+        raise FormatError(f"prediction has {np_} lines but the gold has {ng} (too many lines in "
+                          f"the test file; EVALB needs one tree per line in both)",
+                          pname, ng + 1)
+    return EvalbResult(results, all_s, le_s, params, False, None, None, before, after)
 
 
-def _read_lines(path) -> list:
+def _read_lines(path, encoding: str = "utf-8") -> list:
+    """The lines of a tree file as EVALB's ``fgets`` sees them: split at ``\\n`` only (a final
+    newline does not start an empty line), each cut at its first NUL, decoded strictly
+    (``FormatError`` with the line otherwise).  ``.gz`` files are decompressed."""
     p = Path(path)
-    opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt", encoding="utf-8", errors="surrogateescape", newline="") as fh:
-        text = fh.read()
-    # like fgets: only "\n" ends a line, and a final newline does not start an empty line
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
+    if p.suffix == ".gz":
+        import zlib
+        try:
+            with gzip.open(p, "rb") as fh:
+                data = fh.read()
+        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+            msg = " ".join(str(exc).split()) or type(exc).__name__
+            raise FormatError(f"not a readable gzip file ({msg})", p) from None
+    else:
+        data = p.read_bytes()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
         lines.pop()
-    return lines
+    out = []
+    for i, raw in enumerate(lines, 1):
+        if b"\0" in raw:
+            raw = raw[:raw.index(b"\0")]
+        out.append(_decode(raw, encoding, p, i))
+    return out
 
 
-def evaluate_files(gold_path, pred_path, params: EvalbParams | None = None) -> EvalbResult:
+def evaluate_files(gold_path, pred_path, params=None, *, encoding: str = "utf-8") -> EvalbResult:
     """Run :func:`evaluate` on two files with one tree per line (``.gz`` accepted).
 
-    Like ``evalb -p COLLINS.prm gold_path pred_path`` (``params`` defaults to ``COLLINS.prm``);
-    ``result.report()`` is the text EVALB prints.
+    Like ``evalb -p COLLINS.prm gold_path pred_path`` (``params`` as in :func:`evaluate`,
+    default ``COLLINS.prm``); ``result.report()`` is the text EVALB prints.  Malformed lines,
+    lines that cannot be decoded with ``encoding`` and different line counts raise
+    ``FormatError`` (file and line); a file that cannot be opened raises ``OSError``.
     """
-    return evaluate(_read_lines(gold_path), _read_lines(pred_path), params,
-                    gold_path=str(gold_path), pred_path=str(pred_path))
+    _check_encoding(encoding)
+    params = EvalbParams.resolve(params, encoding=encoding)
+    return evaluate(_read_lines(gold_path, encoding), _read_lines(pred_path, encoding), params,
+                    gold_path=str(gold_path), pred_path=str(pred_path), encoding=encoding)
+
+
+def run_evalb(gold_path, pred_path, params="collins", *, max_error: int | None = None,
+              cutoff_len: int | None = None, debug: int | None = None, stdout=None, stderr=None,
+              encoding: str = "utf-8") -> int:
+    """``evalb [-p PRM] [-e N] [-c N] [-d|-D] GOLD TEST``: write EVALB's report and error lines.
+
+    ``params``: ``"collins"`` (default, ``COLLINS.prm``), ``"new"`` (``new.prm``), the path of
+    a parameter file or an :class:`EvalbParams`.  ``max_error`` / ``cutoff_len`` / ``debug``
+    override the parameters (EVALB's ``-e``, ``-c``, ``-d``=1 / ``-D``=2); ``None`` keeps them.
+    Writes the report to ``stdout`` and the ``N : Length unmatch (a|b)`` lines to ``stderr``
+    (default ``sys.stdout`` / ``sys.stderr``) and returns EVALB's exit status: 1 when MAX_ERROR
+    stopped the report, else 0.  Everything is read and scored before anything is written, so
+    bad input leaves both streams untouched: malformed tree or parameter files (and lines not
+    decodable with ``encoding``) raise ``FormatError`` naming file and line; files that cannot
+    be opened raise ``OSError``; an unknown or non-ASCII-compatible ``encoding`` or a bad override
+    raises ``ValueError``.
+    """
+    _check_encoding(encoding)
+    for name, v in (("max_error", max_error), ("cutoff_len", cutoff_len), ("debug", debug)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise ValueError(f"{name} must be an int or None, got {v!r}")
+    p = EvalbParams.resolve(params, encoding=encoding)
+    p = p.with_overrides(max_error=max_error, cutoff_len=cutoff_len, debug=debug)
+    result = evaluate_files(gold_path, pred_path, p, encoding=encoding)
+    return result.write(stdout, stderr, encoding=encoding)
