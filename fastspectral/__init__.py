@@ -23,8 +23,9 @@ _OTHER = {"Tree": "fastspectral.trees.tree:Tree", "load": "fastspectral.io.model
 def __getattr__(name):  # lazy top-level API
     import importlib
 
-    from . import models
-
+    if name.startswith("__"):
+        raise AttributeError(name)
+    models = importlib.import_module("fastspectral.models")   # not `from . import`: recursion
     entry = models.kind_of_class(name)
     if entry is not None:
         return entry.load_class()
@@ -35,7 +36,9 @@ def __getattr__(name):  # lazy top-level API
 
 
 def __dir__():
-    from . import models
+    import importlib
+
+    models = importlib.import_module("fastspectral.models")
 
     return sorted(set(globals()) | set(_OTHER) |
                   {e.target.split(":")[1] for e in models.REGISTRY.values()})

@@ -1,4 +1,4 @@
-"""Tests of the command line: fastspectral.cli, fastspectral.grammar.cli, fastspectral._progress."""
+"""Tests of the command line: fastspectral.cli (commands, kit, per-kind options), fastspectral._progress."""
 import importlib
 import io
 import os
@@ -8,7 +8,8 @@ import textwrap
 
 import pytest
 
-from fastspectral import cli
+from fastspectral import cli, models
+from fastspectral.cli import kit
 from fastspectral._progress import Progress, format_duration
 from fastspectral.errors import FormatError
 from fastspectral.eval.evalb import evaluate_files
@@ -24,73 +25,66 @@ except ImportError:  # pragma: no cover - only while the PCFG is being written
 needs_pcfg = pytest.mark.skipif(not HAVE_PCFG, reason="fastspectral.grammar.pcfg not importable")
 
 FAKE_PLUGIN = '''
-"""A fake model plug-in used by tests/test_cli.py."""
+"""Fake model kinds used by tests/test_cli.py (options derived from their signatures)."""
 import dataclasses
 
-import numpy as np
-
-from fastspectral.io.modelfile import register_model, save_model_file
+from fastspectral.base import Parser
 from fastspectral.trees import Tree
 
-DESCRIPTION = "fake model for the CLI tests"
 
-
-def cli_add_arguments(parser):
-    parser.add_argument("--alpha", type=float, default=0.5)
-
-
-def cli_train(args, data):
-    kinds = sorted({type(x).__name__ for x in data})
-    if kinds == ["DepSentence"]:
-        return FakeDepModel(len(data))
-    return FakeModel(args.alpha, len(data), kinds)
-
-
-class FakeModel:
+class FakeModel(Parser):
+    kind = "cli-fake"
     input_kind = "sentences"
     calls = []
 
-    def __init__(self, alpha, n_items, kinds):
-        self.alpha, self.n_items, self.kinds = alpha, n_items, kinds
+    def __init__(self, alpha=0.5, jobs=None):
+        self.alpha = alpha
+        self.jobs = jobs
 
-    def save(self, path):
-        save_model_file(path, "cli-fake", {"alpha": self.alpha, "n_items": self.n_items,
-                                           "kinds": self.kinds}, {"w": np.arange(3)})
+    def fit(self, data):
+        self.n_items_ = len(data)
+        self.kinds_ = sorted({type(x).__name__ for x in data})
+        return self
+
+    def _model_file(self):
+        return {"params": self.get_params(), "n_items": self.n_items_, "kinds": self.kinds_}, {}
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
-        return cls(meta["alpha"], meta["n_items"], meta["kinds"])
+        m = cls(**meta["params"])
+        m.n_items_, m.kinds_ = meta["n_items"], meta["kinds"]
+        return m
 
-    def parse(self, sentences, tags=None, jobs=None, progress=None):
-        FakeModel.calls.append({"sentences": sentences, "tags": tags, "jobs": jobs})
+    def parse(self, items, *, tags=None, jobs=None, progress=None):
+        FakeModel.calls.append({"sentences": items, "tags": tags, "jobs": jobs})
         out = []
-        for i, words in enumerate(sentences):
+        for i, words in enumerate(items):
             ts = tags[i] if tags is not None and tags[i] is not None else ["X"] * len(words)
             out.append(Tree("TOP", [Tree("S", [Tree(t, [w]) for w, t in zip(words, ts)])]))
             if progress is not None:
-                progress(i + 1, len(sentences))
+                progress(i + 1, len(items))
         return out
 
 
-class FakeDepModel:
+class FakeDepModel(Parser):
+    kind = "cli-fake-dep"
     input_kind = "dependency"
 
-    def __init__(self, n_items):
-        self.n_items = n_items
+    def fit(self, data):
+        self.n_items_ = len(data)
+        return self
 
-    def save(self, path):
-        save_model_file(path, "cli-fake-dep", {"n_items": self.n_items}, {})
+    def _model_file(self):
+        return {"n_items": self.n_items_}, {}
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
-        return cls(meta["n_items"])
+        m = cls()
+        m.n_items_ = meta["n_items"]
+        return m
 
-    def parse(self, sents, jobs=None):  # no progress argument: the CLI must not pass one
-        return [dataclasses.replace(s, heads=list(range(len(s.words)))) for s in sents]
-
-
-register_model("cli-fake", "fake_cli_plugin:FakeModel")
-register_model("cli-fake-dep", "fake_cli_plugin:FakeDepModel")
+    def parse(self, items, *, tags=None, jobs=None, progress=None):
+        return [dataclasses.replace(s, heads=list(range(len(s.words)))) for s in items]
 '''
 
 CONLLU = textwrap.dedent("""\
@@ -116,11 +110,13 @@ def fake_plugin(tmp_path_factory):
     d = tmp_path_factory.mktemp("plugin")
     (d / "fake_cli_plugin.py").write_text(FAKE_PLUGIN)
     sys.path.insert(0, str(d))
-    cli.MODEL_TYPES["fake"] = "fake_cli_plugin"
+    models.register("cli-fake", "fake_cli_plugin:FakeModel", "sentences", train={"fake": {}})
+    models.register("cli-fake-dep", "fake_cli_plugin:FakeDepModel", "dependency",
+                    train={"fake-dep": {}})
     try:
         yield importlib.import_module("fake_cli_plugin")
     finally:
-        del cli.MODEL_TYPES["fake"]
+        del models.REGISTRY["cli-fake"], models.REGISTRY["cli-fake-dep"]
         sys.path.remove(str(d))
 
 
@@ -161,7 +157,7 @@ def test_every_command_has_help_with_examples(command, capsys):
 def test_main_help_and_version(capsys):
     rc, out, _ = run(["--help"], capsys)
     assert rc == 0
-    for command in ("train", "parse", "eval", "demo", "bench"):
+    for command in ("train", "parse", "eval", "lm", "demo", "bench"):
         assert command in out
     rc, out, _ = run(["--version"], capsys)
     assert rc == 0 and out.strip().startswith("fastspectral ")
@@ -172,20 +168,31 @@ def test_main_help_and_version(capsys):
 
 
 def test_train_lists_every_registered_model_type(capsys):
+    from fastspectral.cli.train import load_hook
+
     rc, out, _ = run(["train", "--help"], capsys)
     assert rc == 0
     # compare without whitespace: argparse may wrap a description at a hyphen
     section = "".join(out.split("model types:")[1].split("examples:")[0].split())
-    for name in cli.MODEL_TYPES:
-        module, reason = cli.load_model_type(name)
-        if module is None:
-            assert f"{name}notavailableinthisbuild" in section
-        else:
-            assert "".join(f"{name} {getattr(module, 'DESCRIPTION', '')}".split()) in section
+    for name, (entry, _) in models.train_commands().items():
+        hook, reason = load_hook(entry)
+        desc = getattr(hook, "DESCRIPTIONS", {}).get(name) or getattr(hook, "DESCRIPTION", "")
+        assert "".join(f"{name} {desc}".split()) in section
+
+
+def test_every_registered_kind_trains_from_the_cli_help(capsys):
+    """Every train command builds its options from its class (defaults read from the
+    signature: no copied default can drift)."""
+    for name, (entry, _) in models.train_commands().items():
+        rc, out, err = run(["train", name, "--help"], capsys)
+        assert rc == 0, (name, err)
+        assert "(default:" in out, name
 
 
 def test_unavailable_model_type_reports_it(capsys, monkeypatch, tmp_path):
-    monkeypatch.setitem(cli.MODEL_TYPES, "ghost", "fastspectral.no_such_module_xyz")
+    monkeypatch.setitem(models.REGISTRY, "ghost",
+                        models.ModelKind("ghost", "fastspectral.no_such_module_xyz:Ghost",
+                                         "sentences", {"ghost": {}}, "fastspectral.no_such_xyz"))
     rc, out, _ = run(["train", "--help"], capsys)
     assert "ghost" in out and "not available in this build" in out
     rc, _, err = run(["train", "ghost", tmp_path / "x", "-o", tmp_path / "m"], capsys)
@@ -195,22 +202,36 @@ def test_unavailable_model_type_reports_it(capsys, monkeypatch, tmp_path):
     assert rc == 0 and "not available in this build" in out
 
 
-def test_pcfg_plugin_options():
+def test_pcfg_options_defaults_come_from_the_class(capsys):
     import argparse
 
-    from fastspectral.grammar import cli as gcli
+    from fastspectral.cli import pcfg as pcli
+    from fastspectral.grammar.pcfg import PCFG
 
     p = argparse.ArgumentParser()
-    gcli.cli_add_arguments(p)
+    pcli.add_arguments(p, PCFG)
     a = p.parse_args([])
-    assert (a.v, a.h, a.tag_parent, a.decode, a.jobs) == (2, 1, True, "max-recall", None)
+    assert not {"v", "h", "tag_parent", "decode", "jobs"} & set(vars(a))   # the class decides
+    assert kit.build_estimator(a, PCFG, {}).get_params() == PCFG().get_params()
     a = p.parse_args(["--v", "1", "--h", "inf", "--no-tag-parent", "--decode", "viterbi",
                       "--jobs", "3"])
-    assert (a.v, a.h, a.tag_parent, a.decode, a.jobs) == (1, None, False, "viterbi", 3)
+    m = kit.build_estimator(a, PCFG, {})
+    assert (m.v, m.h, m.tag_parent, m.decode, m.jobs) == (1, None, False, "viterbi", 3)
     assert p.parse_args(["--h", "0"]).h == 0
     for bad in (["--h", "-1"], ["--v", "0"], ["--decode", "best"], ["--jobs", "0"]):
         with pytest.raises(SystemExit):
             p.parse_args(bad)
+    help_text = p.format_help()
+    assert f"(default: {PCFG().v})" in help_text
+
+
+@pytest.mark.parametrize("name,old,new", [("spectral", "--smoothing", "--moment-smoothing"),
+                                          ("pivot-em", "--smoothing", "--parent-smoothing"),
+                                          ("shag", "--smoothing", "--backoff-weight"),
+                                          ("shag", "--model", "--method")])
+def test_renamed_flags_name_the_new_flag(capsys, tmp_path, name, old, new):
+    rc, _, err = run(["train", name, tmp_path / "x", "-o", tmp_path / "m", old, "1"], capsys)
+    assert rc == 2 and f"{old} was renamed {new}" in err
 
 
 # ------------------------------------------------------------------------------------ errors
@@ -275,13 +296,13 @@ def test_errors_through_python_m(tmp_path):
 def test_train_and_parse_through_the_plugin_protocol(capsys, tmp_path, fake_plugin, synthetic):
     model = tmp_path / "fake.model"
     rc, _, err = run(["train", "fake", synthetic / "train.trees", "-o", model, "--alpha", "0.25"],
-                     capsys)
+                     capsys)  # --alpha: an option derived from FakeModel's signature
     assert rc == 0, err
     assert "trained fake on 400 items" in err
     from fastspectral.io import load
     m = load(model)
     assert isinstance(m, fake_plugin.FakeModel)
-    assert (m.alpha, m.n_items, m.kinds) == (0.25, 400, ["Tree"])
+    assert (m.alpha, m.n_items_, m.kinds_) == (0.25, 400, ["Tree"])
 
     # plain sentences with an empty line in the middle; output aligned line for line
     inp = tmp_path / "in.txt"
@@ -323,7 +344,7 @@ def test_parse_dependency_models_keep_the_input_format(capsys, tmp_path, fake_pl
     src = tmp_path / f"train.{fmt}"
     src.write_text(text)
     model = tmp_path / "dep.model"
-    rc, _, err = run(["train", "fake", src, "-o", model, "-q"], capsys)
+    rc, _, err = run(["train", "fake-dep", src, "-o", model, "-q"], capsys)
     assert rc == 0, err
     out_path = tmp_path / f"out.{fmt}"
     rc, _, err = run(["parse", model, src, "-o", out_path, "-q"], capsys)
@@ -359,9 +380,9 @@ def test_eval_trees_prints_the_evalb_report(capsys, synthetic, tmp_path):
 
 
 def test_eval_matches_the_reference_evalb_output(capsys):
-    ref = "/work/shared/evalb"
-    if not os.path.exists(os.path.join(ref, "gold.trees")):
-        pytest.skip("EVALB reference vectors not present")
+    from conftest import EVALB, need
+
+    ref = need(EVALB / "gold.trees").parent
     rc, out, _ = run(["eval", f"{ref}/gold.trees", f"{ref}/pred-parser.trees"], capsys)
     assert rc == 0
     with open(f"{ref}/pred-parser.evalb") as fh:
@@ -456,23 +477,21 @@ def test_demo_runs_and_reports_f1(capsys):
     for row in rows:
         train_s, parse_s, rate, f1 = map(float, row.split()[-4:])
         assert train_s > 0 and parse_s > 0 and rate > 0 and 50 < f1 <= 100
-    assert any("spectral" in name for name, _ in cli.DEMO_MODELS)
+    from fastspectral.cli.demo import demo_models
+    assert any("spectral" in label for label, _, _ in demo_models())
     rc, out, _ = run(["demo", "--n-train", "200", "--n-test", "20", "--models", "v=1", "-q"],
                      capsys)
     assert rc == 0 and "pcfg v=1 h=0" in out and "pcfg v=2" not in out
 
 
 @needs_pcfg
-def test_demo_model_list_is_extensible(capsys, monkeypatch):
-    monkeypatch.setattr(cli, "DEMO_MODELS", list(cli.DEMO_MODELS))
-
-    def broken(args):
-        raise ImportError("no kernels here")
-
-    cli.register_demo_model("imaginary", broken)
+def test_demo_models_come_from_the_registry(capsys, monkeypatch):
+    monkeypatch.setitem(models.REGISTRY, "imaginary",
+                        models.ModelKind("imaginary", "fastspectral.no_such_module_xyz:Imaginary",
+                                         "sentences", demo=(("imaginary", {}),)))
     rc, out, _ = run(["demo", "--n-train", "100", "--n-test", "10", "--models", "imag", "-q"],
                      capsys)
-    assert rc == 0 and "imaginary" in out and "not available in this build (no kernels here)" in out
+    assert rc == 0 and "imaginary" in out and "not available in this build" in out
 
 
 @needs_pcfg

@@ -57,12 +57,14 @@ def _show(value) -> str:
 
 
 def option(group, flag: str, cls, param: str, *, help: str, show_default=True, **kwargs):
-    """``group.add_argument(flag, dest=param, default=None, ...)`` with ``(default: X)`` taken
-    from ``cls``'s signature appended to ``help`` (``show_default`` may be a string instead)."""
+    """``group.add_argument(flag, dest=param, ...)`` with ``(default: X)`` taken from ``cls``'s
+    signature appended to ``help`` (``show_default`` may be a string instead).  An option the
+    user does not give leaves no attribute (``argparse.SUPPRESS``): the class's own default
+    applies, and a given value may be None (``--h inf``)."""
     if show_default:
         shown = show_default if isinstance(show_default, str) else _show(class_default(cls, param))
         help = f"{help} (default: {shown})"
-    kwargs.setdefault("default", None)
+    kwargs.setdefault("default", argparse.SUPPRESS)
     return group.add_argument(flag, dest=param, help=help, **kwargs)
 
 
@@ -114,14 +116,13 @@ def add_iterations(g, cls, help="EM iterations", show_default=True):
 # ------------------------------------------------------------------------------------------------
 def build_estimator(args, cls, preset: dict):
     """``cls(**preset, **options)``: every option whose ``dest`` is a parameter of ``cls`` and
-    that the user gave (not None) — the class keeps its own defaults for the rest."""
+    that the user gave — the class keeps its own defaults for the rest."""
     names = cls._get_param_names() if hasattr(cls, "_get_param_names") else \
         [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
     kwargs = dict(preset)
     for name in names:
-        value = getattr(args, name, None)
-        if value is not None and name not in preset:
-            kwargs[name] = value
+        if hasattr(args, name) and name not in preset:
+            kwargs[name] = getattr(args, name)
     return cls(**kwargs)
 
 
@@ -204,9 +205,16 @@ def describe(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-class _Formatter(logging.Formatter):
-    def format(self, record):
-        return f"fastspectral: {record.getMessage()}"
+class _StderrHandler(logging.Handler):
+    """Writes ``fastspectral: message`` lines to the current ``sys.stderr`` (looked up at each
+    record, so redirections and captured streams are honoured)."""
+
+    def emit(self, record):
+        try:
+            sys.stderr.write(f"fastspectral: {record.getMessage()}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
 
 
 _HANDLER: list = []
@@ -216,12 +224,9 @@ def setup_logging(quiet: bool = False) -> None:
     """Status lines of the library and the commands go to stderr as ``fastspectral: ...``
     (INFO level; warnings only with ``--quiet``)."""
     if not _HANDLER:
-        handler = logging.StreamHandler()
-        handler.setFormatter(_Formatter())
-        _HANDLER.append(handler)
-        logger.addHandler(handler)
+        _HANDLER.append(_StderrHandler())
+        logger.addHandler(_HANDLER[0])
         logger.propagate = False
-    _HANDLER[0].setStream(sys.stderr)   # the current stderr (tests capture it)
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
 
 

@@ -10,6 +10,8 @@ then takes whole sentences until ``N`` were taken, so ``train --tokens 800000`` 
 """
 from __future__ import annotations
 
+import argparse
+
 import math
 
 from .._argtypes import nonneg_int, positive_int
@@ -58,7 +60,7 @@ def add_arguments(parser, cls) -> None:
         kit.add_seed(g, cls)
     kit.option(g, "--min-count", cls, "min_count", type=positive_int, metavar="C",
                help="words seen fewer times become <unk>")
-    g.add_argument("--case-sensitive", dest="lowercase", action="store_false", default=None,
+    g.add_argument("--case-sensitive", dest="lowercase", action="store_false", default=argparse.SUPPRESS,
                    help="do not lower-case words")
     add_corpus_window(g)
 
@@ -111,7 +113,7 @@ def add_lm_command(sub, common, fmt) -> None:
     lm_cls = models.model_class("latent-bigram-lm")
     g = t.add_argument_group("language model options")
     g.add_argument("--method", dest="method", choices=("pivot", "pivot-em", "em", "kn"),
-                   default=None, help="learning method; kn = interpolated Kneser-Ney "
+                   default=argparse.SUPPRESS, help="learning method; kn = interpolated Kneser-Ney "
                                       f"(default: {kit.class_default(lm_cls, 'method')})")
     kit.add_states(g, lm_cls, help="hidden states")
     kit.add_iterations(g, lm_cls, show_default="pivot 0, pivot-em 10, em 100")
@@ -122,7 +124,7 @@ def add_lm_command(sub, common, fmt) -> None:
     kit.add_seed(g, lm_cls)
     kit.option(g, "--min-count", lm_cls, "min_count", type=positive_int, metavar="C",
                help="words seen fewer times become <unk>")
-    g.add_argument("--case-sensitive", dest="lowercase", action="store_false", default=None,
+    g.add_argument("--case-sensitive", dest="lowercase", action="store_false", default=argparse.SUPPRESS,
                    help="do not lower-case words")
     add_corpus_window(g)
     t.set_defaults(func=_lm_train)
@@ -143,8 +145,8 @@ def add_lm_command(sub, common, fmt) -> None:
 def _lm_train(args) -> int:
     from .train import run_training
 
-    if args.method == "kn":
-        args.method = None
+    if getattr(args, "method", None) == "kn":
+        del args.method
         return run_training(args, "kn-lm")
     return run_training(args, "lm")
 

@@ -64,7 +64,7 @@ def generic_arguments(parser, cls) -> None:
         if name == "jobs":
             kit.add_jobs(g, cls)
         elif isinstance(d, bool):
-            g.add_argument(flag, dest=name, default=None,
+            g.add_argument(flag, dest=name, default=argparse.SUPPRESS,
                            type=lambda t: {"yes": True, "true": True, "1": True, "no": False,
                                            "false": False, "0": False}[t.lower()],
                            metavar="yes|no", help=f"(default: {'yes' if d else 'no'})")
