@@ -19,6 +19,7 @@ import argparse
 import inspect
 import logging
 import os
+import re
 import sys
 
 from .._argtypes import int_at_least, markov_order, positive_int
@@ -202,7 +203,11 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, MemoryError):
         return "out of memory (try fewer --jobs or a smaller --max-memory)"
     text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    text = text[0] if text else type(exc).__name__
+    # the library's advice names its keyword argument; the command line has an option
+    return re.sub(r"pass encoding=\.\.\.(, e\.g\. encoding='([^']*)')?",
+                  lambda m: "pass --encoding" + (f" (e.g. --encoding {m.group(2)})"
+                                                 if m.group(2) else ""), text)
 
 
 class _StderrHandler(logging.Handler):

@@ -107,4 +107,14 @@ def load(path):
         entry = models.get(kind)
     except (KeyError, TypeError):
         raise ModelFileError(f"{os.fspath(path)}: unknown model kind {kind!r}") from None
-    return entry.load_class()._from_model_file(meta, arrays)
+    cls = entry.load_class()
+    if not isinstance(meta, dict):
+        raise ModelFileError(f"{os.fspath(path)}: corrupt model file (its header has no meta)")
+    try:
+        return cls._from_model_file(meta, arrays)
+    except ModelFileError as exc:
+        raise ModelFileError(f"{os.fspath(path)}: {exc}") from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        what = f"missing entry {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ModelFileError(f"{os.fspath(path)}: corrupt or tampered {kind!r} model file "
+                             f"({what})") from None
