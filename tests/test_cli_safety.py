@@ -194,3 +194,15 @@ def test_broken_model_files_give_one_line(work, capsys, tmp_path, tamper):
     rc, _, err = run(["parse", bad, work / "sents.txt", "-q"], capsys)
     assert rc == 2 and err.startswith("fastspectral: error:") and err.count("\n") == 1, err
     assert str(bad) in err
+
+
+def test_tokens_with_brackets_are_written_readably(work, capsys, tmp_path):
+    from fastspectral.trees.tree import Tree
+
+    inp = tmp_path / "b.txt"
+    inp.write_text("the dog ( a ) barks\n:-) smiles\n")
+    rc, out, err = run(["parse", work / "m.fsm", inp, "-q"], capsys)
+    assert rc == 0, err
+    trees = [Tree.fromstring(line) for line in out.splitlines()]
+    assert trees[0].leaves() == ["the", "dog", "-LRB-", "a", "-RRB-", "barks"]
+    assert trees[1].leaves() == [":--RRB-", "smiles"]

@@ -42,6 +42,17 @@ def tokenize_brackets(text: str) -> list[str]:
 _CLOSE = object()  # marker used by the iterative traversals
 
 
+_BRACKETS = str.maketrans({"(": "-LRB-", ")": "-RRB-"})
+
+
+def escape_brackets(token: str) -> str:
+    """``token`` with ``(`` / ``)`` written as the PTB's ``-LRB-`` / ``-RRB-`` (unchanged when it
+    has none): what bracketed output needs so that it reads back as the same tree."""
+    if "(" in token or ")" in token:
+        return token.translate(_BRACKETS)
+    return token
+
+
 class Tree:
     """A constituency tree node: a ``label`` and a list of ``children`` (``Tree`` or ``str`` words)."""
 
@@ -209,8 +220,13 @@ class Tree:
     __hash__ = None  # mutable
 
     def to_string(self) -> str:
-        """One-line PTB bracket string, e.g. ``(TOP (S (NP (DT The) (NN dog)) (VP (VBZ barks))))``."""
-        out = ["(" + self.label]
+        """One-line PTB bracket string, e.g. ``(TOP (S (NP (DT The) (NN dog)) (VP (VBZ barks))))``.
+
+        Brackets inside words and labels are written as the Penn Treebank writes them: ``(`` as
+        ``-LRB-`` and ``)`` as ``-RRB-`` (``(NN ()`` could not be read back), see
+        :func:`escape_brackets`."""
+        esc = escape_brackets
+        out = ["(" + esc(self.label)]
         stack = [_CLOSE]
         stack.extend(reversed(self.children))
         pop, push, app = stack.pop, stack.extend, out.append
@@ -219,13 +235,13 @@ class Tree:
             if x is _CLOSE:
                 app(")")
             elif type(x) is str:
-                app(" " + x)
+                app(" " + esc(x))
             else:
                 ch = x.children
                 if len(ch) == 1 and type(ch[0]) is str:
-                    app(" (" + x.label + " " + ch[0] + ")")
+                    app(" (" + esc(x.label) + " " + esc(ch[0]) + ")")
                 else:
-                    app(" (" + x.label)
+                    app(" (" + esc(x.label))
                     stack.append(_CLOSE)
                     push(reversed(ch))
         return "".join(out)
