@@ -11,8 +11,9 @@ from fastspectral.dependency.data import Encoded, modifier_sequences
 from fastspectral.dependency.inference import pair_offsets
 from fastspectral.dependency.model import SHAGParser
 from fastspectral.trees.conll import DepSentence, read_malttab
+from conftest import data_path
 
-WSJ = "/work/shared/data/dep/wsj-sample.dp"
+WSJ = str(data_path("dep", "wsj-sample.dp"))
 MODELS = [("det", "none"), ("det+f", "none"), ("det", "lex"), ("det", "lex+f"),
           ("det", "lex+fcp")]
 
@@ -33,7 +34,7 @@ def wsj():
 def fitted(request, wsj):
     train, test = wsj
     model, lexical = request.param
-    p = SHAGParser(model=model, lexical=lexical).fit(train)
+    p = SHAGParser(method=model, lexical=lexical).fit(train)
     return p, p.encode(test, with_heads=False)
 
 
@@ -98,7 +99,7 @@ def test_tables_follow_the_levels(wsj):
     """Refitting (new level objects) rebuilds the kernel's tables; a model read back from its
     arrays gives the same weights."""
     train, test = wsj
-    p = SHAGParser(model="det", lexical="lex+f").fit(train[:150])
+    p = SHAGParser(method="det", lexical="lex+f").fit(train[:150])
     enc = p.encode(test, with_heads=False)
     det = p.det_
     before = det.weights(enc, pair_offsets(enc))[0]

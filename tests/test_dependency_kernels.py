@@ -137,7 +137,8 @@ def test_inside_outside_matches_brute_force(single_root, negative):
     rng = np.random.default_rng(1 + single_root + 2 * negative)
     lengths = [1, 2, 3, 4, 5]
     op, det, enc, nxt = _random_problem(rng, lengths, negative=negative)
-    mu, pair_off, logz, status = arc_marginals(op, det, enc, single_root=single_root, jobs=2)
+    res = arc_marginals(op, det, enc, single_root=single_root, jobs=2)
+    mu, pair_off, logz, status = res.mu, res.pair_off, res.logz, res.status
     assert (status == 0).all()
     for b, n in enumerate(lengths):
         o = enc.tok_off[b]
@@ -160,8 +161,10 @@ def test_inside_outside_operator_only_and_scaling():
     rng = np.random.default_rng(5)
     op, _, enc, _ = _random_problem(rng, [4, 120], negative=False)
     small = OperatorSHAG(op.alpha1, op.beta, op.A * 1e-4)
-    mu1, off, logz1, st1 = arc_marginals(op, None, enc, jobs=1)
-    mu2, _, logz2, st2 = arc_marginals(small, None, enc, jobs=2)
+    r1 = arc_marginals(op, None, enc, jobs=1)
+    r2 = arc_marginals(small, None, enc, jobs=2)
+    mu1, off, logz1, st1 = r1.mu, r1.pair_off, r1.logz, r1.status
+    mu2, logz2, st2 = r2.mu, r2.logz, r2.status
     assert (st1 == 0).all() and (st2 == 0).all()
     np.testing.assert_allclose(mu1, mu2, rtol=1e-8, atol=1e-12)
     # each tree has exactly n arcs: log Z shifts by n log 1e-4
@@ -176,7 +179,8 @@ def test_zero_weight_sentence_reports_status():
     rng = np.random.default_rng(3)
     op, _, enc, _ = _random_problem(rng, [3], negative=False)
     dead = OperatorSHAG(op.alpha1, np.zeros_like(op.beta), op.A)
-    mu, _, logz, status = arc_marginals(dead, None, enc)
+    res = arc_marginals(dead, None, enc)
+    mu, status = res.mu, res.status
     assert status[0] == 1 and np.all(mu == 0)
     assert pair_offsets(enc)[-1] == 16
 
@@ -189,7 +193,8 @@ def test_arc_mask_prunes_arcs():
     mask = np.ones((n + 1) * (n + 1))
     mask[0 * (n + 1) + 2] = 0.0          # forbid root -> 2
     mask[3 * (n + 1) + 4] = 0.0          # forbid 3 -> 4
-    mu, off, logz, st = arc_marginals(op, det, enc, single_root=True, arc_mask=mask)
+    res = arc_marginals(op, det, enc, single_root=True, arc_mask=mask)
+    mu, off = res.mu, res.pair_off
     M = unpack_square(mu, off, 0)
     assert M[0, 2] == 0.0 and M[3, 4] == 0.0
     np.testing.assert_allclose(M[:, 1:].sum(axis=0), 1.0)

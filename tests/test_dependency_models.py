@@ -1,5 +1,4 @@
 """SHAG data layer, spectral / EM / back-off learners, SHAGParser, model files and CLI hook."""
-import argparse
 import itertools
 import os
 
@@ -14,8 +13,9 @@ from fastspectral.errors import FormatError, ModelFileError, NotFittedError
 from fastspectral.trees.conll import DepSentence, read_malttab
 
 from _pfa import pfa_prob, sample_pfa, two_state_pfa
+from conftest import data_path
 
-WSJ = "/work/shared/data/dep/wsj-sample.dp"
+WSJ = str(data_path("dep", "wsj-sample.dp"))
 
 
 def _sent(words, tags, heads):
@@ -67,7 +67,7 @@ def test_spectral_recovers_sequence_distribution():
     left = sample_pfa(rng, pfa, n)
     right = sample_pfa(rng, pfa, n)
     sents = _sentences_from_sequences(left, right)
-    p = SHAGParser(model="spectral", states=2, smoothing=0.0).fit(sents)
+    p = SHAGParser(method="spectral", n_states=2, backoff_weight=0.0).fit(sents)
     h = p.tags_.index["H"] + 1
     ids = {c: p.tags_.index[c.upper()] for c in "abc"}
     total_err = 0.0
@@ -80,7 +80,7 @@ def test_spectral_recovers_sequence_distribution():
                 total_err += abs(est - true)
     assert total_err < 0.25
     # one state cannot represent the two-state distribution as well
-    p1 = SHAGParser(model="spectral", states=1, smoothing=0.0).fit(sents)
+    p1 = SHAGParser(method="spectral", n_states=1, backoff_weight=0.0).fit(sents)
     err1 = sum(abs(p1.op_.sequence_weight(h, 1, [ids["abc"[a]] for a in seq]) - pfa_prob(pfa, seq))
                for L in range(4) for seq in itertools.product(range(3), repeat=L))
     err2 = sum(abs(p.op_.sequence_weight(h, 1, [ids["abc"[a]] for a in seq]) - pfa_prob(pfa, seq))
@@ -96,13 +96,14 @@ def test_em_increases_likelihood_and_fits():
     left = sample_pfa(rng, pfa, 1500)
     right = sample_pfa(rng, pfa, 1500)
     sents = _sentences_from_sequences(left, right)
-    p = SHAGParser(model="det").fit(sents)
+    p = SHAGParser(method="det").fit(sents)
     enc = encode_sentences(sents, p.tags_)
     seqs = modifier_sequences(enc)
-    op, info = fit_em(enc, seqs, p._H, p._M, 2, iterations=60, seed=3, snapshots=(5, 60))
-    ll = np.array(info["loglik"])
+    res = fit_em(enc, seqs, p._H, p._M, 2, iterations=60, seed=3, snapshots=(5, 60))
+    op = res.model
+    ll = np.array(res.loglik)
     assert np.all(np.diff(ll) > -1e-6 * np.abs(ll[1:]))       # EM never decreases the likelihood
-    assert set(info["snapshots"]) == {5, 60}
+    assert set(res.snapshots) == {5, 60}
     # proper distributions: sum_{a,i'} A[a,i',i] + beta[i] = 1, alpha sums to 1
     h = p.tags_.index["H"] + 1
     np.testing.assert_allclose(op.A[h].sum(axis=(1, 2)) + op.beta[h], 1.0, atol=1e-9)
@@ -158,10 +159,10 @@ def _uas(gold, pred):
 def test_parsers_learn_and_rank(wsj, tmp_path):
     train, test = wsj
     scores = {}
-    for name, kw in {"det": dict(model="det"), "det+f": dict(model="det+f"),
-                     "spectral": dict(model="spectral", states=4),
-                     "lex+f": dict(model="det", lexical="lex+f"),
-                     "spec+lex": dict(model="spectral", states=4, lexical="lex+fcp")}.items():
+    for name, kw in {"det": dict(method="det"), "det+f": dict(method="det+f"),
+                     "spectral": dict(method="spectral", n_states=4),
+                     "lex+f": dict(method="det", lexical="lex+f"),
+                     "spec+lex": dict(method="spectral", n_states=4, lexical="lex+fcp")}.items():
         p = SHAGParser(**kw).fit(train)
         pred = p.parse(test, jobs=2)
         assert len(pred) == len(test)
@@ -178,7 +179,7 @@ def test_parsers_learn_and_rank(wsj, tmp_path):
 
 def test_arc_posteriors_are_distributions(wsj):
     train, test = wsj
-    p = SHAGParser(model="det+f", lexical="lex+fcp").fit(train)
+    p = SHAGParser(method="det+f", lexical="lex+fcp").fit(train)
     s = test[3]
     mu = p.arc_posteriors(s)
     n = len(s.words)
@@ -192,14 +193,14 @@ def test_save_load_roundtrip(wsj, tmp_path):
     train, test = wsj
     from fastspectral.io.modelfile import load
 
-    for kw in [dict(model="spectral", states=3), dict(model="det", lexical="lex+fcp"),
-               dict(model="em", states=2, iterations=3)]:
+    for kw in [dict(method="spectral", n_states=3), dict(method="det", lexical="lex+fcp"),
+               dict(method="em", n_states=2, iterations=3)]:
         p = SHAGParser(**kw).fit(train)
-        path = tmp_path / f"m-{kw['model']}.npz"
+        path = tmp_path / f"m-{kw['method']}.npz"
         p.save(path)
         q = SHAGParser.load(path)
         r = load(path)
-        assert isinstance(r, SHAGParser) and r.lexical == p.lexical and r.states == p.states
+        assert isinstance(r, SHAGParser) and r.lexical == p.lexical and r.n_states == p.n_states
         a = [x.heads for x in p.parse(test[:40], jobs=1)]
         assert a == [x.heads for x in q.parse(test[:40], jobs=2)]
         assert a == [x.heads for x in r.parse(test[:40])]
@@ -209,16 +210,18 @@ def test_errors(wsj, tmp_path):
     train, _ = wsj
     with pytest.raises(NotFittedError):
         SHAGParser().parse(train[:1])
-    with pytest.raises(ValueError):
-        SHAGParser(model="nope")
-    with pytest.raises(ValueError):
-        SHAGParser(lexical="lex+x")
+    with pytest.raises(ValueError, match="method"):
+        SHAGParser(method="nope").fit(train[:5])
+    with pytest.raises(ValueError, match="lexical"):
+        SHAGParser(lexical="lex+x").fit(train[:5])
+    with pytest.raises(ValueError, match="n_states"):
+        SHAGParser(n_states=0).fit(train[:5])
     bad = _sent(["a", "b"], ["X", "Y"], [2, 1])               # a cycle
     with pytest.raises(FormatError, match="sentence 2"):
         SHAGParser().fit([train[0], bad])
     with pytest.raises(FormatError):
         SHAGParser().fit([_sent(["a"], ["X"], [5])])
-    p = SHAGParser(model="det").fit(train[:50])
+    p = SHAGParser(method="det").fit(train[:50])
     with pytest.raises(FormatError):
         p.parse([_sent([], [], [])])
     junk = tmp_path / "junk.npz"
@@ -230,27 +233,38 @@ def test_errors(wsj, tmp_path):
     assert out[0].is_tree()
 
 
-def test_cli_hook(wsj, tmp_path):
-    from fastspectral.dependency import cli
-
-    train, test = wsj
-    ap = argparse.ArgumentParser()
-    cli.cli_add_arguments(ap)
-    args = ap.parse_args(["--states", "3", "--model", "spectral", "--lexical", "lex",
-                          "--iterations", "2"])
-    m = cli.cli_train(args, train[:200])
-    assert isinstance(m, SHAGParser) and m.states == 3 and m.lexical == "lex"
-    with pytest.raises(SystemExit):
-        ap.parse_args(["--model", "bogus"])
-    # constituency trees are converted with head rules
+def test_constituency_trees_and_estimator_contract(wsj):
+    from fastspectral.base import clone
+    from fastspectral.dependency.data import trees_to_dep_sentences
+    from fastspectral.trees.transforms import clean
     from fastspectral.trees.tree import Tree
 
+    train, test = wsj
+    # constituency trees are converted with head rules
     t = Tree.fromstring("(TOP (S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .)))")
-    sents = cli.to_dependency_sentences([t])
+    sents = trees_to_dep_sentences([clean(t)])
     assert sents[0].words == ["The", "dog", "barks", "."]
     assert sents[0].heads == [2, 3, 0, 3]
-    m2 = cli.cli_train(ap.parse_args(["--model", "det+f"]), [t] * 5)
+    m2 = SHAGParser(method="det+f").fit(sents * 5)
     assert m2.parse(sents)[0].heads == [2, 3, 0, 3]
+    # __init__ stores its arguments unchanged; fit validates and resolves them
+    raw = SHAGParser(n_states="3", backoff_weight=2.0, random_state=None)
+    assert raw.n_states == "3" and raw.backoff_weight == 2.0 and raw.random_state is None
+    with pytest.raises(ValueError, match="n_states"):
+        raw.fit(train[:5])
+    with pytest.raises(ValueError, match="backoff_weight"):
+        SHAGParser(backoff_weight=2.0).fit(train[:5])
+    p = SHAGParser(method="em", n_states=2, iterations=2, random_state=4).fit(train[:100])
+    assert p.fit_time_ > 0 and p.fit_info_.n_sentences == 100 and len(p.fit_info_.loglik) == 2
+    c = clone(p)
+    assert c.get_params() == p.get_params() and not hasattr(c, "op_")
+    assert repr(c) == "SHAGParser(iterations=2, method='em', n_states=2, random_state=4)"
+    q = SHAGParser(**p.get_params()).fit(train[:100])          # the same seed: the same model
+    np.testing.assert_array_equal(q.op_.A, p.op_.A)
+    with pytest.raises(ValueError, match="jobs"):
+        p.parse(test[:2], jobs=0)
+    with pytest.raises(TypeError):
+        p.parse(test[:2], None)                                  # keyword-only arguments
 
 
 def test_full_cli_train_and_parse(tmp_path):
@@ -271,7 +285,7 @@ def test_full_cli_train_and_parse(tmp_path):
 
 def test_batching_does_not_change_results(wsj):
     train, test = wsj
-    p = SHAGParser(model="spectral", states=3, lexical="lex+f").fit(train)
+    p = SHAGParser(method="spectral", n_states=3, lexical="lex+f").fit(train)
     a = [s.heads for s in p.parse(test[:60], jobs=2)]
     p.batch_size = 7
     assert [s.heads for s in p.parse(test[:60], jobs=1)] == a
@@ -281,11 +295,13 @@ def test_batching_does_not_change_results(wsj):
 def test_fallback_for_zero_weight_sentences(wsj):
     """Sentences the spectral/EM model gives no weight are parsed with the DET+F back-off."""
     train, test = wsj
-    p = SHAGParser(model="spectral", states=3).fit(train)
-    q = SHAGParser(model="det+f").fit(train)
+    p = SHAGParser(method="spectral", n_states=3).fit(train)
+    q = SHAGParser(method="det+f").fit(train)
     p.op_.beta[:] = 0.0                     # every tree now has weight zero
     got = [s.heads for s in p.parse(test[:30])]
-    assert p.n_fallback_ == 30
+    assert p.last_parse_stats_.fallback == 30 and p.last_parse_stats_.sentences == 30
+    p.parse(test[:4])                       # counted per call, not accumulated
+    assert p.last_parse_stats_.fallback == 4
     assert got == [s.heads for s in q.parse(test[:30])]
     from fastspectral.dependency.data import encode_sentences as enc_s
     enc = enc_s(test[:5], p.tags_)
@@ -299,16 +315,16 @@ def test_tagset_choice_and_errors(tmp_path):
     from fastspectral.dependency.data import choose_tagset, with_tagset
     from fastspectral.trees.conll import read_conllu, read_conllx
 
-    ud = list(itertools.islice(read_conllu("/work/shared/data/ud/en_ewt-ud-dev.conllu"), 300))
-    esp = list(itertools.islice(read_conllx("/work/shared/data/conll2007/esp.train"), 50))
+    ud = list(itertools.islice(read_conllu(str(data_path("ud", "en_ewt-ud-dev.conllu"))), 300))
+    esp = list(itertools.islice(read_conllx(str(data_path("conll2007", "esp.train"))), 50))
     wsj = list(itertools.islice(read_malttab(WSJ), 50))
     assert choose_tagset(ud) == "upos"          # Universal POS tags
     assert choose_tagset(esp) == "xpos"         # CoNLL-X coarse tags are not UD's
     assert choose_tagset(wsj) == "xpos"         # Malt-TAB: one tag column
     assert with_tagset(wsj, "xpos") is wsj
-    p = SHAGParser(model="spectral", states=3).fit(ud[:250])
+    p = SHAGParser(method="spectral", n_states=3).fit(ud[:250])
     assert p.tagset_ == "upos" and "AUX" in p.tags_.symbols and "VBZ" not in p.tags_.symbols
-    q = SHAGParser(model="spectral", states=3, tagset="xpos").fit(ud[:250])
+    q = SHAGParser(method="spectral", n_states=3, tagset="xpos").fit(ud[:250])
     assert q.tagset_ == "xpos" and "VBZ" in q.tags_.symbols
     pred = p.parse(ud[250:])
     assert all(s.is_tree() and s.xpos == g.xpos for s, g in zip(pred, ud[250:]))
@@ -321,12 +337,23 @@ def test_tagset_choice_and_errors(tmp_path):
     with pytest.raises(FormatError, match="UPOS"):      # a Malt-TAB sentence has no UPOS
         p.parse(wsj[:2])
     with pytest.raises(ValueError, match="tagset"):
-        SHAGParser(tagset="fine")
-    from fastspectral.dependency import cli
-
-    ap = argparse.ArgumentParser()
-    cli.cli_add_arguments(ap)
-    assert cli.cli_train(ap.parse_args(["--tagset", "xpos", "--states", "2"]), ud[:100]).tagset_ == "xpos"
+        SHAGParser(tagset="fine").fit(ud[:5])
+    # given tags replace the sentences' tags in the model's column: a Malt-TAB sentence (no
+    # UPOS) parses with UPOS tags given, and the result equals parsing a UD copy of it
+    tags = [list(s.upos) for s in ud[250:260]]
+    plain = [DepSentence(words=list(s.words), xpos=list(s.xpos), heads=list(s.heads))
+             for s in ud[250:260]]
+    with pytest.raises(FormatError, match="UPOS"):
+        p.parse(plain)
+    got = p.parse(plain, tags=tags)
+    assert [s.heads for s in got] == [s.heads for s in pred[:10]]
+    assert all(s.xpos == g.xpos for s, g in zip(got, plain))       # the output keeps its tags
+    assert [s.heads for s in p.parse(ud[250:260], tags=[None] * 10)] == \
+        [s.heads for s in pred[:10]]
+    with pytest.raises(ValueError, match="tags"):
+        p.parse(plain, tags=tags[:3])
+    with pytest.raises(ValueError, match="sentence 1"):
+        p.parse(plain[:1], tags=[tags[0][:-1]])
 
 
 def test_cli_errors_name_the_file(tmp_path, capsys):
@@ -338,7 +365,7 @@ def test_cli_errors_name_the_file(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{bad}:1: sentence 1: the heads contain a cycle" in err
     ud = tmp_path / "ud.conllu"
-    with open("/work/shared/data/ud/en_ewt-ud-dev.conllu") as fh:
+    with open(str(data_path("ud", "en_ewt-ud-dev.conllu"))) as fh:
         ud.write_text("\n\n".join(fh.read().split("\n\n")[:60]) + "\n\n")
     model = tmp_path / "ud.npz"
     assert main(["train", "shag", str(ud), "-o", str(model), "--states", "2", "-q"]) == 0

@@ -7,8 +7,9 @@ from fastspectral.trees.heads import HEAD_RULES, find_head, tree_to_dependencies
 from fastspectral.trees.ptb import read_ptb
 from fastspectral.trees.transforms import clean, collapse_unary
 from fastspectral.trees.tree import Tree
+from conftest import data_path
 
-SAMPLE = "/work/shared/data/ptb/wsj-sample.mrg"
+SAMPLE = str(data_path("ptb", "wsj-sample.mrg"))
 needs_data = pytest.mark.skipif(not os.path.exists(SAMPLE), reason="PTB data not available")
 
 

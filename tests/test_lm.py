@@ -7,8 +7,12 @@ import pytest
 from fastspectral.errors import ModelFileError, NotFittedError
 from fastspectral.io.modelfile import load
 from fastspectral.lm import KneserNeyBigramLM, LatentBigramLM
-from fastspectral.lm.cli import main as lm_main
-from fastspectral.lm.cli import read_corpus
+from fastspectral.lm.corpus import read_corpus
+
+
+def lm_main(argv):
+    from fastspectral.cli import main
+    return main(["lm"] + list(argv))
 
 M, NW = 3, 40
 
@@ -72,18 +76,18 @@ def test_pivot_recovers_synthetic_model(corpus):
     ids = [lm.vocab_.index[f"w{i}"] for i in range(NW)] + [lm.vocab_.index["</s>"]]
     assert np.abs(lm.s_[np.ix_(ids, perm)] - s).max() < 0.03
     # a one-state model (a unigram) is clearly worse: the test is not trivially passed
-    uni = LatentBigramLM(1, "em", em_iterations=5, min_count=1, lowercase=False).fit(train)
+    uni = LatentBigramLM(1, "em", iterations=5, min_count=1, lowercase=False).fit(train)
     assert uni.perplexity(test) > true_ppl * 1.1
 
 
 def test_em_likelihood_is_monotone_and_pivot_em_runs(corpus):
     _, _, train, test = corpus
-    lm = LatentBigramLM(M, "em", em_iterations=40, min_count=1, random_state=3).fit(train)
+    lm = LatentBigramLM(M, "em", iterations=40, min_count=1, random_state=3).fit(train)
     ll = lm.train_loglik_
     assert len(ll) == 40
     assert np.all(np.diff(ll) >= -1e-10)
     assert ll[-1] > ll[0] + 0.05
-    pe = LatentBigramLM(M, "pivot-em", em_iterations=5, min_count=1, anchor_min_count=1)
+    pe = LatentBigramLM(M, "pivot-em", iterations=5, min_count=1, anchor_min_count=1)
     pe.fit(train, dev=test)
     assert len(pe.dev_perplexity_) == 6 and 0 <= pe.best_iteration_ <= 5
     assert pe.perplexity(test) == pytest.approx(pe.dev_perplexity_.min(), rel=1e-9)
@@ -108,7 +112,7 @@ def test_kneser_ney_normalises_and_handles_unknown_words(corpus):
 
 def test_latent_model_normalises(corpus):
     _, _, train, _ = corpus
-    lm = LatentBigramLM(4, "em", em_iterations=3, min_count=2).fit(train[:500])
+    lm = LatentBigramLM(4, "em", iterations=3, min_count=2).fit(train[:500])
     preds = [w for w in lm.vocab_.words if w != "<s>"]
     for ctx in ["<s>", "w3", "<unk>"]:
         assert sum(lm.prob(ctx, w) for w in preds) == pytest.approx(1.0, abs=1e-9)
@@ -116,7 +120,7 @@ def test_latent_model_normalises(corpus):
 
 def test_save_load_identical_perplexity(corpus, tmp_path):
     _, _, train, test = corpus
-    for model in (LatentBigramLM(M, "pivot-em", em_iterations=2, anchor_min_count=1).fit(train),
+    for model in (LatentBigramLM(M, "pivot-em", iterations=2, anchor_min_count=1).fit(train),
                   KneserNeyBigramLM().fit(train)):
         path = tmp_path / f"{model.kind}.npz"
         model.save(path)
@@ -128,10 +132,16 @@ def test_save_load_identical_perplexity(corpus, tmp_path):
 
 
 def test_bad_parameters():
-    with pytest.raises(ValueError):
-        LatentBigramLM(3, method="spectral")
-    with pytest.raises(ValueError):
-        LatentBigramLM(0)
+    with pytest.raises(ValueError, match="method"):
+        LatentBigramLM(3, method="spectral").fit([["a", "b"]])
+    with pytest.raises(ValueError, match="n_states"):
+        LatentBigramLM(0).fit([["a", "b"]])
+    with pytest.raises(ValueError, match="floor"):
+        LatentBigramLM(2, "em", floor=1.0).fit([["a", "b"]])
+    with pytest.raises(ValueError, match="discount"):
+        KneserNeyBigramLM(discount="good-turing").fit([["a", "b"]])
+    with pytest.raises(ValueError, match="min_count"):
+        KneserNeyBigramLM(min_count=0).fit([["a", "b"]])
     with pytest.raises(ValueError):  # too few anchor candidates for the states
         LatentBigramLM(5, anchor_min_count=1000).fit([["a", "b"], ["b", "a"]])
 
@@ -168,7 +178,26 @@ def test_cli_round_trip(corpus, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "bad.txt:2" in err and err.count("\n") == 1
     assert lm_main(["eval", str(tmp_path / "missing.npz"), str(text)]) == 2
-    assert "no such model file" in capsys.readouterr().err
+    assert "missing.npz" in capsys.readouterr().err
     assert lm_main(["train", str(tmp_path / "nope.txt"), "-o", str(model)]) == 2
     assert lm_main(["train", str(text), "-o", str(model), "--states", "0"]) == 2
     assert lm_main(["eval", str(model), str(text), "--skip-tokens", "10000000"]) == 2
+
+
+def test_estimator_contract(corpus):
+    from fastspectral.base import clone
+
+    _, _, train, test = corpus
+    lm = LatentBigramLM(M, "em", min_count=1, random_state=5)
+    assert lm.iterations is None                    # stored unchanged; resolved by fit
+    lm.fit(train[:400])
+    assert lm.iterations_ == 100 and len(lm.train_loglik_) == 100 and lm.fit_time_ > 0
+    assert repr(lm) == "LatentBigramLM(method='em', min_count=1, n_states=3, random_state=5)"
+    again = clone(lm).fit(train[:400])              # same parameters and seed: same model
+    assert again.perplexity(test) == lm.perplexity(test)
+    assert not hasattr(clone(lm), "r_")
+    with pytest.raises(NotFittedError):
+        clone(lm).perplexity(test)
+    kn = KneserNeyBigramLM(lowercase=False).fit(train)
+    assert kn.get_params() == {"min_count": 2, "lowercase": False, "discount": "modified"}
+    assert kn.fit_time_ >= 0 and KneserNeyBigramLM.input_kind == "sequences"

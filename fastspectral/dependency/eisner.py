@@ -6,18 +6,33 @@
 """
 from __future__ import annotations
 
-import os
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["eisner", "eisner_batch", "eisner_packed", "default_jobs"]
+from ..base import check_jobs
+
+__all__ = ["eisner", "eisner_batch", "eisner_packed", "PackedHeads"]
 
 
-def default_jobs(jobs) -> int:
-    """Number of threads for ``jobs`` (None or <= 0: all CPUs)."""
-    if jobs is None or jobs <= 0:
-        return max(1, os.cpu_count() or 1)
-    return int(jobs)
+@dataclass
+class PackedHeads:
+    """Decoded trees of a batch of sentences (:func:`eisner_packed`, :func:`~fastspectral.
+    dependency.inference.mbr_decode`).
+
+    Attributes
+    ----------
+    heads : ndarray of int32
+        All heads (1-based, 0 = root); sentence ``b``'s are ``heads[head_off[b]:head_off[b+1]]``.
+    head_off : ndarray of int64
+        Offsets of the sentences in ``heads`` (length ``B + 1``).
+    best : ndarray of float64
+        The best tree's total score of each sentence.
+    """
+
+    heads: np.ndarray
+    head_off: np.ndarray
+    best: np.ndarray
 
 
 def _kernel():
@@ -26,12 +41,13 @@ def _kernel():
 
 
 def eisner_packed(scores: np.ndarray, pair_off: np.ndarray, lengths: np.ndarray,
-                  single_root: bool = False, jobs=None):
-    """Decode packed score blocks; returns ``(heads, head_off, best)``.
+                  single_root: bool = False, jobs=None) -> PackedHeads:
+    """Decode packed score blocks (Eisner 1996, the first-order projective algorithm).
 
     Sentence ``b`` (``lengths[b]`` words) has its ``(n+1)^2`` row-major scores at
-    ``scores[pair_off[b]:]``; its heads (1-based, 0 = root) are
-    ``heads[head_off[b]:head_off[b+1]]``; ``best[b]`` is the best tree's total score.
+    ``scores[pair_off[b]:]``; in the returned :class:`PackedHeads` its heads (1-based,
+    0 = root) are ``heads[head_off[b]:head_off[b+1]]`` and ``best[b]`` is the best tree's total
+    score.  ``jobs``: threads (None: every core available; ValueError when < 1).
     """
     lengths = np.ascontiguousarray(lengths, dtype=np.int32)
     head_off = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -41,8 +57,8 @@ def eisner_packed(scores: np.ndarray, pair_off: np.ndarray, lengths: np.ndarray,
     _kernel().eisner_batch(np.ascontiguousarray(scores, dtype=np.float64),
                            np.ascontiguousarray(pair_off[:len(lengths)], dtype=np.int64),
                            lengths, head_off, heads, best, int(bool(single_root)),
-                           default_jobs(jobs))
-    return heads, head_off, best
+                           check_jobs(jobs))
+    return PackedHeads(heads, head_off, best)
 
 
 def eisner_batch(score_mats, single_root: bool = False, jobs=None):
@@ -55,8 +71,8 @@ def eisner_batch(score_mats, single_root: bool = False, jobs=None):
     pair_off = np.zeros(len(mats) + 1, dtype=np.int64)
     np.cumsum([S.size for S in mats], out=pair_off[1:])
     flat = np.concatenate([S.ravel() for S in mats]) if mats else np.zeros(0)
-    heads, head_off, _ = eisner_packed(flat, pair_off, lengths, single_root, jobs)
-    return [heads[head_off[b]:head_off[b + 1]].copy() for b in range(len(mats))]
+    res = eisner_packed(flat, pair_off, lengths, single_root, jobs)
+    return [res.heads[res.head_off[b]:res.head_off[b + 1]].copy() for b in range(len(mats))]
 
 
 def eisner(scores, single_root: bool = False) -> np.ndarray:

@@ -15,6 +15,7 @@ The E-step runs in Numba (``cache=True``), in parallel over (head, direction) au
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit, prange
@@ -22,7 +23,29 @@ from numba import njit, prange
 from .data import Encoded, SequenceData
 from .spectral import OperatorSHAG, _backoff_probs, distinct_sequences, with_backoff
 
-__all__ = ["em_init", "em_step", "fit_em"]
+__all__ = ["em_init", "em_step", "fit_em", "EMResult"]
+
+
+@dataclass
+class EMResult:
+    """The result of :func:`fit_em`.
+
+    Attributes
+    ----------
+    model : OperatorSHAG
+        The trained operator SHAG (mixed with DET+F when ``smoothing > 0``).
+    loglik : list of float
+        Training log-likelihood of every iteration (of the parameters entering it).
+    time : list of float
+        Cumulative seconds after each iteration, data preparation included.
+    snapshots : dict
+        Iteration -> ``OperatorSHAG`` for the iteration counts asked for.
+    """
+
+    model: OperatorSHAG
+    loglik: list = field(default_factory=list)
+    time: list = field(default_factory=list)
+    snapshots: dict = field(default_factory=dict)
 
 
 def em_init(grp_start, q_start, q_len, q_w, mods, H: int, M: int, N: int, seed: int = 0):
@@ -142,11 +165,12 @@ def _to_operator(alpha, A, beta, H, M, N) -> OperatorSHAG:
 def fit_em(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: int,
            iterations: int = 25, seed: int = 0, snapshots=(), callback=None,
            smoothing: float = 0.0):
-    """Train an N-state SHAG with EM.
+    """Train an N-state SHAG with EM (the EM baseline of Luque et al. 2012, section 5).
 
-    Returns ``(model, info)``; ``info`` has ``loglik`` (per iteration), ``time`` (cumulative
+    Returns an :class:`EMResult`: the model, ``loglik`` (per iteration), ``time`` (cumulative
     seconds after each iteration, data preparation included) and ``snapshots`` (iteration ->
-    ``OperatorSHAG``) for the iteration counts listed in ``snapshots``.  ``smoothing`` in
+    ``OperatorSHAG``) for the iteration counts listed in ``snapshots``; ``callback(it, ll)`` is
+    called after every iteration.  ``seed``: the initialisation's seed.  ``smoothing`` in
     [0, 1): the model (and every snapshot) is the mixture ``(1 - smoothing) * EM +
     smoothing * DET+F`` (``spectral.backoff_automaton``), with ``N + 2`` states.
     """
@@ -166,14 +190,14 @@ def fit_em(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: int,
         return _to_operator(alpha, A, beta, H, M, N)
 
     alpha, A, beta = em_init(*data, H, M, N, seed=seed)
-    info = {"loglik": [], "time": [], "snapshots": {}}
+    loglik, times, snaps_out = [], [], {}
     snaps = set(int(s) for s in snapshots)
     for it in range(1, int(iterations) + 1):
         alpha, A, beta, ll = em_step(alpha, A, beta, *data)
-        info["loglik"].append(float(ll))
-        info["time"].append(time.perf_counter() - t0)
+        loglik.append(float(ll))
+        times.append(time.perf_counter() - t0)
         if it in snaps:
-            info["snapshots"][it] = model(alpha, A, beta)
+            snaps_out[it] = model(alpha, A, beta)
         if callback is not None:
             callback(it, ll)
-    return model(alpha, A, beta), info
+    return EMResult(model(alpha, A, beta), loglik, times, snaps_out)

@@ -1,14 +1,40 @@
 """Arc posteriors of SHAG models (compiled inside-outside) and MBR decoding."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from ..base import check_jobs
 from .backoff import BackoffSHAG
 from .data import N_CLASSES, Encoded
-from .eisner import default_jobs, eisner_packed
+from .eisner import PackedHeads, eisner_packed
 from .spectral import OperatorSHAG
 
-__all__ = ["pair_offsets", "arc_marginals", "mbr_decode", "unpack_square"]
+__all__ = ["pair_offsets", "arc_marginals", "mbr_decode", "unpack_square", "ArcMarginals"]
+
+
+@dataclass
+class ArcMarginals:
+    """Arc posteriors of a batch of sentences (:func:`arc_marginals`).
+
+    Attributes
+    ----------
+    mu : ndarray of float64
+        Sentence ``b``'s row-major ``(n+1) x (n+1)`` posteriors ``mu[h, m]`` of the arcs
+        ``h -> m`` are ``mu[pair_off[b]:pair_off[b+1]]`` (:func:`unpack_square`).
+    pair_off : ndarray of int64
+        Offsets of the sentences' blocks (:func:`pair_offsets`).
+    logz : ndarray of float64
+        ``log |Z|`` of every sentence.
+    status : ndarray of int32
+        0 when ok, 1 when the model gives the sentence no (finite, non-zero) total weight.
+    """
+
+    mu: np.ndarray
+    pair_off: np.ndarray
+    logz: np.ndarray
+    status: np.ndarray
 
 
 def pair_offsets(enc: Encoded) -> np.ndarray:
@@ -21,14 +47,16 @@ def pair_offsets(enc: Encoded) -> np.ndarray:
 
 def arc_marginals(op: OperatorSHAG, det: BackoffSHAG | None, enc: Encoded,
                   single_root: bool = False, jobs=None, det_power: float = 1.0,
-                  arc_mask: np.ndarray | None = None):
-    """Arc posteriors of the product model ``op x det`` for every sentence of ``enc``.
+                  arc_mask: np.ndarray | None = None) -> ArcMarginals:
+    """Arc posteriors of the product model ``op x det`` for every sentence of ``enc``
+    (inside-outside over split head automata, Luque et al. 2012 section 4; the operator
+    weights of eq. 1-2 times the deterministic model's arc weights).
 
-    Returns ``(mu, pair_off, logz, status)``: ``mu[pair_off[b]:]`` is sentence ``b``'s
-    row-major ``(n+1) x (n+1)`` matrix of posteriors ``mu[h, m]`` of arc ``h -> m``;
-    ``logz[b]`` is ``log |Z|`` and ``status[b]`` 0 when ok, 1 when the model gives the
-    sentence no (finite, non-zero) total weight.  ``arc_mask`` (packed like ``mu``) multiplies
-    every arc's weight, e.g. 0/1 to prune arcs.
+    Returns an :class:`ArcMarginals`: ``mu[pair_off[b]:]`` is sentence ``b``'s row-major
+    ``(n+1) x (n+1)`` matrix of posteriors ``mu[h, m]`` of arc ``h -> m``; ``logz[b]`` is
+    ``log |Z|`` and ``status[b]`` 0 when ok, 1 when the model gives the sentence no (finite,
+    non-zero) total weight.  ``arc_mask`` (packed like ``mu``) multiplies every arc's weight,
+    e.g. 0/1 to prune arcs.  ``jobs``: threads (None: every core available).
     """
     from .._ext import shag as _k
 
@@ -57,9 +85,8 @@ def arc_marginals(op: OperatorSHAG, det: BackoffSHAG | None, enc: Encoded,
                             np.ascontiguousarray(lw, dtype=np.float64),
                             np.ascontiguousarray(ls, dtype=np.float64),
                             pair_off, mu, logz, status, int(bool(single_root)),
-                            default_jobs(jobs))
-    assert K == next_state.shape[0]
-    return mu, pair_off, logz, status
+                            check_jobs(jobs))
+    return ArcMarginals(mu, pair_off, logz, status)
 
 
 def unpack_square(packed: np.ndarray, pair_off: np.ndarray, b: int) -> np.ndarray:
@@ -70,12 +97,12 @@ def unpack_square(packed: np.ndarray, pair_off: np.ndarray, b: int) -> np.ndarra
 
 
 def mbr_decode(mu: np.ndarray, pair_off: np.ndarray, lengths: np.ndarray,
-               single_root: bool = False, jobs=None, eps: float = 1e-300):
+               single_root: bool = False, jobs=None, eps: float = 1e-300) -> PackedHeads:
     """MBR trees: ``argmax_y sum_{(h,m) in y} log mu[h, m]`` by first-order Eisner.
 
     Posteriors below ``eps`` (including negative values an unnormalised spectral model can
-    produce) are clipped to ``eps``.  Returns ``(heads, head_off)``.
+    produce) are clipped to ``eps``.  Returns a :class:`~fastspectral.dependency.eisner.
+    PackedHeads` (``best``: the trees' sums of log posteriors).
     """
     scores = np.log(np.maximum(mu, eps))
-    heads, head_off, _ = eisner_packed(scores, pair_off, lengths, single_root, jobs)
-    return heads, head_off
+    return eisner_packed(scores, pair_off, lengths, single_root, jobs)

@@ -6,23 +6,23 @@ back-off SHAG (DET, DET+F, or the lexicalised LEX, LEX+F, LEX+FCP of Luque et al
 sec. 5.2).  Parsing computes arc posteriors with the compiled inside-outside kernel and returns
 the minimum-Bayes-risk tree ``argmax_y sum_{(h,m) in y} log mu_hm`` (first-order Eisner).
 
-``model``:
+``method``:
 
 * ``"det"`` / ``"det+f"``: deterministic unlexicalised SHAG with one state / first-vs-rest
   states (no operator part);
-* ``"spectral"``: operator SHAG with ``states`` states learned by Algorithm 1;
-* ``"em"``: operator SHAG with ``states`` states trained by ``iterations`` EM iterations.
+* ``"spectral"``: operator SHAG with ``n_states`` states learned by Algorithm 1;
+* ``"em"``: operator SHAG with ``n_states`` states trained by ``iterations`` EM iterations.
 
 ``lexical`` (``"none"``, ``"lex"``, ``"lex+f"``, ``"lex+fcp"``) multiplies the model by a
 lexicalised deterministic SHAG (log-linear combination, the lexical log-probability weighted
 by ``lex_weight``).  The lexical models contain their own tag-level estimates (P_A), so with
-``model="det"`` or ``"det+f"`` a lexical model is used *alone* (the paper's LEX rows); with
+``method="det"`` or ``"det+f"`` a lexical model is used *alone* (the paper's LEX rows); with
 ``"spectral"`` or ``"em"`` it is combined with the operator model.
 
-``smoothing`` (default :data:`SMOOTHING`) interpolates the spectral / EM automata with the
-DET+F back-off automaton (a mixture of weighted automata is one, with ``states + 2`` states),
-so that modifier sequences never seen in training keep a positive weight; ``smoothing=0`` is
-the paper's unsmoothed model.
+``backoff_weight`` (default :data:`BACKOFF_WEIGHT`) interpolates the spectral / EM automata
+with the DET+F back-off automaton (a mixture of weighted automata is one, with
+``n_states + 2`` states), so that modifier sequences never seen in training keep a positive
+weight; ``backoff_weight=0`` is the paper's unsmoothed model.
 """
 from __future__ import annotations
 
@@ -30,102 +30,226 @@ import copy
 import dataclasses
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import FormatError, NotFittedError
+from ..base import Parser, check_jobs
+from ..errors import FormatError, ModelFileError
 from .backoff import BackoffSHAG
-from .data import (ROOT, TAGSETS, SymbolVocab, check_sentence, choose_tagset, encode_sentences,
-                   modifier_sequences, with_tagset)
-from .inference import arc_marginals, mbr_decode, unpack_square
+from .data import (ROOT, TAGSETS, SymbolVocab, _TagView, check_sentence, choose_tagset,
+                   encode_sentences, modifier_sequences, with_tagset)
+from .inference import ArcMarginals, arc_marginals, mbr_decode, unpack_square
 from .spectral import OperatorSHAG, learn_spectral
 
-__all__ = ["SHAGParser", "MODELS", "LEXICAL"]
+__all__ = ["SHAGParser", "SHAGFitInfo", "SHAGParseStats", "METHODS", "MODELS", "LEXICAL"]
 
-MODELS = ("det", "det+f", "spectral", "em")
+#: the estimation methods (``method``) of :class:`SHAGParser`
+METHODS = ("det", "det+f", "spectral", "em")
+#: older name of :data:`METHODS`
+MODELS = METHODS
 #: default number of states: the development splits chose 8 / 6 / 8 (WSJ / Spanish / EWT) for
 #: the default spectral model, whose accuracy is flat for larger n (docs/dependency.md)
 STATES = 8
 #: default interpolation weight of the DET+F back-off automaton (spectral and EM models),
 #: chosen on the development splits (docs/dependency.md)
-SMOOTHING = 0.3
+BACKOFF_WEIGHT = 0.3
+#: older name of :data:`BACKOFF_WEIGHT`
+SMOOTHING = BACKOFF_WEIGHT
 #: default ridge of the spectral learner's regularised pseudo-inverse (``learn_spectral``),
 #: chosen on the development splits (docs/dependency.md)
 RIDGE = 1.0
 LEXICAL = ("none", "lex", "lex+f", "lex+fcp")
 _LEX_STATES = {"lex": "none", "lex+f": "f", "lex+fcp": "fcp"}
-_KIND = "shag"
 
 
-class SHAGParser:
-    """Split head-automaton grammar dependency parser (Luque et al., EACL 2012).
+@dataclass
+class SHAGFitInfo:
+    """Training details of :meth:`SHAGParser.fit` (``fit_info_``).
 
-    Parameters: ``model`` (see module docstring), ``states`` (N for spectral / EM),
-    ``lexical``, ``iterations`` (EM), ``lex_weight`` (exponent of the lexical model),
-    ``seed`` (EM initialisation), ``single_root`` (``None``: learn it from the training data,
-    True when every training tree has exactly one root child), ``batch_size`` (sentences per
-    kernel call while parsing), ``basis`` (spectral Hankel basis: 1 = single symbols, the
-    paper's bigram / trigram statistics; 2 = also the frequent length-2 prefixes and suffixes),
-    ``smoothing`` (spectral and EM models: the learned automata are interpolated with the
-    DET+F back-off automaton, ``(1 - smoothing) * model + smoothing * DET+F``, which gives
-    every tag sequence a positive weight; 0 is the paper's unsmoothed model; the operator
-    model then has ``states + 2`` states.  Ignored by ``det`` / ``det+f``), ``tagset`` (the
-    tag column read as POS tags: ``"upos"``, ``"xpos"`` (the sentences' ``tags``: XPOS, or UPOS
-    when they have no XPOS) or ``"auto"``: UPOS for Universal Dependencies treebanks (every
-    UPOS tag one of the 17 universal ones), XPOS otherwise; the choice is ``tagset_``),
-    ``ridge`` (spectral model: regularisation of the pseudo-inverse in the operators, in units
-    of the Hankel blocks' sampling noise; 0 is the paper's plain pseudo-inverse).
+    Attributes
+    ----------
+    n_sentences : int
+        Training sentences.
+    loglik : list of float
+        ``method="em"``: the training log-likelihood of every EM iteration (empty otherwise;
+        not stored in model files).
     """
 
-    input_kind = "dependency"
+    n_sentences: int = 0
+    loglik: list = field(default_factory=list)
 
-    def __init__(self, model: str = "spectral", states: int = STATES, lexical: str = "none",
-                 iterations: int = 25, lex_weight: float = 1.0, seed: int = 0,
+
+@dataclass
+class SHAGParseStats:
+    """What happened to the sentences of the last :meth:`SHAGParser.parse` (or
+    :meth:`~SHAGParser.predict_heads`) call (``last_parse_stats_``).
+
+    Attributes
+    ----------
+    sentences : int
+        Sentences parsed.
+    fallback : int
+        Sentences to which the model gives no (finite, non-zero) weight, parsed with the
+        always-positive DET+F back-off model instead.
+    """
+
+    sentences: int = 0
+    fallback: int = 0
+
+
+def _check_int(name, value, low, allow_none=False):
+    """``value`` as an int >= ``low`` (ValueError naming ``name`` otherwise)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, not {value!r}")
+    return int(value)
+
+
+def _check_float(name, value, low, high=None):
+    """``value`` as a float in ``[low, high)`` (ValueError naming ``name`` otherwise)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = float("nan")
+    if isinstance(value, bool) or not (x >= low and (high is None or x < high)):
+        interval = f">= {low}" if high is None else f"in [{low}, {high})"
+        raise ValueError(f"{name} must be a number {interval}, not {value!r}")
+    return x
+
+
+class SHAGParser(Parser):
+    """Split head-automaton grammar dependency parser (Luque et al., EACL 2012).
+
+    Parameters
+    ----------
+    method : {"spectral", "em", "det", "det+f"}, default "spectral"
+        The unlexicalised model (see the module docstring): a spectral operator SHAG, an
+        EM-trained one, or the deterministic one-state / first-vs-rest SHAG.
+    n_states : int, default 8
+        Hidden states N of the spectral / EM automata (:data:`STATES`).
+    lexical : {"none", "lex", "lex+f", "lex+fcp"}, default "none"
+        Lexicalised deterministic back-off SHAG multiplied into the model (used alone with
+        ``method="det"`` / ``"det+f"``).
+    iterations : int, default 25
+        EM iterations (``method="em"``).
+    lex_weight : float, default 1.0
+        Exponent of the lexical model's probabilities.
+    random_state : int or None, default 0
+        Seed of the EM initialisation (None: fresh entropy).
+    single_root : bool or None, default None
+        Trees with exactly one root child; None: learnt from the training data (True when
+        every training tree has one).
+    batch_size : int, default 512
+        Sentences per kernel call while parsing.
+    basis : {1, 2}, default 2
+        Spectral Hankel basis: 1 = single symbols (the paper's bigram / trigram statistics);
+        2 = also the frequent length-2 prefixes and suffixes.
+    backoff_weight : float, default 0.3
+        Spectral and EM models: the learned automata are interpolated with the DET+F back-off
+        automaton, ``(1 - backoff_weight) * model + backoff_weight * DET+F``, which gives every
+        tag sequence a positive weight (the operator model then has ``n_states + 2`` states);
+        0 is the paper's unsmoothed model; in [0, 1).  Ignored by ``det`` / ``det+f``.
+    tagset : {"auto", "upos", "xpos"}, default "auto"
+        The tag column read as POS tags: ``"xpos"`` (the sentences' ``tags``: XPOS, or UPOS
+        when they have no XPOS), ``"upos"``, or ``"auto"``: UPOS for Universal Dependencies
+        treebanks (every UPOS tag one of the 17 universal ones), XPOS otherwise.
+    ridge : float, default 1.0
+        Spectral model: regularisation of the pseudo-inverse in the operators, in units of the
+        Hankel blocks' sampling noise; 0 is the paper's plain pseudo-inverse.
+
+    Attributes
+    ----------
+    tagset_ : str
+        The tag column used (``"upos"`` or ``"xpos"``).
+    tags_ : SymbolVocab
+        The POS tags, most frequent first (unseen tags read as the most frequent one).
+    words_ : SymbolVocab or None
+        The training words (lexical models only).
+    op_ : OperatorSHAG
+        The operator model (the trivial one-state automaton for ``det`` / ``det+f``).
+    det_ : BackoffSHAG or None
+        The deterministic (DET, DET+F, LEX...) model multiplied into ``op_``.
+    fallback_ : BackoffSHAG
+        The DET+F model that parses the sentences ``op_`` gives no weight.
+    single_root_ : bool
+        Whether parses have exactly one root child.
+    fit_time_ : float
+        Seconds spent in the last :meth:`fit`.
+    fit_info_ : SHAGFitInfo
+        Training details (training sentences, EM log-likelihoods).
+    last_parse_stats_ : SHAGParseStats
+        Counts of the last :meth:`parse` call (sentences parsed by the fallback model).
+
+    References
+    ----------
+    F. M. Luque, A. Quattoni, B. Balle and X. Carreras, "Spectral Learning for Non-Deterministic
+    Dependency Parsing", EACL 2012: the operator SHAG (section 3, eq. 1-2), its spectral
+    learning (Algorithm 1, eq. 6-8), inside-outside arc posteriors and MBR decoding (section 4),
+    the deterministic and lexicalised baselines (section 5.2).  J. Eisner, "Three new
+    probabilistic models for dependency parsing", COLING 1996 (first-order projective decoding).
+
+    Examples
+    --------
+    >>> from fastspectral.dependency import SHAGParser
+    >>> from fastspectral.trees.conll import DepSentence
+    >>> def sent(text, heads):
+    ...     words, tags = zip(*(w.split("/") for w in text.split()))
+    ...     return DepSentence(words=words, xpos=tags, heads=heads)
+    >>> train = [sent("the/DT dog/NN barks/VBZ", [2, 3, 0]),
+    ...          sent("a/DT cat/NN sleeps/VBZ", [2, 3, 0]),
+    ...          sent("dogs/NNS bark/VBP", [2, 0]),
+    ...          sent("the/DT big/JJ dog/NN sleeps/VBZ", [3, 3, 4, 0])] * 5
+    >>> parser = SHAGParser(method="spectral", n_states=2).fit(train)
+    >>> parser.parse([sent("a/DT big/JJ cat/NN barks/VBZ", [-1, -1, -1, -1])])[0].heads
+    [3, 3, 4, 0]
+    """
+
+    kind = "shag"
+    input_kind = "dependency"
+    #: names of model files written by older versions
+    _renamed_params = {"model": "method", "states": "n_states", "seed": "random_state",
+                       "smoothing": "backoff_weight"}
+
+    def __init__(self, method: str = "spectral", n_states: int = STATES, lexical: str = "none",
+                 iterations: int = 25, lex_weight: float = 1.0, random_state: int | None = 0,
                  single_root: bool | None = None, batch_size: int = 512, basis: int = 2,
-                 smoothing: float = SMOOTHING, tagset: str = "auto", ridge: float = RIDGE):
-        if model not in MODELS:
-            raise ValueError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
-        if lexical not in LEXICAL:
-            raise ValueError(f"lexical must be one of {', '.join(LEXICAL)}, not {lexical!r}")
-        if int(states) < 1:
-            raise ValueError("states must be >= 1")
-        if int(basis) not in (1, 2):
-            raise ValueError("basis must be 1 or 2")
-        if int(iterations) < 0:
-            raise ValueError("iterations must be >= 0")
-        if not float(ridge) >= 0.0:
-            raise ValueError(f"ridge must be >= 0, not {ridge!r}")
-        if tagset not in TAGSETS:
-            raise ValueError(f"tagset must be one of {', '.join(TAGSETS)}, not {tagset!r}")
-        if not 0.0 <= float(smoothing) < 1.0:
-            raise ValueError(f"smoothing must be in [0, 1), not {smoothing!r}")
-        self.model = model
-        self.states = int(states)
+                 backoff_weight: float = BACKOFF_WEIGHT, tagset: str = "auto",
+                 ridge: float = RIDGE):
+        self.method = method
+        self.n_states = n_states
         self.lexical = lexical
-        self.iterations = int(iterations)
-        self.lex_weight = float(lex_weight)
-        self.seed = int(seed)
+        self.iterations = iterations
+        self.lex_weight = lex_weight
+        self.random_state = random_state
         self.single_root = single_root
-        self.batch_size = int(batch_size)
-        self.basis = int(basis)
-        self.smoothing = float(smoothing)
+        self.batch_size = batch_size
+        self.basis = basis
+        self.backoff_weight = backoff_weight
         self.tagset = tagset
-        self.ridge = float(ridge)
-        self.tagset_ = "xpos"
-        self.tags_: SymbolVocab | None = None
-        self.words_: SymbolVocab | None = None
-        self.op_: OperatorSHAG | None = None
-        self.det_: BackoffSHAG | None = None
-        self.fallback_: BackoffSHAG | None = None
-        self.single_root_ = False
-        self.train_info_: dict = {}
-        self.n_fallback_ = 0
+        self.ridge = ridge
 
     # ------------------------------------------------------------------ helpers
-    def __repr__(self) -> str:
-        return (f"SHAGParser(model={self.model!r}, states={self.states}, lexical={self.lexical!r}, "
-                f"iterations={self.iterations}, smoothing={self.smoothing}, "
-                f"tagset={self.tagset!r})")
+    def _validate_params(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
+        if self.lexical not in LEXICAL:
+            raise ValueError(f"lexical must be one of {', '.join(LEXICAL)}, not "
+                             f"{self.lexical!r}")
+        if self.tagset not in TAGSETS:
+            raise ValueError(f"tagset must be one of {', '.join(TAGSETS)}, not {self.tagset!r}")
+        _check_int("n_states", self.n_states, 1)
+        _check_int("iterations", self.iterations, 0)
+        _check_int("batch_size", self.batch_size, 1)
+        _check_int("random_state", self.random_state, 0, allow_none=True)
+        if self.basis not in (1, 2):
+            raise ValueError(f"basis must be 1 or 2, not {self.basis!r}")
+        _check_float("backoff_weight", self.backoff_weight, 0.0, 1.0)
+        _check_float("ridge", self.ridge, 0.0)
+        _check_float("lex_weight", self.lex_weight, 0.0)
+        if self.single_root not in (None, True, False):
+            raise ValueError(f"single_root must be None, True or False, not {self.single_root!r}")
 
     @property
     def _H(self) -> int:
@@ -135,13 +259,29 @@ class SHAGParser:
     def _M(self) -> int:
         return len(self.tags_)
 
-    def _check_fitted(self):
-        if self.op_ is None:
-            raise NotFittedError("this SHAGParser is not fitted; call fit() or load()")
-
     def _encode(self, sents, with_heads):
         """Encode sentences already seen through the model's tag column (``with_tagset``)."""
         return encode_sentences(sents, self.tags_, self.words_, with_heads=with_heads)
+
+    def _model_view(self, sents, tags=None) -> list:
+        """``sents`` seen through the model's tag column, or with the given ``tags`` (one list
+        per sentence; a None entry keeps that sentence's own column), checked."""
+        if tags is None:
+            view = with_tagset(sents, self.tagset_)
+        else:
+            view = []
+            for i, (s, t) in enumerate(zip(sents, tags)):
+                if t is None:
+                    view.extend(with_tagset([s], self.tagset_))
+                    continue
+                t = list(t)
+                if len(t) != len(s.words):
+                    raise ValueError(f"sentence {i + 1}: {len(t)} tags for {len(s.words)} words")
+                view.append(_TagView(s.words, t, getattr(s, "heads", None),
+                                     getattr(s, "line", None)))
+        for i, s in enumerate(view):
+            check_sentence(s, i, need_heads=False)
+        return view
 
     def encode(self, sents, with_heads: bool = True):
         """The fitted model's flat encoding (``data.Encoded``) of ``sents``, read through its
@@ -154,12 +294,14 @@ class SHAGParser:
 
     # ------------------------------------------------------------------ training
     def fit(self, sents) -> "SHAGParser":
-        """Learn the model from dependency sentences (objects with ``words``, ``tags``, ``heads``)."""
+        """Learn the model from dependency sentences (objects with ``words``, ``tags``,
+        ``heads``, e.g. :class:`~fastspectral.trees.conll.DepSentence`).  Returns self."""
+        self._validate_params()
         sents = list(sents)
         if not sents:
             raise ValueError("cannot fit a SHAGParser on an empty treebank")
-        self.tagset_ = choose_tagset(sents) if self.tagset == "auto" else self.tagset
-        sents = with_tagset(sents, self.tagset_)
+        tagset = choose_tagset(sents) if self.tagset == "auto" else self.tagset
+        sents = with_tagset(sents, tagset)
         for i, s in enumerate(sents):
             check_sentence(s, i, need_heads=True)
         t0 = time.perf_counter()
@@ -167,6 +309,7 @@ class SHAGParser:
         tag_list = sorted(tag_counts, key=lambda t: (-tag_counts[t], t))
         if ROOT in tag_counts:
             raise FormatError(f"the tag {ROOT!r} is reserved", None, None)
+        self.tagset_ = tagset
         self.tags_ = SymbolVocab(tag_list, unk_id=0)   # unseen tags -> most frequent tag
         if self.lexical != "none":
             word_list = sorted({w for s in sents for w in s.words})
@@ -180,55 +323,58 @@ class SHAGParser:
         enc = self._encode(sents, True)
         seqs = modifier_sequences(enc)
         H, M = self._H, self._M
-        info: dict = {}
-        if self.model == "spectral":
-            self.op_ = learn_spectral(enc, seqs, H, M, self.states, basis=self.basis,
-                                      smoothing=self.smoothing, ridge=self.ridge)
-        elif self.model == "em":
+        info = SHAGFitInfo(n_sentences=len(sents))
+        weight = float(self.backoff_weight)
+        if self.method == "spectral":
+            self.op_ = learn_spectral(enc, seqs, H, M, int(self.n_states), basis=int(self.basis),
+                                      smoothing=weight, ridge=float(self.ridge))
+        elif self.method == "em":
             from .em import fit_em
-            self.op_, em_info = fit_em(enc, seqs, H, M, self.states, self.iterations, self.seed,
-                                       smoothing=self.smoothing)
-            info["loglik"] = em_info["loglik"]
+            res = fit_em(enc, seqs, H, M, int(self.n_states), int(self.iterations),
+                         self.random_state, smoothing=weight)
+            self.op_ = res.model
+            info.loglik = res.loglik
         else:
             self.op_ = OperatorSHAG.trivial(H, M)
         n_words = len(self.words_) if self.words_ is not None else 0
         if self.lexical != "none":
             self.det_ = BackoffSHAG(_LEX_STATES[self.lexical], True, M, n_words).fit(enc, seqs)
-        elif self.model in ("det", "det+f"):
-            self.det_ = BackoffSHAG("none" if self.model == "det" else "f", False, M).fit(enc, seqs)
+        elif self.method in ("det", "det+f"):
+            self.det_ = BackoffSHAG("none" if self.method == "det" else "f", False, M).fit(enc,
+                                                                                         seqs)
         else:
             self.det_ = None
         self.fallback_ = BackoffSHAG("f", False, M).fit(enc, seqs)
-        info["train_seconds"] = time.perf_counter() - t0
-        info["n_sentences"] = len(sents)
-        self.train_info_ = info
+        self.fit_time_ = time.perf_counter() - t0
+        self.fit_info_ = info
         return self
 
     # ------------------------------------------------------------------ parsing
     def _det_power(self) -> float:
-        return self.lex_weight if self.lexical != "none" else 1.0
+        return float(self.lex_weight) if self.lexical != "none" else 1.0
 
-    def _marginals(self, enc, jobs):
-        mu, pair_off, logz, status = arc_marginals(self.op_, self.det_, enc, self.single_root_,
-                                                   jobs, self._det_power())
-        bad = np.nonzero(status != 0)[0]
+    def _marginals(self, enc, n_threads) -> tuple[ArcMarginals, int]:
+        """Arc posteriors of ``enc``'s sentences and how many came from the fallback model."""
+        res = arc_marginals(self.op_, self.det_, enc, self.single_root_, n_threads,
+                            self._det_power())
+        bad = np.nonzero(res.status != 0)[0]
         if len(bad):
             # sentences the model gives no weight: use the always-positive DET+F back-off model
-            mu2, off2, _, _ = arc_marginals(OperatorSHAG.trivial(self._H, self._M),
-                                            self.fallback_, enc.subset(bad), self.single_root_,
-                                            jobs)
+            fb = arc_marginals(OperatorSHAG.trivial(self._H, self._M), self.fallback_,
+                               enc.subset(bad), self.single_root_, n_threads)
+            mu, pair_off = res.mu, res.pair_off
             for i, b in enumerate(bad):
-                mu[pair_off[b]:pair_off[b + 1]] = mu2[off2[i]:off2[i + 1]]
-            self.n_fallback_ += len(bad)
-        return mu, pair_off, logz, status
+                mu[pair_off[b]:pair_off[b + 1]] = fb.mu[fb.pair_off[i]:fb.pair_off[i + 1]]
+        return res, len(bad)
 
     def _chunks(self, sents, max_pairs: int = 1 << 21):
         """Consecutive batches of at most ``batch_size`` sentences and about ``max_pairs``
         (head, modifier) pairs, so that the per-batch arc-weight arrays stay small."""
+        batch = int(self.batch_size)
         a = 0
         while a < len(sents):
             b, pairs = a, 0
-            while b < len(sents) and b - a < self.batch_size:
+            while b < len(sents) and b - a < batch:
                 pairs += (len(sents[b].words) + 1) ** 2
                 if b > a and pairs > max_pairs:
                     break
@@ -236,34 +382,53 @@ class SHAGParser:
             yield sents[a:b]
             a = b
 
-    def predict_heads(self, sents, jobs=None, progress=None) -> list[np.ndarray]:
-        """Predicted heads (1-based int32 arrays, 0 = root) of each sentence.
-
-        ``progress``: optional callable ``progress(done, total)`` called after each batch.
-        """
-        self._check_fitted()
-        sents = with_tagset(list(sents), self.tagset_)
-        for i, s in enumerate(sents):
-            check_sentence(s, i, need_heads=False)
+    def predict_heads(self, items, *, tags=None, jobs=None, progress=None) -> list[np.ndarray]:
+        """Predicted heads (1-based int32 arrays, 0 = root) of each sentence; the arguments are
+        those of :meth:`parse`."""
+        items = list(items)
+        n_threads = self._check_parse_args(items, tags, jobs)
+        sents = self._model_view(items, tags)
         out: list[np.ndarray] = []
+        stats = SHAGParseStats(sentences=len(sents))
         for chunk in self._chunks(sents):
             enc = self._encode(chunk, False)
-            mu, pair_off, _, _ = self._marginals(enc, jobs)
-            heads, hoff = mbr_decode(mu, pair_off, enc.lengths, self.single_root_, jobs)
-            out.extend(heads[hoff[b]:hoff[b + 1]].copy() for b in range(len(chunk)))
+            res, n_fallback = self._marginals(enc, n_threads)
+            stats.fallback += n_fallback
+            dec = mbr_decode(res.mu, res.pair_off, enc.lengths, self.single_root_, n_threads)
+            out.extend(dec.heads[dec.head_off[b]:dec.head_off[b + 1]].copy()
+                       for b in range(len(chunk)))
             if progress is not None:
                 progress(len(out), len(sents))
+        self.last_parse_stats_ = stats
         return out
 
-    def parse(self, sents, jobs=None, progress=None) -> list:
-        """Parse sentences; returns copies with ``heads`` filled (and ``rels`` set to ``"_"``).
+    def parse(self, items, *, tags=None, jobs=None, progress=None) -> list:
+        """Parse dependency sentences; returns copies with ``heads`` filled (and ``rels`` set
+        to ``"_"``).
 
-        ``jobs``: threads (None: all CPUs); ``progress``: optional ``progress(done, total)``.
+        Parameters
+        ----------
+        items : list of DepSentence
+            Sentences with ``words`` and POS tags (their heads are ignored).
+        tags : list of lists of str, optional
+            POS tags to parse with, one list per sentence (a None entry keeps that sentence's
+            own tags); they replace the sentences' tags in the model's tag column
+            (``tagset_``).  The returned sentences keep their own tags.
+        jobs : int, optional
+            Threads (None: every core available).
+        progress : callable, optional
+            ``progress(done, total)`` called after each batch.
+
+        Returns
+        -------
+        list
+            One parsed copy per sentence, in order; ``last_parse_stats_`` counts the sentences
+            parsed by the fallback model.
         """
-        sents = list(sents)
-        heads = self.predict_heads(sents, jobs, progress)
+        items = list(items)
+        heads = self.predict_heads(items, tags=tags, jobs=jobs, progress=progress)
         out = []
-        for s, h in zip(sents, heads):
+        for s, h in zip(items, heads):
             hl = [int(x) for x in h]
             if dataclasses.is_dataclass(s):
                 fields = {f.name for f in dataclasses.fields(s)}
@@ -280,37 +445,25 @@ class SHAGParser:
     def arc_posteriors(self, sent, jobs=1) -> np.ndarray:
         """``(n+1) x (n+1)`` matrix of arc posteriors ``mu[h, m]`` for one sentence."""
         self._check_fitted()
-        sent = with_tagset([sent], self.tagset_)[0]
-        check_sentence(sent, None, need_heads=False)
-        enc = self._encode([sent], False)
-        mu, pair_off, _, _ = self._marginals(enc, jobs)
-        return unpack_square(mu, pair_off, 0).copy()
+        enc = self._encode(self._model_view([sent]), False)
+        res, _ = self._marginals(enc, check_jobs(jobs))
+        return unpack_square(res.mu, res.pair_off, 0).copy()
 
     def log_weight(self, sents, jobs=None) -> np.ndarray:
-        """log |total weight| (log of the sum over all projective trees) of each sentence."""
+        """log |total weight| (log of the sum over all projective trees) of each sentence
+        (NaN where the model gives a sentence no weight)."""
         self._check_fitted()
-        sents = with_tagset(list(sents), self.tagset_)
-        for i, s in enumerate(sents):
-            check_sentence(s, i, need_heads=False)
-        enc = self._encode(sents, False)
-        _, _, logz, status = arc_marginals(self.op_, self.det_, enc, self.single_root_,
-                                           jobs, self._det_power())
-        return np.where(status == 0, logz, np.nan)
+        enc = self._encode(self._model_view(list(sents)), False)
+        res = arc_marginals(self.op_, self.det_, enc, self.single_root_, check_jobs(jobs),
+                            self._det_power())
+        return np.where(res.status == 0, res.logz, np.nan)
 
-    # ------------------------------------------------------------------ persistence
-    def save(self, path) -> None:
-        """Write the model to ``path`` (a fastspectral model file of kind ``"shag"``)."""
-        self._check_fitted()
-        from ..io.modelfile import save_model_file
-
-        meta = {"model": self.model, "states": self.states, "lexical": self.lexical,
-                "iterations": self.iterations, "lex_weight": self.lex_weight, "seed": self.seed,
-                "single_root": self.single_root, "single_root_": self.single_root_,
-                "basis": self.basis, "smoothing": self.smoothing, "tagset": self.tagset,
-                "tagset_": self.tagset_, "ridge": self.ridge,
-                "tags": self.tags_.symbols,
+    # ------------------------------------------------------------------ model files
+    def _model_file(self):
+        meta = {"params": self.get_params(), "tagset_": self.tagset_,
+                "single_root_": self.single_root_, "tags": self.tags_.symbols,
                 "words": self.words_.symbols if self.words_ is not None else None,
-                "train_info": {k: v for k, v in self.train_info_.items() if k != "loglik"}}
+                "fit_time": self.fit_time_, "n_sentences": self.fit_info_.n_sentences}
         arrays = {"op_alpha1": self.op_.alpha1, "op_beta": self.op_.beta, "op_A": self.op_.A}
         fb_meta, fb_arrays = self.fallback_.to_arrays("fb_")
         meta["fallback"] = fb_meta
@@ -321,40 +474,52 @@ class SHAGParser:
             arrays.update(det_arrays)
         else:
             meta["det"] = None
-        save_model_file(path, _KIND, meta, arrays)
+        return meta, arrays
 
-    @classmethod
-    def load(cls, path) -> "SHAGParser":
-        """Read a model written by :meth:`save`."""
-        from ..io.modelfile import load_model_file
-
-        _, meta, arrays = load_model_file(path, expected_kind=_KIND)
-        return cls._from_model_file(meta, arrays)
+    @staticmethod
+    def _old_params(meta: dict) -> dict:
+        """The constructor arguments of a model file written before the estimator base: its
+        meta held the parameters as top-level fields under their old names (``model``,
+        ``states``, ``seed``, ``smoothing``), and fields added over time are absent from older
+        files, whose models had ``basis=1``, no back-off, the ``xpos`` column and ``ridge=0``."""
+        params = {name: meta[name] for name in ("model", "states", "lexical", "iterations",
+                                                "lex_weight", "seed", "single_root")}
+        params.update(basis=int(meta.get("basis", 1)), smoothing=float(meta.get("smoothing", 0.0)),
+                      tagset=meta.get("tagset", "xpos"), ridge=float(meta.get("ridge", 0.0)))
+        return params
 
     @classmethod
     def _from_model_file(cls, meta: dict, arrays: dict) -> "SHAGParser":
-        """Rebuild a parser from a model file's ``meta`` and ``arrays``."""
-        from ..errors import ModelFileError
-
+        """Rebuild a parser from a model file's ``meta`` and ``arrays`` (files written by
+        older versions included)."""
         try:
-            p = cls(meta["model"], meta["states"], meta["lexical"], meta["iterations"],
-                    meta["lex_weight"], meta["seed"], meta["single_root"],
-                    basis=int(meta.get("basis", 1)),
-                    smoothing=float(meta.get("smoothing", 0.0)),
-                    tagset=meta.get("tagset", "xpos"), ridge=float(meta.get("ridge", 0.0)))
+            if "params" in meta:
+                params = meta["params"]
+                fit_time = float(meta.get("fit_time", 0.0))
+                n_sentences = int(meta.get("n_sentences", 0))
+            else:
+                params = cls._old_params(meta)
+                old_info = meta.get("train_info", {})
+                fit_time = float(old_info.get("train_seconds", 0.0))
+                n_sentences = int(old_info.get("n_sentences", 0))
+            p = cls(**cls._params_from_file(params))
+            p._validate_params()
             p.tagset_ = meta.get("tagset_", "xpos")
             if p.tagset_ not in TAGSETS[1:]:
                 raise ValueError(f"unknown tagset {p.tagset_!r}")
             p.single_root_ = bool(meta["single_root_"])
             p.tags_ = SymbolVocab(meta["tags"], unk_id=0)
+            p.words_ = None
             if meta.get("words") is not None:
                 p.words_ = SymbolVocab(meta["words"], unk_id=len(meta["words"]))
             p.op_ = OperatorSHAG(arrays["op_alpha1"], arrays["op_beta"], arrays["op_A"])
             p.fallback_ = BackoffSHAG.from_arrays(meta["fallback"], arrays, "fb_")
+            p.det_ = None
             if meta.get("det") is not None:
                 p.det_ = BackoffSHAG.from_arrays(meta["det"], arrays, "det_")
-            p.train_info_ = dict(meta.get("train_info", {}))
-        except (KeyError, TypeError, ValueError) as exc:
+            p.fit_time_ = fit_time
+            p.fit_info_ = SHAGFitInfo(n_sentences=n_sentences)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ModelFileError(f"corrupt shag model file ({exc!r})") from None
         H, M = len(p.tags_) + 1, len(p.tags_)
         if p.op_.alpha1.shape[:2] != (H, 2) or p.op_.A.shape[:3] != (H, 2, M):

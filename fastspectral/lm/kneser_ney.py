@@ -27,14 +27,15 @@ has a positive probability.  A context never seen as a context gets ``p_cont``.
 """
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import Iterable
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ModelFileError, NotFittedError
-from ..io.modelfile import load_model_file, save_model_file
+from ..base import Estimator
+from ..errors import ModelFileError
 
 __all__ = ["BOS", "EOS", "UNK", "Vocabulary", "bigram_ids", "bigram_matrix",
            "KneserNeyBigramLM"]
@@ -110,39 +111,95 @@ def _as_word_lists(sentences):
             yield list(sent)
 
 
-class KneserNeyBigramLM:
-    """Interpolated Kneser–Ney bigram model (see the module docstring for the formulas).
+class KneserNeyBigramLM(Estimator):
+    """Interpolated Kneser-Ney bigram language model (the formulas are in the module docstring).
 
-    ``min_count``: training words seen fewer times become ``<unk>``; ``lowercase``: fold case;
-    ``discount``: ``"modified"`` (three discounts, default) or ``"absolute"`` (one).
+    Parameters
+    ----------
+    min_count : int, default 2
+        Training words seen fewer times become ``<unk>``.
+    lowercase : bool, default True
+        Fold words to lower case.
+    discount : {"modified", "absolute"}, default "modified"
+        Three discounts ``D1, D2, D3+`` (Chen & Goodman's modified Kneser-Ney) or one.
+
+    Attributes
+    ----------
+    vocab_ : Vocabulary
+        The vocabulary (``<s>``, ``</s>``, ``<unk>``, then the kept words).
+    counts_ : scipy.sparse.csr_matrix
+        Bigram counts ``C[v, w]``.
+    discounts_ : ndarray of shape (3,)
+        ``D1, D2, D3+`` (all equal with ``discount="absolute"``).
+    context_counts_ : ndarray
+        ``c(v)``: bigram tokens with context ``v``.
+    lambda_ : ndarray
+        Interpolation weight ``lambda(v)`` of the continuation unigram.
+    p_cont_ : ndarray
+        The continuation unigram ``p_cont(w)`` (interpolated with the uniform distribution).
+    unigram_discount_ : float
+        ``D_u``, the absolute discount of the continuation counts.
+    discounted_counts_ : ndarray
+        ``max(c(v, w) - D(c(v, w)), 0)`` of every non-zero of ``counts_`` (CSR order).
+    bigram_keys_ : ndarray of int64
+        ``v * |V| + w`` of every non-zero of ``counts_`` (sorted; the look-up keys).
+    fit_time_ : float
+        Seconds spent in the last :meth:`fit`.
+
+    References
+    ----------
+    R. Kneser and H. Ney, "Improved backing-off for m-gram language modeling", ICASSP 1995
+    (the continuation counts ``N1+(. w)``, eq. 10-12); S. F. Chen and J. Goodman, "An empirical
+    study of smoothing techniques for language modeling", Harvard TR-10-98, 1998 (interpolated
+    Kneser-Ney, eq. 17; modified Kneser-Ney discounts ``D1, D2, D3+``, eq. 26).
+
+    Examples
+    --------
+    >>> from fastspectral.lm import KneserNeyBigramLM
+    >>> sents = [s.split() for s in ["the dog barks", "the cat sleeps", "a dog sleeps",
+    ...                              "the dog sleeps", "a cat barks"]] * 3
+    >>> lm = KneserNeyBigramLM(min_count=1).fit(sents)
+    >>> lm.log_likelihood([["the", "dog", "barks"]])[1]       # 3 words + </s>
+    4
+    >>> 1.0 < lm.perplexity([["a", "dog", "barks"]]) < 5.0
+    True
     """
 
     kind = "kneser-ney-bigram-lm"
+    input_kind = "sequences"
 
     def __init__(self, min_count: int = 2, lowercase: bool = True, discount: str = "modified"):
-        if discount not in ("modified", "absolute"):
-            raise ValueError(f"discount must be 'modified' or 'absolute', got {discount!r}")
-        if min_count < 1:
-            raise ValueError("min_count must be >= 1")
-        self.min_count = int(min_count)
-        self.lowercase = bool(lowercase)
+        self.min_count = min_count
+        self.lowercase = lowercase
         self.discount = discount
-        self.vocab_: Vocabulary | None = None
+
+    def _validate_params(self) -> None:
+        if self.discount not in ("modified", "absolute"):
+            raise ValueError(f"discount must be 'modified' or 'absolute', got {self.discount!r}")
+        if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) \
+                or self.min_count < 1:
+            raise ValueError(f"min_count must be an integer >= 1, got {self.min_count!r}")
 
     # ---------------------------------------------------------------- training
     def fit(self, sentences):
-        """Estimate the model from training sentences (lists of words or ``(word, tag)``)."""
+        """Estimate the model from training sentences (lists of words or ``(word, tag)``).
+        Returns self."""
+        self._validate_params()
+        t0 = time.perf_counter()
         sents = list(_as_word_lists(sentences))
         if not sents:
             raise ValueError("no training sentences")
-        self.vocab_ = Vocabulary.build(sents, self.min_count, self.lowercase)
+        self.vocab_ = Vocabulary.build(sents, int(self.min_count), bool(self.lowercase))
         n = len(self.vocab_)
         prev, nxt = bigram_ids(sents, self.vocab_)
         self.counts_ = bigram_matrix(prev, nxt, n)
         self._finish()
+        self.fit_time_ = time.perf_counter() - t0
         return self
 
     def _finish(self):
+        """The discounts, interpolation weights and continuation unigram of ``counts_``
+        (Chen & Goodman 1998, eq. 17 and 26)."""
         C = self.counts_
         n = C.shape[0]
         data = C.data
@@ -160,11 +217,11 @@ class KneserNeyBigramLM:
         self.discounts_ = D
         disc = np.where(data >= 3, D[2], np.where(data >= 2, D[1], D[0]))
         disc = np.minimum(disc, data)
-        self._disc_data = data - disc  # discounted numerators per nonzero
+        self.discounted_counts_ = data - disc  # discounted numerators per nonzero
         ctx = np.asarray(C.sum(axis=1)).ravel()
         self.context_counts_ = ctx
         rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(C.indptr))
-        self._flat_keys = rows * n + C.indices.astype(np.int64)
+        self.bigram_keys_ = rows * n + C.indices.astype(np.int64)  # sorted: v * n + w
         lam_num = np.bincount(rows, weights=disc, minlength=n)
         self.lambda_ = np.where(ctx > 0, lam_num / np.where(ctx > 0, ctx, 1.0), 1.0)
         # continuation unigram, interpolated with uniform over predictable words (not <s>)
@@ -182,13 +239,9 @@ class KneserNeyBigramLM:
         self.p_cont_ = p / p.sum()
 
     # ---------------------------------------------------------------- scoring
-    def _check(self):
-        if self.vocab_ is None:
-            raise NotFittedError("this KneserNeyBigramLM is not fitted yet")
-
     def prob_ids(self, prev: np.ndarray, nxt: np.ndarray) -> np.ndarray:
         """``p(next | prev)`` for arrays of word ids."""
-        self._check()
+        self._check_fitted()
         C = self.counts_
         prev = np.asarray(prev, dtype=np.int64)
         nxt = np.asarray(nxt, dtype=np.int64)
@@ -196,19 +249,19 @@ class KneserNeyBigramLM:
         # look up c(v, w): binary search of v * n + w in the sorted CSR keys
         num = np.zeros(len(prev))
         keys = prev * C.shape[1] + nxt
-        flat = self._flat_keys
+        flat = self.bigram_keys_
         pos = np.searchsorted(flat, keys)
         pos_ok = pos < len(flat)
         hit = np.zeros(len(prev), dtype=bool)
         hit[pos_ok] = flat[pos[pos_ok]] == keys[pos_ok]
-        num[hit] = self._disc_data[pos[hit]]
+        num[hit] = self.discounted_counts_[pos[hit]]
         pc = self.p_cont_[nxt]
         safe = np.where(ctx > 0, ctx, 1.0)
         return np.where(ctx > 0, num / safe + self.lambda_[prev] * pc, pc)
 
     def prob(self, prev_word: str, word: str) -> float:
         """``p(word | prev_word)``; use ``"<s>"`` / ``"</s>"`` for the sentence boundaries."""
-        self._check()
+        self._check_fitted()
         ids = [self._word_id(prev_word), self._word_id(word)]
         return float(self.prob_ids(np.array([ids[0]]), np.array([ids[1]]))[0])
 
@@ -219,7 +272,7 @@ class KneserNeyBigramLM:
 
     def log_likelihood(self, sentences) -> tuple[float, int]:
         """``(sum of natural-log probabilities, number of predicted tokens)``."""
-        self._check()
+        self._check_fitted()
         prev, nxt = bigram_ids(_as_word_lists(sentences), self.vocab_)
         if len(prev) == 0:
             return 0.0, 0
@@ -233,34 +286,27 @@ class KneserNeyBigramLM:
         return float(np.exp(-ll / n))
 
     # ---------------------------------------------------------------- files
-    def save(self, path) -> None:
-        """Write the model to ``path`` (a fastspectral model file)."""
-        self._check()
+    def _model_file(self):
         C = self.counts_
-        meta = {"vocab": self.vocab_.words, "lowercase": self.lowercase,
-                "min_count": self.min_count, "discount": self.discount}
-        save_model_file(path, self.kind, meta, {"indptr": C.indptr.astype(np.int64),
-                                                "indices": C.indices.astype(np.int64),
-                                                "data": C.data})
-
-    @classmethod
-    def load(cls, path) -> "KneserNeyBigramLM":
-        """Read a model written by :meth:`save`."""
-        _, meta, arrays = load_model_file(path, expected_kind=cls.kind)
-        return cls._from_model_file(meta, arrays)
+        meta = {"params": self.get_params(), "vocab": self.vocab_.words,
+                "fit_time": self.fit_time_}
+        return meta, {"indptr": C.indptr.astype(np.int64), "indices": C.indices.astype(np.int64),
+                      "data": C.data}
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
         try:
-            model = cls(min_count=int(meta["min_count"]), lowercase=bool(meta["lowercase"]),
-                        discount=meta["discount"])
-            model.vocab_ = Vocabulary(meta["vocab"], model.lowercase, model.min_count)
+            # files written before the estimator base held the parameters as top-level fields
+            params = meta["params"] if "params" in meta else \
+                {k: meta[k] for k in ("min_count", "lowercase", "discount") if k in meta}
+            model = cls(**cls._params_from_file(params))
+            model._validate_params()
+            model.vocab_ = Vocabulary(meta["vocab"], bool(model.lowercase), int(model.min_count))
             n = len(model.vocab_)
             model.counts_ = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
                                           shape=(n, n))
+            model.fit_time_ = float(meta.get("fit_time", 0.0))
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelFileError(f"corrupt Kneser-Ney model file ({exc})") from None
         model._finish()
         return model
-
-

@@ -18,7 +18,7 @@ learned three ways (Cohen & Collins 2014, section 8):
 ``method="pivot-em"``
     The pivot estimate, with ``s`` smoothed towards the unigram distribution
     (``(1 - init_smoothing) s + init_smoothing p(w2)``, so that EM can move weights that the
-    anchor solution set to exactly 0), then ``em_iterations`` iterations of standard EM.
+    anchor solution set to exactly 0), then ``iterations`` iterations of standard EM.
 ``method="em"``
     Standard EM from a random initialisation (``r(. | w1)`` ~ Dirichlet(1); ``s(. | h)`` = the
     unigram distribution times independent Uniform(0.5, 1.5) noise, renormalised), seeded by
@@ -43,15 +43,26 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
-from ..errors import ModelFileError, NotFittedError
-from ..io.modelfile import load_model_file, save_model_file
+from ..base import Estimator
+from ..errors import ModelFileError
 from ..linalg import mdp2, mixture_weights_em
 from .kneser_ney import Vocabulary, _as_word_lists, bigram_ids, bigram_matrix
 
 __all__ = ["LatentBigramLM", "em_step", "pair_loglik"]
 
 METHODS = ("pivot", "pivot-em", "em")
-_DEFAULT_EM_ITERATIONS = {"pivot": 0, "pivot-em": 10, "em": 100}
+#: EM iterations of each method when ``iterations`` is None
+DEFAULT_ITERATIONS = {"pivot": 0, "pivot-em": 10, "em": 100}
+
+
+@njit(cache=True)
+def _ordered_sum(x):  # pragma: no cover - numba
+    """Left-to-right sum: the same total whatever the thread count (``x.sum()`` inside a
+    ``parallel=True`` function is a parallel reduction whose rounding depends on it)."""
+    t = 0.0
+    for k in range(x.shape[0]):
+        t += x[k]
+    return t
 
 
 @njit(cache=True, parallel=True)
@@ -83,7 +94,7 @@ def _em_rows(indptr, indices, data, R, S, rowtot, ratio, Rnew):  # pragma: no co
             for h in range(m):
                 Rnew[i, h] = R[i, h]
         lls[i] = ll
-    return lls.sum()
+    return _ordered_sum(lls)
 
 
 @njit(cache=True, parallel=True)
@@ -114,7 +125,7 @@ def _pair_loglik(prev, nxt, weight, R, S, floor, uniform):  # pragma: no cover -
             p += R[i, h] * S[j, h]
         p = (1.0 - floor) * p + floor * uniform
         out[k] = weight[k] * np.log(p) if p > 0.0 else weight[k] * -745.0
-    return out.sum()
+    return _ordered_sum(out)
 
 
 class _EMData:
@@ -169,70 +180,157 @@ def _unique_pairs(prev, nxt, n):
     return uk // n, uk % n, cnt.astype(np.float64)
 
 
-class LatentBigramLM:
-    """Saul–Pereira latent bigram model ``p(w2 | w1) = sum_h r(h | w1) s(w2 | h)``.
+def _check_int(name, value, low, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}" +
+                         (" or None" if allow_none else "") + f", got {value!r}")
+    return int(value)
 
-    Parameters: ``n_states`` (``m``), ``method`` (``"pivot"``, ``"pivot-em"``, ``"em"``),
-    ``em_iterations`` (default 0 / 10 / 100 for the three methods), ``min_count`` (rarer
-    training words become ``<unk>``), ``lowercase``, ``anchor_min_count`` (words seen fewer times
-    as a second word cannot be anchors), ``anchor_top`` (only the ``anchor_top`` most frequent
-    second words may be anchors, default 100; ``None``: no limit), ``r_iterations`` (EM limit
-    for the concave ``r`` problem of the pivot method), ``svd_iterations`` (power iterations of the randomized SVD), ``init_smoothing``
-    (pivot-em), ``floor`` (see the module docstring), ``random_state``.
 
-    Fitted attributes: ``vocab_``, ``r_`` (``n x m``, row ``w1`` = ``r(. | w1)``), ``s_`` (``n x
-    m``, column ``h`` = ``s(. | h)``), ``anchors_`` (anchor word ids, pivot methods),
-    ``train_loglik_`` (per EM iteration, per token, of the parameters entering it),
-    ``dev_perplexity_`` (per iteration when ``dev`` was given; index 0 = before EM),
-    ``best_iteration_``, ``fit_time_``, ``timings_``.
+class LatentBigramLM(Estimator):
+    """Saul-Pereira latent bigram model ``p(w2 | w1) = sum_h r(h | w1) s(w2 | h)``.
+
+    Parameters
+    ----------
+    n_states : int, default 8
+        Hidden classes ``m``.
+    method : {"pivot", "pivot-em", "em"}, default "pivot"
+        The learning method (see the module docstring).
+    iterations : int or None, default None
+        EM iterations; None: 0 / 10 / 100 for ``pivot`` / ``pivot-em`` / ``em``
+        (:data:`DEFAULT_ITERATIONS`; the value used is ``iterations_``).
+    min_count : int, default 2
+        Training words seen fewer times become ``<unk>``.
+    lowercase : bool, default True
+        Fold words to lower case.
+    anchor_min_count : int, default 20
+        Words seen fewer times as a second word cannot be anchors (pivot methods).
+    anchor_top : int or None, default 100
+        Only the ``anchor_top`` most frequent second words may be anchors (None: no limit).
+    r_iterations : int, default 300
+        EM limit of the concave ``r`` problem of the pivot methods.
+    svd_iterations : int, default 6
+        Power iterations of the randomised SVD of the pivot methods.
+    init_smoothing : float, default 0.1
+        ``pivot-em``: weight of the unigram distribution mixed into the pivot ``s`` before EM.
+    floor : float, default 1e-6
+        Scoring uses ``(1 - floor) sum_h r s + floor / |V'|``; in [0, 1).
+    random_state : int or None, default 0
+        Seed of the randomised SVD and of the random EM initialisation (None: fresh entropy).
+
+    Attributes
+    ----------
+    vocab_ : Vocabulary
+        The vocabulary.
+    r_ : ndarray of shape (n_words, n_states)
+        Row ``w1`` is ``r(. | w1)``.
+    s_ : ndarray of shape (n_words, n_states)
+        Column ``h`` is ``s(. | h)``.
+    anchors_ : ndarray of int64
+        Anchor word ids (pivot methods; empty for ``em``); :attr:`anchor_words_` names them.
+    iterations_ : int
+        EM iterations run (``iterations`` resolved).
+    train_loglik_ : ndarray
+        Per EM iteration, the per-token training log-likelihood of the parameters entering it.
+    dev_perplexity_ : ndarray
+        Per iteration when ``fit`` was given ``dev`` (index 0 = before EM), else empty.
+    best_iteration_ : int
+        The iteration whose parameters were kept.
+    fit_time_ : float
+        Seconds spent in the last :meth:`fit`.
+    timings_ : dict
+        Seconds of the steps of the last :meth:`fit` (counting, mdp2, r_em, em).
+
+    References
+    ----------
+    L. Saul and F. Pereira, "Aggregate and mixed-order Markov models for statistical language
+    processing", EMNLP 1997 (the aggregate Markov model, eq. 2, and its EM updates, eq. 3-4);
+    S. B. Cohen and M. Collins, "A provably correct learning algorithm for latent-variable
+    PCFGs", ACL 2014, section 8 (the pivot method for this model; MDP 2, figure 2).
+
+    Examples
+    --------
+    >>> from fastspectral.lm import LatentBigramLM
+    >>> sents = [s.split() for s in ["the dog barks", "the cat sleeps", "a dog sleeps",
+    ...                              "the dog sleeps", "a cat barks"]] * 3
+    >>> lm = LatentBigramLM(n_states=2, method="em", iterations=5, min_count=1).fit(sents)
+    >>> lm.r_.shape
+    (9, 2)
+    >>> lm.iterations_, len(lm.train_loglik_)
+    (5, 5)
+    >>> 1.0 < lm.perplexity([["a", "dog", "barks"]]) < 10.0
+    True
     """
 
     kind = "latent-bigram-lm"
+    input_kind = "sequences"
+    #: names of model files written by older versions
+    _renamed_params = {"em_iterations": "iterations"}
 
-    def __init__(self, n_states: int = 8, method: str = "pivot", em_iterations: int | None = None,
+    def __init__(self, n_states: int = 8, method: str = "pivot", iterations: int | None = None,
                  min_count: int = 2, lowercase: bool = True, anchor_min_count: int = 20,
                  anchor_top: int | None = 100,
                  r_iterations: int = 300, svd_iterations: int = 6, init_smoothing: float = 0.1,
-                 floor: float = 1e-6, random_state: int = 0):
-        if method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
-        if int(n_states) < 1:
-            raise ValueError("n_states must be >= 1")
-        if em_iterations is not None and int(em_iterations) < 0:
-            raise ValueError("em_iterations must be >= 0")
-        if not 0.0 <= floor < 1.0:
-            raise ValueError("floor must be in [0, 1)")
-        self.n_states = int(n_states)
+                 floor: float = 1e-6, random_state: int | None = 0):
+        self.n_states = n_states
         self.method = method
-        self.em_iterations = (_DEFAULT_EM_ITERATIONS[method] if em_iterations is None
-                              else int(em_iterations))
-        self.min_count = int(min_count)
-        self.lowercase = bool(lowercase)
-        self.anchor_min_count = int(anchor_min_count)
-        self.anchor_top = None if anchor_top is None else int(anchor_top)
-        self.r_iterations = int(r_iterations)
-        self.svd_iterations = int(svd_iterations)
-        self.init_smoothing = float(init_smoothing)
-        self.floor = float(floor)
+        self.iterations = iterations
+        self.min_count = min_count
+        self.lowercase = lowercase
+        self.anchor_min_count = anchor_min_count
+        self.anchor_top = anchor_top
+        self.r_iterations = r_iterations
+        self.svd_iterations = svd_iterations
+        self.init_smoothing = init_smoothing
+        self.floor = floor
         self.random_state = random_state
-        self.vocab_: Vocabulary | None = None
+
+    def _validate_params(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}; got {self.method!r}")
+        _check_int("n_states", self.n_states, 1)
+        _check_int("iterations", self.iterations, 0, allow_none=True)
+        _check_int("min_count", self.min_count, 1)
+        _check_int("anchor_min_count", self.anchor_min_count, 0)
+        _check_int("anchor_top", self.anchor_top, 1, allow_none=True)
+        _check_int("r_iterations", self.r_iterations, 1)
+        _check_int("svd_iterations", self.svd_iterations, 0)
+        _check_int("random_state", self.random_state, 0, allow_none=True)
+        try:
+            floor_ok = 0.0 <= float(self.floor) < 1.0
+            smooth_ok = 0.0 <= float(self.init_smoothing) <= 1.0
+        except (TypeError, ValueError):
+            floor_ok = smooth_ok = False
+        if not floor_ok:
+            raise ValueError(f"floor must be in [0, 1), got {self.floor!r}")
+        if not smooth_ok:
+            raise ValueError(f"init_smoothing must be in [0, 1], got {self.init_smoothing!r}")
 
     # ------------------------------------------------------------------ training
     def fit(self, sentences, dev=None, vocab: Vocabulary | None = None):
-        """Train on ``sentences`` (lists of words or ``(word, tag)`` pairs).
+        """Train on ``sentences`` (lists of words or ``(word, tag)`` pairs).  Returns self.
 
         ``dev``: optional held-out sentences; their perplexity is tracked after every EM
         iteration and the best iteration's parameters are kept.  ``vocab``: reuse a vocabulary
         (default: built from ``sentences`` with ``min_count`` / ``lowercase``).
         """
+        self._validate_params()
         t_start = time.perf_counter()
+        iters = DEFAULT_ITERATIONS[self.method] if self.iterations is None \
+            else int(self.iterations)
+        anchor_min_count = int(self.anchor_min_count)
+        anchor_top = None if self.anchor_top is None else int(self.anchor_top)
+        init_smoothing = float(self.init_smoothing)
+        floor = float(self.floor)
         sents = list(_as_word_lists(sentences))
         if not sents:
             raise ValueError("no training sentences")
         self.vocab_ = vocab if vocab is not None else Vocabulary.build(
-            sents, self.min_count, self.lowercase)
+            sents, int(self.min_count), bool(self.lowercase))
         n = len(self.vocab_)
-        m = self.n_states
+        m = int(self.n_states)
         prev, nxt = bigram_ids(sents, self.vocab_)
         C = bigram_matrix(prev, nxt, n)
         data = _EMData(C)
@@ -248,33 +346,32 @@ class LatentBigramLM:
         if self.method in ("pivot", "pivot-em"):
             t0 = time.perf_counter()
             colmass = np.asarray(C.sum(axis=0)).ravel()
-            allowed = colmass >= self.anchor_min_count
-            if self.anchor_top is not None:
-                top = np.argsort(-colmass, kind="stable")[:self.anchor_top]
+            allowed = colmass >= anchor_min_count
+            if anchor_top is not None:
+                top = np.argsort(-colmass, kind="stable")[:anchor_top]
                 mask = np.zeros(n, dtype=bool)
                 mask[top] = True
                 allowed &= mask
             n_ok = int(np.count_nonzero(allowed))
             if n_ok < m:
-                among = "" if self.anchor_top is None else f" among the {self.anchor_top} most " \
-                                                           f"frequent"
+                among = "" if anchor_top is None else f" among the {anchor_top} most frequent"
                 raise ValueError(f"only {n_ok} words qualify as anchors (seen >= "
-                                 f"{self.anchor_min_count} times as a second word{among}): too "
+                                 f"{anchor_min_count} times as a second word{among}): too "
                                  f"few for {m} states (lower anchor_min_count or raise "
                                  f"anchor_top)")
             res = mdp2(sp.csr_matrix(C.T), m, candidates=allowed,
-                       svd_iterations=self.svd_iterations, random_state=self.random_state)
+                       svd_iterations=int(self.svd_iterations), random_state=self.random_state)
             S = np.ascontiguousarray(res.r)
             self.anchors_ = res.anchors
             timings["mdp2"] = time.perf_counter() - t0
             timings.update({"mdp2_" + k: v for k, v in res.timings.items()})
             t0 = time.perf_counter()
-            R = mixture_weights_em(C, S, max_iter=self.r_iterations, tol=1e-7)
+            R = mixture_weights_em(C, S, max_iter=int(self.r_iterations), tol=1e-7)
             rowtot = data.rowtot
             R[rowtot == 0] = res.pi  # contexts never seen (</s>): the prior
             timings["r_em"] = time.perf_counter() - t0
             if self.method == "pivot-em":
-                S = (1.0 - self.init_smoothing) * S + self.init_smoothing * unigram[:, None]
+                S = (1.0 - init_smoothing) * S + init_smoothing * unigram[:, None]
         else:
             rng = np.random.default_rng(self.random_state)
             R = rng.dirichlet(np.ones(m), size=n)
@@ -287,9 +384,8 @@ class LatentBigramLM:
             if dev_pairs is None:
                 return None
             a, b, w, ntok = dev_pairs
-            return float(np.exp(-pair_loglik(a, b, w, R, S, self.floor) / ntok))
+            return float(np.exp(-pair_loglik(a, b, w, R, S, floor) / ntok))
 
-        iters = self.em_iterations
         t0 = time.perf_counter()
         train_ll = []
         dev_hist = []
@@ -310,6 +406,7 @@ class LatentBigramLM:
             self.best_iteration_ = iters
         if iters:
             timings["em"] = time.perf_counter() - t0
+        self.iterations_ = iters
         self.r_ = R
         self.s_ = S
         self.train_loglik_ = np.asarray(train_ll)
@@ -319,34 +416,32 @@ class LatentBigramLM:
         return self
 
     # ------------------------------------------------------------------ scoring
-    def _check(self):
-        if self.vocab_ is None:
-            raise NotFittedError("this LatentBigramLM is not fitted yet")
-
     def prob_ids(self, prev, nxt) -> np.ndarray:
         """``p(next | prev)`` for arrays of word ids (with the ``floor``)."""
-        self._check()
+        self._check_fitted()
         prev = np.asarray(prev, dtype=np.int64)
         nxt = np.asarray(nxt, dtype=np.int64)
         p = np.einsum("ij,ij->i", self.r_[prev], self.s_[nxt])
-        return (1.0 - self.floor) * p + self.floor / (len(self.vocab_) - 1)
+        floor = float(self.floor)
+        return (1.0 - floor) * p + floor / (len(self.vocab_) - 1)
 
     def prob(self, prev_word: str, word: str) -> float:
         """``p(word | prev_word)``; ``"<s>"`` / ``"</s>"`` name the sentence boundaries."""
-        self._check()
+        self._check_fitted()
         special = self.vocab_.words[:3]
         ids = [self.vocab_.index[w] if w in special else int(self.vocab_.encode([w])[0])
                for w in (prev_word, word)]
         return float(self.prob_ids([ids[0]], [ids[1]])[0])
 
     def log_likelihood(self, sentences) -> tuple[float, int]:
-        """``(sum of natural-log probabilities, number of predicted tokens)`` of ``sentences``."""
-        self._check()
+        """``(sum of natural-log probabilities, number of predicted tokens)`` of ``sentences``
+        (the pair every sequence model's ``log_likelihood`` returns)."""
+        self._check_fitted()
         prev, nxt = bigram_ids(_as_word_lists(sentences), self.vocab_)
         if len(prev) == 0:
             return 0.0, 0
         a, b, w = _unique_pairs(prev, nxt, len(self.vocab_))
-        return pair_loglik(a, b, w, self.r_, self.s_, self.floor), len(prev)
+        return pair_loglik(a, b, w, self.r_, self.s_, float(self.floor)), len(prev)
 
     def perplexity(self, sentences) -> float:
         """Per-token perplexity (``</s>`` counted, ``<s>`` not) of ``sentences``."""
@@ -358,52 +453,39 @@ class LatentBigramLM:
     @property
     def anchor_words_(self) -> list[str]:
         """The anchor words (pivot methods), one per hidden state."""
-        self._check()
+        self._check_fitted()
         return [self.vocab_.words[i] for i in self.anchors_]
 
     # ------------------------------------------------------------------ files
-    def _params(self):
-        return {"n_states": self.n_states, "method": self.method,
-                "em_iterations": self.em_iterations, "min_count": self.min_count,
-                "lowercase": self.lowercase, "anchor_min_count": self.anchor_min_count,
-                "anchor_top": self.anchor_top,
-                "r_iterations": self.r_iterations, "svd_iterations": self.svd_iterations,
-                "init_smoothing": self.init_smoothing, "floor": self.floor,
-                "random_state": self.random_state}
-
-    def save(self, path) -> None:
-        """Write the fitted model to ``path`` (a fastspectral model file)."""
-        self._check()
-        meta = {"params": self._params(), "vocab": self.vocab_.words,
+    def _model_file(self):
+        meta = {"params": self.get_params(), "vocab": self.vocab_.words,
+                "iterations": int(self.iterations_),
                 "best_iteration": int(self.best_iteration_), "fit_time": self.fit_time_}
-        save_model_file(path, self.kind, meta, {
-            "r": self.r_, "s": self.s_, "anchors": self.anchors_,
-            "train_loglik": self.train_loglik_, "dev_perplexity": self.dev_perplexity_})
-
-    @classmethod
-    def load(cls, path) -> "LatentBigramLM":
-        """Read a model written by :meth:`save`."""
-        _, meta, arrays = load_model_file(path, expected_kind=cls.kind)
-        return cls._from_model_file(meta, arrays)
+        return meta, {"r": self.r_, "s": self.s_, "anchors": self.anchors_,
+                      "train_loglik": self.train_loglik_, "dev_perplexity": self.dev_perplexity_}
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
         try:
-            model = cls(**meta["params"])
-            model.vocab_ = Vocabulary(meta["vocab"], model.lowercase, model.min_count)
+            model = cls(**cls._params_from_file(meta["params"]))
+            model._validate_params()
+            model.vocab_ = Vocabulary(meta["vocab"], bool(model.lowercase), int(model.min_count))
             model.r_ = np.ascontiguousarray(arrays["r"], dtype=np.float64)
             model.s_ = np.ascontiguousarray(arrays["s"], dtype=np.float64)
             model.anchors_ = arrays["anchors"].astype(np.int64)
             model.train_loglik_ = arrays["train_loglik"]
             model.dev_perplexity_ = arrays["dev_perplexity"]
             model.best_iteration_ = int(meta["best_iteration"])
+            # older files stored the resolved iteration count as the parameter itself
+            model.iterations_ = int(meta["iterations"]) if "iterations" in meta else \
+                (DEFAULT_ITERATIONS[model.method] if model.iterations is None
+                 else int(model.iterations))
             model.fit_time_ = float(meta["fit_time"])
             model.timings_ = {}
             n = len(model.vocab_)
-            if model.r_.shape != (n, model.n_states) or model.s_.shape != (n, model.n_states):
+            m = int(model.n_states)
+            if model.r_.shape != (n, m) or model.s_.shape != (n, m):
                 raise ValueError("parameter shapes do not match the vocabulary")
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelFileError(f"corrupt latent bigram model file ({exc})") from None
         return model
-
-
