@@ -13,7 +13,9 @@ It is a separate, slower path used only when ``params.debug > 0``; its scores ar
 :func:`fastspectral.eval.evalb._score` (the tests check that both agree).  Lines are first read
 by :func:`fastspectral.eval.evalb.read_evalb_tree`, so malformed input raises the same
 ``FormatError`` on both paths.  Padding (``%-6s``, ``%-16s``) counts bytes in the file's encoding,
-as C's ``printf`` does.
+as C's ``printf`` does.  The text is transcribed from EVALB's source (``dsp_info`` and the
+``DEBUG>1`` ``printf`` calls); no reference output of the C program with ``DEBUG`` set is at hand,
+so it is not checked against the binary.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""EVALB-exact constituency scoring (Sekine & Collins ``evalb`` with ``COLLINS.prm``).
+"""EVALB-exact constituency scoring (Sekine & Collins ``evalb``, with any parameter file).
 
 This module re-implements the scoring of the standard ``evalb`` program and writes the very same
 report, character for character: the per-sentence table, the totals row, ``=== Summary ===`` and the
@@ -30,12 +30,22 @@ What is scored (all of it as EVALB does it)
 * Crossing: number of predicted brackets that cross (overlap without nesting) at least one gold
   bracket.  Complete match: gold count = predicted count = matched count.  Tagging accuracy compares
   the (raw) tags of all non-deleted words.
-* MAX_ERROR: EVALB counts error sentences and, when one more error arrives after ``max_error + 1``
-  of them (the 12th error with ``MAX_ERROR 10``), it exits at once: its report is then only the
-  header and the lines of the sentences before that one, without totals or summary.  We reproduce
-  exactly that: :attr:`EvalbResult.aborted` is true, :attr:`EvalbResult.aborted_at` is the 1-based
-  line of the sentence that stopped it, :meth:`EvalbResult.report` is the truncated text, and the
+* MAX_ERROR: EVALB writes ``N : Length unmatch (a|b)`` / ``N : Words unmatch (a|b)`` on standard
+  error for each error sentence and counts them; when one more error arrives after
+  ``max_error + 1`` of them (the 12th error with ``MAX_ERROR 10``) it exits at once with status 1:
+  its report is then only the header and the lines of the sentences before that one, without
+  totals or summary.  We reproduce exactly that: :attr:`EvalbResult.aborted` is true,
+  :attr:`EvalbResult.aborted_at` is the 1-based line of the sentence that stopped it,
+  :meth:`EvalbResult.report` is the truncated text, :meth:`EvalbResult.errors_text` the standard
+  error (the stopping sentence's line included), :attr:`EvalbResult.exit_status` is 1, and the
   summary attributes cover the sentences scored before the stop.  ``max_error=None`` never stops.
+* Parameters: :class:`EvalbParams` holds every key of EVALB's parameter files (``DEBUG``,
+  ``MAX_ERROR``, ``CUTOFF_LEN``, ``LABELED``, ``DELETE_LABEL``, ``DELETE_LABEL_FOR_LENGTH``,
+  ``QUOTE_LABEL``, ``EQ_LABEL``, ``EQ_WORD``); ``EvalbParams.from_file`` reads a ``.prm`` file,
+  ``"collins"`` (the default) and ``"new"`` are ``COLLINS.prm`` and ``new.prm``.  ``DEBUG >= 1``
+  adds EVALB's per-sentence dumps to the report (module :mod:`._evalb_trace`).
+* :func:`run_evalb` is the command ``evalb [-p PRM] [-e N] [-c N] [-d|-D] GOLD TEST``: report on
+  standard output, error lines on standard error, EVALB's exit status returned.
 
 Deliberate differences from the C program (none of them visible on well-formed input)
 -------------------------------------------------------------------------------------
@@ -43,8 +53,16 @@ Deliberate differences from the C program (none of them visible on well-formed i
   raise :class:`~fastspectral.errors.FormatError` naming the file and line; EVALB loops on its error
   routine until it exits, or reads uninitialised memory.
 * Different numbers of gold and predicted lines raise ``FormatError`` naming the file that has the
-  extra line (EVALB prints a message on stderr and scores the common prefix).
-* No fixed limits (EVALB truncates at 5000 characters a line, 200 words, 200 brackets).
+  extra line, once the common lines are scored (EVALB prints a message on stderr and reports the
+  common prefix); when MAX_ERROR stops first, nothing is raised, as EVALB never gets there.
+* Parameter files: where EVALB warns on stderr and goes on (unknown keyword, empty value,
+  ``EQ_LABEL`` without two values) or reads junk as 0 (``atoi``), ``from_file`` raises a
+  one-line ``FormatError``; so does a label key with two labels (inert in EVALB).
+* Bytes: files are decoded with ``encoding`` (default UTF-8; ``FormatError`` with the line for
+  undecodable bytes; ``latin-1`` reads anything, as EVALB does).  Lines are split at ``\\n`` only
+  and cut at their first NUL, as EVALB's ``fgets`` and C strings do.
+* No fixed limits (EVALB splits lines longer than 4999 bytes, parameter lines longer than 499,
+  and overflows beyond 200 words, 200 brackets, 20 quote terms, 30-byte labels).
 * The function-tag rule keeps ``-XXX-`` labels as the EVALB README describes (the C code would
   reduce a *bracket* labelled ``-NONE-`` to the empty label; such brackets do not occur in
   treebanks).
