@@ -73,8 +73,8 @@ def _ours(S_batch, batch):
         chunk = S_batch[a:a + batch]
         b = len(chunk)
         off = np.arange(b + 1, dtype=np.int64) * n1 * n1
-        h, hoff, _ = eisner_packed(chunk.reshape(-1), off, np.full(b, n1 - 1, np.int32),
-                                   single_root=False, jobs=1)
+        h = eisner_packed(chunk.reshape(-1), off, np.full(b, n1 - 1, np.int32),
+                          single_root=False, jobs=1).heads
         heads.append(h.reshape(b, n1 - 1))
     return np.concatenate(heads)
 
@@ -136,9 +136,9 @@ def bench_shag(repeat):
     cut = int(0.8 * len(sents))
     train, test = sents[:cut], sents[cut:]
     rows = []
-    for kw in [dict(model="spectral", states=5, smoothing=0.0),
-               dict(model="spectral"),          # the default: 8 states + 2 back-off states
-               dict(model="spectral", lexical="lex+fcp")]:
+    for kw in [dict(method="spectral", n_states=5, backoff_weight=0.0),
+               dict(method="spectral"),          # the default: 8 states + 2 back-off states
+               dict(method="spectral", lexical="lex+fcp")]:
         p = SHAGParser(**kw).fit(train)
         for jobs in (1, 2):
             best = float("inf")

@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from fastspectral.dependency.data import modifier_sequences  # noqa: E402
 from fastspectral.dependency.em import fit_em  # noqa: E402
-from fastspectral.dependency.model import RIDGE, SMOOTHING, SHAGParser  # noqa: E402
+from fastspectral.dependency.model import BACKOFF_WEIGHT, RIDGE, SHAGParser  # noqa: E402
 from fastspectral.dependency.spectral import learn_spectral  # noqa: E402
 from fastspectral.eval.attachment import attachment_scores  # noqa: E402
 from fastspectral.trees.conll import read_conllu, read_conllx, read_malttab  # noqa: E402
@@ -132,7 +132,7 @@ def learner_time(p, train, n, reps=3):
     best = float("inf")
     for _ in range(reps):
         t = time.perf_counter()
-        learn_spectral(enc, seqs, p._H, p._M, n, basis=p.basis, smoothing=p.smoothing,
+        learn_spectral(enc, seqs, p._H, p._M, n, basis=p.basis, smoothing=p.backoff_weight,
                        ridge=p.ridge)
         best = min(best, time.perf_counter() - t)
     return best, enc, seqs
@@ -142,15 +142,15 @@ def em_dev_choice(train, em_ns, em_iters, jobs, smoothing):
     """(n, iterations) of the EM model with the best UAS on the development split (last 10 %
     of ``train``), and all the development UAS values."""
     cut = int(0.9 * len(train))
-    p = _parser(model="em", states=2, iterations=0).fit(train[:cut])
+    p = _parser(method="em", n_states=2, iterations=0).fit(train[:cut])
     enc = p.encode(train[:cut])
     seqs = modifier_sequences(enc)
     dev = {}
     for n in em_ns:
-        _, info = fit_em(enc, seqs, p._H, p._M, n, max(em_iters), seed=0, snapshots=em_iters,
+        info = fit_em(enc, seqs, p._H, p._M, n, max(em_iters), seed=0, snapshots=em_iters,
                          smoothing=smoothing)
         for it in em_iters:
-            p.op_ = info["snapshots"][it]
+            p.op_ = info.snapshots[it]
             pred = p.parse(train[cut:], jobs=jobs)
             dev[(n, it)] = attachment_scores(train[cut:], pred, punct="exclude").uas
     return max(dev, key=lambda k: (dev[k], -k[0], -k[1])), dev
@@ -161,7 +161,7 @@ def paired_times(train, n_spec, n_em, it_em, reps=5, smoothing=0.0):
     (``n_em`` states, ``it_em`` iterations, sequence merging and initialisation included), on
     the same encoded training data, interleaved in one process; both with the back-off
     interpolation ``smoothing`` (its DET+F counts included in both times)."""
-    p = _parser(model="det").fit(train)          # symbol tables only
+    p = _parser(method="det").fit(train)          # symbol tables only
     enc = p.encode(train)
     seqs = modifier_sequences(enc)
     H, M = p._H, p._M
@@ -189,22 +189,22 @@ def run_dataset(name, states, em_states, em_iters, jobs, log, smoothing):
 
     # choose n* on a development split of the first training set
     sm = smoothing
-    dev = {n: dev_uas(dict(model="spectral", states=n, smoothing=sm), splits[0][0], jobs)
+    dev = {n: dev_uas(dict(method="spectral", n_states=n, backoff_weight=sm), splits[0][0], jobs)
            for n in states}
     n_star = max(dev, key=lambda n: (dev[n], -n))
     log(f"[{name}] dev UAS by n: " + ", ".join(f"{n}:{u:.2f}" for n, u in dev.items())
         + f" -> n* = {n_star}")
-    dev0 = {n: dev_uas(dict(model="spectral", states=n, smoothing=0.0), splits[0][0], jobs)
+    dev0 = {n: dev_uas(dict(method="spectral", n_states=n, backoff_weight=0.0), splits[0][0], jobs)
             for n in states}
     n_star0 = max(dev0, key=lambda n: (dev0[n], -n))
     log(f"[{name}] unsmoothed: dev UAS by n: "
         + ", ".join(f"{n}:{u:.2f}" for n, u in dev0.items()) + f" -> n* = {n_star0}")
-    dev00 = {n: dev_uas(dict(model="spectral", states=n, smoothing=0.0, ridge=0.0),
+    dev00 = {n: dev_uas(dict(method="spectral", n_states=n, backoff_weight=0.0, ridge=0.0),
                         splits[0][0], jobs) for n in states}
     n_star00 = max(dev00, key=lambda n: (dev00[n], -n))
     log(f"[{name}] unsmoothed, no ridge: dev UAS by n: "
         + ", ".join(f"{n}:{u:.2f}" for n, u in dev00.items()) + f" -> n* = {n_star00}")
-    dev1 = {n: dev_uas(dict(model="spectral", states=n, basis=1, smoothing=0.0, ridge=0.0),
+    dev1 = {n: dev_uas(dict(method="spectral", n_states=n, basis=1, backoff_weight=0.0, ridge=0.0),
                        splits[0][0], jobs)
             for n in states}
     n_star1 = max(dev1, key=lambda n: (dev1[n], -n))
@@ -221,16 +221,17 @@ def run_dataset(name, states, em_states, em_iters, jobs, log, smoothing):
     t_spec = t_em = t_spec0 = t_em0 = 0.0
     for fold, (train, test) in enumerate(splits):
         log(f"[{name}] fold {fold + 1}/{len(splits)}: {len(train)} train / {len(test)} test")
-        run_model(_parser(model="det"), train, test, jobs, sc("DET"))
-        run_model(_parser(model="det+f"), train, test, jobs, sc("DET+F"))
-        run_model(_parser(model="spectral", states=n_star1, basis=1, smoothing=0.0, ridge=0.0),
+        run_model(_parser(method="det"), train, test, jobs, sc("DET"))
+        run_model(_parser(method="det+f"), train, test, jobs, sc("DET+F"))
+        run_model(_parser(method="spectral", n_states=n_star1, basis=1, backoff_weight=0.0,
+                          ridge=0.0),
                   train, test, jobs, sc("SPECTRAL basis 1 (paper), unsmoothed, dev-selected n"))
-        run_model(_parser(model="spectral", states=n_star00, smoothing=0.0, ridge=0.0), train,
-                  test, jobs, sc("SPECTRAL no ridge, unsmoothed, dev-selected n"))
-        run_model(_parser(model="spectral", states=n_star0, smoothing=0.0), train, test, jobs,
-                  sc("SPECTRAL unsmoothed, dev-selected n"))
-        run_model(_parser(model="em", states=em0_n, iterations=em0_it, smoothing=0.0), train,
-                  test, jobs, sc("EM unsmoothed, dev-selected (n, it)"))
+        run_model(_parser(method="spectral", n_states=n_star00, backoff_weight=0.0, ridge=0.0),
+                  train, test, jobs, sc("SPECTRAL no ridge, unsmoothed, dev-selected n"))
+        run_model(_parser(method="spectral", n_states=n_star0, backoff_weight=0.0), train, test,
+                  jobs, sc("SPECTRAL unsmoothed, dev-selected n"))
+        run_model(_parser(method="em", n_states=em0_n, iterations=em0_it, backoff_weight=0.0),
+                  train, test, jobs, sc("EM unsmoothed, dev-selected (n, it)"))
         ts, te = paired_times(train, n_star, em_n, em_it, smoothing=sm)
         t_spec += ts
         t_em += te
@@ -238,35 +239,35 @@ def run_dataset(name, states, em_states, em_iters, jobs, log, smoothing):
         t_spec0 += ts
         t_em0 += te
         for n in states:
-            p = run_model(_parser(model="spectral", states=n, smoothing=sm), train, test,
+            p = run_model(_parser(method="spectral", n_states=n, backoff_weight=sm), train, test,
                           jobs, sc(f"SPECTRAL n={n}"))
             lt, enc, seqs = learner_time(p, train, n)
             S[f"SPECTRAL n={n}"].learn_s += lt
         for n in em_ns:
-            p = _parser(model="em", states=n, iterations=0).fit(train)
+            p = _parser(method="em", n_states=n, iterations=0).fit(train)
             enc = p.encode(train)
             seqs = modifier_sequences(enc)
             t0 = time.perf_counter()
-            _, info = fit_em(enc, seqs, p._H, p._M, n, max(em_iters), seed=0,
+            info = fit_em(enc, seqs, p._H, p._M, n, max(em_iters), seed=0,
                              snapshots=em_iters, smoothing=sm)
             total = time.perf_counter() - t0
             for it in em_iters:
-                p.op_ = info["snapshots"][it]
+                p.op_ = info.snapshots[it]
                 s = sc(f"EM n={n} it={it}")
                 t1 = time.perf_counter()
                 pred = p.parse(test, jobs=jobs)
-                s.add(test, pred, 0.0, time.perf_counter() - t1, info["time"][it - 1])
+                s.add(test, pred, 0.0, time.perf_counter() - t1, info.time[it - 1])
             log(f"[{name}]   EM n={n}: {max(em_iters)} iterations in {total:.1f} s")
-            _, info = fit_em(enc, seqs, p._H, p._M, n, max(em_iters), seed=0,
+            info = fit_em(enc, seqs, p._H, p._M, n, max(em_iters), seed=0,
                              snapshots=em_iters, smoothing=0.0)
             for it in em_iters:                      # the paper's (unsmoothed) EM
-                p.op_ = info["snapshots"][it]
+                p.op_ = info.snapshots[it]
                 pred = p.parse(test, jobs=jobs)
                 sc(f"EM unsmoothed n={n} it={it}").add(test, pred, 0.0, 0.0,
-                                                       info["time"][it - 1])
+                                                       info.time[it - 1])
         for lex, label in [("lex", "LEX"), ("lex+f", "LEX+F"), ("lex+fcp", "LEX+FCP")]:
-            run_model(_parser(model="det", lexical=lex), train, test, jobs, sc(label))
-            run_model(_parser(model="spectral", states=n_star, lexical=lex, smoothing=sm),
+            run_model(_parser(method="det", lexical=lex), train, test, jobs, sc(label))
+            run_model(_parser(method="spectral", n_states=n_star, lexical=lex, backoff_weight=sm),
                       train, test, jobs, sc(f"SPECTRAL n*={n_star} + {label}"))
     for k, s in S.items():
         res[k] = s.result()
@@ -411,7 +412,7 @@ def main(argv=None):
     ap.add_argument("--tagset", choices=("auto", "upos", "xpos"), default="auto",
                     help="tag column of all parsers (default auto: UPOS for the UD treebank, "
                          "the fine tags for WSJ and Spanish)")
-    ap.add_argument("--smoothing", type=float, default=SMOOTHING,
+    ap.add_argument("--smoothing", type=float, default=BACKOFF_WEIGHT,
                     help="back-off interpolation weight of the spectral and EM models (default: "
                          "the parser's default); unsmoothed rows are always added")
     args = ap.parse_args(argv)

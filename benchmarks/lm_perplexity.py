@@ -58,7 +58,7 @@ def main(argv=None):
     print(f"vocabulary {len(kn.vocab_)} (incl. <s> </s> <unk>), KN discounts "
           f"{[round(float(d), 3) for d in kn.discounts_]}")
     # warm-up: numba compilation (cached) not counted in the timings
-    LatentBigramLM(2, "pivot-em", em_iterations=1).fit(train[:2000])
+    LatentBigramLM(2, "pivot-em", iterations=1).fit(train[:2000])
     print()
     print("| m | method | EM iterations (best on dev / run) | dev ppl | test ppl "
           "| train time (s) |")
@@ -71,7 +71,7 @@ def main(argv=None):
                 ("pivot, s smoothed (pivot-em, 0 iterations)", "pivot-em", 0),
                 ("pivot-em", "pivot-em", args.pivot_em_iterations),
                 ("em", "em", args.em_iterations)):
-            lm = LatentBigramLM(m, method, em_iterations=iters, random_state=args.seed)
+            lm = LatentBigramLM(m, method, iterations=iters, random_state=args.seed)
             lm.fit(train, dev=dev)
             em_time = lm.timings_.get("em", 0.0)
             pre = lm.fit_time_ - em_time
