@@ -256,3 +256,70 @@ def test_joint_em_permutation_and_mixture_em():
     assert np.all(ll2 >= ll1 - 1e-9) and np.all(ll >= ll2 - 1e-9)
     with pytest.raises(ValueError):
         mixture_weights_em(C, S[:-1])
+
+
+# ------------------------------------------------------------------ linalg.svd
+
+def _low_rank(d1, d2, rank, seed, sparse):
+    # exactly rank ``rank`` with a decaying spectrum; sparse: sparse factors (a sparse product)
+    rng = np.random.default_rng(seed)
+    L = rng.standard_normal((d1, rank)) * np.geomspace(1.0, 1e-3, rank)
+    R = rng.standard_normal((rank, d2))
+    if sparse:
+        L = sp.csr_matrix(np.where(rng.random(L.shape) < 0.2, L, 0.0))
+        R = sp.csr_matrix(np.where(rng.random(R.shape) < 0.2, R, 0.0))
+        return sp.csr_matrix(L @ R)
+    return L @ R
+
+
+@pytest.mark.parametrize("d1,d2", [(40, 60), (1200, 150), (150, 1200), (700, 800)])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_truncated_svd_every_branch_matches_lapack(d1, d2, sparse):
+    """Dense LAPACK (small), Gram eigen-decomposition (thin) and range finder (large): the
+    leading singular triplets of a fast-decaying spectrum agree with a full LAPACK SVD."""
+    from fastspectral.linalg import truncated_svd
+
+    A = _low_rank(d1, d2, 12, 0, sparse)
+    D = A.toarray() if sparse else A
+    U, s, Vt = truncated_svd(A, 6)
+    s_ref = np.linalg.svd(D, compute_uv=False)
+    assert U.shape == (d1, 6) and s.shape == (6,) and Vt.shape == (6, d2)
+    assert np.allclose(s, s_ref[:6], rtol=1e-8)
+    assert np.allclose(U.T @ U, np.eye(6), atol=1e-8)
+    assert np.allclose((U * s) @ Vt, U @ (U.T @ D), atol=1e-8 * s[0])
+    # k is clipped to the matrix
+    assert truncated_svd(A, 10 ** 6)[1].shape == (min(d1, d2),)
+
+
+def test_randomized_svd_seeded_and_checked():
+    from fastspectral.linalg.svd import randomized_svd, range_finder
+
+    A = _low_rank(500, 400, 10, 1, True)
+    a = randomized_svd(A, 4, random_state=3)
+    b = randomized_svd(A, 4, random_state=3)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert np.allclose(a[1], np.linalg.svd(A.toarray(), compute_uv=False)[:4], rtol=1e-8)
+    Q = range_finder(A, A.T, 12, 2, np.random.default_rng(0))
+    assert np.allclose(Q.T @ Q, np.eye(12), atol=1e-12)
+    with pytest.raises(ValueError, match="k must be"):
+        randomized_svd(A, 0)
+
+
+def test_compiled_svd_kit():
+    """small_svd (exact, any shape) and range_svd (randomized on a block) from linalg.svd."""
+    from fastspectral.linalg.svd import range_svd, small_svd, sym_eig
+
+    rng = np.random.default_rng(4)
+    for shape in [(1, 7), (7, 1), (5, 9), (9, 5)]:
+        Q = rng.standard_normal(shape)
+        U, s, Vt = small_svd(Q, 1e-12)
+        assert np.allclose((U * s) @ Vt, Q, atol=1e-12)
+        assert np.allclose(s, np.linalg.svd(Q, compute_uv=False)[:len(s)], rtol=1e-12)
+    Q = _low_rank(60, 50, 5, 2, False)
+    Om = rng.standard_normal((50, 5))
+    U, s, Vt = range_svd(Q, Om, 5, 2, 1e-12)
+    assert np.allclose(s, np.linalg.svd(Q, compute_uv=False)[:5], rtol=1e-9)
+    assert np.allclose(U.T @ Q, s[:, None] * Vt, atol=1e-9)
+    S = rng.standard_normal((6, 6))
+    w, V = sym_eig(S + S.T)
+    assert np.allclose(w, np.linalg.eigvalsh(S + S.T)) and np.allclose(V @ np.diag(w) @ V.T, S + S.T)

@@ -20,8 +20,8 @@ The first singular pair of ``Omega`` is the trivial one (``sigma_1 = 1``, ``phi_
 ``v_f1 == 1``): it is kept, so ``l`` dimensions hold an ``(l-1)``-dimensional affine picture —
 exactly what ``l = m`` vertices of a simplex need.
 
-The truncated SVD is a randomized range finder (Halko, Martinsson & Tropp 2011) with
-``oversample`` extra columns and ``n_iter`` power (subspace) iterations, re-orthonormalised by
+The truncated SVD (:func:`fastspectral.linalg.svd.randomized_svd`) is a randomized range finder
+(Halko, Martinsson & Tropp 2011) with ``oversample`` extra columns and ``n_iter`` power (subspace) iterations, re-orthonormalised by
 QR after every product: two sparse products per iteration, ``O(nnz (l + oversample))``.  On the
 spectra of word co-occurrence matrices 4–7 power iterations match ``scipy.sparse.linalg.svds``
 (ARPACK, ``method="arpack"``) to ~1e-6 in the singular values, several times faster.
@@ -30,34 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from .._blas import blas_single_thread
 
-__all__ = ["cca_projection", "randomized_svd", "whiten", "conditional_means"]
+from .svd import randomized_svd
 
-
-def randomized_svd(A, k: int, oversample: int = 10, n_iter: int = 6, random_state=0):
-    """Top-``k`` singular triplets ``(U, s, Vt)`` of ``A`` (sparse or dense), randomized.
-
-    Halko et al. (2011), algorithm 4.4 (subspace iteration) with ``n_iter`` power iterations.
-    Singular values are returned in decreasing order.
-    """
-    n, d = A.shape
-    k = int(k)
-    if k < 1 or k > min(n, d):
-        raise ValueError(f"k must be in 1..{min(n, d)}, got {k}")
-    rng = np.random.default_rng(random_state)
-    p = min(k + int(oversample), min(n, d))
-    # tall-skinny QR / SVD: multi-threaded BLAS only adds overhead (and thrashes shared cores)
-    with blas_single_thread():
-        Y = np.asarray(A @ rng.standard_normal((d, p)))
-        Qm, _ = np.linalg.qr(Y)
-        for _ in range(int(n_iter)):
-            Z, _ = np.linalg.qr(np.asarray(A.T @ Qm))
-            Qm, _ = np.linalg.qr(np.asarray(A @ Z))
-        Bt = np.asarray(A.T @ Qm)  # d x p  = (Q^T A)^T
-        Vb, s, UbT = np.linalg.svd(Bt, full_matrices=False)  # B^T = Vb s Ub^T
-    U = Qm @ UbT.T[:, :k]
-    return U, s[:k], Vb[:, :k].T
+__all__ = ["cca_projection", "whiten", "conditional_means"]
 
 
 def whiten(Q):

@@ -33,51 +33,10 @@ state this is exactly the relative frequency ``n_r / M_a``.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
+
+from ..linalg.svd import truncated_svd  # noqa: F401  (the step-2 SVD; re-exported)
 
 __all__ = ["truncated_svd", "choose_rank", "smoothed_triple", "smoothed_pair"]
-
-
-def truncated_svd(Omega, k: int, oversample: int = 10, n_iter: int = 3, seed: int = 0):
-    """Top-``k`` singular triplets ``(U, s, Vt)`` of a (sparse or dense) matrix.
-
-    Small matrices use a dense LAPACK SVD; larger ones the randomized range finder with
-    ``n_iter`` power iterations (Halko, Martinsson, Tropp 2011), which for the rank-deficient,
-    fast-decaying spectra of ``Omega`` is accurate to machine precision on the leading part.
-    """
-    d1, d2 = Omega.shape
-    k = int(max(1, min(k, d1, d2)))
-    if d1 * d2 <= 250_000:
-        A = Omega.toarray() if sp.issparse(Omega) else np.asarray(Omega, dtype=np.float64)
-        U, s, Vt = np.linalg.svd(A, full_matrices=False)
-        return U[:, :k], s[:k], Vt[:k]
-    if min(d1, d2) <= 300:
-        # thin matrix: eigen-decomposition of the small Gram matrix
-        tall = d1 > d2
-        A = Omega.T.tocsr() if (tall and sp.issparse(Omega)) else (Omega.T if tall else Omega)
-        G = A @ A.T
-        G = G.toarray() if sp.issparse(G) else np.asarray(G)
-        w, Q = np.linalg.eigh(G)
-        w, Q = w[::-1][:k], Q[:, ::-1][:, :k]
-        s = np.sqrt(np.maximum(w, 0.0))
-        inv = np.where(s > s[0] * 1e-12, 1.0 / np.maximum(s, 1e-300), 0.0) if s[0] > 0 else 0 * s
-        W = np.asarray(A.T @ Q) * inv  # right vectors of A
-        if tall:   # Omega = A^T = W S Q^T
-            return W, s, Q.T
-        return Q, s, W.T
-    rng = np.random.default_rng(seed)
-    ell = min(k + oversample, d1, d2)
-    A = Omega.tocsr() if sp.issparse(Omega) else Omega
-    At = A.T.tocsr() if sp.issparse(A) else A.T
-    Q = A @ rng.standard_normal((d2, ell))
-    Q, _ = np.linalg.qr(Q)
-    for _ in range(n_iter):
-        W, _ = np.linalg.qr(At @ Q)
-        Q, _ = np.linalg.qr(A @ W)
-    B = (At @ Q).T  # ell x d2
-    Ub, s, Vt = np.linalg.svd(B, full_matrices=False)
-    U = Q @ Ub
-    return U[:, :k], s[:k], Vt[:k]
 
 
 def choose_rank(s: np.ndarray, m_max: int, rank_tol: float) -> int:
