@@ -67,7 +67,7 @@ def main(argv=None):
         rows.append(_run("plain PCFG (v=2, h=1)", PCFG(v=2, h=1), train, sents, gold, args.jobs))
         print(rows[-1], flush=True)
     for m in args.states:
-        opts = {k: v for k, v in (("smoothing", args.smoothing),
+        opts = {k: v for k, v in (("moment_smoothing", args.smoothing),
                                   ("prune_threshold", args.prune_threshold),
                                   ("coarse_threshold", args.coarse_threshold)) if v is not None}
         model = SpectralLPCFG(n_states=m, **opts)

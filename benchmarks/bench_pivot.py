@@ -18,7 +18,7 @@ a fifth of EM's iterations".
     python benchmarks/bench_pivot.py --recovery [--sizes 250 1000 4000 16000 64000]
 
 instead prints the synthetic recovery experiment: the pivot learner on samples of growing size M
-from the planted anchored L-PCFG (:class:`fastspectral.lpcfg.pivot.AnchoredExample`), with the
+from the planted anchored L-PCFG (:class:`fastspectral.synthetic_anchored.AnchoredExample`), with the
 max-abs errors of t, q and pi after the best permutation of every symbol's states.
 """
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _install(model, state):
 
 def recovery(sizes, jobs):
     """Print the recovery error of the pivot learner against the sample size (Markdown)."""
-    from fastspectral.lpcfg.pivot import AnchoredExample
+    from fastspectral.synthetic_anchored import AnchoredExample
 
     ex = AnchoredExample(0)
     print("| M (trees) | max abs error t | max abs error q | max abs error pi | fit s |")
@@ -153,7 +153,7 @@ def main(argv=None):
                                           for p in args.feature_pairs)
     em_opts = dict(opts)
     if args.smoothing is not None:
-        em_opts["smoothing"] = args.smoothing
+        em_opts["parent_smoothing"] = args.smoothing
     if args.options:
         em_opts.update(json.loads(args.options))
         piv_opts.update(em_opts.pop("pivot_options", {}))
@@ -195,7 +195,7 @@ def main(argv=None):
             print(f"m={m} {name}", flush=True)
             if name == "pivot":
                 model = PivotLPCFG(n_states=m, jobs=args.jobs, **opts,
-                                   **{k: v for k, v in piv_opts.items() if k != "smoothing"})
+                                   **{k: v for k, v in piv_opts.items() if k != "parent_smoothing"})
                 t0 = time.perf_counter()
                 model.fit(train)
                 train_s = time.perf_counter() - t0

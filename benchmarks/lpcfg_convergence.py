@@ -41,7 +41,7 @@ def main(argv=None):
         c0 = time.process_time()
         with threadpool_limits(limits=1):
             model = SpectralLPCFG(n_states=args.states, v=1, h=None, lexicon="mle",
-                                  smoothing=0.0, min_count=1).fit(train)
+                                  moment_smoothing=0.0, min_count=1).fit(train)
         fit_cpu = time.process_time() - c0
         ph = np.array([model.tree_probability(t) for t in test])
         err = np.abs(ph - p) / p

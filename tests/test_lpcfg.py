@@ -1,5 +1,4 @@
 """SpectralLPCFG: estimation pieces, consistency with the plain PCFG, parsing, persistence, CLI."""
-import argparse
 import itertools
 
 import numpy as np
@@ -7,14 +6,15 @@ import pytest
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
+from conftest import need
 from fastspectral.errors import NotFittedError
 from fastspectral.lpcfg import SpectralLPCFG
 from fastspectral.lpcfg.estimate import smoothed_pair, smoothed_triple, truncated_svd
 from fastspectral.lpcfg.features import feature_matrices
+from fastspectral.lpcfg.latent import ParseStats
 from fastspectral.synthetic import LatentPCFG
 from fastspectral.trees import read_ptb
 
-WSJ = "/work/shared/data/ptb/wsj-sample.mrg"
 
 
 def _words(t):
@@ -22,8 +22,13 @@ def _words(t):
 
 
 @pytest.fixture(scope="module")
-def wsj_small():
-    return list(itertools.islice(read_ptb(WSJ), 400))
+def wsj_path(shared_data):
+    return need(shared_data / "ptb" / "wsj-sample.mrg")
+
+
+@pytest.fixture(scope="module")
+def wsj_small(wsj_path):
+    return list(itertools.islice(read_ptb(wsj_path), 400))
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +93,7 @@ def test_one_state_lpcfg_is_the_pcfg(wsj_small):
     ours = m1.parse(sents, jobs=1)
     ref = pc.parse(sents, jobs=1)
     assert [str(t) for t in ours] == [str(t) for t in ref]
-    assert m1.last_parse_stats_["fallback_pcfg"] == 0
+    assert m1.last_parse_stats_.fallback_pcfg == 0
     # and the tensors are exactly the rule probabilities
     g = pc.grammar_
     np.testing.assert_allclose(m1.lpcfg_.T, g.bin_prob)
@@ -104,8 +109,12 @@ def test_parse_outputs_trees_over_the_input(fitted, wsj_small):
         assert t.leaves() == s
         assert t.label == "TOP"
     st = fitted.last_parse_stats_
-    assert st["sentences"] == len(sents) and st["empty"] == 1
-    assert st["items_lpcfg"] > 0
+    assert isinstance(st, ParseStats)
+    assert st.sentences == len(sents) and st.empty == 1
+    assert st.items_lpcfg > 0 and st.items_pcfg >= st.items_lpcfg
+    # the counters are per call, not accumulated across calls
+    fitted.parse(sents[:3], jobs=1)
+    assert fitted.last_parse_stats_.sentences == 3 and fitted.last_parse_stats_.empty == 0
     # given tags are respected
     words = sents[0]
     tags = [tg for _, tg in wsj_small[300].pos() if tg != "-NONE-"]
@@ -147,6 +156,36 @@ def test_errors():
         SpectralLPCFG().fit([])
     with pytest.raises(TypeError):
         SpectralLPCFG().fit(["(S (NN a))"])
+    with pytest.raises(ValueError):
+        SpectralLPCFG(moment_smoothing=-1).fit([])
+    with pytest.raises(ValueError):
+        SpectralLPCFG(lexicon="bogus").fit([])
+
+
+def test_parse_arguments(fitted):
+    with pytest.raises(TypeError):
+        fitted.parse(["a", "flat", "sentence"])
+    with pytest.raises(ValueError):
+        fitted.parse([["a"]], jobs=0)
+    with pytest.raises(ValueError):
+        fitted.parse([["a"]], tags=[["DT"], ["NN"]])
+    # a generator of sentences is accepted
+    out = fitted.parse(s for s in [["the", "dog"], ["a", "cat"]])
+    assert [t.leaves() for t in out] == [["the", "dog"], ["a", "cat"]]
+
+
+def test_estimator_contract(fitted):
+    from fastspectral.base import clone
+
+    p = fitted.get_params()
+    assert p["moment_smoothing"] == 30.0 and p["random_state"] == 0
+    assert p["svd_iterations"] == 3 and p["svd_oversamples"] == 10
+    assert "smoothing" not in p and "seed" not in p
+    c = clone(fitted)
+    assert c.get_params() == p and not c._is_fitted()
+    assert repr(SpectralLPCFG(n_states=3)) == "SpectralLPCFG(n_states=3)"
+    assert SpectralLPCFG.kind == "spectral-lpcfg"
+    assert fitted.fit_time_ > 0 and fitted.n_train_trees_ == 400
 
 
 def test_sampled_estimate_converges_on_synthetic_lpcfg():
@@ -156,7 +195,7 @@ def test_sampled_estimate_converges_on_synthetic_lpcfg():
     p = np.array([gm.tree_probability(t) for t in test])
     errs = []
     for M, seed in ((300, 1), (6000, 2)):
-        mdl = SpectralLPCFG(n_states=2, v=1, h=None, lexicon="mle", smoothing=0.0,
+        mdl = SpectralLPCFG(n_states=2, v=1, h=None, lexicon="mle", moment_smoothing=0.0,
                             min_count=1).fit(gm.sample(M, seed=seed, max_len=400))
         ph = np.array([mdl.tree_probability(t) for t in test])
         errs.append(np.median(np.abs(ph - p) / p))
@@ -164,21 +203,21 @@ def test_sampled_estimate_converges_on_synthetic_lpcfg():
     assert errs[1] < 0.3
 
 
-def test_cli_hook(wsj_small, tmp_path):
-    from fastspectral.lpcfg.cli import cli_add_arguments, cli_train
+def test_cli_train(wsj_small, tmp_path):
+    from fastspectral.cli import main
+    from fastspectral.io import load
 
-    parser = argparse.ArgumentParser()
-    parser.add_argument("treebank")
-    cli_add_arguments(parser)
+    tb = tmp_path / "train.mrg"
+    tb.write_text("\n".join(str(t) for t in wsj_small[:150]) + "\n")
     sv = tmp_path / "sv.txt"
-    args = parser.parse_args([WSJ, "--states", "3", "--min-count", "50",
-                              "--singular-values", str(sv)])
-    model = cli_train(args, wsj_small[:150])
+    out = tmp_path / "m.spectral"
+    assert main(["train", "spectral", str(tb), "-o", str(out), "--states", "3", "--min-count",
+                 "50", "--moment-smoothing", "10", "--singular-values", str(sv)]) == 0
+    model = load(out)
     assert isinstance(model, SpectralLPCFG) and model.n_states == 3
+    assert model.moment_smoothing == 10.0 and model.min_count == 50
     assert model.states_.max() <= 3
     assert sv.read_text().startswith("symbol")
-    with pytest.raises(SystemExit):
-        parser.parse_args([WSJ, "--states", "0"])
 
 
 def test_hundred_word_sentence(fitted, wsj_small):
@@ -194,9 +233,9 @@ def test_hundred_word_sentence(fitted, wsj_small):
     out = fitted.parse([words], jobs=2)[0]
     assert out.leaves() == words
     st = fitted.last_parse_stats_
-    assert st["items_lpcfg"] > 0 and st["fallback_flat"] == 0
+    assert st.items_lpcfg > 0 and st.fallback_flat == 0
     # an input the PCFG cannot parse at all gets the flat fallback tree
     odd = ["."] * 30
     if not np.isfinite(fitted.pcfg_.log_probability([odd])[0]):
         t = fitted.parse([odd])[0]
-        assert t.leaves() == odd and fitted.last_parse_stats_["fallback_flat"] == 1
+        assert t.leaves() == odd and fitted.last_parse_stats_.fallback_flat == 1

@@ -6,9 +6,10 @@ import pytest
 
 from fastspectral.grammar.grammar import Grammar
 from fastspectral.grammar.pcfg import PCFG
-from fastspectral.lpcfg.em import (EMLPCFG, LatentLayout, brute_force_counts, e_step, m_step,
-                                   uniform_counts)
+from _lpcfg_brute import brute_force_counts
+from fastspectral.lpcfg.em import EMLPCFG
 from fastspectral.lpcfg.features import extract_nodes
+from fastspectral.lpcfg.latent_params import LatentLayout, e_step, m_step, uniform_counts
 from fastspectral.synthetic import LatentPCFG
 from fastspectral.trees.transforms import prepare
 from fastspectral.trees.tree import Tree
@@ -36,11 +37,13 @@ def test_e_step_matches_brute_force(m_value):
     lay = _layout(trees, m_value)
     assert lay.un_nodes.size > 0 and lay.rnodes.size > 0  # unary and binary rules are exercised
     params = m_step(lay, uniform_counts(lay, noise=0.8, seed=3))
-    counts, ll, logZ = e_step(lay, params, jobs=2)
-    ref_ll, ref = brute_force_counts(lay, params)
-    assert ll == pytest.approx(ref_ll, rel=1e-10)
+    es = e_step(lay, params, jobs=2)
+    counts = es.counts
+    ref = brute_force_counts(lay, params)
+    assert es.log_likelihood == pytest.approx(ref.log_likelihood, rel=1e-10)
+    np.testing.assert_allclose(es.tree_log_likelihood, ref.tree_log_likelihood, rtol=1e-10)
     for name in ("T", "U", "L", "c1"):
-        np.testing.assert_allclose(getattr(counts, name), getattr(ref, name), rtol=1e-9,
+        np.testing.assert_allclose(getattr(counts, name), getattr(ref.counts, name), rtol=1e-9,
                                    atol=1e-12)
     # expected counts of each tree's root states sum to one per tree
     assert counts.c1.sum() == pytest.approx(len(trees))
@@ -51,9 +54,9 @@ def test_long_tree_does_not_underflow():
     t = Tree.fromstring(f"(TOP (NP {words}))")
     lay = _layout([t], 4)
     params = m_step(lay, uniform_counts(lay, noise=0.5, seed=1))
-    counts, ll, _ = e_step(lay, params)
-    assert np.isfinite(ll) and ll < -300
-    assert counts.c1.sum() == pytest.approx(1.0)
+    es = e_step(lay, params)
+    assert np.isfinite(es.log_likelihood) and es.log_likelihood < -300
+    assert es.counts.c1.sum() == pytest.approx(1.0)
 
 
 def _normalisation_error(lay, p):
@@ -82,8 +85,9 @@ def test_em_monotone_and_normalised():
     params = m_step(lay, uniform_counts(lay, noise=0.3, seed=0))
     lls = []
     for _ in range(6):
-        counts, ll, _ = e_step(lay, params)
-        lls.append(ll)
+        es = e_step(lay, params)
+        counts = es.counts
+        lls.append(es.log_likelihood)
         params = m_step(lay, counts, smooth=0.0)
         err_rules, err_root = _normalisation_error(lay, params)
         assert err_rules < 1e-9 and err_root < 1e-9
@@ -101,8 +105,7 @@ def test_symmetric_start_does_not_break_symmetry():
     lay = _layout(trees, 2, min_count=5)
     params = m_step(lay, uniform_counts(lay))  # no noise: all states identical
     for _ in range(3):
-        counts, _, _ = e_step(lay, params)
-        params = m_step(lay, counts)
+        params = m_step(lay, e_step(lay, params).counts)
     r = next(r for r in range(len(lay.bin_parent)) if lay.m[lay.bin_parent[r]] == 2)
     blk = params.T[lay.toff[r]:lay.toff[r + 1]].reshape(2, -1)
     np.testing.assert_allclose(blk[0], blk[1], rtol=1e-9)
@@ -119,10 +122,12 @@ def test_em_model_fit_parse_save_load(synthetic, tmp_path):
     from fastspectral.io import load
 
     train, test = synthetic
-    model = EMLPCFG(n_states=2, iterations=8, v=1, h=1, min_count=5, smoothing=0.0, jobs=2)
+    model = EMLPCFG(n_states=2, iterations=8, v=1, h=1, min_count=5, parent_smoothing=0.0,
+                    jobs=2)
     model.fit(train)
     hist = [ll for _, ll, _ in model.history_]
     assert len(hist) == 8 and all(b >= a - 1e-8 * abs(a) for a, b in zip(hist, hist[1:]))
+    assert model.n_iter_ == 8 and model.fit_time_ > 0
     sents = [t.leaves() for t in test]
     out = model.parse(sents)
     f1 = evaluate(test, out).fmeasure
@@ -156,6 +161,13 @@ def test_validation():
     with pytest.raises(ValueError):
         EMLPCFG(init="bogus").fit([Tree.fromstring(TINY[0])])
     with pytest.raises(ValueError):
-        EMLPCFG(smoothing=1.5).fit([Tree.fromstring(TINY[0])])
+        EMLPCFG(parent_smoothing=1.5).fit([Tree.fromstring(TINY[0])])
     with pytest.raises(ValueError):
         EMLPCFG(iterations=-1).fit([Tree.fromstring(TINY[0])])
+    with pytest.raises(ValueError, match="pivot_options"):
+        EMLPCFG(init="pivot", pivot_options={"em_iterations": 3}).fit([Tree.fromstring(TINY[0])])
+    with pytest.raises(ValueError, match="mixture_iterations"):
+        EMLPCFG(init="pivot", pivot_options={"mixture_iterations": 0}).fit(
+            [Tree.fromstring(TINY[0])])
+    with pytest.raises(TypeError):
+        EMLPCFG(random_state="x").fit([Tree.fromstring(TINY[0])])

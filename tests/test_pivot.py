@@ -5,9 +5,11 @@ import pytest
 
 from fastspectral.grammar.grammar import Grammar
 from fastspectral.grammar.pcfg import PCFG
-from fastspectral.lpcfg.em import EMLPCFG, LatentLayout
+from fastspectral.lpcfg.em import EMLPCFG
 from fastspectral.lpcfg.features import extract_nodes
-from fastspectral.lpcfg.pivot import AnchoredExample, PivotLPCFG, group_mixture_em
+from fastspectral.lpcfg.latent_params import LatentLayout, state_counts
+from fastspectral.lpcfg.pivot import PivotLPCFG, group_mixture_em
+from fastspectral.synthetic_anchored import AnchoredExample
 from fastspectral.trees.transforms import prepare
 
 
@@ -47,8 +49,9 @@ def test_group_mixture_em_matches_reference():
     E = np.concatenate([comps[x].ravel(), [1.0]])
     e1 = np.arange(n) * m
     one = np.full(n, E.shape[0] - 1)
-    t, toff, ll, iters = group_mixture_em(np.zeros(n, np.int64), e1, one, one, [m], [1], [1], E,
-                                          max_iter=5000, tol=1e-13)
+    res = group_mixture_em(np.zeros(n, np.int64), e1, one, one, [m], [1], [1], E,
+                           max_iter=5000, tol=1e-13)
+    t = res.t
     ref = mixture_weights_em(counts[None, :], comps, max_iter=5000, tol=1e-13)[0]
     np.testing.assert_allclose(t, ref, atol=2e-4)
     assert t.sum() == pytest.approx(1.0)
@@ -62,10 +65,11 @@ def test_group_mixture_em_three_way_is_a_stationary_point():
     E3 = rng.uniform(0.1, 1, (n, m3))
     E = np.concatenate([E1.ravel(), E2.ravel(), E3.ravel(), [1.0]])
     o2, o3 = n * m1, n * m1 + n * m2
-    t, _, ll, _ = group_mixture_em(np.zeros(n, np.int64), np.arange(n) * m1,
-                                   o2 + np.arange(n) * m2, o3 + np.arange(n) * m3, [m1], [m2],
-                                   [m3], E, max_iter=3000, tol=1e-14)
-    T = t.reshape(m1, m2, m3)
+    res = group_mixture_em(np.zeros(n, np.int64), np.arange(n) * m1,
+                           o2 + np.arange(n) * m2, o3 + np.arange(n) * m3, [m1], [m2],
+                           [m3], E, max_iter=3000, tol=1e-14)
+    ll = res.loglik
+    T = res.t.reshape(m1, m2, m3)
     Z = np.einsum("abc,na,nb,nc->n", T, E1, E2, E3)
     grad = np.einsum("na,nb,nc->abc", E1 / Z[:, None], E2, E3) / n
     # KKT on the simplex: the gradient equals 1 on the support
@@ -116,13 +120,14 @@ def test_group_mixture_em_shared_evidence_many_groups():
     E = np.concatenate(chunks)
     perm = rng.permutation(sum(n_items))                    # items in any order
     cat = [np.concatenate(x)[perm] for x in (groups, e1, e2, e3, w)]
-    t, toff, ll, iters = group_mixture_em(cat[0], cat[1], cat[2], cat[3],
-                                          [s[0] for s in shapes], [s[1] for s in shapes],
-                                          [s[2] for s in shapes], E, weight=cat[4],
-                                          max_iter=25, tol=-1.0, jobs=2)
+    res = group_mixture_em(cat[0], cat[1], cat[2], cat[3],
+                           [s[0] for s in shapes], [s[1] for s in shapes],
+                           [s[2] for s in shapes], E, weight=cat[4],
+                           max_iter=25, tol=-1.0, jobs=2)
     for g, ref in enumerate(refs):
-        np.testing.assert_allclose(t[toff[g]:toff[g + 1]], ref.ravel(), rtol=1e-9, atol=1e-12)
-    assert list(iters) == [25, 25, 25, 25, 0]
+        np.testing.assert_allclose(res.t[res.toff[g]:res.toff[g + 1]], ref.ravel(), rtol=1e-9,
+                                   atol=1e-12)
+    assert list(res.iters) == [25, 25, 25, 25, 0]
 
 
 def test_pivot_parameters_are_normalised(planted):
@@ -130,10 +135,11 @@ def test_pivot_parameters_are_normalised(planted):
     fine = [prepare(t, 1, 1) for t in trees[:1500]]
     g = Grammar.from_trees(fine, PCFG().lexicon_options())
     nodes = extract_nodes(fine, g)
-    est = PivotLPCFG(**ex.fit_options())
-    m = est.state_counts(nodes, g)
+    opts = ex.fit_options()
+    est = PivotLPCFG(**opts)
+    m = state_counts(nodes, g, opts["n_states"], None, opts["min_count"], opts["state_map"])
     lay = LatentLayout(nodes, g, m, 0)
-    p = est._learn(lay)
+    p = est._learn(lay, 0).params
     assert np.all(p.T >= 0) and np.all(p.U >= 0) and np.all(p.L >= 0) and np.all(p.c1 >= 0)
     tot = np.zeros(int(lay.soff[-1]))
     for r in range(len(lay.bin_parent)):
@@ -150,8 +156,8 @@ def test_pivot_em_starts_better_than_random(planted):
     ex, trees = planted
     opts = ex.fit_options()
     opts["pivot_options"] = {"feature_pairs": opts.pop("feature_pairs")}
-    piv = EMLPCFG(iterations=2, init="pivot", smoothing=0.0, **opts).fit(trees[:2000])
-    rnd = EMLPCFG(iterations=2, init="random", smoothing=0.0, **opts).fit(trees[:2000])
+    piv = EMLPCFG(iterations=2, init="pivot", parent_smoothing=0.0, **opts).fit(trees[:2000])
+    rnd = EMLPCFG(iterations=2, init="random", parent_smoothing=0.0, **opts).fit(trees[:2000])
     assert piv.history_[0][1] > rnd.history_[0][1] + 100.0
     assert piv.history_[1][1] >= piv.history_[0][1]
     assert ex.recovery_error(piv)["t"] < 0.08
@@ -170,7 +176,8 @@ def test_save_load_and_cli(tmp_path):
     sent.write_text("\n".join(" ".join(t.leaves()) for t in trees[:5]) + "\n")
     for kind, cls in (("pivot", PivotLPCFG), ("em", EMLPCFG), ("pivot-em", EMLPCFG)):
         out = tmp_path / f"{kind}.model"
-        rc = main(["train", kind, str(tb), "-o", str(out), "--states", "2", "--iterations", "1",
+        iterations = [] if kind == "pivot" else ["--iterations", "1"]   # pivot has no EM
+        rc = main(["train", kind, str(tb), "-o", str(out), "--states", "2", *iterations,
                    "--v", "1", "--min-count", "5", "--jobs", "2",
                    "--pivot-features", "1,1", "0,0"])
         assert rc == 0
@@ -194,7 +201,9 @@ def test_validation():
     with pytest.raises(ValueError):
         PivotLPCFG(feature_pairs=((0, 9),)).fit(ex.sample(10))
     with pytest.raises(ValueError):
-        PivotLPCFG(em_iterations=0).fit(ex.sample(10))
+        PivotLPCFG(mixture_iterations=0).fit(ex.sample(10))
+    with pytest.raises(ValueError):
+        PivotLPCFG(parent_smoothing=1.0).fit(ex.sample(10))
 
 
 def test_several_feature_pairs_are_aligned(planted):
@@ -205,27 +214,21 @@ def test_several_feature_pairs_are_aligned(planted):
 
 
 def test_cli_defaults_are_the_models_defaults(tmp_path):
-    """``fastspectral train pivot|em|pivot-em`` without options builds the classes' defaults,
-    and the defaults printed by ``--help`` are those of the classes."""
+    """``fastspectral train pivot-em`` without options builds the classes' defaults; the pivot
+    and EM learners share the defaults of their common options."""
     import inspect
 
+    from fastspectral.cli import main
     from fastspectral.io import load
-    from fastspectral.lpcfg import latent_cli
     from fastspectral.synthetic import LatentPCFG
 
     em_sig = inspect.signature(EMLPCFG).parameters
     piv_sig = inspect.signature(PivotLPCFG).parameters
-    for key in ("v", "h", "min_count", "smoothing"):
-        assert latent_cli._D[key] == em_sig[key].default, key
-    for key in ("v", "h", "min_count"):
+    for key in ("v", "h", "min_count", "rare_threshold", "prune_threshold", "coarse_threshold",
+                "random_state", "state_map"):
         assert piv_sig[key].default == em_sig[key].default, key
-    pairs = " ".join(f"{i},{o}" for i, o in piv_sig["feature_pairs"].default)
-    assert latent_cli._D["pivot_features"] == pairs
-    assert latent_cli._DEFAULT_ITERATIONS["em"] == EMLPCFG().n_iterations
-    assert latent_cli._DEFAULT_ITERATIONS["pivot-em"] == EMLPCFG(init="pivot").n_iterations
+    assert EMLPCFG().n_iterations == 50 and EMLPCFG(init="pivot").n_iterations == 4
     assert EMLPCFG(iterations=7).n_iterations == 7
-    from fastspectral.cli import main
-
     trees = LatentPCFG.default(n_states=2, seed=0).sample(300, seed=3)
     tb = tmp_path / "train.trees"
     tb.write_text("\n".join(str(t) for t in trees) + "\n")
@@ -233,5 +236,23 @@ def test_cli_defaults_are_the_models_defaults(tmp_path):
     assert main(["train", "pivot-em", str(tb), "-o", str(out), "--states", "2",
                  "--iterations", "1", "--jobs", "2"]) == 0
     model = load(out)
-    for key in ("v", "h", "min_count", "smoothing"):
+    assert model.init == "pivot"
+    for key in ("v", "h", "min_count", "parent_smoothing", "random_state"):
         assert getattr(model, key) == em_sig[key].default, key
+
+
+def test_estimator_contract():
+    from fastspectral.base import clone
+
+    for cls, kind in ((PivotLPCFG, "pivot-lpcfg"), (EMLPCFG, "em-lpcfg")):
+        assert cls.kind == kind
+        names = cls._get_param_names()
+        assert "random_state" in names and "parent_smoothing" in names
+        assert "seed" not in names and "smoothing" not in names
+        model = cls(n_states=3, jobs=1)
+        assert repr(model) == f"{cls.__name__}(jobs=1, n_states=3)"
+        assert clone(model).get_params() == model.get_params()
+    assert "mixture_iterations" in PivotLPCFG._get_param_names()
+    # EM lists only its own options: none of the pivot-only or spectral ones
+    for name in ("feature_pairs", "kappa", "moment_smoothing", "lexicon", "mixture_iterations"):
+        assert name not in EMLPCFG._get_param_names()

@@ -1,10 +1,14 @@
 """Latent-variable PCFGs: spectral (:class:`SpectralLPCFG`), pivot / anchor
-(:class:`PivotLPCFG`) and EM or pivot-initialised EM (:class:`EMLPCFG`).
+(:class:`PivotLPCFG`) and EM or pivot-initialised EM (:class:`EMLPCFG`), three siblings of
+:class:`~fastspectral.lpcfg.latent.LatentPCFGBase`.
 
-Submodules: :mod:`.spectral` (the estimator and parser), :mod:`.features` (tree-fragment
-features), :mod:`.estimate` (SVD, projections, smoothing), :mod:`.params` (flat parameter arrays
-and the compiled tensor inside-outside), :mod:`.exact` (exact-moment estimation for a known
-L-PCFG, used to check theorems 1-2), :mod:`.cli` (command-line hook).
+Submodules: :mod:`.latent` (the shared base: treebank preparation, coarse-to-fine parsing, tree
+scoring, model files), :mod:`.spectral`, :mod:`.pivot` and :mod:`.em` (the learners),
+:mod:`.latent_params` (flat latent parameters on a treebank and the compiled E/M steps shared by
+EM and the pivot method), :mod:`.features` (tree-fragment features), :mod:`.estimate` (SVD,
+projections, smoothing), :mod:`.params` (parameter arrays of the compiled tensor
+inside-outside), :mod:`.exact` (exact-moment estimation for a known L-PCFG, used to check
+theorems 1-2).
 """
 from .spectral import SpectralLPCFG
 from .pivot import PivotLPCFG

@@ -21,7 +21,7 @@ For every symbol ``a`` with ``M_a`` training nodes, inside features ``phi`` and 
      outside projection of ``p``'s rare-word (count <= 1) tokens; unknown words use that mean.
 
 Smoothing (the interpolation with lower-order terms of Cohen et al. 2013), with
-``lam = sqrt(n_r) / (C + sqrt(n_r))`` (``C = smoothing``; ``C = 0`` disables smoothing)::
+``lam = sqrt(n_r) / (C + sqrt(n_r))`` (``C = moment_smoothing``; ``C = 0`` disables smoothing)::
 
     S_r = lam * E[z y2 y3] + (1 - lam) * ( lam * (E[z y2] (x) E[y3] + E[z y3] (x)_2 E[y2]) / 2
                                            + (1 - lam) * E[z] (x) E[y2] (x) E[y3] )

@@ -14,9 +14,9 @@ algebra is the same.
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
+
+from .._threads import available_cores
 
 __all__ = ["LatentGrammar", "tensor_inside_outside"]
 
@@ -173,13 +173,11 @@ def _sort_items(items: np.ndarray) -> np.ndarray:
 
 
 def default_threads(jobs=None) -> int:
-    """Number of OpenMP threads: ``jobs`` if given, else the CPUs this process may use."""
+    """Number of threads: ``jobs`` if it is a positive integer, else the cores available to
+    this process (:func:`fastspectral._threads.available_cores`)."""
     if jobs is not None and jobs > 0:
         return int(jobs)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover
-        return max(1, os.cpu_count() or 1)
+    return available_cores()
 
 
 def tensor_inside_outside(grammar: LatentGrammar, lengths, items, leaf_w, leaf_off, leaf_table,

@@ -1,14 +1,10 @@
 """Pivot (anchor) learning of L-PCFGs: Cohen & Collins (ACL 2014), figure 1 and section 6.
 
->>> from fastspectral.lpcfg.pivot import PivotLPCFG
->>> model = PivotLPCFG(n_states=16).fit(trees)                              # doctest: +SKIP
->>> model.parse([["The", "dog", "barks", "."]])                              # doctest: +SKIP
-
 Unlike the spectral learner this returns genuine, non-negative, normalised L-PCFG parameters (so
 they can initialise EM: ``EMLPCFG(init="pivot")``, "Pivot+EM").
 
 Algorithm (per fitted treebank; symbols, rules, state counts and lexical classes exactly as in
-:mod:`fastspectral.lpcfg.em`):
+:mod:`fastspectral.lpcfg.latent_params`):
 
 1. **Matrix decomposition** (step 1 of figure 1).  For every non-terminal ``a`` with ``m_a > 1``
    the co-occurrence counts ``Q^a[f, g]`` of an inside feature ``f`` and an outside feature ``g``
@@ -26,8 +22,8 @@ Algorithm (per fitted treebank; symbols, rules, state counts and lexical classes
    ``t(h1, h2, h3 | a -> b c)`` maximises
    ``sum_pairs sum_{g, f2, f3} p^(g, f2, f3 | a -> b c) log sum_h t(h) s(g | h1, a) r(f2 | h2, b)
    r(f3 | h3, c)``: a mixture with fixed components, concave in ``t``, solved by EM from the
-   uniform distribution (compiled with Numba, parallel over rules, ``em_iterations`` at most,
-   stopping when the per-node gain falls below ``em_tol``).  Unary rules ``a -> p`` (matrices),
+   uniform distribution (compiled with Numba, parallel over rules, ``mixture_iterations`` at most,
+   stopping when the per-node gain falls below ``mixture_tol``).  Unary rules ``a -> p`` (matrices),
    lexical classes ``p -> k`` (``p(h | p -> k)`` from the outside evidence alone) and roots
    (``p(h | a at the root)`` from the inside evidence alone) are the same problem with fewer
    factors.
@@ -37,12 +33,14 @@ Algorithm (per fitted treebank; symbols, rules, state counts and lexical classes
    ``p(h1 | a) = sum_rules P(rule | a) p(h1 | rule)``, likewise for unary rules and emissions
    ``q(k | p, h)``, and ``pi(a, h) = P(root = a) p(h | a at the root)``.
 
-Parsing is the spectral model's (coarse-to-fine, compiled tensor inside-outside, max-recall).
+Parsing is that of every L-PCFG (:class:`~fastspectral.lpcfg.latent.LatentPCFGBase`:
+coarse-to-fine, compiled tensor inside-outside, max-recall).
 """
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -50,17 +48,77 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from .._blas import blas_single_thread
-from .em import LatentLayout, LatentModelBase, LatentParams, _set_threads, m_step, uniform_counts
+from .latent import LatentPCFGBase, _check_int, resolve_random_state
+from .latent_params import (LatentLayout, LatentParams, latent_arrays, m_step, set_threads,
+                            state_counts, uniform_counts)
 
-__all__ = ["PivotLPCFG", "AnchoredExample", "group_mixture_em", "symbol_decomposition"]
+__all__ = ["PivotLPCFG", "PivotEstimate", "MixtureEM", "SymbolDecomposition",
+           "group_mixture_em", "symbol_decomposition"]
 
+
+@dataclass
+class MixtureEM:
+    """Result of :func:`group_mixture_em`.
+
+    Attributes
+    ----------
+    t : numpy.ndarray
+        The distributions of all groups, flat (group ``g`` at ``t[toff[g]:toff[g+1]]``).
+    toff : numpy.ndarray
+        Offsets of the groups in ``t``.
+    loglik : numpy.ndarray
+        Final per-item (weighted mean) log-likelihood of every group.
+    iters : numpy.ndarray
+        EM iterations run per group.
+    """
+
+    t: np.ndarray
+    toff: np.ndarray
+    loglik: np.ndarray
+    iters: np.ndarray
+
+
+@dataclass
+class SymbolDecomposition:
+    """Result of :func:`symbol_decomposition`: ``r(f | h)``, ``s(g | h)`` and the number ``k``
+    of anchored states."""
+
+    r: np.ndarray
+    s: np.ndarray
+    k: int
+
+
+@dataclass
+class PivotEstimate:
+    """What the pivot method estimates on a treebank layout.
+
+    Attributes
+    ----------
+    params : LatentParams
+        The normalised L-PCFG parameters.
+    anchored_states : dict
+        Per symbol id with ``m_a > 1``: the number of states anchored in step 1.
+    mixture_iterations : numpy.ndarray
+        Convex-EM iterations run for every binary rule (step 2).
+    decomposition_seconds : float
+        Seconds of step 1 (the matrix decompositions).
+    seconds : float
+        Seconds of the whole estimation.
+    """
+
+    params: LatentParams
+    anchored_states: dict
+    mixture_iterations: np.ndarray
+    decomposition_seconds: float
+    seconds: float
 
 
 @njit(parallel=True, fastmath=True, cache=True)
 def _group_em(order, gptr, run, e1, e2, e3, gm1, gm2, gm3, weight, E, toff, T, max_iter, tol,
               loglik, iters):  # pragma: no cover - numba
     """Per group ``g``: maximise ``sum_k w_k log sum_h T[h1,h2,h3] E1_k[h1] E2_k[h2] E3_k[h3]``
-    over the simplex by EM (from uniform).
+    over the simplex by EM (from uniform): the convex problem of step 2 of Cohen & Collins
+    (2014), eq. 1, with ``E1 = s(g | h1, a)``, ``E2 = r(f2 | h2, b)``, ``E3 = r(f3 | h3, c)``.
 
     Items ``gptr[g]:gptr[g+1]`` hold evidence offsets, sorted by ``e1``; ``run[k]`` numbers the
     distinct ``e1`` values within the group.  Items sharing ``E1`` share ``V_u = E1_u . T`` (an
@@ -155,8 +213,9 @@ def group_mixture_em(items_group, e1, e2, e3, m1, m2, m3, E, weight=None, max_it
     ``items_group[k]`` (0..G-1) and reads its three evidence vectors from the flat array ``E``
     at offsets ``e1[k]``, ``e2[k]``, ``e3[k]``.  Maximises, per group,
     ``sum_k weight_k log sum_h t(h1, h2, h3) E1_k(h1) E2_k(h2) E3_k(h3)`` over the simplex
-    (concave), starting from uniform.  Returns ``(t_flat, toff, loglik, iters)`` with group
-    ``g``'s distribution at ``t_flat[toff[g]:toff[g+1]]`` (row-major ``(m1, m2, m3)``).
+    (concave), starting from uniform (Cohen & Collins 2014, eq. 1).  Returns a
+    :class:`MixtureEM`: group ``g``'s distribution is ``t[toff[g]:toff[g+1]]`` (row-major
+    ``(m1, m2, m3)``).
     """
     items_group = np.asarray(items_group, dtype=np.int64)
     e1 = np.asarray(e1, dtype=np.int64)
@@ -182,13 +241,13 @@ def group_mixture_em(items_group, e1, e2, e3, m1, m2, m3, E, weight=None, max_it
     iters = np.zeros(G, dtype=np.int64)
     # largest groups first, handed out one at a time (their costs differ by 1000x)
     gorder = np.argsort(-(np.diff(gptr) * m1 * m2 * m3), kind="stable").astype(np.int64)
-    _set_threads(jobs)
+    set_threads(jobs)
     with blas_single_thread(), numba.parallel_chunksize(1):
         _group_em(gorder, gptr, run.astype(np.int64), e1s, np.asarray(e2, np.int64)[order],
                   np.asarray(e3, np.int64)[order], m1, m2, m3, np.ascontiguousarray(w[order]),
                   np.ascontiguousarray(E, dtype=np.float64), toff, T, int(max_iter), float(tol),
                   loglik, iters)
-    return T, toff, loglik, iters
+    return MixtureEM(T, toff, loglik, iters)
 
 
 def _dense_ids(label, keys):
@@ -209,9 +268,11 @@ def _dense_ids(label, keys):
 def symbol_decomposition(f, g, m, anchor_min_count=10, seed=0, em_iterations=100):
     """MDP 1 on the (f, g) co-occurrences of one symbol's nodes.
 
-    ``f``, ``g``: local feature ids (0..) per node; ``m``: states.  Returns ``(r, s, k)`` with
-    ``r`` (``n_f x m``, ``r(f | h)``), ``s`` (``n_g x m``, ``s(g | h)`` in the same numbering),
-    and ``k`` the number of anchored states (states ``k..m-1`` get the marginals).
+    Step 1 of figure 1 of Cohen & Collins (2014) for one symbol: ``f``, ``g`` are the local
+    inside / outside feature ids (0..) of its nodes, ``m`` its states.  Returns a
+    :class:`SymbolDecomposition`: ``r`` (``n_f x m``, ``r(f | h)``), ``s`` (``n_g x m``,
+    ``s(g | h) = sum_h' t(h' | h) s'(g | h')`` in the same numbering, eq. 3) and ``k`` the number
+    of anchored states (states ``k..m-1`` get the marginals).
     """
     from ..linalg import mdp1
 
@@ -234,7 +295,7 @@ def symbol_decomposition(f, g, m, anchor_min_count=10, seed=0, em_iterations=100
             s[:, :k] = res.s @ res.t.T
         except (ValueError, np.linalg.LinAlgError):
             k = 1
-    return r, s, k
+    return SymbolDecomposition(r, s, k)
 
 
 def _align(post_ref, post_new):
@@ -246,186 +307,156 @@ def _align(post_ref, post_new):
     return cols
 
 
-class PivotLPCFG(LatentModelBase):
-    """L-PCFG estimated by the pivot (anchor) method of Cohen & Collins (2014).
 
-    Parameters (besides those of :class:`~fastspectral.lpcfg.em.LatentModelBase`)
+
+def _evidence(layout: LatentLayout, kin, kout, feature_pairs, anchor_min_count, seed,
+              mdp_em_iterations):
+    """Evidence vectors of step 2, stored once per (symbol, feature value).
+
+    Returns ``(E, in_off, out_off, anchored)``: the flat evidence array (``E[0] = 1`` is the
+    evidence of one-state symbols), per feature pair every node's offset of its inside vector
+    ``r(f(n) | .)`` and outside vector ``s(g(n) | .)`` (rescaled to max 1: the convex EM is
+    invariant to a per-item scale), and the anchored states per symbol (first pair)."""
+    lay = layout
+    label = lay.label
+    m = lay.m
+    N = lay.N
+    pairs = [tuple(int(x) for x in p) for p in feature_pairs]
+    chunks = [np.ones(1)]
+    pos = 1
+    in_all, out_all = [], []
+    post_ref = {}
+    anchored = {}
+    order = np.argsort(label, kind="stable")
+    ptr = np.zeros(lay.S + 1, dtype=np.int64)
+    np.cumsum(np.bincount(label, minlength=lay.S), out=ptr[1:])
+    # pre-terminals have no children: their inside feature is the word (template 1)
+    is_pre = lay.g.is_preterminal[label]
+    for pi_, (ci, co) in enumerate(pairs):
+        fid = _dense_ids(label, np.where(is_pre, kin[:, 0], kin[:, ci]))
+        gid = _dense_ids(label, kout[:, co])
+        in_off = np.zeros(N, dtype=np.int64)
+        out_off = np.zeros(N, dtype=np.int64)
+        for a in np.flatnonzero(m > 1):
+            idx = order[ptr[a]:ptr[a + 1]]
+            if idx.size == 0:
+                continue
+            ma = int(m[a])
+            dec = symbol_decomposition(fid[idx], gid[idx], ma, anchor_min_count, seed + int(a),
+                                       mdp_em_iterations)
+            r, s, k = dec.r, dec.s, dec.k
+            if pi_ == 0:
+                anchored[int(a)] = k
+            post = r[fid[idx]] * s[gid[idx]]
+            post /= np.maximum(post.sum(1, keepdims=True), 1e-300)
+            if pi_ == 0:
+                post_ref[int(a)] = post
+            elif k >= 2:
+                perm = _align(post_ref[int(a)], post)
+                r, s = r[:, perm], s[:, perm]
+            r = r / np.maximum(r.max(1, keepdims=True), 1e-300)
+            s = s / np.maximum(s.max(1, keepdims=True), 1e-300)
+            chunks.append(r.ravel())
+            in_off[idx] = pos + fid[idx] * ma
+            pos += r.size
+            chunks.append(s.ravel())
+            out_off[idx] = pos + gid[idx] * ma
+            pos += s.size
+        in_all.append(in_off)
+        out_all.append(out_off)
+    return np.concatenate(chunks), in_all, out_all, anchored
+
+
+def _solve(grp, e1, e2, e3, m1, m2, m3, E, max_iter, tol, jobs) -> MixtureEM:
+    """Convex EM over de-duplicated items (identical evidence triples are counted once with
+    their multiplicity as weight)."""
+    key = np.stack([grp, e1, e2, e3], axis=1)
+    uniq, cnt = np.unique(key, axis=0, return_counts=True)
+    return group_mixture_em(uniq[:, 0], uniq[:, 1], uniq[:, 2], uniq[:, 3], m1, m2, m3, E,
+                            weight=cnt.astype(np.float64), max_iter=max_iter, tol=tol, jobs=jobs)
+
+
+def pivot_estimate(layout: LatentLayout, *, feature_pairs=((1, 1), (0, 0), (3, 3)),
+                   anchor_min_count=10, mixture_iterations=30, mixture_tol=1e-5,
+                   mdp_em_iterations=100, parent_smoothing=0.0, seed=0,
+                   jobs=None) -> PivotEstimate:
+    """The pivot estimates of Cohen & Collins (2014), figure 1, on a treebank layout.
+
+    Parameters
     ----------
-    feature_pairs : list of ``(inside template, outside template)`` column pairs of the
-        tree-fragment features (:mod:`fastspectral._ext.lpcfg_features`, 0-based); the first
-        pair defines the states' numbering, the objective of step 2 sums over all pairs.
-    anchor_min_count : features seen fewer times cannot be anchors.
-    em_iterations, em_tol : limits of the convex EM of step 2 (per-node log-likelihood gain).
-    mdp_em_iterations : limit of MDP 1's EM for ``t(h' | h)``.
-    smoothing : ``alpha`` of the final normalisation's smoothing over parent states (as EM's).
+    layout : LatentLayout
+        The training treebank with its state counts.
+    feature_pairs, anchor_min_count, mixture_iterations, mixture_tol
+        As :class:`PivotLPCFG`.
+    mdp_em_iterations, parent_smoothing
+        As :class:`PivotLPCFG`.
+    seed : int, default 0
+        Seed of the decompositions (symbol ``a`` uses ``seed + a``).
+    jobs : int, optional
+        Numba threads (None: the cores available).
+
+    Returns
+    -------
+    PivotEstimate
     """
+    from .features import default_feature_keys
 
-    model_kind = "pivot-lpcfg"
+    t0 = time.perf_counter()
+    lay = layout
+    kin, kout = default_feature_keys(lay.nodes)
+    E, ins, outs, anchored = _evidence(lay, kin, kout, feature_pairs, anchor_min_count, seed,
+                                       mdp_em_iterations)
+    t1 = time.perf_counter()
+    P = len(ins)
+    m = lay.m
+    counts = lay.zeros()
+    R = len(lay.bin_parent)
 
-    def __init__(self, n_states=16, feature_pairs=((1, 1), (0, 0), (3, 3)), anchor_min_count=10,
-                 em_iterations=30, em_tol=1e-5, mdp_em_iterations=100, smoothing=0.0,
-                 n_states_pre=None, v=1, h=0, tag_parent=False, min_count=20, rare_threshold=1,
-                 prune_threshold=1e-4, coarse_threshold=1e-3, seed=0, jobs=None, state_map=None):
-        super().__init__(n_states=n_states, n_states_pre=n_states_pre, v=v, h=h,
-                         tag_parent=tag_parent, min_count=min_count,
-                         rare_threshold=rare_threshold, prune_threshold=prune_threshold,
-                         coarse_threshold=coarse_threshold, seed=seed, jobs=jobs,
-                         state_map=state_map)
-        self.feature_pairs = feature_pairs
-        self.anchor_min_count = anchor_min_count
-        self.em_iterations = em_iterations
-        self.em_tol = em_tol
-        self.mdp_em_iterations = mdp_em_iterations
-        self.smoothing = smoothing
+    def solve(grp, e1, e2, e3, m1, m2, m3):
+        return _solve(grp, e1, e2, e3, m1, m2, m3, E, mixture_iterations, mixture_tol, jobs)
 
-    def get_params(self) -> dict:
-        """Constructor arguments."""
-        p = super().get_params()
-        p.update({"feature_pairs": [list(x) for x in self.feature_pairs],
-                  "anchor_min_count": self.anchor_min_count, "em_iterations": self.em_iterations,
-                  "em_tol": self.em_tol, "mdp_em_iterations": self.mdp_em_iterations,
-                  "smoothing": self.smoothing})
-        return p
-
-    def _validate(self):
-        super()._validate()
-        pairs = [tuple(p) for p in self.feature_pairs]
-        if not pairs or any(len(p) != 2 or not all(0 <= int(x) < 6 for x in p) for p in pairs):
-            raise ValueError(f"feature_pairs must be a non-empty list of (inside, outside) "
-                             f"template indices in 0..5, got {self.feature_pairs!r}")
-        if self.anchor_min_count < 1 or self.em_iterations < 1 or self.mdp_em_iterations < 1:
-            raise ValueError("anchor_min_count, em_iterations and mdp_em_iterations must be >= 1")
-        if not (0.0 <= self.smoothing < 1.0):
-            raise ValueError(f"smoothing must be in [0, 1), got {self.smoothing!r}")
-
-    # ------------------------------------------------------------------ step 1
-    def _evidence(self, layout: LatentLayout, kin, kout):
-        """Evidence vectors of step 2, stored once per (symbol, feature value).
-
-        Returns ``(E, in_off, out_off)``: the flat evidence array (``E[0] = 1`` is the evidence
-        of one-state symbols) and, per feature pair, every node's offset of its inside vector
-        ``r(f(n) | .)`` and outside vector ``s(g(n) | .)`` (rescaled to max 1: the convex EM is
-        invariant to a per-item scale)."""
-        lay = layout
-        label = lay.label
-        m = lay.m
-        N = lay.N
-        pairs = [tuple(int(x) for x in p) for p in self.feature_pairs]
-        chunks = [np.ones(1)]
-        pos = 1
-        in_all, out_all = [], []
-        post_ref = {}
-        self.anchored_states_ = {}
-        order = np.argsort(label, kind="stable")
-        ptr = np.zeros(lay.S + 1, dtype=np.int64)
-        np.cumsum(np.bincount(label, minlength=lay.S), out=ptr[1:])
-        # pre-terminals have no children: their inside feature is the word (template 1)
-        is_pre = lay.g.is_preterminal[label]
-        for pi_, (ci, co) in enumerate(pairs):
-            fid = _dense_ids(label, np.where(is_pre, kin[:, 0], kin[:, ci]))
-            gid = _dense_ids(label, kout[:, co])
-            in_off = np.zeros(N, dtype=np.int64)
-            out_off = np.zeros(N, dtype=np.int64)
-            for a in np.flatnonzero(m > 1):
-                idx = order[ptr[a]:ptr[a + 1]]
-                if idx.size == 0:
-                    continue
-                ma = int(m[a])
-                r, s, k = symbol_decomposition(fid[idx], gid[idx], ma, self.anchor_min_count,
-                                               self.seed + int(a), self.mdp_em_iterations)
-                if pi_ == 0:
-                    self.anchored_states_[int(a)] = k
-                post = r[fid[idx]] * s[gid[idx]]
-                post /= np.maximum(post.sum(1, keepdims=True), 1e-300)
-                if pi_ == 0:
-                    post_ref[int(a)] = post
-                elif k >= 2:
-                    perm = _align(post_ref[int(a)], post)
-                    r, s = r[:, perm], s[:, perm]
-                r = r / np.maximum(r.max(1, keepdims=True), 1e-300)
-                s = s / np.maximum(s.max(1, keepdims=True), 1e-300)
-                chunks.append(r.ravel())
-                in_off[idx] = pos + fid[idx] * ma
-                pos += r.size
-                chunks.append(s.ravel())
-                out_off[idx] = pos + gid[idx] * ma
-                pos += s.size
-            in_all.append(in_off)
-            out_all.append(out_off)
-        return np.concatenate(chunks), in_all, out_all
-
-    # ------------------------------------------------------------------ steps 2-3
-    def _solve(self, grp, e1, e2, e3, m1, m2, m3, E):
-        """Convex EM over de-duplicated items (identical evidence triples are counted once with
-        their multiplicity as weight)."""
-        key = np.stack([grp, e1, e2, e3], axis=1)
-        uniq, cnt = np.unique(key, axis=0, return_counts=True)
-        return group_mixture_em(uniq[:, 0], uniq[:, 1], uniq[:, 2], uniq[:, 3], m1, m2, m3, E,
-                                weight=cnt.astype(np.float64), max_iter=self.em_iterations,
-                                tol=self.em_tol, jobs=self.jobs)
-
-    def _learn(self, layout: LatentLayout) -> LatentParams:
-        from .features import default_feature_keys
-
-        self._validate()
-        t0 = time.perf_counter()
-        lay = layout
-        kin, kout = default_feature_keys(lay.nodes)
-        E, ins, outs = self._evidence(lay, kin, kout)
-        t1 = time.perf_counter()
-        P = len(ins)
-        m = lay.m
-        counts = lay.zeros()
-        R = len(lay.bin_parent)
-        # binary rules: one item per (node, feature pair)
-        rn = lay.rnodes
-        grp = np.tile(np.repeat(np.arange(R, dtype=np.int64), np.diff(lay.rptr)), P)
-        e1 = np.concatenate([outs[p][rn] for p in range(P)])
-        e2 = np.concatenate([ins[p][lay.left[rn]] for p in range(P)])
-        e3 = np.concatenate([ins[p][lay.right[rn]] for p in range(P)])
-        tb, toff, ll_b, it_b = self._solve(grp, e1, e2, e3, m[lay.bin_parent], m[lay.bin_left],
-                                           m[lay.bin_right], E)
-        counts.T[:] = tb * np.repeat(lay.bin_count, np.diff(toff))
-        # unary rules
-        un = lay.un_nodes
-        Un = len(lay.un_parent)
-        if Un:
-            grp = np.tile(lay.urule[un], P)
-            e1 = np.concatenate([outs[p][un] for p in range(P)])
-            e2 = np.concatenate([ins[p][lay.left[un]] for p in range(P)])
-            tu, uoff, _, _ = self._solve(grp, e1, e2, np.zeros_like(e1), m[lay.un_parent],
-                                         m[lay.un_child], np.ones(Un, np.int64), E)
-            counts.U[:] = tu * np.repeat(lay.un_count, np.diff(uoff))
-        # lexical classes p -> k: outside evidence only
-        lf = lay.leaf_nodes
-        nrow = len(lay.lex_sym)
-        grp = np.tile(lay.lexrow[lf], P)
-        e1 = np.concatenate([outs[p][lf] for p in range(P)])
-        zero = np.zeros_like(e1)
-        tl, loff, _, _ = self._solve(grp, e1, zero, zero, m[lay.lex_sym], np.ones(nrow, np.int64),
-                                     np.ones(nrow, np.int64), E)
-        counts.L[:] = tl * np.repeat(lay.lex_count, np.diff(loff))
-        # roots: inside evidence only (groups = symbols)
-        rt = lay.root_nodes
-        S = lay.S
-        grp = np.tile(lay.label[rt], P)
-        e1 = np.concatenate([ins[p][rt] for p in range(P)])
-        zero = np.zeros_like(e1)
-        tr, roff, _, _ = self._solve(grp, e1, zero, zero, m, np.ones(S, np.int64),
-                                     np.ones(S, np.int64), E)
-        counts.c1[:] = tr * np.repeat(lay.root_count, m)
-        params = m_step(lay, counts, self.smoothing)
-        # a state that got no mass anywhere (dead) would make its rows zero: give it the PCFG
-        spread = m_step(lay, uniform_counts(lay))
-        params = _fill_dead_states(lay, params, spread)
-        self.convex_em_iterations_ = it_b
-        self.decomposition_seconds_ = t1 - t0
-        self.learn_seconds_ = time.perf_counter() - t0
-        return params
-
-    def __repr__(self):
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"PivotLPCFG({params})"
+    # binary rules: one item per (node, feature pair)
+    rn = lay.rnodes
+    grp = np.tile(np.repeat(np.arange(R, dtype=np.int64), np.diff(lay.rptr)), P)
+    e1 = np.concatenate([outs[p][rn] for p in range(P)])
+    e2 = np.concatenate([ins[p][lay.left[rn]] for p in range(P)])
+    e3 = np.concatenate([ins[p][lay.right[rn]] for p in range(P)])
+    res_b = solve(grp, e1, e2, e3, m[lay.bin_parent], m[lay.bin_left], m[lay.bin_right])
+    counts.T[:] = res_b.t * np.repeat(lay.bin_count, np.diff(res_b.toff))
+    # unary rules
+    un = lay.un_nodes
+    Un = len(lay.un_parent)
+    if Un:
+        grp = np.tile(lay.urule[un], P)
+        e1 = np.concatenate([outs[p][un] for p in range(P)])
+        e2 = np.concatenate([ins[p][lay.left[un]] for p in range(P)])
+        res = solve(grp, e1, e2, np.zeros_like(e1), m[lay.un_parent], m[lay.un_child],
+                    np.ones(Un, np.int64))
+        counts.U[:] = res.t * np.repeat(lay.un_count, np.diff(res.toff))
+    # lexical classes p -> k: outside evidence only
+    lf = lay.leaf_nodes
+    nrow = len(lay.lex_sym)
+    grp = np.tile(lay.lexrow[lf], P)
+    e1 = np.concatenate([outs[p][lf] for p in range(P)])
+    zero = np.zeros_like(e1)
+    res = solve(grp, e1, zero, zero, m[lay.lex_sym], np.ones(nrow, np.int64),
+                np.ones(nrow, np.int64))
+    counts.L[:] = res.t * np.repeat(lay.lex_count, np.diff(res.toff))
+    # roots: inside evidence only (groups = symbols)
+    rt = lay.root_nodes
+    S = lay.S
+    grp = np.tile(lay.label[rt], P)
+    e1 = np.concatenate([ins[p][rt] for p in range(P)])
+    zero = np.zeros_like(e1)
+    res = solve(grp, e1, zero, zero, m, np.ones(S, np.int64), np.ones(S, np.int64))
+    counts.c1[:] = res.t * np.repeat(lay.root_count, m)
+    # step 3: normalisation (section 6.1)
+    params = m_step(lay, counts, parent_smoothing)
+    # a state that got no mass anywhere (dead) would make its rows zero: give it the PCFG
+    spread = m_step(lay, uniform_counts(lay))
+    params = _fill_dead_states(lay, params, spread)
+    return PivotEstimate(params=params, anchored_states=anchored, mixture_iterations=res_b.iters,
+                         decomposition_seconds=t1 - t0, seconds=time.perf_counter() - t0)
 
 
 def _fill_dead_states(lay: LatentLayout, params: LatentParams, spread: LatentParams) -> LatentParams:
@@ -472,143 +503,197 @@ def _fill_dead_states(lay: LatentLayout, params: LatentParams, spread: LatentPar
     return out
 
 
-# ================================================================================================
-# a planted L-PCFG that satisfies the pivot (anchor) assumption: synthetic recovery experiments
-# ================================================================================================
-class AnchoredExample:
-    """A small L-PCFG whose every latent state has an inside anchor (a rule or word used only in
-    that state) and an outside anchor (a parent rule and side that only produce that state), for
-    the inside template ``code(node)`` and the outside template ``(code(parent), side)``.
 
-    Symbols ``S`` (one state, root), ``NP``, ``VP`` (two states; ``NP`` can also be the root) and
-    pre-terminals ``D``, ``N``, ``V`` (two states).  ``sample(n, seed)`` draws treebank trees;
-    ``rules[a]`` lists ``((b, c), P(a -> b c | a, h) per h)``; ``children[(a, b, c)]`` is
-    ``p(h2, h3 | a -> b c, h1)`` (``m_a x m_b x m_c``); ``emissions[p] = (words, q)`` with
-    ``q[h, i] = q(words[i] | p, h)``; ``root[a] = pi(a, .)``.
+
+class PivotLPCFG(LatentPCFGBase):
+    """Latent-variable PCFG estimated by the pivot (anchor) method of Cohen & Collins (2014).
+
+    Step 1 decomposes the inside/outside feature co-occurrences of every symbol under the
+    anchor assumption (MDP 1), step 2 solves one convex mixture-weight problem per rule, step 3
+    normalises: the result is a genuine, non-negative, normalised L-PCFG (see the module
+    docstring), which can also start EM (:class:`~fastspectral.lpcfg.em.EMLPCFG` with
+    ``init="pivot"``).  Parsing is coarse-to-fine with max-expected-recall decoding.
+
+    Parameters
+    ----------
+    n_states : int, default 16
+        Latent states of every symbol seen at least ``min_count`` times.
+    feature_pairs : sequence of (int, int), default ((1, 1), (0, 0), (3, 3))
+        ``(inside template, outside template)`` column pairs of the tree-fragment features
+        (:func:`~fastspectral.lpcfg.features.default_feature_keys`, 0-based, 0..5); the first
+        pair defines the states' numbering, the objective of step 2 sums over all pairs
+        (section 6.2).
+    anchor_min_count : int, default 10
+        Features seen fewer times cannot be anchors.
+    mixture_iterations : int, default 30
+        Iteration limit of the convex EM of step 2 (eq. 1).
+    mixture_tol : float, default 1e-5
+        The convex EM of a rule stops when its per-node log-likelihood gain falls below this.
+    mdp_em_iterations : int, default 100
+        Iteration limit of MDP 1's EM for ``t(h' | h)`` (eq. 3).
+    parent_smoothing : float, default 0.0
+        ``alpha`` in [0, 1) of the smoothing of the normalised parameters toward the mean over
+        the parent's states (as :class:`~fastspectral.lpcfg.em.EMLPCFG`'s).
+    n_states_pre : int or None, default None
+        Latent states of pre-terminals (None: ``n_states``).
+    v : int, default 1
+        Vertical markovisation of the underlying PCFG.
+    h : int or None, default 0
+        Horizontal markovisation (None: infinite).
+    tag_parent : bool, default False
+        Parent-annotate pre-terminals.
+    min_count : int, default 20
+        Symbols with fewer training nodes keep one state.
+    rare_threshold : int, default 1
+        Words seen at most this often share their tag's "rare" lexical class.
+    prune_threshold : float or None, default 1e-4
+        Posterior threshold of the plain PCFG pass of parsing.
+    coarse_threshold : float or None, default 1e-3
+        Posterior threshold of the coarse (v=1, h=0) pass before it.
+    random_state : int or None, default 0
+        Seed of the decompositions (None: fresh entropy).
+    jobs : int or None, default None
+        Threads of training and default number of parsing threads (None: every core).
+    state_map : dict or None, default None
+        ``{symbol: m}`` overriding the states of single symbols (for experiments).
+
+    Attributes
+    ----------
+    pcfg_ : PCFG
+        The plain PCFG of the training trees (pruning and fallback).
+    lpcfg_ : LatentGrammar
+        ``t(a -> b c, h2, h3 | a, h1)``, ``t(a -> p, h2 | a, h1)`` and ``pi(a, h)``.
+    params_ : LatentParams
+        The same parameters in the treebank layout (with the lexical-class ratios).
+    states_ : numpy.ndarray
+        Latent states of every symbol.
+    anchored_states_ : dict
+        Per symbol id with several states: the number of states anchored in step 1.
+    mixture_iterations_ : numpy.ndarray
+        Convex-EM iterations run for every binary rule.
+    decomposition_time_ : float
+        Seconds of step 1.
+    vocab_, lex_table_, sym_counts_, n_train_trees_
+        As :class:`~fastspectral.lpcfg.latent.LatentPCFGBase`.
+    fit_time_ : float
+        Seconds of the last ``fit``.
+    last_parse_stats_ : ParseStats
+        Counters of the last :meth:`parse` call.
+
+    References
+    ----------
+    Cohen, Collins (2014). A provably correct learning algorithm for latent-variable PCFGs.
+    ACL.  Figure 1 (steps 1-3), eq. 1 (the convex EM of step 2), eq. 3 (the EM of MDP 1),
+    section 6.1 (normalisation), section 6.2 (several feature pairs).
+
+    Examples
+    --------
+    >>> from fastspectral.lpcfg import PivotLPCFG
+    >>> from fastspectral.synthetic import LatentPCFG
+    >>> grammar = LatentPCFG.default(n_states=2, seed=0)
+    >>> train = grammar.sample(200, seed=1)
+    >>> model = PivotLPCFG(n_states=2, min_count=5, jobs=1).fit(train)
+    >>> words = train[0].leaves()
+    >>> model.parse([words])[0].leaves() == words
+    True
+    >>> 0.0 < model.tree_probability(train[0]) < 1.0
+    True
     """
 
-    def __init__(self, seed=0):
-        rng = np.random.default_rng(seed)
-        self.states = {"S": 1, "NP": 2, "VP": 2, "D": 2, "N": 2, "V": 2}
-        self.rules = {
-            "S": [(("NP", "VP"), [0.6]), (("VP", "NP"), [0.4])],
-            "NP": [(("D", "N"), [0.7, 0.0]), (("N", "N"), [0.3, 0.5]), (("N", "D"), [0.0, 0.5])],
-            "VP": [(("V", "NP"), [0.6, 0.0]), (("V", "N"), [0.4, 0.6]), (("N", "V"), [0.0, 0.4])],
-        }
-        # child state distributions; None = a random distribution per parent state
-        fixed = {("S", "NP", "VP"): (0, 0), ("S", "VP", "NP"): (1, 1),
-                 ("NP", "D", "N"): (0, 0), ("NP", "N", "D"): (1, 1),
-                 ("VP", "V", "NP"): (0, None), ("VP", "N", "V"): (None, 1)}
-        self.children = {}
-        for a, rl in self.rules.items():
-            ma = self.states[a]
-            for (b, c), _ in rl:
-                mb, mc = self.states[b], self.states[c]
-                fb, fc = fixed.get((a, b, c), (None, None))
-                t = np.zeros((ma, mb, mc))
-                for h1 in range(ma):
-                    pb = np.eye(mb)[fb] if fb is not None else rng.dirichlet(np.full(mb, 2.0))
-                    pc = np.eye(mc)[fc] if fc is not None else rng.dirichlet(np.full(mc, 2.0))
-                    t[h1] = np.outer(pb, pc)
-                self.children[(a, b, c)] = t
-        self.emissions = {
-            "D": (["the", "a", "this"], np.array([[0.6, 0.4, 0.0], [0.0, 0.5, 0.5]])),
-            "N": (["dog", "cat", "idea", "car"], np.array([[0.5, 0.3, 0.2, 0.0],
-                                                           [0.0, 0.3, 0.2, 0.5]])),
-            "V": (["runs", "sees", "eats"], np.array([[0.6, 0.4, 0.0], [0.0, 0.5, 0.5]])),
-        }
-        self.root = {"S": np.array([0.7]), "NP": np.array([0.1, 0.2])}
+    kind = "pivot-lpcfg"
+    _renamed_params = {"seed": "random_state", "smoothing": "parent_smoothing",
+                       "em_iterations": "mixture_iterations", "em_tol": "mixture_tol"}
 
-    def tensor(self, a, b, c) -> np.ndarray:
-        """True ``t(a -> b c, h2, h3 | a, h1)`` (``m_a x m_b x m_c``)."""
-        probs = dict((bc, p) for bc, p in self.rules[a])[(b, c)]
-        return np.asarray(probs)[:, None, None] * self.children[(a, b, c)]
+    def __init__(self, n_states=16, feature_pairs=((1, 1), (0, 0), (3, 3)), anchor_min_count=10,
+                 mixture_iterations=30, mixture_tol=1e-5, mdp_em_iterations=100,
+                 parent_smoothing=0.0, n_states_pre=None, v=1, h=0, tag_parent=False,
+                 min_count=20, rare_threshold=1, prune_threshold=1e-4, coarse_threshold=1e-3,
+                 random_state=0, jobs=None, state_map=None):
+        self.n_states = n_states
+        self.feature_pairs = feature_pairs
+        self.anchor_min_count = anchor_min_count
+        self.mixture_iterations = mixture_iterations
+        self.mixture_tol = mixture_tol
+        self.mdp_em_iterations = mdp_em_iterations
+        self.parent_smoothing = parent_smoothing
+        self.n_states_pre = n_states_pre
+        self.v = v
+        self.h = h
+        self.tag_parent = tag_parent
+        self.min_count = min_count
+        self.rare_threshold = rare_threshold
+        self.prune_threshold = prune_threshold
+        self.coarse_threshold = coarse_threshold
+        self.random_state = random_state
+        self.jobs = jobs
+        self.state_map = state_map
 
-    def sample(self, n, seed=0):
-        """``n`` trees (rooted at TOP) drawn from the model."""
-        from ..trees.tree import Tree
+    def _validate(self):
+        self._check_common_params()
+        _check_int("rare_threshold", self.rare_threshold, 0)
+        try:
+            pairs = [tuple(p) for p in self.feature_pairs]
+            ok = bool(pairs) and all(len(p) == 2 and all(0 <= int(x) < 6 for x in p)
+                                     for p in pairs)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError(f"feature_pairs must be a non-empty list of (inside, outside) "
+                             f"template indices in 0..5, got {self.feature_pairs!r}")
+        for name in ("anchor_min_count", "mixture_iterations", "mdp_em_iterations"):
+            _check_int(name, getattr(self, name), 1)
+        if not isinstance(self.mixture_tol, (int, float, np.integer, np.floating)):
+            raise ValueError(f"mixture_tol must be a number, got {self.mixture_tol!r}")
+        if not (isinstance(self.parent_smoothing, (int, float, np.integer, np.floating))
+                and 0.0 <= self.parent_smoothing < 1.0):
+            raise ValueError(f"parent_smoothing must be in [0, 1), got {self.parent_smoothing!r}")
 
-        rng = np.random.default_rng(seed)
-        roots = [(a, h) for a, v in self.root.items() for h in range(len(v))]
-        rp = np.array([self.root[a][h] for a, h in roots])
+    def _learn(self, layout: LatentLayout, seed: int) -> PivotEstimate:
+        """The pivot estimates on ``layout`` with this model's settings (validated)."""
+        return pivot_estimate(layout, feature_pairs=self.feature_pairs,
+                              anchor_min_count=self.anchor_min_count,
+                              mixture_iterations=self.mixture_iterations,
+                              mixture_tol=self.mixture_tol,
+                              mdp_em_iterations=self.mdp_em_iterations,
+                              parent_smoothing=self.parent_smoothing, seed=seed, jobs=self.jobs)
 
-        def grow(a, h):
-            if a in self.emissions:
-                words, q = self.emissions[a]
-                return Tree(a, [words[rng.choice(len(words), p=q[h])]])
-            rl = self.rules[a]
-            k = rng.choice(len(rl), p=[p[h] for _, p in rl])
-            b, c = rl[k][0]
-            t = self.children[(a, b, c)][h]
-            flat = rng.choice(t.size, p=t.ravel())
-            h2, h3 = divmod(int(flat), t.shape[1])
-            return Tree(a, [grow(b, h2), grow(c, h3)])
+    def fit(self, trees):
+        """Estimate the model from treebank trees.
 
-        out = []
-        for _ in range(n):
-            a, h = roots[rng.choice(len(roots), p=rp)]
-            out.append(Tree("TOP", [grow(a, h)]))
-        return out
+        Parameters
+        ----------
+        trees : iterable of Tree
+            Training trees (raw or cleaned).
 
-    def fit_options(self) -> dict:
-        """Keyword arguments of :class:`PivotLPCFG` matching this grammar's states and anchors."""
-        return {"n_states": 2, "v": 1, "h": 1, "min_count": 1, "rare_threshold": 0,
-                "feature_pairs": ((0, 0),), "state_map": {"S": 1}}
+        Returns
+        -------
+        PivotLPCFG
+            self, fitted.
+        """
+        from threadpoolctl import threadpool_limits
 
-    def recovery_error(self, model) -> dict:
-        """Max-abs errors of ``t``, ``q`` and ``pi`` of a fitted model, after the best
-        permutation of every symbol's states (matched on ``P(rule | a, h)`` / ``q(. | p, h)``)."""
-        from itertools import permutations
+        self._validate()
+        seed = resolve_random_state(self.random_state)
+        t0 = time.perf_counter()
+        with threadpool_limits(limits=1):
+            prep = self._prepare_treebank(trees, t0)
+            m = state_counts(prep.nodes, prep.grammar, self.n_states, self.n_states_pre,
+                             self.min_count, self.state_map)
+            layout = LatentLayout(prep.nodes, prep.grammar, m, self.rare_threshold)
+            est = self._learn(layout, seed)
+            arrays = latent_arrays(layout, est.params)
+        self._install(prep.pcfg, arrays)
+        self.params_ = est.params
+        self.anchored_states_ = est.anchored_states
+        self.mixture_iterations_ = est.mixture_iterations
+        self.decomposition_time_ = est.decomposition_seconds
+        self.n_train_trees_ = prep.n_trees
+        self.fit_time_ = time.perf_counter() - t0
+        return self
 
-        g = model.pcfg_.grammar_
-        lg = model.lpcfg_
-        sid = g.sym_index
-        perm = {}
-        # learned per-state signatures
-        for a, k in self.states.items():
-            if k == 1:
-                perm[a] = np.zeros(1, dtype=np.int64)
-                continue
-            if a in self.emissions:
-                words, q = self.emissions[a]
-                est = np.stack([self._q(model, a, w) for w in words], axis=1)
-                truth = q
-            else:
-                rl = self.rules[a]
-                est = np.stack([lg.tensor(lg.rule_index(sid[a], sid[b], sid[c])).sum((1, 2))
-                                for (b, c), _ in rl], axis=1)
-                truth = np.stack([np.asarray(p) for _, p in rl], axis=1)
-            best = min(permutations(range(k)),
-                       key=lambda p: np.abs(est[list(p)] - truth).sum())
-            perm[a] = np.array(best)
-        t_err = 0.0
-        for a, rl in self.rules.items():
-            for (b, c), _ in rl:
-                est = lg.tensor(lg.rule_index(sid[a], sid[b], sid[c]))
-                est = est[perm[a]][:, perm[b]][:, :, perm[c]]
-                t_err = max(t_err, float(np.abs(est - self.tensor(a, b, c)).max()))
-        q_err = 0.0
-        for p, (words, q) in self.emissions.items():
-            est = np.stack([self._q(model, p, w) for w in words], axis=1)[perm[p]]
-            q_err = max(q_err, float(np.abs(est - q).max()))
-        pi_err = 0.0
-        for a, v in self.root.items():
-            est = lg.root(sid[a])
-            est = np.zeros(len(v)) if est is None else est[perm[a]]
-            pi_err = max(pi_err, float(np.abs(est - v).max()))
-        return {"t": t_err, "q": q_err, "pi": pi_err}
+    def log_likelihood(self, trees) -> float:
+        """Total log-probability of treebank ``trees`` under the model (prepared and scored as
+        :meth:`tree_probability`: the PCFG's smoothed ``P(w | p)`` times the latent ratios)."""
+        self._check_fitted()
+        return self._log_likelihood(trees)
 
-    @staticmethod
-    def _q(model, p, word) -> np.ndarray:
-        """``q(word | p, h)`` of a fitted model: MLE ``P(word | p)`` times the latent ratio."""
-        g = model.pcfg_.grammar_
-        a = g.sym_index[p]
-        V1 = len(model.vocab_) + 1
-        w = model.word_index_[word]
-        k = int(np.searchsorted(model.lex_keys_, a * V1 + w))
-        ma = int(model.lpcfg_.m[a])
-        if k >= len(model.lex_keys_) or model.lex_keys_[k] != a * V1 + w:
-            return np.zeros(ma)
-        pw = model.lex_count_[k] / model.tag_count_[a]
-        off = int(model.lex_off_[k])
-        return pw * model.lex_table_[off:off + ma]

@@ -1,0 +1,746 @@
+"""What the latent-variable PCFG learners share: preparation, parsing, tree scoring, model files.
+
+:class:`LatentPCFGBase` is the base of the three L-PCFG learners, which are siblings:
+:class:`~fastspectral.lpcfg.spectral.SpectralLPCFG` (Cohen et al. 2012, 2013),
+:class:`~fastspectral.lpcfg.pivot.PivotLPCFG` (Cohen & Collins 2014) and
+:class:`~fastspectral.lpcfg.em.EMLPCFG` (EM, or EM from the pivot estimates).  Each learner
+differs only in how it estimates the parameters; the base holds
+
+* the preparation of the treebank (:meth:`LatentPCFGBase._prepare_treebank`): cleaned,
+  unary-collapsed and binarised with the learner's ``v`` / ``h`` / ``tag_parent``; the plain PCFG
+  of the same trees (``pcfg_``, the pruning model) and its coarse ``v=1, h=0`` grammar; the node
+  arrays every estimator reads;
+* the fitted state (:class:`LatentArrays`): the :class:`~fastspectral.lpcfg.params.LatentGrammar`
+  ``lpcfg_`` (binary tensors, unary matrices, root vectors) and the lexical table;
+* coarse-to-fine parsing (:meth:`LatentPCFGBase.parse`), all compiled and parallel over
+  sentences (OpenMP):
+
+  1. the coarse PCFG (``v=1, h=0``) runs exhaustive inside-outside (the PCFG's dense CKY
+     kernel); items with posterior below ``coarse_threshold`` are dropped (when the refined
+     chart of a sentence then has no parse, it is redone with a 1000x lower threshold, then
+     unpruned);
+  2. the plain PCFG (same ``v``/``h``) runs inside-outside over the survivors; items with
+     posterior below ``prune_threshold`` are dropped;
+  3. the tensor inside-outside of the L-PCFG (figure 3 of Cohen et al. 2012) runs over the
+     remaining items and gives ``mu(a, i, j) = alpha^{a,i,j} beta^{a,i,j} / Z``;
+  4. spectral estimates are not probabilities, so marginals can come out negative: **negative
+     marginals are clipped to zero** before decoding (they only ever count as "no evidence").
+     The estimate ``mu = alpha beta / Z`` is the ratio of two estimates and is used whatever the
+     sign of ``Z`` (on WSJ §22 this beats falling back to the PCFG when ``Z < 0``;
+     :class:`ParseStats` ``negative_z`` counts those sentences); a sentence whose ``Z`` is 0 or
+     not finite is decoded from the plain PCFG's posteriors (``fallback_pcfg``);
+  5. Goodman's max-expected-recall tree over base labels from the clipped marginals, then
+     debinarisation.
+
+  To keep products of many small factors in range every lexical vector of word ``i`` is divided
+  by ``s_i = max_p P(w_i | p) * exp(r)``, with ``r`` the average log rule probability per word
+  of the training trees; every derivation of a sentence is scaled by the same ``prod_i s_i``, so
+  marginals are unchanged;
+* :meth:`LatentPCFGBase.tree_probability` and the model files (``_model_file`` /
+  ``_from_model_file``).
+
+Hyperparameters the base reads (every learner has them): ``v``, ``h``, ``tag_parent``,
+``prune_threshold``, ``coarse_threshold``, ``jobs``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..base import Parser, check_jobs
+from ..trees.transforms import binarize, clean, collapse_unary, prepare
+from ..trees.tree import Tree
+from .features import extract_nodes
+from .params import LatentGrammar
+
+__all__ = ["LatentPCFGBase", "LatentArrays", "ParseStats", "PreparedTreebank",
+           "log_rule_per_word"]
+
+
+# ================================================================================================
+# small records
+# ================================================================================================
+@dataclass
+class ParseStats:
+    """Counters of one :meth:`LatentPCFGBase.parse` call (``last_parse_stats_``).
+
+    Attributes
+    ----------
+    sentences : int
+        Sentences parsed.
+    empty : int
+        Empty sentences (parsed as ``(TOP )``).
+    fallback_pcfg : int
+        Sentences decoded from the plain PCFG's posteriors (the L-PCFG's ``Z`` was 0 or not
+        finite, or every tag of a word was clipped).
+    fallback_flat : int
+        Sentences the pruned PCFG could not parse at all (a flat tree over the best tags).
+    items_pcfg : int
+        Chart items of the plain PCFG pass.
+    items_lpcfg : int
+        Chart items of the L-PCFG pass.
+    negative_marginals : int
+        Negative L-PCFG marginals clipped to zero.
+    negative_z : int
+        Sentences whose L-PCFG total weight ``Z`` was negative.
+    """
+
+    sentences: int = 0
+    empty: int = 0
+    fallback_pcfg: int = 0
+    fallback_flat: int = 0
+    items_pcfg: int = 0
+    items_lpcfg: int = 0
+    negative_marginals: int = 0
+    negative_z: int = 0
+
+    def as_dict(self) -> dict:
+        """The counters as a dict."""
+        return asdict(self)
+
+
+@dataclass
+class PreparedTreebank:
+    """The training treebank as every L-PCFG estimator reads it.
+
+    Attributes
+    ----------
+    n_trees : int
+        Number of training trees.
+    grammar : Grammar
+        The PCFG grammar of the prepared trees (symbols, rules, lexicon).
+    nodes : NodeData
+        Every training node (:func:`~fastspectral.lpcfg.features.extract_nodes`).
+    pcfg : PCFG
+        The fitted plain PCFG of the same trees (with its coarse grammar): the pruning model.
+    """
+
+    n_trees: int
+    grammar: object
+    nodes: object
+    pcfg: object
+
+
+@dataclass
+class LatentArrays:
+    """The fitted state every L-PCFG parses with (installed as ``<name>_`` attributes).
+
+    Attributes
+    ----------
+    lpcfg : LatentGrammar
+        Binary tensors, unary matrices and root vectors.
+    vocab : list of str
+        Training words (word ids index it).
+    lex_keys, lex_off, lex_count : numpy.ndarray
+        Sorted keys ``p * (len(vocab) + 1) + word`` of the training (tag, word) pairs, the
+        offset of each pair's latent vector in ``lex_table`` and its count.
+    lex_rare_off : numpy.ndarray
+        Per symbol: offset of the vector of rare and unknown words (-1: none).
+    lex_table : numpy.ndarray
+        The latent lexical vectors (multiplied by ``P(word | p)`` when parsing).
+    tag_count : numpy.ndarray
+        Training count of every pre-terminal.
+    log_rule_per_word : float
+        Average log rule probability per training token (the scale of the lexical vectors).
+    sym_counts : numpy.ndarray
+        Training nodes of every symbol.
+    """
+
+    lpcfg: LatentGrammar
+    vocab: list
+    lex_keys: np.ndarray
+    lex_off: np.ndarray
+    lex_count: np.ndarray
+    lex_rare_off: np.ndarray
+    lex_table: np.ndarray
+    tag_count: np.ndarray
+    log_rule_per_word: float
+    sym_counts: np.ndarray
+
+
+@dataclass
+class _ParseTables:
+    """Tables of coarse-to-fine parsing derived from a fitted PCFG (built once per ``pcfg_``)."""
+
+    pcfg: object
+    coarse_lg: LatentGrammar
+    fine_lg: LatentGrammar
+    coarse_un: np.ndarray
+    coarse_bin: np.ndarray
+    c2f_ptr: np.ndarray
+    c2f_sym: np.ndarray
+    fine_is_pre: np.ndarray
+
+
+@dataclass
+class _PrunedCharts:
+    """The charts of one batch after the coarse and PCFG passes (see ``_coarse_to_fine``)."""
+
+    lens: np.ndarray
+    ptr: np.ndarray             # L-PCFG items per sentence: ptr, ii, jj, ss, lx (leaf index)
+    ii: np.ndarray
+    jj: np.ndarray
+    ss: np.ndarray
+    lx: np.ndarray
+    fl_prob: np.ndarray         # fine lexical entries: P(w | p), symbol, token
+    fl_sym: np.ndarray
+    fl_tok: np.ndarray
+    smax: np.ndarray            # per-token scale
+    words_flat: np.ndarray      # word ids of the tokens (-1 unknown)
+    pcfg_ptr: np.ndarray        # the PCFG pass: items, posteriors and totals
+    pcfg_ii: np.ndarray
+    pcfg_jj: np.ndarray
+    pcfg_ss: np.ndarray
+    pcfg_mu: np.ndarray
+    pcfg_z: np.ndarray
+
+
+# ================================================================================================
+# grammars
+# ================================================================================================
+def _pcfg_grammar(g) -> LatentGrammar:
+    """A plain PCFG :class:`~fastspectral.grammar.grammar.Grammar` as a one-state L-PCFG."""
+    S = g.n_symbols
+    roots = {int(a): [float(g.root_prob[a])] for a in np.flatnonzero(g.root_prob > 0)}
+    return LatentGrammar(np.ones(S, np.int32), g.bin_parent, g.bin_left, g.bin_right,
+                         np.asarray(g.bin_prob, np.float64), g.un_parent, g.un_child,
+                         np.asarray(g.un_prob, np.float64), roots)
+
+
+def _coarse_grammar(nodes, g, lexicon_options):
+    """The v=1, h=0 grammar of the same treebank from the fine node arrays (base labels)."""
+    from ..grammar.grammar import Grammar
+    from ..grammar.lexicon import Lexicon
+    from ..trees.transforms import base_label
+
+    base = [base_label(s) for s in g.symbols]
+    symbols = sorted(set(base))
+    cidx = {c: i for i, c in enumerate(symbols)}
+    proj = np.array([cidx[b] for b in base], dtype=np.int64)
+    S = len(symbols)
+    lab = proj[nodes.label]
+    is_pre = np.zeros(S, dtype=bool)
+    is_pre[proj[g.is_preterminal]] = True
+    roots = lab[nodes.parent < 0]
+    root_prob = np.bincount(roots, minlength=S) / max(1, roots.shape[0])
+    inner = np.flatnonzero(nodes.left >= 0)
+    lhs = np.bincount(lab[inner], minlength=S).astype(np.float64)
+    b = np.flatnonzero(nodes.right >= 0)
+    bk, bc = np.unique((lab[b] * S + lab[nodes.left[b]]) * S + lab[nodes.right[b]],
+                       return_counts=True)
+    u = np.flatnonzero((nodes.left >= 0) & (nodes.right < 0))
+    uk, uc = np.unique(lab[u] * S + lab[nodes.left[u]], return_counts=True)
+    bp = (bk // (S * S)).astype(np.int32)
+    up = (uk // S).astype(np.int32)
+    pre = np.flatnonzero(nodes.word >= 0)
+    lex = Lexicon(S, **(lexicon_options or {}))
+    vocab = nodes.vocab
+    lex.fit([vocab[w] for w in nodes.word[pre]], nodes.start[pre].tolist(),
+            lab[pre].tolist())
+    return Grammar(symbols, is_pre, root_prob, bp, ((bk // S) % S).astype(np.int32),
+                   (bk % S).astype(np.int32), bc / lhs[bp], up, (uk % S).astype(np.int32),
+                   uc / lhs[up], lex)
+
+
+def log_rule_per_word(nodes, g) -> float:
+    """Average log PCFG rule probability (binary, unary and root rules) per training token: the
+    ``r`` of the per-word scale ``s_i = max_p P(w_i | p) * exp(r)`` used when parsing."""
+    bn = np.flatnonzero(nodes.rule >= 0)
+    un = np.flatnonzero(nodes.urule >= 0)
+    rootn = np.flatnonzero(nodes.parent < 0)
+    lp = np.log(np.maximum(g.bin_prob[nodes.rule[bn]], 1e-300)).sum()
+    lp += np.log(np.maximum(g.un_prob[nodes.urule[un]], 1e-300)).sum()
+    lp += np.log(np.maximum(g.root_prob[nodes.label[rootn]], 1e-300)).sum()
+    return float(lp / max(1, nodes.tags.shape[0]))
+
+
+def _check_int(name, value, low, allow_none=False):
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        what = f"None or an integer >= {low}" if allow_none else f"an integer >= {low}"
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+
+
+def resolve_random_state(random_state) -> int:
+    """The integer seed of ``random_state`` (an int; ``None``: fresh entropy)."""
+    if random_state is None:
+        return int(np.random.default_rng().integers(2 ** 31))
+    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
+        raise TypeError(f"random_state must be an integer or None, got {random_state!r}")
+    return int(random_state)
+
+
+# ================================================================================================
+# the base class
+# ================================================================================================
+class LatentPCFGBase(Parser):
+    """Base of the L-PCFG learners (see the module docstring); not a learner itself.
+
+    A subclass lists its hyperparameters in ``__init__`` (among them ``v``, ``h``,
+    ``tag_parent``, ``prune_threshold``, ``coarse_threshold`` and ``jobs``, which the base
+    reads), and implements ``fit``, which calls :meth:`_prepare_treebank`, estimates a
+    :class:`LatentArrays` and installs it with :meth:`_install`.
+
+    Attributes
+    ----------
+    pcfg_ : PCFG
+        The plain PCFG of the training trees (coarse-to-fine pruning, fallback parses).
+    lpcfg_ : LatentGrammar
+        The latent parameters (binary tensors, unary matrices, root vectors).
+    states_ : numpy.ndarray
+        Latent states of every symbol.
+    vocab_ : list of str
+        Training words.
+    lex_table_ : numpy.ndarray
+        Latent lexical vectors (with ``lex_keys_``, ``lex_off_``, ``lex_count_``,
+        ``lex_rare_off_``, ``tag_count_``: see :class:`LatentArrays`).
+    sym_counts_ : numpy.ndarray
+        Training nodes of every symbol.
+    n_train_trees_ : int
+        Training trees.
+    fit_time_ : float
+        Seconds of the last ``fit``.
+    last_parse_stats_ : ParseStats
+        Counters of the last :meth:`parse` call.
+    """
+
+    input_kind = "sentences"
+
+    # -- shared checks -----------------------------------------------------------------------
+    def _check_common_params(self) -> None:
+        """Validate the hyperparameters every L-PCFG has (called by ``fit``)."""
+        _check_int("n_states", self.n_states, 1)
+        _check_int("n_states_pre", self.n_states_pre, 1, allow_none=True)
+        _check_int("v", self.v, 1)
+        _check_int("h", self.h, 0, allow_none=True)
+        _check_int("min_count", self.min_count, 1)
+        for name in ("prune_threshold", "coarse_threshold"):
+            t = getattr(self, name)
+            if t is not None and not (isinstance(t, (int, float, np.integer, np.floating))
+                                      and 0.0 <= t < 1.0):
+                raise ValueError(f"{name} must be in [0, 1) or None, got {t!r}")
+        if self.jobs is not None:
+            check_jobs(self.jobs)
+        if self.random_state is not None:
+            resolve_random_state(self.random_state)
+
+    def _uses_mle_lexicon(self) -> bool:
+        """True when ``P(word | p)`` is the relative frequency (unknown words 0) instead of the
+        PCFG's smoothed lexicon (only :class:`SpectralLPCFG` with ``lexicon="mle"``)."""
+        return False
+
+    # -- learning ----------------------------------------------------------------------------
+    def _prepare_treebank(self, trees, t0: float) -> PreparedTreebank:
+        """Clean, collapse unaries and binarise ``trees`` (with this model's ``v``, ``h``,
+        ``tag_parent``), fit the plain PCFG on them with its coarse ``v=1, h=0`` grammar, and
+        extract the node arrays.  ``t0``: start of ``fit`` (``perf_counter``)."""
+        from ..grammar.grammar import Grammar
+        from ..grammar.pcfg import PCFG
+
+        raw = list(trees)
+        if not raw:
+            raise ValueError("cannot fit an L-PCFG on an empty treebank")
+        for k, t in enumerate(raw):
+            if not isinstance(t, Tree):
+                raise TypeError(f"tree {k} is a {type(t).__name__}, expected fastspectral.trees.Tree")
+        # prepare = binarize(collapse_unary(clean(t))): clean and collapse once for both grammars
+        cu = [collapse_unary(clean(t)) for t in raw]
+        fine = [binarize(t, self.v, self.h, self.tag_parent) for t in cu]
+        # the plain PCFG on the same prepared trees (its own fit() would prepare them again)
+        pcfg = PCFG(v=self.v, h=self.h, tag_parent=self.tag_parent, jobs=self.jobs)
+        g = Grammar.from_trees(fine, pcfg.lexicon_options())
+        nodes = extract_nodes(fine, g)
+        # the coarse grammar (v=1, h=0) has the same tree shapes with base labels: count it
+        # from the node arrays instead of binarising the treebank again
+        coarse = _coarse_grammar(nodes, g, pcfg.lexicon_options())
+        pcfg = pcfg.fit_prepared(fine, grammar=g, coarse=coarse,
+                                 fit_time=time.perf_counter() - t0)
+        return PreparedTreebank(n_trees=len(raw), grammar=g, nodes=nodes, pcfg=pcfg)
+
+    def _install(self, pcfg, arrays: LatentArrays) -> None:
+        """Set the fitted attributes from ``pcfg`` and ``arrays``."""
+        self.pcfg_ = pcfg
+        self.lpcfg_ = arrays.lpcfg
+        self.states_ = arrays.lpcfg.m
+        self.vocab_ = list(arrays.vocab)
+        self.word_index_ = {w: i for i, w in enumerate(self.vocab_)}
+        self.lex_keys_ = arrays.lex_keys
+        self.lex_off_ = arrays.lex_off
+        self.lex_count_ = arrays.lex_count
+        self.lex_rare_off_ = arrays.lex_rare_off
+        self.lex_table_ = arrays.lex_table
+        self.tag_count_ = arrays.tag_count
+        self.log_rule_per_word_ = float(arrays.log_rule_per_word)
+        self.sym_counts_ = arrays.sym_counts
+
+    def _arrays(self) -> LatentArrays:
+        """The installed :class:`LatentArrays`."""
+        return LatentArrays(lpcfg=self.lpcfg_, vocab=self.vocab_, lex_keys=self.lex_keys_,
+                            lex_off=self.lex_off_, lex_count=self.lex_count_,
+                            lex_rare_off=self.lex_rare_off_, lex_table=self.lex_table_,
+                            tag_count=self.tag_count_, log_rule_per_word=self.log_rule_per_word_,
+                            sym_counts=self.sym_counts_)
+
+    # -- lexical vectors ---------------------------------------------------------------------
+    def _lexical_probs(self, lex_sym, lex_word, lex_prob):
+        """P(word | p) per lexical entry: the PCFG lexicon, or relative frequencies (mle)."""
+        if not self._uses_mle_lexicon():
+            return lex_prob
+        V1 = len(self.vocab_) + 1
+        key = lex_sym.astype(np.int64) * V1 + np.where(lex_word >= 0, lex_word, -10 ** 9)
+        k = np.searchsorted(self.lex_keys_, key)
+        k = np.minimum(k, len(self.lex_keys_) - 1)
+        hit = (self.lex_keys_[k] == key) & (lex_word >= 0)
+        out = np.zeros(len(lex_sym))
+        out[hit] = self.lex_count_[k[hit]] / np.maximum(self.tag_count_[lex_sym[hit]], 1)
+        return out
+
+    def _leaf_offsets(self, lex_sym, lex_word):
+        V1 = len(self.vocab_) + 1
+        key = lex_sym.astype(np.int64) * V1 + np.where(lex_word >= 0, lex_word, -10 ** 9)
+        k = np.searchsorted(self.lex_keys_, key)
+        k = np.minimum(k, len(self.lex_keys_) - 1)
+        hit = (self.lex_keys_[k] == key) & (lex_word >= 0)
+        off = self.lex_rare_off_[lex_sym].copy()
+        off[hit] = self.lex_off_[k[hit]]
+        return off
+
+    # -- parsing -----------------------------------------------------------------------------
+    @staticmethod
+    def _run(grammar, ptr, ii, jj, ss, lw, lo, table, lens, jobs):
+        from .._ext.lpcfg_io import inside_outside_batch
+
+        g = grammar
+        return inside_outside_batch(
+            g.S, g.m, g.bin_parent, g.bin_left, g.bin_right, g.toff, g.T, g.rl_ptr, g.rl_rule,
+            g.un_parent, g.un_child, g.uoff, g.U, g.uc_ptr, g.uc_rule, g.c1, g.c1off,
+            lens, ptr, ii, jj, ss, lw, lo, table, n_threads=jobs)
+
+    def _parse_tables(self) -> _ParseTables:
+        """The coarse-to-fine tables of ``pcfg_`` (built on first use, rebuilt after a refit)."""
+        tables = getattr(self, "_tables", None)
+        if tables is not None and tables.pcfg is self.pcfg_:
+            return tables
+        pc = self.pcfg_
+        cg, fg = pc.coarse_, pc.grammar_
+        proj = pc.proj_
+        order = np.argsort(proj, kind="stable").astype(np.int32)
+        ptr = np.zeros(cg.n_symbols + 1, dtype=np.int32)
+        np.cumsum(np.bincount(proj, minlength=cg.n_symbols), out=ptr[1:])
+        tables = _ParseTables(pcfg=pc, coarse_lg=_pcfg_grammar(cg), fine_lg=_pcfg_grammar(fg),
+                              coarse_un=np.unique(cg.un_parent).astype(np.int32),
+                              coarse_bin=np.unique(cg.bin_parent).astype(np.int32),
+                              c2f_ptr=ptr, c2f_sym=order,
+                              fine_is_pre=fg.is_preterminal.astype(np.uint8))
+        self._tables = tables
+        return tables
+
+    def _coarse_to_fine(self, sents, stags, jobs, coarse_threshold, tables) -> _PrunedCharts:
+        """The pruned L-PCFG charts of a batch (coarse PCFG -> PCFG cascade); the coarse pass
+        prunes at ``coarse_threshold`` (None or 0: no coarse pruning)."""
+        from .._ext.lpcfg_io import full_items, project_items
+        from ..grammar.chart import pack_lexical, posterior_prune
+
+        fg = self.pcfg_.grammar_
+        lens = np.array([len(s) for s in sents], dtype=np.int32)
+        _, fl_off, fl_pos, fl_sym, fl_prob = pack_lexical(fg, sents, stags)
+        fl_pos = fl_pos.astype(np.int32)
+        fl_sym = fl_sym.astype(np.int32)
+        tok_off = np.zeros(len(sents) + 1, dtype=np.int64)
+        np.cumsum(lens, out=tok_off[1:])
+        fl_sent = np.repeat(np.arange(len(sents), dtype=np.int64), np.diff(fl_off))
+        fl_tok = tok_off[:-1][fl_sent] + fl_pos
+        # per-token scale shared by all passes (see the module docstring)
+        smax = np.zeros(int(tok_off[-1]))
+        np.maximum.at(smax, fl_tok, fl_prob)
+        smax = np.where(smax > 0, smax, 1.0) * np.exp(self.log_rule_per_word_)
+        one = np.ones(1)
+
+        def level_lex(proj):
+            # lexical entries of a coarser level: fine entries with projected tags (max prob)
+            sym = proj[fl_sym]
+            key = (fl_tok * (int(proj.max()) + 1) + sym)
+            order = np.lexsort((-fl_prob, key))
+            first = np.ones(order.shape[0], dtype=bool)
+            first[1:] = key[order][1:] != key[order][:-1]
+            keep = np.sort(order[first])
+            off = np.zeros(len(sents) + 1, dtype=np.int64)
+            np.cumsum(np.bincount(fl_sent[keep], minlength=len(sents)), out=off[1:])
+            return off, fl_pos[keep], sym[keep].astype(np.int32), fl_prob[keep], fl_tok[keep]
+
+        def run(lg, ptr, ii, jj, ss, lx, lprob, ltok, what):
+            safe = np.maximum(lx, 0)
+            lw = np.where(lx >= 0, lprob[safe] / smax[ltok[safe]], 0.0)
+            lo = np.where(lx >= 0, 0, -1).astype(np.int64)
+            mu, Z, st = self._run(lg, ptr, ii, jj, ss, lw, lo, one, lens, jobs)
+            if np.any(st != 0):
+                raise MemoryError(f"chart allocation failed in the {what} pass")
+            return mu, Z
+
+        # 1. coarse PCFG (v=1, h=0), exhaustive: the PCFG's dense CKY kernel is the fastest for
+        #    full charts (measured about as fast as the scalar path of the tensor kernel and
+        #    faster than an X-bar -> coarse cascade)
+        threshold = 0.5
+        if coarse_threshold:
+            citems = posterior_prune(self.pcfg_.coarse_, sents, float(coarse_threshold), stags,
+                                     jobs)
+            ptr = np.zeros(len(sents) + 1, dtype=np.int64)
+            np.cumsum([len(x) for x in citems], out=ptr[1:])
+            call = (np.concatenate(citems).astype(np.int32) if ptr[-1]
+                    else np.zeros((0, 3), np.int32))
+            ii, jj, ss = (np.ascontiguousarray(call[:, 0]), np.ascontiguousarray(call[:, 1]),
+                          np.ascontiguousarray(call[:, 2]))
+            mu = np.ones(ii.shape[0])
+        else:
+            c_off, c_pos, c_sym, c_prob, c_tok = level_lex(self.pcfg_.proj_)
+            ptr, ii, jj, ss, _ = full_items(lens, c_off, c_pos, c_sym, tables.coarse_un,
+                                            tables.coarse_bin)
+            mu = np.ones(ii.shape[0])
+        # 2. the plain PCFG over the coarse survivors
+        ptr, ii, jj, ss, lx = project_items(lens, ptr, ii, jj, ss, mu, threshold, tables.c2f_ptr,
+                                            tables.c2f_sym, tables.fine_is_pre, fl_off, fl_pos,
+                                            fl_sym)
+        mu, Zf = run(tables.fine_lg, ptr, ii, jj, ss, lx, fl_prob, fl_tok, "PCFG")
+        # 3. L-PCFG items: the PCFG survivors
+        S = fg.n_symbols
+        ident_ptr = np.arange(S + 1, dtype=np.int32)
+        ident = np.arange(S, dtype=np.int32)
+        fptr, fii, fjj, fss, flx = project_items(lens, ptr, ii, jj, ss, mu,
+                                                 float(self.prune_threshold or 0.0), ident_ptr,
+                                                 ident, tables.fine_is_pre, fl_off, fl_pos,
+                                                 fl_sym)
+        words_flat = np.array([self.word_index_.get(w, -1) for s in sents for w in s],
+                              dtype=np.int64)
+        return _PrunedCharts(lens=lens, ptr=fptr, ii=fii, jj=fjj, ss=fss, lx=flx,
+                             fl_prob=fl_prob, fl_sym=fl_sym, fl_tok=fl_tok, smax=smax,
+                             words_flat=words_flat, pcfg_ptr=ptr, pcfg_ii=ii, pcfg_jj=jj,
+                             pcfg_ss=ss, pcfg_mu=mu, pcfg_z=Zf)
+
+    def _parse_chunk(self, sentences, tags, ids, jobs, stats, out, coarse_threshold, last,
+                     tables):
+        """Parse sentences ``ids`` into ``out`` (counting into ``stats``, the
+        :class:`ParseStats` of this call); returns the ids whose pruned PCFG chart has no parse
+        (left for a retry with less pruning) unless ``last``."""
+        from .._ext.lpcfg_io import decode_batch
+        from ..grammar.chart import flat_tree, nodes_to_tree
+
+        fg = self.pcfg_.grammar_
+        sym_class = fg.sym_class.astype(np.int32)
+        is_pre = fg.is_preterminal.astype(np.uint8)
+        K = len(fg.classes)
+        sents = [sentences[k] for k in ids]
+        stags = None if tags is None else [tags[k] for k in ids]
+        ch = self._coarse_to_fine(sents, stags, jobs, coarse_threshold, tables)
+        lens, ptr, ii, jj, ss, lx = ch.lens, ch.ptr, ch.ii, ch.jj, ch.ss, ch.lx
+        pcfg_ok = np.isfinite(ch.pcfg_z) & (ch.pcfg_z > 0)
+        safe = np.maximum(lx, 0)
+        probs = self._lexical_probs(ch.fl_sym[safe], ch.words_flat[ch.fl_tok[safe]],
+                                    ch.fl_prob[safe])
+        lw = np.where(lx >= 0, probs / ch.smax[ch.fl_tok[safe]], 0.0)
+        lo = np.where(lx >= 0, self._leaf_offsets(ch.fl_sym[safe], ch.words_flat[ch.fl_tok[safe]]),
+                      -1).astype(np.int64)
+        mu, Z, st = self._run(self.lpcfg_, ptr, ii, jj, ss, lw, lo, self.lex_table_, lens, jobs)
+        if np.any(st != 0):
+            raise MemoryError("chart allocation failed in the L-PCFG pass")
+        # mu = alpha beta / Z is a ratio of two estimates; it is used whatever the sign of Z
+        # (measured: better than falling back for Z < 0); only Z = 0 or a non-finite Z falls
+        # back to the PCFG posteriors
+        bad = ~(np.isfinite(Z) & (Z != 0))
+        stats.negative_marginals += int(np.count_nonzero(mu < 0))
+        mu = np.where(np.isfinite(mu), np.maximum(mu, 0.0), 0.0)
+        nodes, nptr = decode_batch(lens, ptr, ii, jj, ss, mu, sym_class, is_pre, K, jobs)
+        p_ptr = ch.pcfg_ptr
+        nodes_p = nptr_p = None
+        retry = []
+        for r, k in enumerate(ids):
+            if not pcfg_ok[r] and not last:
+                retry.append(k)
+                continue
+            stats.items_pcfg += int(p_ptr[r + 1] - p_ptr[r])
+            stats.items_lpcfg += int(ptr[r + 1] - ptr[r])
+            stats.negative_z += int(Z[r] < 0)
+            words = sentences[k]
+            tri = None if bad[r] else nodes[nptr[r]:nptr[r + 1]]
+            if tri is None or tri.shape[0] == 0 or np.any(tri[:, 2] < 0):
+                # no usable L-PCFG marginals (Z = 0 or not finite, or a word whose tags all
+                # got clipped): decode the plain PCFG's posteriors instead
+                tri = None
+                if pcfg_ok[r]:
+                    if nodes_p is None:
+                        nodes_p, nptr_p = decode_batch(lens, p_ptr, ch.pcfg_ii, ch.pcfg_jj,
+                                                       ch.pcfg_ss, np.maximum(ch.pcfg_mu, 0.0),
+                                                       sym_class, is_pre, K, jobs)
+                    tri = nodes_p[nptr_p[r]:nptr_p[r + 1]]
+                    if tri.shape[0] and not np.any(tri[:, 2] < 0):
+                        stats.fallback_pcfg += 1
+                    else:
+                        tri = None
+            if tri is None:
+                stats.fallback_flat += 1
+                out[k] = flat_tree(words, self.pcfg_.best_tags(
+                    words, None if stags is None else stags[r]), self.pcfg_.root_label_)
+                continue
+            out[k] = nodes_to_tree(tri, words, fg.classes, fg.class_is_tag)
+        return retry
+
+    def parse(self, items, *, tags=None, jobs=None, progress=None, chunk_size=256) -> list:
+        """Parse tokenised sentences; one :class:`~fastspectral.trees.Tree` per sentence
+        (rooted at ``TOP``).
+
+        Parameters
+        ----------
+        items : list of list of str
+            The sentences (tokenised).
+        tags : list, optional
+            Given part-of-speech tags: one list (or None) per sentence.
+        jobs : int, optional
+            OpenMP threads (default: the model's ``jobs``, else every core available).
+        progress : callable, optional
+            ``progress(done, total)`` called as chunks of sentences finish.
+        chunk_size : int, default 256
+            Sentences per thread and chunk (memory bound of the charts).
+
+        Returns
+        -------
+        list of Tree
+            The parses, in order.  The counters of the call are in ``last_parse_stats_``
+            (a :class:`ParseStats`).
+        """
+        from threadpoolctl import threadpool_limits
+
+        from ..grammar.pcfg import _check_sentences
+
+        if not isinstance(items, (list, tuple, str, bytes)):
+            items = list(items)
+        n_threads = self._check_parse_args(items, tags, jobs)
+        sentences, tags = _check_sentences(items, tags)
+        tables = self._parse_tables()
+        out: list = [None] * len(sentences)
+        todo = [k for k, s in enumerate(sentences) if s]
+        for k, s in enumerate(sentences):
+            if not s:
+                out[k] = Tree("TOP", [])
+        todo.sort(key=lambda k: -len(sentences[k]))
+        stats = ParseStats(sentences=len(sentences), empty=len(sentences) - len(todo))
+        if progress:
+            progress(0, len(sentences))
+        done = stats.empty
+        chunk = max(1, chunk_size) * n_threads
+        coarse = self.coarse_threshold
+        with threadpool_limits(limits=1):
+            for c0 in range(0, len(todo), chunk):
+                ids = todo[c0:c0 + chunk]
+                # coarse-to-fine can prune away every fine derivation (the coarse skeleton has
+                # no v=2 refinement): such sentences are redone with a 1000x lower coarse
+                # threshold, then with no coarse pruning at all
+                pending = list(ids)
+                for level in (coarse, (coarse or 0) * 1e-3, None):
+                    if not pending:
+                        break
+                    last = level is None or not coarse
+                    pending = self._parse_chunk(sentences, tags, pending, n_threads, stats, out,
+                                                level, last, tables)
+                    if not coarse:
+                        break
+                done += len(ids)
+                if progress:
+                    progress(done, len(sentences))
+        self.last_parse_stats_ = stats
+        return out
+
+    # -- tree scoring ------------------------------------------------------------------------
+    def tree_probability(self, tree) -> float:
+        """The model's estimate of ``p(tree)`` for a treebank tree.
+
+        The tree is prepared like the training trees.  Spectral estimates may be negative or
+        zero; with an MLE lexicon an unseen (tag, word) pair gives 0.
+
+        Parameters
+        ----------
+        tree : Tree
+            A treebank tree (raw or cleaned).
+
+        Returns
+        -------
+        float
+        """
+        from ..trees.tree import TreeArrays
+
+        self._check_fitted()
+        fg = self.pcfg_.grammar_
+        t = prepare(tree, self.v, self.h, self.tag_parent)
+        top = t.children[0] if (t.label == "TOP" and len(t.children) == 1) else t
+        try:
+            ta = TreeArrays.from_tree(top, fg.sym_index)
+        except KeyError:
+            return 0.0
+        N = len(ta.label)
+        sym = ta.label.tolist()
+        par = ta.parent.tolist()
+        left = [-1] * N
+        right = [-1] * N
+        for q in range(1, N):
+            p = par[q]
+            if q == p + 1:
+                left[p] = q
+            else:
+                right[p] = q
+        words = ta.words
+        pre = [q for q in range(N) if ta.n_children[q] == 0]
+        psym = np.array([sym[q] for q in pre], dtype=np.int32)
+        wid = np.array([self.word_index_.get(w, -1) for w in words], dtype=np.int64)
+        if not self._uses_mle_lexicon():
+            lexp = fg.lexicon.tag_word_scores(words)[np.arange(len(words)), psym]
+        else:
+            lexp = self._lexical_probs(psym, wid, None)
+        offs = self._leaf_offsets(psym, wid)
+        leaf = [None] * N
+        g = self.lpcfg_
+        for k, q in enumerate(pre):
+            mq = int(g.m[sym[q]])
+            leaf[q] = lexp[k] * self.lex_table_[offs[k]:offs[k] + mq]
+        return g.tree_weight(sym, left, right, leaf)
+
+    def _log_likelihood(self, trees) -> float:
+        """Total log-probability of ``trees`` (``tree_probability``, floored at 1e-320)."""
+        return float(sum(math.log(max(self.tree_probability(t), 1e-320)) for t in trees))
+
+    # -- model files -------------------------------------------------------------------------
+    def _file_params(self) -> dict:
+        """Hyperparameters written to model files (JSON values)."""
+        return self.get_params(deep=False)
+
+    def _model_file(self) -> tuple[dict, dict]:
+        pmeta, parr = self.pcfg_.state()
+        arrays = {"pcfg_" + k: v for k, v in parr.items()}
+        arrays.update(self.lpcfg_.arrays("lpcfg_"))
+        arrays.update({"lex_keys": self.lex_keys_, "lex_off": self.lex_off_,
+                       "lex_count": self.lex_count_, "lex_rare_off": self.lex_rare_off_,
+                       "lex_table": self.lex_table_, "tag_count": self.tag_count_,
+                       "sym_counts": np.asarray(self.sym_counts_, dtype=np.int64)})
+        meta = {"params": self._file_params(), "pcfg": pmeta, "vocab": self.vocab_,
+                "log_rule_per_word": self.log_rule_per_word_,
+                "n_train_trees": self.n_train_trees_, "fit_time": self.fit_time_}
+        return meta, arrays
+
+    @classmethod
+    def _from_model_file(cls, meta: dict, arrays: dict):
+        from ..grammar.pcfg import PCFG
+
+        model = cls(**cls._params_from_file(meta["params"]))
+        parr = {k[len("pcfg_"):]: v for k, v in arrays.items() if k.startswith("pcfg_")}
+        model._install(PCFG.from_state(meta["pcfg"], parr), LatentArrays(
+            lpcfg=LatentGrammar.from_arrays(arrays, "lpcfg_"), vocab=list(meta["vocab"]),
+            lex_keys=arrays["lex_keys"], lex_off=arrays["lex_off"],
+            lex_count=arrays["lex_count"], lex_rare_off=arrays["lex_rare_off"],
+            lex_table=arrays["lex_table"], tag_count=arrays["tag_count"],
+            log_rule_per_word=float(meta["log_rule_per_word"]),
+            sym_counts=arrays["sym_counts"]))
+        model.n_train_trees_ = meta["n_train_trees"]
+        # files written before the estimator reshaping call the fit time "fit_seconds"
+        model.fit_time_ = meta.get("fit_time", meta.get("fit_seconds"))
+        return model
