@@ -3,8 +3,12 @@
 * :class:`LatentBigramLM` — the Saul–Pereira latent-class bigram model ``p(w2 | w1) = sum_h
   r(h | w1) s(w2 | h)`` learned by the pivot (anchor) method, pivot + EM, or EM.
 * :class:`KneserNeyBigramLM` — interpolated (modified) Kneser–Ney bigram baseline.
-* :mod:`.cli` — ``fastspectral lm train|eval``; :func:`read_corpus` in :mod:`.cli` reads Brown
-  ``word/tag`` files or plain whitespace-tokenised text.
+* :func:`~fastspectral.lm.corpus.read_corpus` reads Brown ``word/tag`` files or plain
+  whitespace-tokenised text (``fastspectral lm train|eval`` is :mod:`fastspectral.cli.lm`).
+
+Both are estimators (:class:`fastspectral.base.Estimator`, ``input_kind = "sequences"``):
+``fit(sentences)``, ``log_likelihood(sentences) -> (total log-probability, predicted tokens)``,
+``perplexity(sentences)``, ``save`` / ``load``.
 """
 from .kneser_ney import BOS, EOS, UNK, KneserNeyBigramLM, Vocabulary
 from .saul_pereira import LatentBigramLM
