@@ -102,6 +102,7 @@ register("latent-bigram-lm", "fastspectral.lm.saul_pereira:LatentBigramLM", "seq
          train={"lm": {}}, cli="fastspectral.cli.lm")
 register("kneser-ney-bigram-lm", "fastspectral.lm.kneser_ney:KneserNeyBigramLM", "sequences",
          train={"kn-lm": {}}, cli="fastspectral.cli.lm")
+register("hmm", "fastspectral.hmm.model:HMM", "sequences", train={"hmm": {}}, cli="fastspectral.cli.hmm")
 
 
 # ---- look-ups ------------------------------------------------------------------------------

@@ -1,0 +1,295 @@
+"""Sequence data of the HMMs: reading sequences, the symbol vocabulary, flat encodings.
+
+* :func:`read_sequences` reads one sequence per item from one sentence a line (plain tokens
+  or ``word/TAG`` tokens), PTB bracketed trees (their words or POS tags, ``-NONE-`` elements
+  removed) or CoNLL files (words, UPOS or XPOS), within a token window.
+* :class:`SymbolTable` is the vocabulary of a model: symbol ``0`` is the unknown symbol
+  ``<unk>``, then the kept symbols by decreasing frequency (ties in string order), with a
+  ``min_count`` threshold and a ``max_vocab`` cap.
+* :func:`encode` turns sequences into the flat arrays the compiled kernels read.
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import FormatError
+
+__all__ = ["FIELDS", "FORMATS", "UNK", "read_sequences", "SymbolTable", "Encoded", "encode",
+           "check_sequences"]
+
+#: what a sequence model reads from each token
+FIELDS = ("word", "tag", "upos", "xpos")
+#: the input formats of :func:`read_sequences`
+FORMATS = ("auto", "text", "tagged", "ptb", "conll")
+#: the unknown symbol (id 0)
+UNK = "<unk>"
+#: strings that name sequence boundaries in the language models; read as unknown symbols
+_RESERVED = frozenset({UNK, "<s>", "</s>"})
+
+
+def _window(source, skip_tokens: int, max_tokens):
+    """Whole sequences of ``source``: skipped until ``skip_tokens`` tokens were skipped, then
+    taken until ``max_tokens`` were taken (the semantics of
+    :func:`fastspectral.lm.corpus.read_corpus`)."""
+    out = []
+    skipped = taken = 0
+    for seq in source:
+        if not seq:
+            continue
+        if skipped < skip_tokens:
+            skipped += len(seq)
+            continue
+        if max_tokens is not None and taken >= max_tokens:
+            break
+        out.append(seq)
+        taken += len(seq)
+    return out
+
+
+def _detect(path, encoding: str) -> str:
+    """``text``, ``tagged``, ``ptb`` or ``conll`` from the content of ``path``."""
+    from ..trees.readers import detect_format
+
+    try:
+        fmt = detect_format(path, encoding)
+    except FormatError:
+        return "text"               # no treebank format: plain tokens
+    if fmt == "brown":
+        return "tagged"
+    if fmt in ("conllu", "conllx", "malttab"):
+        return "conll"
+    return fmt
+
+
+def read_sequences(path, field: str = "word", fmt: str = "auto", encoding: str = "utf-8",
+                   skip_tokens: int = 0, max_tokens: int | None = None) -> list[list[str]]:
+    """Sequences (lists of strings) of a corpus or treebank file within a token window.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file (gzip accepted).
+    field : {"word", "tag", "upos", "xpos"}, default "word"
+        What each token contributes: its word, or its POS tag (``word/TAG`` tokens, the
+        preterminals of PTB trees, the ``tags`` of CoNLL sentences: XPOS, or UPOS when a
+        sentence has no XPOS); ``"upos"`` / ``"xpos"`` name a CoNLL column.
+    fmt : {"auto", "text", "tagged", "ptb", "conll"}, default "auto"
+        ``"text"``: one sequence a line, whitespace-separated tokens; ``"tagged"``: the same
+        with ``word/TAG`` tokens (Brown style; the tag follows the last ``/``); ``"ptb"``:
+        bracketed trees (``-NONE-`` elements removed); ``"conll"``: CoNLL-U, CoNLL-X or
+        Malt-TAB.  ``"auto"`` detects it from the content
+        (:func:`fastspectral.trees.readers.detect_format`; a file matching no treebank format
+        is plain text).
+    encoding : str, default "utf-8"
+    skip_tokens, max_tokens : int
+        Token window: whole sequences are skipped until ``skip_tokens`` tokens were skipped,
+        then taken until ``max_tokens`` tokens were taken (``None``: to the end), as in
+        :func:`fastspectral.lm.corpus.read_corpus`; empty lines are dropped.
+
+    Returns
+    -------
+    list of list of str
+
+    Raises ``FileNotFoundError`` for a missing file, :class:`~fastspectral.errors.FormatError`
+    (file and line) for malformed input or a file without the requested field, and
+    ``ValueError`` for an unknown ``field`` or ``fmt``.
+    """
+    if field not in FIELDS:
+        raise ValueError(f"field must be one of {', '.join(FIELDS)}, not {field!r}")
+    if fmt not in FORMATS and fmt != "brown":
+        raise ValueError(f"fmt must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    skip_tokens = int(skip_tokens)
+    if skip_tokens < 0 or (max_tokens is not None and int(max_tokens) < 0):
+        raise ValueError("skip_tokens and max_tokens must be >= 0")
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    if fmt == "auto":
+        fmt = _detect(path, encoding)
+    if fmt == "brown":
+        fmt = "tagged"
+    if fmt in ("text", "tagged"):
+        if field in ("upos", "xpos"):
+            raise ValueError(f"field {field!r} names a CoNLL column; a {fmt} file has "
+                             "field='word' or field='tag'")
+        if field == "word":
+            from ..lm.corpus import read_corpus
+
+            return read_corpus(path, "brown" if fmt == "tagged" else "text", skip_tokens,
+                               max_tokens, encoding=encoding)
+        from ..trees.readers import iter_sentences
+
+        def tags():
+            for raw in iter_sentences(path, tagged=True, encoding=encoding, skip_empty=True):
+                yield raw.tags
+        # every line must be word/TAG (a FormatError naming the line otherwise)
+        return _window(tags(), skip_tokens, max_tokens)
+    from ..trees.readers import read_treebank
+
+    if fmt == "ptb":
+        if field in ("upos", "xpos"):
+            raise ValueError(f"field {field!r} names a CoNLL column; PTB trees have "
+                             "field='word' or field='tag'")
+        from ..trees.transforms import clean
+
+        def from_trees():
+            for t in read_treebank(path, format="ptb", encoding=encoding):
+                try:
+                    pairs = clean(t).pos()
+                except ValueError:      # a tree of empty elements only
+                    continue
+                yield [w for w, _ in pairs] if field == "word" else [g for _, g in pairs]
+        return _window(from_trees(), skip_tokens, max_tokens)
+    if fmt == "conll":
+        fmt_name = _conll_format(path, encoding)
+
+        def from_conll():
+            for s in read_treebank(path, format=fmt_name, encoding=encoding,
+                                   heads_optional=True):
+                if field == "word":
+                    yield list(s.words)
+                    continue
+                col = s.tags if field == "tag" else getattr(s, field)
+                if not col or all(t == "_" for t in col):
+                    raise FormatError(f"the sentence has no {field.upper()} column "
+                                      f"(choose another field)", path, getattr(s, "line", None))
+                yield list(col)
+        return _window(from_conll(), skip_tokens, max_tokens)
+    raise ValueError(f"fmt must be one of {', '.join(FORMATS)}, not {fmt!r}")
+
+
+def _conll_format(path, encoding: str) -> str:
+    from ..trees.readers import detect_format
+
+    fmt = detect_format(path, encoding)
+    if fmt not in ("conllu", "conllx", "malttab"):
+        raise FormatError(f"not a CoNLL file (detected {fmt})", path, None)
+    return fmt
+
+
+def check_sequences(sequences, what: str = "sequences") -> list[list[str]]:
+    """``sequences`` as a list of lists of strings (``(word, tag)`` pairs are not accepted:
+    choose a field when reading).  Raises ``TypeError`` with a one-line message for a string,
+    a flat list of strings or a non-string token."""
+    if isinstance(sequences, (str, bytes)):
+        raise TypeError(f"{what} must be a list of sequences (lists of strings), not a string")
+    try:
+        seqs = list(sequences)
+    except TypeError:
+        raise TypeError(f"{what} must be a list of sequences (lists of strings), not "
+                        f"{type(sequences).__name__}") from None
+    out = []
+    for i, s in enumerate(seqs):
+        if isinstance(s, (str, bytes)):
+            raise TypeError(f"{what}[{i}] is a string: pass a list of sequences (lists of "
+                            "tokens), e.g. [sentence.split()]")
+        try:
+            s = list(s)
+        except TypeError:
+            raise TypeError(f"{what}[{i}] is not a sequence of strings "
+                            f"({type(s).__name__})") from None
+        for tok in s:
+            if not isinstance(tok, str):
+                raise TypeError(f"{what}[{i}] holds a {type(tok).__name__}, not a string "
+                                "(tokens are strings)")
+        out.append(s)
+    return out
+
+
+class SymbolTable:
+    """The symbols of a sequence model: id 0 is ``<unk>``, then the kept symbols.
+
+    Parameters
+    ----------
+    symbols : list of str
+        All symbols, ``symbols[0] == "<unk>"``.
+    lowercase : bool
+        Whether tokens are lower-cased before the look-up.
+    """
+
+    def __init__(self, symbols, lowercase: bool = False):
+        self.symbols = list(symbols)
+        if not self.symbols or self.symbols[0] != UNK:
+            raise ValueError("a symbol table starts with <unk>")
+        self.lowercase = bool(lowercase)
+        self.index = {s: i for i, s in enumerate(self.symbols)}
+
+    @classmethod
+    def build(cls, sequences, min_count: int = 1, max_vocab: int | None = None,
+              lowercase: bool = False) -> "SymbolTable":
+        """The symbols seen at least ``min_count`` times, the ``max_vocab`` most frequent of
+        them (``None``: all), most frequent first (ties in string order), after ``<unk>``.
+        The strings ``<unk>``, ``<s>`` and ``</s>`` are read as the unknown symbol."""
+        counts: Counter = Counter()
+        for s in sequences:
+            counts.update(t.lower() for t in s) if lowercase else counts.update(s)
+        for r in _RESERVED:
+            counts.pop(r, None)
+        kept = sorted((w for w, c in counts.items() if c >= min_count),
+                      key=lambda w: (-counts[w], w))
+        if max_vocab is not None:
+            kept = kept[:int(max_vocab)]
+        return cls([UNK] + kept, lowercase)
+
+    def __len__(self) -> int:
+        return len(self.symbols)
+
+    def ids(self, seq) -> np.ndarray:
+        """Ids of the tokens of one sequence (unknown tokens: 0), int64."""
+        get = self.index.get
+        if self.lowercase:
+            return np.fromiter((get(t.lower(), 0) for t in seq), dtype=np.int64, count=len(seq))
+        return np.fromiter((get(t, 0) for t in seq), dtype=np.int64, count=len(seq))
+
+    def key(self, token: str) -> str:
+        """The string a token is looked up as (lower-cased when the table folds case)."""
+        return token.lower() if self.lowercase else token
+
+
+@dataclass
+class Encoded:
+    """Sequences as flat arrays: sequence ``i`` is ``ids[offsets[i]:offsets[i+1]]``."""
+    offsets: np.ndarray
+    ids: np.ndarray
+
+    @property
+    def n_sequences(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @property
+    def n_events(self) -> int:
+        """Predicted events: every token plus the end of every sequence."""
+        return int(len(self.ids) + self.n_sequences)
+
+    def subset(self, idx) -> "Encoded":
+        """The sequences ``idx`` (in that order)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        lens = self.offsets[idx + 1] - self.offsets[idx]
+        off = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(lens, out=off[1:])
+        pos = np.repeat(self.offsets[idx] - off[:-1], lens) + np.arange(int(off[-1]))
+        return Encoded(off, self.ids[pos])
+
+
+def encode(sequences, table: SymbolTable) -> Encoded:
+    """Flat ``(offsets, ids)`` of ``sequences`` (lists of strings) under ``table``."""
+    lens = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+    off = np.zeros(len(sequences) + 1, dtype=np.int64)
+    np.cumsum(lens, out=off[1:])
+    if len(sequences) == 0 or off[-1] == 0:
+        return Encoded(off, np.zeros(0, dtype=np.int64))
+    get = table.index.get
+    if table.lowercase:
+        flat = (get(t.lower(), 0) for s in sequences for t in s)
+    else:
+        flat = (get(t, 0) for s in sequences for t in s)
+    ids = np.fromiter(flat, dtype=np.int64, count=int(off[-1]))
+    return Encoded(off, ids)

@@ -1,0 +1,517 @@
+"""The sequence HMM estimator: spectral (HKZ 2009), EM (Baum-Welch), or spectral-initialised EM.
+
+See :class:`HMM`.  The learners are in :mod:`fastspectral.hmm.spectral` and
+:mod:`fastspectral.hmm.em`; the data layer in :mod:`fastspectral.hmm.data`.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..base import Estimator
+from ..errors import ModelFileError
+from . import em as _em
+from . import spectral as _sp
+from .data import FIELDS, Encoded, SymbolTable, check_sequences, encode
+
+__all__ = ["HMM", "METHODS", "DEFAULT_ITERATIONS", "DEFAULT_BACKOFF_WEIGHT",
+           "BACKOFF_GRID"]
+
+METHODS = ("spectral", "em", "spectral-em")
+#: EM iterations when ``iterations=None``
+DEFAULT_ITERATIONS = {"spectral": 0, "em": 100, "spectral-em": 20}
+#: interpolation weight of the Kneser-Ney bigram when ``backoff_weight=None`` and ``fit`` has
+#: no ``dev`` sequences (chosen on the development splits, docs/hmm.md)
+DEFAULT_BACKOFF_WEIGHT = {"spectral": 0.3, "em": 0.05, "spectral-em": 0.05}
+#: the weights tried on ``dev`` sequences when ``backoff_weight=None``
+BACKOFF_GRID = (0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+END = "</s>"
+
+
+def _check_int(name, value, low, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}{' or None' if allow_none else ''}"
+                         f", not {value!r}")
+    return int(value)
+
+
+def _check_float(name, value, low, high=None):
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = float("nan")
+    if isinstance(value, bool) or not (x >= low and (high is None or x < high)):
+        interval = f">= {low}" if high is None else f"in [{low}, {high})"
+        raise ValueError(f"{name} must be a number {interval}, not {value!r}")
+    return x
+
+
+class HMM(Estimator):
+    """Hidden Markov model of symbol sequences: spectral, EM, or spectral-initialised EM.
+
+    A sequence ``x_1 .. x_T`` is scored as ``T + 1`` events (its symbols, then the end of the
+    sequence), each predicted from the whole past, and every prediction is interpolated with
+    a Kneser-Ney bigram model so that every sequence gets a positive probability::
+
+        p(x_t | x_<t) = (1 - w) p_model(x_t | x_<t) + w p_KN(x_t | x_{t-1})
+
+    ``method="spectral"``
+        The observable-operator representation of Hsu, Kakade & Zhang (HKZ): ``b_1``,
+        ``b_inf`` and ``B_x`` from the unigram, bigram and trigram moments ``P_1``, ``P_21``,
+        ``P_3x1`` and the top-``n_states`` left singular vectors of ``P_21`` (HKZ Algorithm 1,
+        eq. 6-8), with the generalised Hankel basis of the SHAG learner (single symbols and
+        the ``max_basis`` most frequent length-2 prefixes and suffixes), START / STOP framing
+        (the end of a sequence is an event) and a ridge-regularised pseudo-inverse.
+        ``p_model`` is HKZ's streaming conditional ``b_inf^T B_x b_t`` (section 3, "conditional
+        probabilities"), clipped at 0 and renormalised over all events (see
+        :mod:`fastspectral.hmm.spectral`).  No iterations, no local optima: a consistent
+        estimator (HKZ Theorem 6).
+    ``method="em"``
+        Baum-Welch from a random start (seeded by ``random_state``): scaled forward-backward
+        compiled and parallel over sequences (:mod:`fastspectral.hmm.em`).
+    ``method="spectral-em"``
+        Baum-Welch started from HMM parameters recovered spectrally: the CCA anchor
+        decomposition of the symbol-context matrix (MDP 2 of Cohen & Collins 2014) gives the
+        emissions, least squares through them the transitions
+        (:func:`fastspectral.hmm.spectral.hmm_from_anchors`): the pivot+EM idea for sequences.
+
+    Parameters
+    ----------
+    n_states : int, default 16
+        Hidden states ``m`` (the rank of the spectral model: at most the Hankel basis size,
+        ``#symbols + 1 + max_basis``).
+    method : {"spectral", "em", "spectral-em"}, default "spectral"
+        The estimation algorithm (above).
+    field : {"word", "tag", "upos", "xpos"}, default "word"
+        What the model reads from a token when sequences are read from files
+        (:func:`fastspectral.hmm.data.read_sequences`): words, or POS tags.
+    iterations : int or None, default None
+        EM iterations (None: 100 for ``"em"``, 20 for ``"spectral-em"``; unused by
+        ``"spectral"``).  With ``dev`` sequences, the iteration with the best development
+        perplexity is kept.
+    backoff_weight : float in [0, 1) or None, default None
+        Weight ``w`` of the Kneser-Ney bigram in every prediction.  None: chosen among
+        :data:`BACKOFF_GRID` on the ``dev`` sequences given to :meth:`fit`, else
+        :data:`DEFAULT_BACKOFF_WEIGHT` (0.3 spectral, 0.05 EM).  With 0, a sequence the model
+        gives no weight gets probability 0.
+    ridge : float, default 1.0
+        Spectral learning: the pseudo-inverse ``(U^T P)^+ = V diag(1/s)`` becomes
+        ``V diag(s / (s^2 + lam^2))``, ``lam = ridge / sqrt(#sequences)`` (the order of the
+        Hankel block's sampling noise; 0 is HKZ's plain pseudo-inverse).
+    max_basis : int, default 32
+        Length-2 prefixes and suffixes added to the Hankel basis (0: HKZ's single symbols).
+    min_count : int, default 1
+        Training symbols seen fewer times become the unknown symbol ``<unk>``.
+    max_vocab : int or None, default None
+        Keep only the ``max_vocab`` most frequent symbols (the others become ``<unk>``).
+    lowercase : bool, default False
+        Lower-case tokens before looking them up.
+    random_state : int or None, default 0
+        Seed of EM's random start, of the spectral initialiser's random projection and of the
+        randomized SVD (None: fresh entropy).
+
+    Attributes
+    ----------
+    symbols_ : SymbolTable
+        The symbols (id 0 = ``<unk>``).
+    n_states_ : int
+        Hidden states of the fitted model (the spectral rank may be lower than ``n_states``
+        when the Hankel block has a lower rank).
+    operators_ : SpectralOperators or None
+        The spectral model (``method="spectral"``).
+    start_, trans_, emit_ : ndarray or None
+        The HMM (EM methods): ``start_[h]``, ``trans_[h, h']``, ``emit_[h, x]`` over the
+        symbols and the end (``x = len(symbols_)``).
+    smoother_ : KneserNeyBigramLM
+        The Kneser-Ney bigram of the interpolation.
+    backoff_weight_ : float
+        The interpolation weight used.
+    train_loglik_, dev_perplexity_ : ndarray
+        EM: per-event training log-likelihood of the parameters entering each iteration, and
+        the development perplexity before EM and after each iteration (when ``dev`` is given).
+    best_iteration_ : int
+        The EM iteration kept.
+    fit_time_ : float
+        Seconds spent in the last :meth:`fit`.
+    timings_ : dict
+        Seconds per training stage.
+
+    References
+    ----------
+    D. Hsu, S. M. Kakade and T. Zhang, "A Spectral Algorithm for Learning Hidden Markov
+    Models", COLT 2009 / JCSS 2012: the observable representation (Lemma 3 and the
+    definitions of ``b_1``, ``b_inf``, ``B_x`` as eq. 6-8 of Algorithm 1, with ``U`` from
+    the SVD of ``P_21``), joint and conditional probabilities (section 3), consistency
+    (Theorem 6).  B. Balle, X. Carreras, F. M. Luque and A. Quattoni, "Spectral learning of
+    weighted automata", Machine Learning 2014 (generalised Hankel bases).  L. R. Rabiner, "A
+    tutorial on hidden Markov models", Proc. IEEE 1989 (scaled forward-backward).  S. B.
+    Cohen, K. Stratos, M. Collins, D. P. Foster and L. Ungar, "Spectral Learning Algorithms for
+    Natural Language Processing", NAACL tutorial 2013.
+
+    Examples
+    --------
+    >>> from fastspectral.hmm import HMM
+    >>> train = [["DT", "NN", "VBZ"], ["DT", "JJ", "NN", "VBZ"], ["NNS", "VBP"],
+    ...          ["DT", "NN", "VBD", "DT", "NN"]] * 50
+    >>> model = HMM(n_states=3, method="spectral", field="tag").fit(train)
+    >>> model.predict_next([["DT"]])
+    ['NN']
+    >>> ll, n = model.log_likelihood([["DT", "NN", "VBZ"]])
+    >>> n
+    4
+    >>> bool(ll < 0)
+    True
+    """
+
+    kind = "hmm"
+    input_kind = "sequences"
+
+    def __init__(self, n_states: int = 16, method: str = "spectral", field: str = "word",
+                 iterations: int | None = None, backoff_weight: float | None = None,
+                 ridge: float = 1.0, max_basis: int = 32, min_count: int = 1,
+                 max_vocab: int | None = None, lowercase: bool = False,
+                 random_state: int | None = 0):
+        self.n_states = n_states
+        self.method = method
+        self.field = field
+        self.iterations = iterations
+        self.backoff_weight = backoff_weight
+        self.ridge = ridge
+        self.max_basis = max_basis
+        self.min_count = min_count
+        self.max_vocab = max_vocab
+        self.lowercase = lowercase
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ training
+    def _validate(self):
+        _check_int("n_states", self.n_states, 1)
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
+        if self.field not in FIELDS:
+            raise ValueError(f"field must be one of {', '.join(FIELDS)}, not {self.field!r}")
+        _check_int("iterations", self.iterations, 0, allow_none=True)
+        if self.backoff_weight is not None:
+            _check_float("backoff_weight", self.backoff_weight, 0.0, 1.0)
+        _check_float("ridge", self.ridge, 0.0)
+        _check_int("max_basis", self.max_basis, 0)
+        _check_int("min_count", self.min_count, 1)
+        _check_int("max_vocab", self.max_vocab, 1, allow_none=True)
+        if not isinstance(self.lowercase, (bool, np.bool_)):
+            raise ValueError(f"lowercase must be True or False, not {self.lowercase!r}")
+        if self.random_state is not None:
+            _check_int("random_state", self.random_state, 0)
+
+    def fit(self, sequences, dev=None):
+        """Learn the model from ``sequences`` (lists of strings).
+
+        Parameters
+        ----------
+        sequences : list of list of str
+            Training sequences (e.g. from :func:`fastspectral.hmm.data.read_sequences`).
+        dev : list of list of str, optional
+            Development sequences: EM keeps the iteration with the best development
+            perplexity, and ``backoff_weight=None`` is chosen on them.
+
+        Returns
+        -------
+        self
+        """
+        t_start = time.perf_counter()
+        self._validate()
+        seqs = check_sequences(sequences, "sequences")
+        if not seqs:
+            raise ValueError("no training sequences")
+        dev_seqs = check_sequences(dev, "dev") if dev is not None else None
+        # drop a previous fit's state
+        for k in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+            delattr(self, k)
+        timings = {}
+        table = SymbolTable.build(seqs, int(self.min_count), self.max_vocab,
+                                  bool(self.lowercase))
+        M = len(table)
+        enc = encode(seqs, table)
+        self.symbols_ = table
+        self._fit_smoother(enc)
+        timings["counting"] = time.perf_counter() - t_start
+        dev_enc = encode(dev_seqs, table) if dev_seqs else None
+        dev_png = self._ngram_probs(dev_enc) if dev_enc is not None else None
+        seed = self.random_state
+        self.operators_ = None
+        self.start_ = self.trans_ = self.emit_ = None
+        self.train_loglik_ = np.zeros(0)
+        self.dev_perplexity_ = np.zeros(0)
+        self.best_iteration_ = 0
+        H = None
+        if self.method in ("spectral", "spectral-em"):
+            t0 = time.perf_counter()
+            H = _sp.hankel_data(enc, M, int(self.max_basis))
+            timings["hankel"] = time.perf_counter() - t0
+        if self.method == "spectral":
+            t0 = time.perf_counter()
+            self.operators_ = _sp.learn_operators(enc, M, int(self.n_states),
+                                                  int(self.max_basis), float(self.ridge),
+                                                  random_state=seed, hankel=H)
+            self.n_states_ = self.operators_.n_states
+            timings["spectral"] = time.perf_counter() - t0
+        else:
+            t0 = time.perf_counter()
+            rng = np.random.default_rng(seed)
+            if self.method == "spectral-em":
+                start, trans, emit = _sp.hmm_from_anchors(H, int(self.n_states), seed)
+                timings["spectral_init"] = time.perf_counter() - t0
+            else:
+                unigram = np.bincount(enc.ids, minlength=M + 1).astype(np.float64)
+                unigram[M] = enc.n_sequences
+                unigram = (unigram + 1e-3) / (unigram.sum() + 1e-3 * (M + 1))
+                start, trans, emit = _em.random_init(M, int(self.n_states), unigram, rng)
+            self._run_em(enc, start, trans, emit, dev_enc, dev_png, timings)
+            self.n_states_ = int(self.start_.shape[0])
+        if self.backoff_weight is not None:
+            self.backoff_weight_ = float(self.backoff_weight)
+        elif dev_enc is not None and dev_enc.n_sequences:
+            q = self._model_probs(dev_enc)
+            self.backoff_weight_ = min(BACKOFF_GRID,
+                                       key=lambda w: -_total_loglik(q, dev_png, w))
+        else:
+            self.backoff_weight_ = DEFAULT_BACKOFF_WEIGHT[self.method]
+        self.timings_ = timings
+        self.fit_time_ = time.perf_counter() - t_start
+        return self
+
+    def _fit_smoother(self, enc: Encoded) -> None:
+        """The Kneser-Ney bigram over this model's symbols (``fastspectral.lm``)."""
+        from ..lm.kneser_ney import KneserNeyBigramLM
+
+        syms = np.asarray(self.symbols_.symbols, dtype=object)
+        off = enc.offsets
+        sents = [list(syms[enc.ids[off[i]:off[i + 1]]]) for i in range(enc.n_sequences)]
+        kn = KneserNeyBigramLM(min_count=1, lowercase=False).fit(sents)
+        self._set_smoother(kn)
+
+    def _set_smoother(self, kn) -> None:
+        self.smoother_ = kn
+        index = kn.vocab_.index
+        # <unk> (symbol 0) is KN's <unk> (id 2); every other symbol was seen in training
+        self._kn_ids = np.array([2] + [index.get(s, 2) for s in self.symbols_.symbols[1:]],
+                                dtype=np.int64)
+
+    def _run_em(self, enc, start, trans, emit, dev_enc, dev_png, timings):
+        iters = DEFAULT_ITERATIONS[self.method] if self.iterations is None else \
+            int(self.iterations)
+        w = DEFAULT_BACKOFF_WEIGHT[self.method] if self.backoff_weight is None else \
+            float(self.backoff_weight)
+
+        def dev_ppl(s, t, e):
+            q = _em.filtering(dev_enc, s, t, e)
+            return float(np.exp(-_total_loglik(q, dev_png, w) / len(q)))
+
+        t0 = time.perf_counter()
+        train_ll, dev_hist = [], []
+        best = (np.inf, 0, start, trans, emit)
+        if dev_enc is not None and dev_enc.n_sequences:
+            best = (dev_ppl(start, trans, emit), 0, start, trans, emit)
+            dev_hist.append(best[0])
+        n_events = enc.n_events
+        for it in range(1, iters + 1):
+            start, trans, emit, ll = _em.em_step(enc, start, trans, emit)
+            train_ll.append(ll / n_events)
+            if dev_hist:
+                p = dev_ppl(start, trans, emit)
+                dev_hist.append(p)
+                if p < best[0]:
+                    best = (p, it, start, trans, emit)
+        if dev_hist:
+            _, self.best_iteration_, start, trans, emit = best
+        else:
+            self.best_iteration_ = iters
+        timings["em"] = time.perf_counter() - t0
+        self.start_, self.trans_, self.emit_ = start, trans, emit
+        self.train_loglik_ = np.asarray(train_ll)
+        self.dev_perplexity_ = np.asarray(dev_hist)
+
+    # ------------------------------------------------------------------ scoring internals
+    def _encode(self, sequences, what="sequences") -> Encoded:
+        self._check_fitted()
+        return encode(check_sequences(sequences, what), self.symbols_)
+
+    def _ngram_probs(self, enc: Encoded) -> np.ndarray:
+        """``p_KN(event | previous symbol)`` of every event of ``enc``."""
+        n = enc.n_sequences
+        kid = self._kn_ids[enc.ids]
+        ev = len(enc.ids) + n
+        prev = np.empty(ev, dtype=np.int64)
+        nxt = np.empty(ev, dtype=np.int64)
+        first = enc.offsets[:-1] + np.arange(n)      # event index of each sequence's start
+        end = enc.offsets[1:] + np.arange(n)         # event index of each sequence's end
+        is_tok = np.ones(ev, dtype=bool)
+        is_tok[end] = False
+        nxt[is_tok] = kid
+        nxt[end] = 1                                  # </s>
+        prev[1:] = np.where(is_tok[:-1], nxt[:-1], 0)
+        prev[first] = 0                               # <s>
+        return self.smoother_.prob_ids(prev, nxt)
+
+    def _model_probs(self, enc: Encoded) -> np.ndarray:
+        """``p_model(event | past)`` of every event (NaN: the spectral model gives no event a
+        positive weight; the n-gram then predicts alone)."""
+        if self.operators_ is not None:
+            q, resets = _sp.spectral_conditionals(self.operators_, enc)
+            self.last_resets_ = int(resets.sum())
+            return q
+        return _em.filtering(enc, self.start_, self.trans_, self.emit_)
+
+    def _event_probs(self, enc: Encoded) -> np.ndarray:
+        q = self._model_probs(enc)
+        return _mix(q, self._ngram_probs(enc), self.backoff_weight_)
+
+    # ------------------------------------------------------------------ scoring
+    def log_likelihood(self, sequences) -> tuple[float, int]:
+        """``(total natural-log probability, number of predicted events)`` of ``sequences``;
+        the events are the tokens and the end of every sequence."""
+        enc = self._encode(sequences)
+        if enc.n_events == 0:
+            return 0.0, 0
+        p = self._event_probs(enc)
+        with np.errstate(divide="ignore"):
+            return float(np.log(p).sum()), int(enc.n_events)
+
+    def perplexity(self, sequences) -> float:
+        """Per-event perplexity ``exp(-log_likelihood / events)`` (the end counted)."""
+        ll, n = self.log_likelihood(sequences)
+        if n == 0:
+            raise ValueError("no events to evaluate")
+        return float(np.exp(-ll / n))
+
+    def log_probability(self, sequences) -> np.ndarray:
+        """``log p(x)`` (natural log) of every sequence under the interpolated model."""
+        enc = self._encode(sequences)
+        p = self._event_probs(enc)
+        with np.errstate(divide="ignore"):
+            lp = np.log(p)
+        seq = np.repeat(np.arange(enc.n_sequences), enc.lengths + 1)
+        return np.bincount(seq, weights=lp, minlength=enc.n_sequences)
+
+    def conditional_probabilities(self, sequences) -> list:
+        """Per sequence, the ``T + 1`` streaming probabilities ``p(x_t | x_<t)`` of its tokens
+        and of its end (interpolated model)."""
+        enc = self._encode(sequences)
+        p = self._event_probs(enc)
+        cut = enc.offsets[1:] + np.arange(1, enc.n_sequences + 1)
+        return np.split(p, cut[:-1]) if enc.n_sequences else []
+
+    def raw_log_probability(self, sequences):
+        """``(log |p(x)|, sign)`` per sequence of the model alone, without interpolation or
+        clipping: the spectral estimate ``b_inf^T B_{x_T} .. B_{x_1} b_1`` (which can be 0 or
+        negative: sign 0 / -1), or the HMM's forward probability."""
+        enc = self._encode(sequences)
+        if self.operators_ is not None:
+            return _sp.raw_log_probability(self.operators_, enc)
+        lp = _em.log_probability(enc, self.start_, self.trans_, self.emit_)
+        return lp, np.where(np.isfinite(lp), 1.0, 0.0)
+
+    def next_distribution(self, prefixes) -> np.ndarray:
+        """``[len(prefixes), len(symbols_) + 1]``: the distribution of the next event after each
+        prefix (column ``j`` is ``symbols_.symbols[j]``, the last column the end)."""
+        enc = self._encode(prefixes, "prefixes")
+        n, M = enc.n_sequences, len(self.symbols_)
+        if self.operators_ is not None:
+            op = self.operators_
+            V = _sp.spectral_prefix_states(op, enc)
+            g = np.empty((n, M + 1))
+            g[:, :M] = V @ op.W.T
+            g[:, M] = V @ op.beta
+            g = np.clip(g, 0.0, None)
+            Z = g.sum(axis=1, keepdims=True)
+            q = np.where(Z > 0, g / np.where(Z > 0, Z, 1.0), np.nan)
+        else:
+            q = _em.prefix_states(enc, self.start_, self.trans_, self.emit_) @ self.emit_
+        last = np.zeros(n, dtype=np.int64)           # <s> for an empty prefix
+        nonempty = enc.lengths > 0
+        last[nonempty] = self._kn_ids[enc.ids[enc.offsets[1:][nonempty] - 1]]
+        targets = np.append(self._kn_ids, 1)        # symbols, then </s>
+        png = self.smoother_.prob_ids(np.repeat(last, M + 1), np.tile(targets, n))
+        return _mix(q.ravel(), png, self.backoff_weight_).reshape(n, M + 1)
+
+    def predict_next(self, prefixes) -> list:
+        """The most probable next symbol after each prefix (``"</s>"``: the end)."""
+        d = self.next_distribution(prefixes)
+        labels = self.symbols_.symbols + [END]
+        return [labels[j] for j in np.argmax(d, axis=1)]
+
+    # ------------------------------------------------------------------ model files
+    def _model_file(self):
+        kn_meta, kn_arrays = _smoother_state(self.smoother_)
+        meta = {"params": self.get_params(), "symbols": self.symbols_.symbols,
+                "lowercase": bool(self.symbols_.lowercase),
+                "backoff_weight": self.backoff_weight_, "best_iteration": self.best_iteration_,
+                "fit_time": self.fit_time_, "smoother": kn_meta}
+        arrays = {"kn_" + k: v for k, v in kn_arrays.items()}
+        arrays["train_loglik"] = self.train_loglik_
+        arrays["dev_perplexity"] = self.dev_perplexity_
+        if self.operators_ is not None:
+            op = self.operators_
+            arrays.update(alpha1=op.alpha1, A=op.A, beta=op.beta, c=op.c, W=op.W,
+                          fallback=op.fallback, singular_values=op.singular_values)
+        else:
+            arrays.update(start=self.start_, trans=self.trans_, emit=self.emit_)
+        return meta, arrays
+
+    @classmethod
+    def _from_model_file(cls, meta, arrays):
+        from ..lm.kneser_ney import KneserNeyBigramLM
+
+        try:
+            model = cls(**cls._params_from_file(meta["params"]))
+            model.symbols_ = SymbolTable(meta["symbols"], bool(meta["lowercase"]))
+            M = len(model.symbols_)
+            kn = KneserNeyBigramLM._from_model_file(
+                meta["smoother"], {k[3:]: v for k, v in arrays.items() if k.startswith("kn_")})
+            model._set_smoother(kn)
+            model.backoff_weight_ = float(meta["backoff_weight"])
+            model.best_iteration_ = int(meta["best_iteration"])
+            model.fit_time_ = float(meta["fit_time"])
+            model.train_loglik_ = np.asarray(arrays["train_loglik"], dtype=np.float64)
+            model.dev_perplexity_ = np.asarray(arrays["dev_perplexity"], dtype=np.float64)
+            model.timings_ = {}
+            model.operators_ = None
+            model.start_ = model.trans_ = model.emit_ = None
+            f = lambda k: np.ascontiguousarray(arrays[k], dtype=np.float64)  # noqa: E731
+            if "A" in arrays:
+                op = _sp.SpectralOperators(f("alpha1"), f("A"), f("beta"), f("c"), f("W"),
+                                           f("fallback"), f("singular_values"))
+                n = op.n_states
+                if op.A.shape != (M, n, n) or op.W.shape != (M, n) or \
+                        op.fallback.shape != (M, n) or op.beta.shape != (n,):
+                    raise ValueError("operator shapes do not match the symbols")
+                model.operators_ = op
+                model.n_states_ = n
+            else:
+                model.start_, model.trans_, model.emit_ = f("start"), f("trans"), f("emit")
+                m = model.start_.shape[0]
+                if model.trans_.shape != (m, m) or model.emit_.shape != (m, M + 1):
+                    raise ValueError("HMM parameter shapes do not match the symbols")
+                model.n_states_ = m
+        except ModelFileError:
+            raise
+        except (KeyError, ValueError, TypeError, IndexError) as exc:
+            raise ModelFileError(f"corrupt hmm model file ({exc})") from None
+        return model
+
+
+def _mix(q, png, w):
+    """``(1 - w) q + w png``, and ``png`` where ``q`` is NaN."""
+    return np.where(np.isnan(q), png, (1.0 - w) * np.nan_to_num(q) + w * png)
+
+
+def _total_loglik(q, png, w) -> float:
+    with np.errstate(divide="ignore"):
+        return float(np.log(_mix(q, png, w)).sum())
+
+
+def _smoother_state(kn):
+    """``(meta, arrays)`` of the Kneser-Ney model (its own model-file content)."""
+    return kn._model_file()

@@ -1,0 +1,589 @@
+"""Spectral learning of sequence automata (Hsu, Kakade & Zhang 2009) with the SHAG learner's
+generalised Hankel basis, and the recovery of HMM parameters from the learned operators.
+
+Framed sequences ``z = START x_1 .. x_T STOP`` and all their substrings, as in the operator
+SHAG learner (:mod:`fastspectral.dependency.spectral`, one automaton instead of one per head
+and direction).  With a basis of prefixes ``p`` (the symbols, START, and the ``max_basis``
+most frequent length-2 prefixes) and suffixes ``s`` (the symbols, STOP, and the ``max_basis``
+most frequent length-2 suffixes), counted as expectations per sequence:
+
+* ``P[s, p]   = E #(p s)``    (HKZ's ``P_21``, the bigram matrix, for single symbols);
+* ``P_a[s, p] = E #(p a s)``  (HKZ's ``P_3x1``, the trigram matrices);
+* ``p_1 = P[:, START]``       (HKZ's ``P_1``: the first symbols);
+* ``p_inf = P[STOP, :]``      (the last symbols) and ``n[p] = E #(p)`` (prefix occurrences).
+
+``U`` = the top-``N`` left singular vectors of ``P`` (HKZ's Algorithm 1, step 2),
+``X = (U^T P)^+`` regularised to ``V diag(s / (s^2 + lam^2))``, ``lam = ridge / sqrt(#seq)``
+(the SHAG learner's ridge), and (HKZ eq. 6-8, column convention)::
+
+    b_1 = U^T p_1,      B_a = U^T P_a X,      beta^T = p_inf^T X,      c^T = n^T X
+
+so that ``p(x) = beta^T B_{x_T} .. B_{x_1} b_1`` (HKZ Lemma 3 with an end event) and the
+probability that a sequence starts with ``h`` is ``c^T B_h b_1`` (HKZ's ``b_inf``; Lemma 3's
+``b_inf^T = 1^T (U^T O)^{-1}``, here ``1^T (U^T S)^{-1}`` with ``S`` the suffix
+probabilities of the hidden states).  For an HMM with ``m <= N`` states and a Hankel block of
+rank ``m``, ``P = S F`` and ``P_a = S T_a F`` with ``T_a = T diag(O_a)``, so the learned
+operators are a similarity transform of the true ones and every estimate is consistent (HKZ
+Theorem 6 for the single-symbol basis; the same argument holds for any basis, Balle et al.
+2014).  ``P_a`` is never formed: ``B_a = sum_{occurrences of p a s} (U^T e_s)(X^T e_p)^T``
+is accumulated token by token, the operators of all symbols in one parallel compiled pass.
+
+The generalisation of :func:`fastspectral.dependency.spectral.learn_spectral` to sequences
+lives here because that learner indexes its length-2 basis by dense ``(M+2)^2`` tables and
+stores one automaton per (head, direction): fine for 45 tags, impossible for a vocabulary of
+20,000 words.  Here the length-2 basis is looked up by binary search over sorted codes and the
+Hankel matrix is sparse; its SVD is exact (LAPACK) for small blocks and the randomized range
+finder of :func:`fastspectral.linalg.randomized_svd` otherwise.
+
+Scoring (:func:`spectral_conditionals`): the state ``v`` after a prefix is kept normalised to
+``c^T v = 1``; the conditional of the next event ``x`` (a symbol or STOP) is
+``g_x = c^T B_x v`` (``beta^T v`` for STOP) - HKZ's streaming rule (section 3, "conditional
+probabilities") - clipped at 0 and renormalised over all events, so that every prediction is
+a distribution.  When the observed symbol's ``g_x`` is not positive, the next state is reset
+to the averaged state after ``x`` (``U^T P[:, x]``, normalised).
+
+:func:`hmm_from_anchors` recovers HMM parameters for the spectral initialisation of EM (the
+pivot idea of Cohen & Collins 2014 for sequences): under an HMM the previous and the next
+symbol are independent of the current one given its hidden state, so the symbol-context
+matrix is ``sum_h pi(h) O(. | h) s(. | h)^T``; its CCA representation, anchor symbols and
+Frank-Wolfe decomposition (:func:`fastspectral.linalg.mdp2`) give the emissions, and the
+transitions, start and stop probabilities follow from the bigram, first- and last-symbol
+moments by least squares.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit, prange
+
+from .._blas import blas_single_thread
+from .data import Encoded
+
+__all__ = ["HankelData", "hankel_data", "SpectralOperators", "learn_operators",
+           "spectral_conditionals", "spectral_prefix_states", "raw_log_probability",
+           "context_matrix", "hmm_from_anchors"]
+
+#: dense SVD below this many rows or columns of the Hankel block, randomized above
+_DENSE_SVD = 1500
+#: reset the state when the observed event has less than this share of the clipped mass
+_RESET = 1e-6
+
+
+# ---------------------------------------------------------------------------- Hankel counts
+@dataclass
+class HankelData:
+    """Everything the spectral learner counts from the training sequences.
+
+    ``F``: framed sequences (START = ``M``, STOP = ``M + 1``).  Per framed index ``i`` that is
+    not a STOP (the split between ``i`` and ``i + 1``): prefix columns ``p1[i]`` (symbol or
+    START) and ``p2[i]`` (length-2 prefix ending at ``i`` or -1), suffix rows ``s1[i]``
+    (symbol, or STOP = ``M``) and ``s2[i]`` (length-2 suffix starting at ``i + 1`` or -1);
+    entries at STOP indices are unused.  ``tok``: the framed indices of the tokens.
+    ``n_rows`` / ``n_cols``: basis sizes; ``n_seq``: number of sequences.
+    """
+    F: np.ndarray
+    p1: np.ndarray
+    p2: np.ndarray
+    s1: np.ndarray
+    s2: np.ndarray
+    tok: np.ndarray
+    n_rows: int
+    n_cols: int
+    n_seq: int
+    M: int
+    prefix_codes: np.ndarray
+    suffix_codes: np.ndarray
+
+    def hankel(self) -> sp.csr_matrix:
+        """``P[s, p] = E #(p s)`` (sparse, per sequence)."""
+        keep = self.F != self.M + 1
+        p1, p2, s1, s2 = self.p1[keep], self.p2[keep], self.s1[keep], self.s2[keep]
+        rows = [s1]
+        cols = [p1]
+        m = p2 >= 0
+        rows.append(s1[m]); cols.append(p2[m])
+        m = s2 >= 0
+        rows.append(s2[m]); cols.append(p1[m])
+        m = (s2 >= 0) & (p2 >= 0)
+        rows.append(s2[m]); cols.append(p2[m])
+        return _coo(np.concatenate(rows), np.concatenate(cols), self.n_rows, self.n_cols,
+                    1.0 / self.n_seq)
+
+    def gap_hankel(self) -> sp.csr_matrix:
+        """``Q[s, p] = sum_a E #(p a s)`` (a one-symbol gap between prefix and suffix)."""
+        t = self.tok
+        p1, p2, s1, s2 = self.p1[t - 1], self.p2[t - 1], self.s1[t], self.s2[t]
+        rows = [s1]
+        cols = [p1]
+        m = p2 >= 0
+        rows.append(s1[m]); cols.append(p2[m])
+        m = s2 >= 0
+        rows.append(s2[m]); cols.append(p1[m])
+        m = (s2 >= 0) & (p2 >= 0)
+        rows.append(s2[m]); cols.append(p2[m])
+        return _coo(np.concatenate(rows), np.concatenate(cols), self.n_rows, self.n_cols,
+                    1.0 / self.n_seq)
+
+    def prefix_counts(self) -> np.ndarray:
+        """``n[p] = E #(p)``: occurrences of every basis prefix, per sequence."""
+        keep = self.F != self.M + 1
+        n = np.bincount(self.p1[keep], minlength=self.n_cols).astype(np.float64)
+        p2 = self.p2[keep]
+        n += np.bincount(p2[p2 >= 0], minlength=self.n_cols)
+        return n / self.n_seq
+
+
+def _coo(rows, cols, nr, nc, scale) -> sp.csr_matrix:
+    A = sp.csr_matrix((np.full(len(rows), scale), (rows, cols)), shape=(nr, nc))
+    A.sum_duplicates()
+    return A
+
+
+def _top_codes(codes, ok, k):
+    """The ``k`` most frequent codes among ``codes[ok]`` (ties: smaller code first), sorted."""
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    u, cnt = np.unique(codes[ok], return_counts=True)
+    top = u[np.argsort(-cnt, kind="stable")[:k]]
+    return np.sort(top)
+
+
+def _lookup(sorted_codes, codes, valid, base):
+    """``base + rank`` of every valid code found in ``sorted_codes``, -1 otherwise."""
+    out = np.full(len(codes), -1, dtype=np.int64)
+    if len(sorted_codes) == 0:
+        return out
+    pos = np.searchsorted(sorted_codes, codes)
+    pos = np.minimum(pos, len(sorted_codes) - 1)
+    hit = valid & (sorted_codes[pos] == codes)
+    out[hit] = base + pos[hit]
+    return out
+
+
+def frame(enc: Encoded, M: int) -> np.ndarray:
+    """The framed sequences ``START x STOP`` concatenated (START = ``M``, STOP = ``M + 1``)."""
+    n = enc.n_sequences
+    lens = enc.lengths
+    total = len(enc.ids) + 2 * n
+    F = np.empty(total, dtype=np.int64)
+    fs = enc.offsets[:-1] + 2 * np.arange(n)
+    F[fs] = M
+    F[fs + lens + 1] = M + 1
+    body = np.ones(total, dtype=bool)
+    body[fs] = False
+    body[fs + lens + 1] = False
+    F[body] = enc.ids
+    return F
+
+
+def hankel_data(enc: Encoded, M: int, max_basis: int = 32, prefix_codes=None,
+                suffix_codes=None) -> HankelData:
+    """Basis and split indices of the framed sequences of ``enc`` (symbols ``0..M-1``).
+
+    The length-2 basis strings are the ``max_basis`` most frequent prefixes ``x y`` (``y`` a
+    symbol, ``x`` a symbol or START) and suffixes ``x y`` (``x`` a symbol, ``y`` a symbol or
+    STOP), unless given as codes ``x * (M + 2) + y``."""
+    F = frame(enc, M)
+    B2 = M + 2
+    START, STOP = M, M + 1
+    L = len(F)
+    idx = np.arange(L)
+    nxt = np.minimum(idx + 1, L - 1)
+    nxt2 = np.minimum(idx + 2, L - 1)
+    prv = np.maximum(idx - 1, 0)
+    pair_next = F * B2 + F[nxt]            # (z_i, z_{i+1}), valid where z_i != STOP
+    if prefix_codes is None:
+        ok = (F != STOP) & (F[nxt] < M)
+        prefix_codes = _top_codes(pair_next, ok, int(max_basis))
+    if suffix_codes is None:
+        ok = F < M
+        suffix_codes = _top_codes(pair_next, ok, int(max_basis))
+    prefix_codes = np.asarray(prefix_codes, dtype=np.int64)
+    suffix_codes = np.asarray(suffix_codes, dtype=np.int64)
+    p1 = np.where(F == STOP, 0, F)        # symbol, or START = M
+    p2 = _lookup(prefix_codes, F[prv] * B2 + F, (F < M) & (idx > 0), M + 1)
+    s1 = np.minimum(F[nxt], M)             # symbol, or STOP -> M
+    s2 = _lookup(suffix_codes, F[nxt] * B2 + F[nxt2], (F != STOP) & (F[nxt] < M), M + 1)
+    tok = np.nonzero(F < M)[0]
+    return HankelData(F, p1, p2, s1, s2, tok, M + 1 + len(suffix_codes),
+                      M + 1 + len(prefix_codes), enc.n_sequences, M, prefix_codes,
+                      suffix_codes)
+
+
+# ---------------------------------------------------------------------------- operators
+@njit(cache=True, parallel=True)
+def _accumulate_operators(order, sym_start, r1, r2, c1, c2, Ue, Xe, scale):  # pragma: no cover
+    """``A[a] = scale * sum_{tokens t of symbol a} (Ue[r1]+Ue[r2]) (Xe[c1]+Xe[c2])^T``;
+    tokens sorted by symbol (``order``, group ``a`` = ``order[sym_start[a]:sym_start[a+1]]``).
+    Index -1 (no length-2 basis string) reads the zero last row of ``Ue`` / ``Xe``."""
+    M = len(sym_start) - 1
+    N = Ue.shape[1]
+    A = np.zeros((M, N, N))
+    nU = Ue.shape[0] - 1
+    nX = Xe.shape[0] - 1
+    for a in prange(M):
+        u = np.empty(N)
+        x = np.empty(N)
+        Aa = A[a]
+        for k in range(sym_start[a], sym_start[a + 1]):
+            t = order[k]
+            i1 = r1[t]
+            i2 = r2[t] if r2[t] >= 0 else nU
+            j1 = c1[t]
+            j2 = c2[t] if c2[t] >= 0 else nX
+            for i in range(N):
+                u[i] = Ue[i1, i] + Ue[i2, i]
+                x[i] = Xe[j1, i] + Xe[j2, i]
+            for i in range(N):
+                ui = u[i]
+                row = Aa[i]
+                for j in range(N):
+                    row[j] += ui * x[j]
+        for i in range(N):
+            for j in range(N):
+                Aa[i, j] *= scale
+    return A
+
+
+def _svd(P, N: int, random_state=0):
+    """Top-``N`` singular triplets of the sparse block ``P`` (exact when it is small)."""
+    k = min(N, min(P.shape))
+    if min(P.shape) <= _DENSE_SVD:
+        U, s, Vt = np.linalg.svd(P.toarray(), full_matrices=False)
+        return U[:, :k], s[:k], Vt[:k]
+    from ..linalg import randomized_svd
+
+    return randomized_svd(P, k, oversample=10, n_iter=4, random_state=random_state)
+
+
+def _projections(P, N, ridge, rcond, n_seq, random_state):
+    """``U`` ([rows, n]), ``X = (U^T P)^+`` ridge-regularised ([cols, n]) and the singular
+    values (the SHAG learner's regularised pseudo-inverse: ``s / (s^2 + lam^2)``,
+    ``lam = ridge / sqrt(n_seq)``; singular values below ``rcond`` times the largest dropped)."""
+    U, s, Vt = _svd(P, N, random_state)
+    keep = s > rcond * max(s[0], 1e-300) if len(s) else np.zeros(0, dtype=bool)
+    U, s, Vt = U[:, keep], s[keep], Vt[keep]
+    lam2 = (ridge * ridge) / n_seq
+    inv = s / (s * s + lam2)
+    X = Vt.T * inv[None, :]
+    return np.ascontiguousarray(U), np.ascontiguousarray(X), s
+
+
+def _operators(H: HankelData, U, X):
+    """``B_a = U^T P_a X`` for every symbol ``a`` (one compiled pass over the tokens)."""
+    t = H.tok
+    sym = H.F[t]
+    order = np.argsort(sym, kind="stable").astype(np.int64)
+    sym_start = np.zeros(H.M + 1, dtype=np.int64)
+    np.cumsum(np.bincount(sym, minlength=H.M), out=sym_start[1:])
+    n = U.shape[1]
+    Ue = np.vstack([U, np.zeros((1, n))])
+    Xe = np.vstack([X, np.zeros((1, n))])
+    return _accumulate_operators(order, sym_start, np.ascontiguousarray(H.s1[t]),
+                                 np.ascontiguousarray(H.s2[t]),
+                                 np.ascontiguousarray(H.p1[t - 1]),
+                                 np.ascontiguousarray(H.p2[t - 1]), Ue, Xe, 1.0 / H.n_seq)
+
+
+@dataclass
+class SpectralOperators:
+    """A learned sequence automaton (column convention).
+
+    ``alpha1`` [n]: start state; ``A`` [M, n, n]: operators; ``beta`` [n]: stop weights;
+    ``c`` [n]: continuation weights (``c^T v`` = probability mass of the prefix); ``W`` [M, n]
+    = ``c^T A_a``; ``fallback`` [M, n]: the normalised averaged state after each symbol;
+    ``singular_values``: of the Hankel block (the kept ones).
+    """
+    alpha1: np.ndarray
+    A: np.ndarray
+    beta: np.ndarray
+    c: np.ndarray
+    W: np.ndarray
+    fallback: np.ndarray
+    singular_values: np.ndarray
+
+    @property
+    def n_states(self) -> int:
+        return int(self.alpha1.shape[0])
+
+    def start_state(self) -> np.ndarray:
+        """``alpha1`` normalised to ``c^T v = 1`` (or as it is when that mass is not positive)."""
+        z = float(self.c @ self.alpha1)
+        return self.alpha1 / z if z > 0 else self.alpha1.copy()
+
+
+def learn_operators(enc: Encoded, M: int, n_states: int, max_basis: int = 32,
+                    ridge: float = 1.0, rcond: float = 1e-10, random_state=0,
+                    hankel: HankelData | None = None) -> SpectralOperators:
+    """Spectral operators of the sequences ``enc`` (symbols ``0..M-1``); see the module
+    docstring.  ``n_states`` is the SVD rank (at most the basis size)."""
+    if enc.n_sequences == 0:
+        raise ValueError("no training sequences")
+    with blas_single_thread():
+        H = hankel if hankel is not None else hankel_data(enc, M, max_basis)
+        P = H.hankel()
+        U, X, s = _projections(P, int(n_states), float(ridge), float(rcond), H.n_seq,
+                               random_state)
+        A = _operators(H, U, X)
+        alpha1 = np.asarray(P[:, M].toarray()).ravel() @ U
+        beta = np.asarray(P[M, :].toarray()).ravel() @ X
+        c = H.prefix_counts() @ X
+        W = np.einsum("i,aij->aj", c, A)
+        # averaged state after each symbol: U^T P[:, a], normalised to c^T v = 1
+        G = np.asarray((P[:, :M].T @ U))
+        mass = G @ c
+        mean = np.asarray(P[:, :M + 1].sum(axis=1)).ravel() @ U
+        zm = float(mean @ c)
+        mean = mean / zm if zm > 0 else (alpha1 / (c @ alpha1) if c @ alpha1 > 0 else alpha1)
+        ok = mass > 1e-12 * max(float(np.abs(mass).max()) if len(mass) else 0.0, 1e-300)
+        fallback = np.where(ok[:, None], G / np.where(ok, mass, 1.0)[:, None], mean[None, :])
+    return SpectralOperators(np.ascontiguousarray(alpha1), np.ascontiguousarray(A),
+                             np.ascontiguousarray(beta), np.ascontiguousarray(c),
+                             np.ascontiguousarray(W), np.ascontiguousarray(fallback), s)
+
+
+# ---------------------------------------------------------------------------- scoring kernels
+@njit(cache=True, parallel=True)
+def _conditionals(offsets, ids, v0, A, W, beta, fallback, reset):  # pragma: no cover - numba
+    """Per event (every token, then the end of its sequence, sequence by sequence): the
+    clipped, renormalised spectral conditional probability (NaN when no event has positive
+    weight); per sequence the number of state resets."""
+    n = len(offsets) - 1
+    M, N = W.shape
+    q = np.empty(len(ids) + n)
+    resets = np.zeros(n, dtype=np.int64)
+    for i in prange(n):
+        v = v0.copy()
+        g = np.empty(M)
+        nv = np.empty(N)
+        s0 = offsets[i]
+        T = offsets[i + 1] - s0
+        e0 = s0 + i
+        for t in range(T + 1):
+            # g = W v (all symbols) and the stop weight
+            for a in range(M):
+                g[a] = 0.0
+            for j in range(N):
+                vj = v[j]
+                for a in range(M):
+                    g[a] += W[a, j] * vj
+            gs = 0.0
+            for j in range(N):
+                gs += beta[j] * v[j]
+            Z = max(gs, 0.0)
+            for a in range(M):
+                if g[a] > 0.0:
+                    Z += g[a]
+            gx = gs if t == T else g[ids[s0 + t]]
+            if Z > 0.0:
+                q[e0 + t] = max(gx, 0.0) / Z
+            else:
+                q[e0 + t] = np.nan
+            if t == T:
+                break
+            x = ids[s0 + t]
+            if Z > 0.0 and gx > reset * Z:
+                Ax = A[x]
+                for r in range(N):
+                    acc = 0.0
+                    for j in range(N):
+                        acc += Ax[r, j] * v[j]
+                    nv[r] = acc / gx
+                for r in range(N):
+                    v[r] = nv[r]
+            else:
+                resets[i] += 1
+                for r in range(N):
+                    v[r] = fallback[x, r]
+    return q, resets
+
+
+@njit(cache=True, parallel=True)
+def _final_states(offsets, ids, v0, A, W, beta, fallback, reset):  # pragma: no cover - numba
+    """The normalised state after each whole sequence (the streaming state of
+    :func:`_conditionals`)."""
+    n = len(offsets) - 1
+    M, N = W.shape
+    out = np.empty((n, N))
+    for i in prange(n):
+        v = v0.copy()
+        nv = np.empty(N)
+        for t in range(offsets[i], offsets[i + 1]):
+            x = ids[t]
+            Z = 0.0
+            for j in range(N):
+                Z += beta[j] * v[j]
+            Z = max(Z, 0.0)
+            gx = 0.0
+            for a in range(M):
+                ga = 0.0
+                for j in range(N):
+                    ga += W[a, j] * v[j]
+                if ga > 0.0:
+                    Z += ga
+                if a == x:
+                    gx = ga
+            if Z > 0.0 and gx > reset * Z:
+                Ax = A[x]
+                for r in range(N):
+                    acc = 0.0
+                    for j in range(N):
+                        acc += Ax[r, j] * v[j]
+                    nv[r] = acc / gx
+                for r in range(N):
+                    v[r] = nv[r]
+            else:
+                for r in range(N):
+                    v[r] = fallback[x, r]
+        out[i] = v
+    return out
+
+
+@njit(cache=True, parallel=True)
+def _raw_log_probability(offsets, ids, alpha1, A, beta):  # pragma: no cover - numba
+    """``log |beta^T A_xT .. A_x1 alpha1|`` and its sign per sequence (scaled products)."""
+    n = len(offsets) - 1
+    N = alpha1.shape[0]
+    logp = np.empty(n)
+    sign = np.empty(n)
+    for i in prange(n):
+        v = alpha1.copy()
+        nv = np.empty(N)
+        ls = 0.0
+        for t in range(offsets[i], offsets[i + 1]):
+            Ax = A[ids[t]]
+            nrm = 0.0
+            for r in range(N):
+                acc = 0.0
+                for j in range(N):
+                    acc += Ax[r, j] * v[j]
+                nv[r] = acc
+                nrm += abs(acc)
+            if nrm == 0.0:
+                ls = -np.inf
+                break
+            for r in range(N):
+                v[r] = nv[r] / nrm
+            ls += np.log(nrm)
+        p = 0.0
+        for j in range(N):
+            p += beta[j] * v[j]
+        if p == 0.0 or ls == -np.inf:
+            logp[i] = -np.inf
+            sign[i] = 0.0
+        else:
+            logp[i] = ls + np.log(abs(p))
+            sign[i] = 1.0 if p > 0 else -1.0
+    return logp, sign
+
+
+def spectral_conditionals(op: SpectralOperators, enc: Encoded, reset: float = _RESET):
+    """``(q, resets)``: per event (token, then the end of the sequence) the spectral
+    conditional probability (clipped and renormalised; NaN where no event has positive
+    weight) and per sequence the number of state resets (see the module docstring)."""
+    return _conditionals(enc.offsets, enc.ids, op.start_state(), op.A, op.W, op.beta,
+                         op.fallback, float(reset))
+
+
+def spectral_prefix_states(op: SpectralOperators, enc: Encoded, reset: float = _RESET):
+    """The normalised state after each sequence of ``enc`` (read as a prefix)."""
+    return _final_states(enc.offsets, enc.ids, op.start_state(), op.A, op.W, op.beta,
+                         op.fallback, float(reset))
+
+
+def raw_log_probability(op: SpectralOperators, enc: Encoded):
+    """``(log|p(x)|, sign)`` of the unsmoothed estimate ``p(x) = beta^T A_x .. alpha1``."""
+    return _raw_log_probability(enc.offsets, enc.ids, op.alpha1, op.A, op.beta)
+
+
+# ---------------------------------------------------------------------------- HMM parameters
+def context_matrix(H: HankelData) -> sp.csr_matrix:
+    """``C[x, c]``: how often symbol ``x`` follows ``c`` (columns ``0..M``: a symbol or START)
+    and precedes ``c`` (columns ``M+1..2M+1``: a symbol or STOP).  Under an HMM the previous
+    and the next symbol are independent of ``x`` given ``x``'s hidden state, so
+    ``C = sum_h pi(h) O(. | h) s(. | h)^T``: the anchor decomposition of MDP 2."""
+    M, F, t = H.M, H.F, H.tok
+    rows = np.concatenate([F[t], F[t]])
+    cols = np.concatenate([F[t - 1], M + 1 + np.minimum(F[t + 1], M)])
+    C = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(M, 2 * M + 2))
+    C.sum_duplicates()
+    return C
+
+
+def hmm_from_anchors(H: HankelData, n_states: int, random_state=0, floor: float = 1e-2,
+                     anchor_top: int | None = None):
+    """HMM parameters ``(start [m], trans [m, m], emit [m, M + 1])`` from the moments of
+    ``H``: the spectral (CCA) anchor decomposition of the symbol-context matrix
+    (:func:`context_matrix`, :func:`fastspectral.linalg.mdp2`) gives the emissions ``O(x | h)``
+    and the anchor symbols; the transitions, start and stop probabilities follow from the
+    bigram, first- and last-symbol counts by least squares through ``O^+`` (clipped at 0).
+    ``emit[h, M]`` is the stop probability; rows of ``trans`` and ``emit`` sum to 1.  Every
+    distribution is mixed with the uniform one (weight ``floor``) so that EM can move every
+    parameter.  Anchors are taken among the ``anchor_top`` most frequent symbols (default:
+    ``max(100, 4 n_states)``).  States beyond the number of possible anchors are copies of
+    the most probable states, with noise (EM separates them)."""
+    from ..linalg import mdp2
+
+    M, F, t = H.M, H.F, H.tok
+    rng = np.random.default_rng(random_state)
+    counts = np.bincount(F[t], minlength=M).astype(np.float64)
+    top = int(anchor_top) if anchor_top is not None else max(100, 4 * int(n_states))
+    order = np.argsort(-counts, kind="stable")[:top]
+    cand = np.zeros(M, dtype=bool)
+    cand[order[counts[order] > 0]] = True
+    k = int(min(n_states, cand.sum()))
+    if k < 1:
+        raise ValueError("no symbol occurs in the training sequences")
+    with blas_single_thread():
+        res = mdp2(context_matrix(H), k, candidates=cand, random_state=random_state)
+        O = np.clip(np.asarray(res.r, dtype=np.float64), 0.0, None)      # [M, k]
+        O /= np.where(O.sum(axis=0) > 0, O.sum(axis=0), 1.0)[None, :]
+        first = np.bincount(F[t][F[t - 1] == M], minlength=M).astype(np.float64)
+        last = np.bincount(F[t][F[t + 1] == M + 1], minlength=M).astype(np.float64)
+        b = t[F[t + 1] < M]
+        big = sp.csr_matrix((np.ones(len(b)), (F[b], F[b + 1])), shape=(M, M))
+        Op = np.linalg.pinv(O)                                          # [k, M]
+        occ = np.clip(Op @ counts, 1e-12, None)
+        pi = np.clip(Op @ first, 0.0, None)
+        stops = np.clip(Op @ last, 0.0, None)
+        C = np.clip(np.asarray((big.T @ Op.T).T) @ Op.T, 0.0, None)     # O^+ B O^+T: [k, k]
+    stop = np.clip(stops / (occ + stops), 1e-3, 1.0 - 1e-3)
+    start, trans, emit_o = pi, C, O.T
+    if k < n_states:                           # split states: copies with noise
+        start, trans, emit_o, stop = _split_states(_norm(pi, 0.0), _norm(C, 0.0), emit_o, stop,
+                                                   int(n_states), rng)
+    m = len(start)
+    emit = np.empty((m, M + 1))
+    emit[:, :M] = _norm(emit_o, floor) * (1.0 - stop)[:, None]
+    emit[:, M] = stop
+    return _norm(start, floor), _norm(trans, floor), emit
+
+
+def _split_states(start, trans, emit, stop, m, rng):
+    """``m`` states from ``k < m``: the most probable states are copied (emissions times
+    Uniform(0.8, 1.2) noise); a copy shares its source's start and incoming probability."""
+    k = len(start)
+    src = list(range(k))
+    order = np.argsort(-start - trans.sum(axis=0), kind="stable")
+    while len(src) < m:
+        src.append(int(order[(len(src) - k) % k]))
+    src = np.asarray(src)
+    copies = np.bincount(src, minlength=k).astype(np.float64)
+    start2 = start[src] / copies[src]
+    trans2 = trans[src][:, src] / copies[src][None, :]
+    emit2 = emit[src] * rng.uniform(0.8, 1.2, size=(m, emit.shape[1]))
+    return start2, trans2, emit2, stop[src]
+
+
+def _norm(X, floor):
+    """Rows of ``X`` (or the vector) normalised and mixed with the uniform distribution."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        s = X.sum()
+        p = X / s if s > 0 else np.full(len(X), 1.0 / len(X))
+        return (1 - floor) * p + floor / len(X)
+    s = X.sum(axis=1, keepdims=True)
+    p = np.where(s > 0, X / np.where(s > 0, s, 1.0), 1.0 / X.shape[1])
+    return (1 - floor) * p + floor / X.shape[1]
