@@ -46,7 +46,7 @@ import numpy as np
 from .latent import LatentPCFGBase, _check_int, resolve_random_state
 from .latent_params import (LatentLayout, LatentParams, e_step, latent_arrays, m_step,
                             state_counts, uniform_counts)
-from .pivot import PivotLPCFG
+from .pivot import PivotLPCFG, _pairs_from_json
 
 __all__ = ["EMLPCFG"]
 
@@ -319,6 +319,8 @@ class EMLPCFG(LatentPCFGBase):
         opts = out.get("pivot_options")
         if opts:
             # files written before the reshaping name the pivot options the old way
-            out["pivot_options"] = {PivotLPCFG._renamed_params.get(k, k): v
-                                    for k, v in opts.items()}
+            opts = {PivotLPCFG._renamed_params.get(k, k): v for k, v in opts.items()}
+            if opts.get("feature_pairs") is not None:
+                opts["feature_pairs"] = _pairs_from_json(opts["feature_pairs"])
+            out["pivot_options"] = opts
         return out

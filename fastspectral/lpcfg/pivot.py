@@ -459,6 +459,14 @@ def pivot_estimate(layout: LatentLayout, *, feature_pairs=((1, 1), (0, 0), (3, 3
                          decomposition_seconds=t1 - t0, seconds=time.perf_counter() - t0)
 
 
+def _pairs_from_json(pairs):
+    """``feature_pairs`` read from a model file (JSON lists) as the tuple of pairs it was."""
+    try:
+        return tuple(tuple(p) for p in pairs)
+    except TypeError:        # not a list of pairs: left for fit's validation to report
+        return pairs
+
+
 def _fill_dead_states(lay: LatentLayout, params: LatentParams, spread: LatentParams) -> LatentParams:
     """Replace the rows of parent states whose outgoing mass is zero by ``spread``'s rows."""
     m = lay.m
@@ -690,6 +698,13 @@ class PivotLPCFG(LatentPCFGBase):
         self.n_train_trees_ = prep.n_trees
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    @classmethod
+    def _params_from_file(cls, params: dict) -> dict:
+        out = super()._params_from_file(params)
+        if out.get("feature_pairs") is not None:
+            out["feature_pairs"] = _pairs_from_json(out["feature_pairs"])
+        return out
 
     def log_likelihood(self, trees) -> float:
         """Total log-probability of treebank ``trees`` under the model (prepared and scored as
