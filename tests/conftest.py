@@ -39,3 +39,28 @@ def shared_data() -> Path:
 def evalb_dir() -> Path:
     """The EVALB reference reports ``../shared/evalb`` (skips the test when absent)."""
     return need(EVALB)
+
+
+def without_punctuation_rule(model):
+    """``model`` with the lexicons' punctuation rule (issue 11) switched off, as parsers were
+    before it: the legacy digests were taken then (tests/data/legacy/make_legacy.py)."""
+    from fastspectral.grammar.lexicon import Lexicon
+
+    seen = set()
+
+    def walk(obj, depth=0):
+        if id(obj) in seen or depth > 4:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, Lexicon):
+            obj.set_punctuation({})
+            return
+        for value in getattr(obj, "__dict__", {}).values():
+            if isinstance(value, (list, tuple)):
+                for v in value:
+                    walk(v, depth + 1)
+            elif hasattr(value, "__dict__"):
+                walk(value, depth + 1)
+
+    walk(model)
+    return model

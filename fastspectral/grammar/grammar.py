@@ -51,6 +51,7 @@ class Grammar:
         self.tag_symbols = {t: np.array(v, dtype=np.int32) for t, v in tag_syms.items()}
         self.class_is_tag = np.zeros(len(self.classes), dtype=bool)
         self.class_is_tag[self.sym_class[self.is_preterminal]] = True
+        self.lexicon.set_punctuation(self.tag_symbols)
         self._chart = None
 
     @property

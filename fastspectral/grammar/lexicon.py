@@ -17,6 +17,22 @@ Estimation, with ``c`` training counts and rare words those seen at most ``rare_
 
 The lexicon works over whatever preterminal symbols the grammar uses (plain or parent-annotated
 tags); given POS tags restrict a word to the symbols whose base label is that tag.
+
+**Punctuation** (:meth:`Lexicon.set_punctuation`, set by the grammar): the tags EVALB deletes with
+COLLINS.prm (:data:`PUNCT_TAGS`: ``,`` ``:`` ````` ``''`` ``.``) decide which words EVALB counts, so
+a token given a punctuation tag in one tree and a word tag in the other makes EVALB reject the
+sentence ("Length unmatch"; more than ten such sentences abort its report).  Hence:
+
+* a word seen in training only with punctuation tags gets only those tags;
+* a word seen in training only with other tags never gets a punctuation tag;
+* an unknown token made only of punctuation characters (:data:`PUNCT_CHARS`) gets the punctuation
+  tag of its shape (:func:`punctuation_tag`: ``.`` for ``. ? !`` endings, ``:`` for ``; -- ...``,
+  `````` / ``''`` for quotes, ``,``), and any other unknown token no punctuation tag;
+* the apostrophe ``'`` (a possessive ``POS`` or a closing quote ``''`` in the treebank) is a closing
+  quote when an opening single quote ````` before it in the sentence is still open (the Penn
+  Treebank pairs ````` and ``'``) or when the word before it does not end in s, z or x (English
+  writes the bare possessive apostrophe only after those: *investors'*, *Jones'*), else a
+  possessive.
 """
 from __future__ import annotations
 
@@ -25,6 +41,28 @@ from collections import Counter, defaultdict
 import numpy as np
 
 _SUFFIXES = ("ed", "ing", "ion", "er", "est", "ly", "ity", "y", "al")
+
+#: POS tags deleted by EVALB with COLLINS.prm (the words it does not count)
+PUNCT_TAGS = frozenset({",", ":", "``", "''", "."})
+#: characters a token may consist of to be given a punctuation tag by shape
+PUNCT_CHARS = frozenset(".,:;!?`'\"-\u2013\u2014\u2026\u201c\u201d\u2018\u2019\u00ab\u00bb\u201e")
+
+
+def punctuation_tag(word: str) -> str | None:
+    """The punctuation tag of a token made only of :data:`PUNCT_CHARS` (None otherwise): the
+    Penn Treebank's conventions (``.`` ``?`` ``!`` -> ``.``; ``,`` -> ``,``; quotes -> ``````
+    / ``''``; ``; : -- ...`` and the rest -> ``:``)."""
+    if not word or any(ch not in PUNCT_CHARS for ch in word):
+        return None
+    if all(ch in "`\u201c\u2018\u00ab\u201e" for ch in word):
+        return "``"
+    if all(ch in "'\"\u201d\u2019\u00bb" for ch in word):
+        return "''"
+    if word == ",":
+        return ","
+    if word[-1] in "?!" or word == ".":
+        return "."
+    return ":"
 
 
 def signature(word: str, position: int, known_lower: bool = False) -> str:
@@ -83,6 +121,51 @@ class Lexicon:
         self.s2 = s2
         self._word_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._sig_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._punct = None                    # bool per symbol: a punctuation tag (see module doc)
+        self._punct_by_tag: dict = {}
+
+    def set_punctuation(self, tag_symbols: dict) -> None:
+        """Enable the punctuation rules of the module docstring; ``tag_symbols`` maps each base
+        tag to its preterminal symbol ids (:attr:`Grammar.tag_symbols`)."""
+        mask = np.zeros(self.n_symbols, dtype=bool)
+        by_tag = {}
+        for tag, ids in tag_symbols.items():
+            if tag in PUNCT_TAGS:
+                mask[np.asarray(ids, dtype=np.int64)] = True
+                by_tag[tag] = np.asarray(ids, dtype=np.int64)
+        self._punct = mask if mask.any() else None
+        self._punct_by_tag = by_tag
+        self._word_cache.clear()
+
+    def _punctuation_rule(self, word: str, known: bool, dist: np.ndarray) -> np.ndarray:
+        """``dist`` (P(T | w) over symbols) restricted by the punctuation rules."""
+        punct = self._punct
+        if known:
+            seen = list(self._word_tags[word])
+            n_punct = int(punct[seen].sum())
+            if n_punct == len(seen):
+                keep = punct
+            elif n_punct == 0:
+                keep = ~punct
+            else:
+                return dist
+        else:
+            tag = punctuation_tag(word)
+            if tag is None:
+                keep = ~punct
+            else:
+                ids = self._punct_by_tag.get(tag)
+                if ids is None:                   # the treebank never used that tag
+                    keep = punct
+                else:
+                    keep = np.zeros_like(punct)
+                    keep[ids] = True
+                    if not (dist[ids] > 0).any():  # no mass there: the tag's own frequencies
+                        out = np.zeros_like(dist)
+                        out[ids] = self.p_tag[ids]
+                        return out / max(out.sum(), 1e-300)
+        out = np.where(keep, dist, 0.0)
+        return out if (out > 0).any() else dist
 
     # -- estimation ----------------------------------------------------------------------------
     def fit(self, words, positions, tags):
@@ -167,6 +250,8 @@ class Lexicon:
         else:
             dist = p_sig
             p_w = self.p_unk / max(1, self.vocab_size)
+        if self._punct is not None:
+            dist = self._punctuation_rule(word, known, dist)
         syms = np.flatnonzero((dist > 0) & (self.p_tag > 0)).astype(np.int32)
         probs = dist[syms] * p_w / self.p_tag[syms]
         got = (syms, probs)
@@ -186,8 +271,12 @@ class Lexicon:
         unknown-word probability so that the given tag is always usable.
         """
         pos_l, sym_l, prob_l = [], [], []
+        open_quotes = 0
         for i, w in enumerate(words):
             syms, probs = self._word_entry(w, i)
+            if self._punct is not None and (w == "`" or w == "'"):
+                prev = words[i - 1] if i else ""
+                syms, probs, open_quotes = self._single_quote(w, prev, syms, probs, open_quotes)
             t = None if tags is None else tags[i]
             if t is not None and tag_symbols is not None and t in tag_symbols:
                 allowed = tag_symbols[t]
@@ -205,6 +294,16 @@ class Lexicon:
             return (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
         return (np.concatenate(pos_l), np.concatenate(sym_l).astype(np.int32),
                 np.concatenate(prob_l).astype(np.float64))
+
+    def _single_quote(self, word, prev, syms, probs, open_quotes):
+        """Entries of ````` / ``'`` by quote pairing (see the module docstring)."""
+        if word == "`":
+            return syms, probs, open_quotes + 1
+        closing = open_quotes > 0 or not prev[-1:] in ("s", "S", "z", "Z", "x", "X")
+        keep = self._punct[syms] if closing else ~self._punct[syms]
+        if keep.any():
+            syms, probs = syms[keep], probs[keep]
+        return syms, probs, open_quotes - 1 if closing else open_quotes
 
     def tag_word_scores(self, words, tags=None, tag_symbols=None) -> np.ndarray:
         """Dense (n, n_symbols) array of P(word_i | symbol) (zero for non-preterminals)."""
