@@ -25,7 +25,7 @@ DEFAULT_ITERATIONS = {"spectral": 0, "em": 100, "spectral-em": 20}
 #: no ``dev`` sequences (chosen on the development splits, docs/hmm.md)
 DEFAULT_BACKOFF_WEIGHT = {"spectral": 0.3, "em": 0.05, "spectral-em": 0.05}
 #: the weights tried on ``dev`` sequences when ``backoff_weight=None``
-BACKOFF_GRID = (0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+BACKOFF_GRID = (0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 END = "</s>"
 
 
@@ -101,12 +101,15 @@ class HMM(Estimator):
         Spectral learning: the pseudo-inverse ``(U^T P)^+ = V diag(1/s)`` becomes
         ``V diag(s / (s^2 + lam^2))``, ``lam = ridge / sqrt(#sequences)`` (the order of the
         Hankel block's sampling noise; 0 is HKZ's plain pseudo-inverse).
-    max_basis : int, default 32
+    max_basis : int, default 512
         Length-2 prefixes and suffixes added to the Hankel basis (0: HKZ's single symbols).
     min_count : int, default 1
         Training symbols seen fewer times become the unknown symbol ``<unk>``.
     max_vocab : int or None, default None
-        Keep only the ``max_vocab`` most frequent symbols (the others become ``<unk>``).
+        Vocabulary cap of the hidden-state model: it sees the ``max_vocab`` most frequent
+        symbols one by one and every other symbol (with ``<unk>``) as one shared unknown
+        symbol, which emits them in proportion to their training counts (the Kneser-Ney
+        bigram keeps every symbol).  None: no cap.
     lowercase : bool, default False
         Lower-case tokens before looking them up.
     random_state : int or None, default 0
@@ -171,7 +174,7 @@ class HMM(Estimator):
 
     def __init__(self, n_states: int = 16, method: str = "spectral", field: str = "word",
                  iterations: int | None = None, backoff_weight: float | None = None,
-                 ridge: float = 1.0, max_basis: int = 32, min_count: int = 1,
+                 ridge: float = 1.0, max_basis: int = 512, min_count: int = 1,
                  max_vocab: int | None = None, lowercase: bool = False,
                  random_state: int | None = 0):
         self.n_states = n_states
@@ -230,15 +233,18 @@ class HMM(Estimator):
         for k in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
             delattr(self, k)
         timings = {}
-        table = SymbolTable.build(seqs, int(self.min_count), self.max_vocab,
-                                  bool(self.lowercase))
-        M = len(table)
-        enc = encode(seqs, table)
+        table = SymbolTable.build(seqs, int(self.min_count), None, bool(self.lowercase))
+        full = encode(seqs, table)
         self.symbols_ = table
-        self._fit_smoother(enc)
+        self._fit_smoother(full)
+        self._set_rare_weights(full)
+        M = self.n_latent_symbols_
+        enc = self._latent(full)
         timings["counting"] = time.perf_counter() - t_start
-        dev_enc = encode(dev_seqs, table) if dev_seqs else None
-        dev_png = self._ngram_probs(dev_enc) if dev_enc is not None else None
+        dev_full = encode(dev_seqs, table) if dev_seqs else None
+        dev_png = self._ngram_probs(dev_full) if dev_full is not None else None
+        dev_enc = self._latent(dev_full) if dev_full is not None else None
+        dev_rw = self._event_rare_weights(dev_full) if dev_full is not None else None
         seed = self.random_state
         self.operators_ = None
         self.start_ = self.trans_ = self.emit_ = None
@@ -268,12 +274,12 @@ class HMM(Estimator):
                 unigram[M] = enc.n_sequences
                 unigram = (unigram + 1e-3) / (unigram.sum() + 1e-3 * (M + 1))
                 start, trans, emit = _em.random_init(M, int(self.n_states), unigram, rng)
-            self._run_em(enc, start, trans, emit, dev_enc, dev_png, timings)
+            self._run_em(enc, start, trans, emit, dev_enc, dev_png, dev_rw, timings)
             self.n_states_ = int(self.start_.shape[0])
         if self.backoff_weight is not None:
             self.backoff_weight_ = float(self.backoff_weight)
-        elif dev_enc is not None and dev_enc.n_sequences:
-            q = self._model_probs(dev_enc)
+        elif dev_full is not None and dev_full.n_sequences:
+            q = self._model_probs(dev_full)
             self.backoff_weight_ = min(BACKOFF_GRID,
                                        key=lambda w: -_total_loglik(q, dev_png, w))
         else:
@@ -299,14 +305,43 @@ class HMM(Estimator):
         self._kn_ids = np.array([2] + [index.get(s, 2) for s in self.symbols_.symbols[1:]],
                                 dtype=np.int64)
 
-    def _run_em(self, enc, start, trans, emit, dev_enc, dev_png, timings):
+    def _set_rare_weights(self, full: Encoded) -> None:
+        """The latent vocabulary: symbols ``1..K`` (the ``max_vocab`` most frequent) are their
+        own latent symbols; ``<unk>`` and the rarer symbols share latent symbol 0, which emits
+        each of them with weight ``count / (their total count)``."""
+        M = len(self.symbols_)
+        K = M - 1 if self.max_vocab is None else min(int(self.max_vocab), M - 1)
+        counts = np.bincount(full.ids, minlength=M).astype(np.float64)
+        counts[1:K + 1] = 0.0
+        tot = counts.sum()
+        w = counts / tot if tot > 0 else counts
+        w[1:K + 1] = 1.0
+        self.rare_weight_ = w
+        self.n_latent_symbols_ = K + 1
+
+    def _latent(self, full: Encoded) -> Encoded:
+        """``full`` with every symbol beyond the cap mapped to latent symbol 0."""
+        K = self.n_latent_symbols_ - 1
+        return Encoded(full.offsets, np.where(full.ids <= K, full.ids, 0))
+
+    def _event_rare_weights(self, full: Encoded) -> np.ndarray:
+        """Per event: the weight of the observed symbol within its latent symbol (1 for the
+        symbols below the cap and for the end)."""
+        n = full.n_sequences
+        w = np.ones(len(full.ids) + n)
+        is_tok = np.ones(len(w), dtype=bool)
+        is_tok[full.offsets[1:] + np.arange(n)] = False
+        w[is_tok] = self.rare_weight_[full.ids]
+        return w
+
+    def _run_em(self, enc, start, trans, emit, dev_enc, dev_png, dev_rw, timings):
         iters = DEFAULT_ITERATIONS[self.method] if self.iterations is None else \
             int(self.iterations)
         w = DEFAULT_BACKOFF_WEIGHT[self.method] if self.backoff_weight is None else \
             float(self.backoff_weight)
 
         def dev_ppl(s, t, e):
-            q = _em.filtering(dev_enc, s, t, e)
+            q = _em.filtering(dev_enc, s, t, e) * dev_rw
             return float(np.exp(-_total_loglik(q, dev_png, w) / len(q)))
 
         t0 = time.perf_counter()
@@ -355,14 +390,16 @@ class HMM(Estimator):
         prev[first] = 0                               # <s>
         return self.smoother_.prob_ids(prev, nxt)
 
-    def _model_probs(self, enc: Encoded) -> np.ndarray:
-        """``p_model(event | past)`` of every event (NaN: the spectral model gives no event a
-        positive weight; the n-gram then predicts alone)."""
+    def _model_probs(self, full: Encoded) -> np.ndarray:
+        """``p_model(event | past)`` of every event of ``full`` (NaN: the spectral model gives
+        no event a positive weight; the n-gram then predicts alone)."""
+        enc = self._latent(full)
         if self.operators_ is not None:
             q, resets = _sp.spectral_conditionals(self.operators_, enc)
             self.last_resets_ = int(resets.sum())
-            return q
-        return _em.filtering(enc, self.start_, self.trans_, self.emit_)
+        else:
+            q = _em.filtering(enc, self.start_, self.trans_, self.emit_)
+        return q * self._event_rare_weights(full)
 
     def _event_probs(self, enc: Encoded) -> np.ndarray:
         q = self._model_probs(enc)
@@ -407,31 +444,43 @@ class HMM(Estimator):
         """``(log |p(x)|, sign)`` per sequence of the model alone, without interpolation or
         clipping: the spectral estimate ``b_inf^T B_{x_T} .. B_{x_1} b_1`` (which can be 0 or
         negative: sign 0 / -1), or the HMM's forward probability."""
-        enc = self._encode(sequences)
+        full = self._encode(sequences)
+        enc = self._latent(full)
         if self.operators_ is not None:
-            return _sp.raw_log_probability(self.operators_, enc)
-        lp = _em.log_probability(enc, self.start_, self.trans_, self.emit_)
-        return lp, np.where(np.isfinite(lp), 1.0, 0.0)
+            lp, sign = _sp.raw_log_probability(self.operators_, enc)
+        else:
+            lp = _em.log_probability(enc, self.start_, self.trans_, self.emit_)
+            sign = np.where(np.isfinite(lp), 1.0, 0.0)
+        with np.errstate(divide="ignore"):
+            lw = np.log(self.rare_weight_[full.ids])
+        seq = np.repeat(np.arange(full.n_sequences), full.lengths)
+        lp = lp + np.bincount(seq, weights=lw, minlength=full.n_sequences)
+        sign = np.where(np.isfinite(lp), sign, 0.0)
+        return lp, sign
 
     def next_distribution(self, prefixes) -> np.ndarray:
         """``[len(prefixes), len(symbols_) + 1]``: the distribution of the next event after each
         prefix (column ``j`` is ``symbols_.symbols[j]``, the last column the end)."""
-        enc = self._encode(prefixes, "prefixes")
-        n, M = enc.n_sequences, len(self.symbols_)
+        full = self._encode(prefixes, "prefixes")
+        enc = self._latent(full)
+        n, M, K1 = full.n_sequences, len(self.symbols_), self.n_latent_symbols_
         if self.operators_ is not None:
             op = self.operators_
             V = _sp.spectral_prefix_states(op, enc)
-            g = np.empty((n, M + 1))
-            g[:, :M] = V @ op.W.T
-            g[:, M] = V @ op.beta
+            g = np.empty((n, K1 + 1))
+            g[:, :K1] = V @ op.W.T
+            g[:, K1] = V @ op.beta
             g = np.clip(g, 0.0, None)
             Z = g.sum(axis=1, keepdims=True)
-            q = np.where(Z > 0, g / np.where(Z > 0, Z, 1.0), np.nan)
+            ql = np.where(Z > 0, g / np.where(Z > 0, Z, 1.0), np.nan)
         else:
-            q = _em.prefix_states(enc, self.start_, self.trans_, self.emit_) @ self.emit_
+            ql = _em.prefix_states(enc, self.start_, self.trans_, self.emit_) @ self.emit_
+        # latent symbols -> symbols (rarer symbols share latent symbol 0), then the end
+        col = np.append(np.where(np.arange(M) < K1, np.arange(M), 0), K1)
+        q = ql[:, col] * np.append(self.rare_weight_, 1.0)[None, :]
         last = np.zeros(n, dtype=np.int64)           # <s> for an empty prefix
-        nonempty = enc.lengths > 0
-        last[nonempty] = self._kn_ids[enc.ids[enc.offsets[1:][nonempty] - 1]]
+        nonempty = full.lengths > 0
+        last[nonempty] = self._kn_ids[full.ids[full.offsets[1:][nonempty] - 1]]
         targets = np.append(self._kn_ids, 1)        # symbols, then </s>
         png = self.smoother_.prob_ids(np.repeat(last, M + 1), np.tile(targets, n))
         return _mix(q.ravel(), png, self.backoff_weight_).reshape(n, M + 1)
@@ -447,9 +496,11 @@ class HMM(Estimator):
         kn_meta, kn_arrays = _smoother_state(self.smoother_)
         meta = {"params": self.get_params(), "symbols": self.symbols_.symbols,
                 "lowercase": bool(self.symbols_.lowercase),
+                "n_latent_symbols": self.n_latent_symbols_,
                 "backoff_weight": self.backoff_weight_, "best_iteration": self.best_iteration_,
                 "fit_time": self.fit_time_, "smoother": kn_meta}
         arrays = {"kn_" + k: v for k, v in kn_arrays.items()}
+        arrays["rare_weight"] = self.rare_weight_
         arrays["train_loglik"] = self.train_loglik_
         arrays["dev_perplexity"] = self.dev_perplexity_
         if self.operators_ is not None:
@@ -465,12 +516,18 @@ class HMM(Estimator):
         from ..lm.kneser_ney import KneserNeyBigramLM
 
         try:
+            f = lambda k: np.ascontiguousarray(arrays[k], dtype=np.float64)  # noqa: E731
             model = cls(**cls._params_from_file(meta["params"]))
             model.symbols_ = SymbolTable(meta["symbols"], bool(meta["lowercase"]))
             M = len(model.symbols_)
             kn = KneserNeyBigramLM._from_model_file(
                 meta["smoother"], {k[3:]: v for k, v in arrays.items() if k.startswith("kn_")})
             model._set_smoother(kn)
+            model.rare_weight_ = f("rare_weight")
+            K1 = int(meta["n_latent_symbols"])
+            model.n_latent_symbols_ = K1
+            if model.rare_weight_.shape != (M,) or not 1 <= K1 <= M:
+                raise ValueError("rare-symbol weights do not match the symbols")
             model.backoff_weight_ = float(meta["backoff_weight"])
             model.best_iteration_ = int(meta["best_iteration"])
             model.fit_time_ = float(meta["fit_time"])
@@ -479,20 +536,19 @@ class HMM(Estimator):
             model.timings_ = {}
             model.operators_ = None
             model.start_ = model.trans_ = model.emit_ = None
-            f = lambda k: np.ascontiguousarray(arrays[k], dtype=np.float64)  # noqa: E731
             if "A" in arrays:
                 op = _sp.SpectralOperators(f("alpha1"), f("A"), f("beta"), f("c"), f("W"),
                                            f("fallback"), f("singular_values"))
                 n = op.n_states
-                if op.A.shape != (M, n, n) or op.W.shape != (M, n) or \
-                        op.fallback.shape != (M, n) or op.beta.shape != (n,):
+                if op.A.shape != (K1, n, n) or op.W.shape != (K1, n) or \
+                        op.fallback.shape != (K1, n) or op.beta.shape != (n,):
                     raise ValueError("operator shapes do not match the symbols")
                 model.operators_ = op
                 model.n_states_ = n
             else:
                 model.start_, model.trans_, model.emit_ = f("start"), f("trans"), f("emit")
                 m = model.start_.shape[0]
-                if model.trans_.shape != (m, m) or model.emit_.shape != (m, M + 1):
+                if model.trans_.shape != (m, m) or model.emit_.shape != (m, K1 + 1):
                     raise ValueError("HMM parameter shapes do not match the symbols")
                 model.n_states_ = m
         except ModelFileError:

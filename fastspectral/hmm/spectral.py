@@ -258,16 +258,27 @@ def _svd(P, N: int, random_state=0):
     return randomized_svd(P, k, oversample=10, n_iter=4, random_state=random_state)
 
 
-def _projections(P, N, ridge, rcond, n_seq, random_state):
+def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False):
     """``U`` ([rows, n]), ``X = (U^T P)^+`` ridge-regularised ([cols, n]) and the singular
     values (the SHAG learner's regularised pseudo-inverse: ``s / (s^2 + lam^2)``,
-    ``lam = ridge / sqrt(n_seq)``; singular values below ``rcond`` times the largest dropped)."""
-    U, s, Vt = _svd(P, N, random_state)
+    ``lam = ridge / sqrt(n_seq)``; singular values below ``rcond`` times the largest dropped).
+    ``scaled``: the singular vectors of ``D_r^{-1/2} P D_c^{-1/2}`` (row and column sums),
+    mapped back (``U <- D_r^{-1/2} U``, ``X <- D_c^{-1/2} V diag(inv)``; still
+    ``U^T P X = I`` on the kept directions): the CCA-like variant of the SHAG learner."""
+    if scaled:
+        eps = 1e-3 / n_seq
+        dr = 1.0 / np.sqrt(np.asarray(P.sum(axis=1)).ravel() + eps)
+        dc = 1.0 / np.sqrt(np.asarray(P.sum(axis=0)).ravel() + eps)
+        P = sp.diags(dr) @ P @ sp.diags(dc)
+    U, s, Vt = _svd(sp.csr_matrix(P), N, random_state)
     keep = s > rcond * max(s[0], 1e-300) if len(s) else np.zeros(0, dtype=bool)
     U, s, Vt = U[:, keep], s[keep], Vt[keep]
     lam2 = (ridge * ridge) / n_seq
     inv = s / (s * s + lam2)
     X = Vt.T * inv[None, :]
+    if scaled:
+        U = U * dr[:, None]
+        X = X * dc[:, None]
     return np.ascontiguousarray(U), np.ascontiguousarray(X), s
 
 
@@ -316,7 +327,7 @@ class SpectralOperators:
 
 def learn_operators(enc: Encoded, M: int, n_states: int, max_basis: int = 32,
                     ridge: float = 1.0, rcond: float = 1e-10, random_state=0,
-                    hankel: HankelData | None = None) -> SpectralOperators:
+                    hankel: HankelData | None = None, scaled: bool = False) -> SpectralOperators:
     """Spectral operators of the sequences ``enc`` (symbols ``0..M-1``); see the module
     docstring.  ``n_states`` is the SVD rank (at most the basis size)."""
     if enc.n_sequences == 0:
@@ -325,7 +336,7 @@ def learn_operators(enc: Encoded, M: int, n_states: int, max_basis: int = 32,
         H = hankel if hankel is not None else hankel_data(enc, M, max_basis)
         P = H.hankel()
         U, X, s = _projections(P, int(n_states), float(ridge), float(rcond), H.n_seq,
-                               random_state)
+                               random_state, bool(scaled))
         A = _operators(H, U, X)
         alpha1 = np.asarray(P[:, M].toarray()).ravel() @ U
         beta = np.asarray(P[M, :].toarray()).ravel() @ X
@@ -346,12 +357,12 @@ def learn_operators(enc: Encoded, M: int, n_states: int, max_basis: int = 32,
 
 # ---------------------------------------------------------------------------- scoring kernels
 @njit(cache=True, parallel=True)
-def _conditionals(offsets, ids, v0, A, W, beta, fallback, reset):  # pragma: no cover - numba
+def _conditionals(offsets, ids, v0, A, Wt, beta, fallback, reset):  # pragma: no cover - numba
     """Per event (every token, then the end of its sequence, sequence by sequence): the
     clipped, renormalised spectral conditional probability (NaN when no event has positive
-    weight); per sequence the number of state resets."""
+    weight); per sequence the number of state resets.  ``Wt = W^T`` ([N, M])."""
     n = len(offsets) - 1
-    M, N = W.shape
+    N, M = Wt.shape
     q = np.empty(len(ids) + n)
     resets = np.zeros(n, dtype=np.int64)
     for i in prange(n):
@@ -367,8 +378,9 @@ def _conditionals(offsets, ids, v0, A, W, beta, fallback, reset):  # pragma: no 
                 g[a] = 0.0
             for j in range(N):
                 vj = v[j]
+                wj = Wt[j]
                 for a in range(M):
-                    g[a] += W[a, j] * vj
+                    g[a] += wj[a] * vj
             gs = 0.0
             for j in range(N):
                 gs += beta[j] * v[j]
@@ -401,30 +413,33 @@ def _conditionals(offsets, ids, v0, A, W, beta, fallback, reset):  # pragma: no 
 
 
 @njit(cache=True, parallel=True)
-def _final_states(offsets, ids, v0, A, W, beta, fallback, reset):  # pragma: no cover - numba
+def _final_states(offsets, ids, v0, A, Wt, beta, fallback, reset):  # pragma: no cover - numba
     """The normalised state after each whole sequence (the streaming state of
-    :func:`_conditionals`)."""
+    :func:`_conditionals`).  ``Wt = W^T`` ([N, M])."""
     n = len(offsets) - 1
-    M, N = W.shape
+    N, M = Wt.shape
     out = np.empty((n, N))
     for i in prange(n):
         v = v0.copy()
         nv = np.empty(N)
+        g = np.empty(M)
         for t in range(offsets[i], offsets[i + 1]):
             x = ids[t]
+            for a in range(M):
+                g[a] = 0.0
+            for j in range(N):
+                vj = v[j]
+                wj = Wt[j]
+                for a in range(M):
+                    g[a] += wj[a] * vj
             Z = 0.0
             for j in range(N):
                 Z += beta[j] * v[j]
             Z = max(Z, 0.0)
-            gx = 0.0
             for a in range(M):
-                ga = 0.0
-                for j in range(N):
-                    ga += W[a, j] * v[j]
-                if ga > 0.0:
-                    Z += ga
-                if a == x:
-                    gx = ga
+                if g[a] > 0.0:
+                    Z += g[a]
+            gx = g[x]
             if Z > 0.0 and gx > reset * Z:
                 Ax = A[x]
                 for r in range(N):
@@ -483,14 +498,14 @@ def spectral_conditionals(op: SpectralOperators, enc: Encoded, reset: float = _R
     """``(q, resets)``: per event (token, then the end of the sequence) the spectral
     conditional probability (clipped and renormalised; NaN where no event has positive
     weight) and per sequence the number of state resets (see the module docstring)."""
-    return _conditionals(enc.offsets, enc.ids, op.start_state(), op.A, op.W, op.beta,
-                         op.fallback, float(reset))
+    return _conditionals(enc.offsets, enc.ids, op.start_state(), op.A,
+                         np.ascontiguousarray(op.W.T), op.beta, op.fallback, float(reset))
 
 
 def spectral_prefix_states(op: SpectralOperators, enc: Encoded, reset: float = _RESET):
     """The normalised state after each sequence of ``enc`` (read as a prefix)."""
-    return _final_states(enc.offsets, enc.ids, op.start_state(), op.A, op.W, op.beta,
-                         op.fallback, float(reset))
+    return _final_states(enc.offsets, enc.ids, op.start_state(), op.A,
+                         np.ascontiguousarray(op.W.T), op.beta, op.fallback, float(reset))
 
 
 def raw_log_probability(op: SpectralOperators, enc: Encoded):
