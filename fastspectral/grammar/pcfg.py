@@ -42,7 +42,7 @@ import numpy as np
 
 from ..base import Parser, check_jobs
 from ..errors import ModelFileError
-from ..trees.transforms import base_label, prepare
+from ..trees.transforms import base_label, drop_empty_trees, prepare
 from ..trees.tree import Tree
 from .chart import MAX_RECALL, VITERBI, flat_tree, nodes_to_tree, pack_lexical
 from .grammar import Grammar
@@ -217,6 +217,9 @@ class PCFG(Parser):
         for k, t in enumerate(raw):
             if not isinstance(t, Tree):
                 raise TypeError(f"tree {k} is a {type(t).__name__}, expected fastspectral.trees.Tree")
+        raw = drop_empty_trees(raw)
+        if not raw:
+            raise ValueError("cannot fit a PCFG: no tree has a word (only -NONE- elements)")
         fine = [prepare(t, self.v, self.h, self.tag_parent) for t in raw]
         coarse = None
         if self._uses_coarse:

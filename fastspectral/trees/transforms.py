@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from .tree import Tree
 
-__all__ = ["clean", "collapse_unary", "restore_unary", "binarize", "debinarize", "base_label",
+__all__ = ["drop_empty_trees", "clean", "collapse_unary", "restore_unary", "binarize", "debinarize", "base_label",
            "is_intermediate", "prepare", "unprepare", "strip_function_tags"]
 
 # ---------------------------------------------------------------------------------------- labels
@@ -78,6 +78,34 @@ def strip_function_tags(label: str) -> str:
 
 
 _base_cache: dict = {}
+
+
+def _has_words(t) -> bool:
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        ch = x.children
+        if len(ch) == 1 and type(ch[0]) is str:
+            if x.label != "-NONE-":
+                return True
+            continue
+        stack.extend(c for c in ch if type(c) is not str)
+        if any(type(c) is str for c in ch):
+            return True
+    return False
+
+
+def drop_empty_trees(trees) -> list:
+    """``trees`` without those that have no word once ``-NONE-`` elements are removed (they give no
+    training evidence and :func:`clean` refuses them); how many were dropped is logged as a
+    warning on the ``fastspectral`` logger."""
+    import logging
+
+    out = [t for t in trees if _has_words(t)]
+    if len(out) != len(trees):
+        logging.getLogger("fastspectral").warning(
+            f"skipped {len(trees) - len(out)} tree(s) with no words (only -NONE- elements)")
+    return out
 
 
 def base_label(sym: str) -> str:
