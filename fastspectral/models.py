@@ -103,6 +103,7 @@ register("latent-bigram-lm", "fastspectral.lm.saul_pereira:LatentBigramLM", "seq
 register("kneser-ney-bigram-lm", "fastspectral.lm.kneser_ney:KneserNeyBigramLM", "sequences",
          train={"kn-lm": {}}, cli="fastspectral.cli.lm")
 register("hmm", "fastspectral.hmm.model:HMM", "sequences", train={"hmm": {}}, cli="fastspectral.cli.hmm")
+register("lexical", "fastspectral.lexical.model:LexicalDisambiguator", "dependency", train={"lexical": {}}, cli="fastspectral.cli.lexical")
 
 
 # ---- look-ups ------------------------------------------------------------------------------

@@ -78,6 +78,7 @@ def build_parser(train_type: str | None = None) -> argparse.ArgumentParser:
     add_parse_command(sub, common, fmt)
     add_eval_command(sub, common, fmt)
     add_lm_command(sub, common, fmt)
+    from .lexical import add_lexical_command; add_lexical_command(sub, common, fmt)  # noqa: E702
     add_demo_commands(sub, common, fmt)
     return parser
 

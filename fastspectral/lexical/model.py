@@ -1,0 +1,685 @@
+"""The lexical disambiguator of Shah et al. (2010) on the estimator base.
+
+See :class:`LexicalDisambiguator`; the two stages are in :mod:`fastspectral.lexical.engine`,
+the data layer in :mod:`fastspectral.lexical.data`, the context statistics in
+:mod:`fastspectral.lexical.features`, the metrics in :mod:`fastspectral.lexical.metrics` and
+the cross-validation of table 5 in :mod:`fastspectral.lexical.cv`.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..base import Parser
+from ..errors import FormatError, ModelFileError
+from . import engine as E
+from .analyser import SuffixGuesser, normalise_analyses
+from .data import Corpus, LabelScheme, apply_labels, corpus_from_sentences, corpus_vocalised
+from .features import FeatureSpace, parse_features
+
+__all__ = ["LexicalDisambiguator", "VARIANTS", "Learned", "train", "candidates",
+           "predict_labels", "check_sentences"]
+
+#: the models of table 5 that :class:`LexicalDisambiguator` can be
+VARIANTS = ("full", "uni", "baseline", "ind", "unigram")
+#: the paper's names of the variants
+PAPER_NAMES = {"full": "M_full", "uni": "M_uni", "baseline": "M_baseline", "ind": "M_ind",
+               "unigram": "unigram"}
+_UNKNOWN = ("suffix", "none")
+_VOCALISED = ("auto", "yes", "no")
+
+
+# ------------------------------------------------------------------------------------------
+# checks
+# ------------------------------------------------------------------------------------------
+def check_sentences(items, labelled: bool):
+    """A list of :class:`~fastspectral.trees.conll.DepSentence` (TypeError otherwise); with
+    ``labelled``, FormatError naming the sentence's line for a word whose LEMMA, UPOS and XPOS
+    are all ``_`` (nothing to learn)."""
+    from ..trees.conll import DepSentence
+
+    if isinstance(items, (str, bytes)):
+        raise TypeError("expected a list of DepSentence objects (read_conllu), not a string")
+    items = list(items)
+    for s in items:
+        if not isinstance(s, DepSentence):
+            raise TypeError(f"expected DepSentence objects (fastspectral.trees.conll."
+                            f"read_conllu), got {type(s).__name__}")
+    if labelled:
+        if not items or not any(len(s) for s in items):
+            raise ValueError("no training sentences (the corpus is empty)")
+        for s in items:
+            for i in range(len(s)):
+                if s.lemmas[i] == "_" and s.upos[i] == "_" and s.xpos[i] == "_" and \
+                        s.feats[i] == "_":
+                    line = None if s.line is None else s.line + len(s.comments) + i
+                    raise FormatError(f"word {i + 1} ({s.words[i]!r}) has no LEMMA, UPOS, "
+                                      "XPOS or FEATS: nothing to learn (lexical training needs "
+                                      "annotated CoNLL-U)", None, line)
+    return items
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, not {value!r}")
+    return value
+
+
+def _check_number(name, value, low, high=None, strict_low=False, allow_none=False):
+    if value is None and allow_none:
+        return None
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    x = float(value) if ok else float("nan")
+    if not ok or not (x > low if strict_low else x >= low) or (high is not None and x > high):
+        rng = f"{'>' if strict_low else '>='} {low}" + (f" and <= {high}" if high is not None
+                                                        else "")
+        raise ValueError(f"{name} must be a number {rng}{' or None' if allow_none else ''}, "
+                         f"not {value!r}")
+    return x
+
+
+# ------------------------------------------------------------------------------------------
+# learned state
+# ------------------------------------------------------------------------------------------
+@dataclass
+class Learned:
+    """Everything ``fit`` learns (shared by the estimator and the cross-validation)."""
+
+    vocalised: bool
+    scheme: LabelScheme
+    space: E.LabelSpace
+    fs: FeatureSpace
+    cols: list             # template columns of F used as features
+    tables: E.Tables
+    guesser: SuffixGuesser
+    rankers: dict          # name -> Ranker
+    n_bins: int
+    unknown: str
+    stage2: dict           # name -> rows used by stage 2
+
+    def target(self, name: str) -> int:
+        return self.space.target(name)
+
+
+def _specs(space: E.LabelSpace, names) -> list:
+    """The ranker specifications of the models ``names`` (``M_full``, ``M_uni``,
+    ``M_baseline``, ``M_e:<LE>``, ``M_morph``)."""
+    les = tuple(range(1, 1 + len(space.scheme.names)))
+    lemma = space.target("Lemma")
+    out = []
+    for name in names:
+        if name == "M_full":
+            out.append(E.RankerSpec(name, -1, (0,) + les, (0, lemma)))
+        elif name == "M_uni":
+            out.append(E.RankerSpec(name, -1, (0,) + les, (0, lemma), uniform=True))
+        elif name == "M_baseline":
+            out.append(E.RankerSpec(name, -1, (0,), (0,)))
+        elif name == "M_morph":
+            m = space.target("Morph")
+            out.append(E.RankerSpec(name, m, (m,), ()))
+        elif name.startswith("M_e:"):
+            m = space.target(name[4:])
+            out.append(E.RankerSpec(name, m, (m,), (m,) if m == lemma else ()))
+        else:  # pragma: no cover - internal
+            raise KeyError(name)
+    return out
+
+
+def variant_rankers(variant: str) -> tuple:
+    """The rankers a variant needs."""
+    return {"full": ("M_full",), "uni": ("M_uni",), "baseline": ("M_baseline",),
+            "ind": ("M_e:Lemma", "M_morph"), "unigram": ()}[variant]
+
+
+def _split_point(corpus: Corpus, fraction: float) -> int:
+    """First sentence of the second part: ``fraction`` of the sentences, moved forward to the
+    next document boundary when there is one before the end."""
+    n = corpus.n_sentences
+    s1 = min(max(1, int(round(fraction * n))), n - 1) if n > 1 else n
+    starts = corpus.sent_starts
+    k = s1
+    while 0 < k < n and corpus.docs[starts[k]] == corpus.docs[starts[k] - 1]:
+        k += 1
+    return k if k < n else s1
+
+
+def _guesser_pairs(tables: E.Tables, fs: FeatureSpace, space: E.LabelSpace):
+    words = fs.vocabs[0]
+    ptr = tables.lex_ptr
+    for w in range(len(ptr) - 1):
+        for k in range(ptr[w], ptr[w + 1]):
+            yield words[w], space.labels[tables.lex_label[k]]
+
+
+def candidates(learned_tables: E.Tables, space: E.LabelSpace, fs: FeatureSpace,
+               guesser: SuffixGuesser, tokens: list, F: np.ndarray, *, analyser=None,
+               unknown: str = "suffix", vocalised: bool = False, tags=None) -> E.Candidates:
+    """The candidate sets ``C(t)`` of every token (eq. 9): the labels seen with the token in the
+    counted data (most frequent first; a token not seen as written is looked up in lower
+    case), the analyser's answers, and for tokens that neither knows the suffix guesser's
+    analyses (``unknown="suffix"``) or a single empty analysis (``"none"``).  ``tags``: one tag
+    per token or None; candidates whose UPOS or XPOS is the tag are kept when there are any."""
+    ov = space.overlay()
+    index = fs.index()[0]
+    lex_ptr, lex_label = learned_tables.lex_ptr, learned_tables.lex_label
+    n_words = len(lex_ptr) - 1
+    ptr = np.zeros(len(tokens) + 1, dtype=np.int64)
+    known = np.zeros(len(tokens), dtype=bool)
+    labels: list = []
+    words = F[:, 0]
+    for j, t in enumerate(tokens):
+        w = int(words[j])
+        if (w < 0 or w >= n_words or lex_ptr[w] == lex_ptr[w + 1]) and t != t.lower():
+            w = index.get(t.lower(), -1)
+        cand = []
+        if 0 <= w < n_words and lex_ptr[w] < lex_ptr[w + 1]:
+            cand = lex_label[lex_ptr[w]:lex_ptr[w + 1]].tolist()
+            known[j] = True
+        if analyser is not None:
+            extra = [ov.add(lab) for lab in normalise_analyses(t, analyser(t), vocalised)]
+            cand = cand + [k for k in extra if k not in cand]
+        if not cand:
+            if unknown == "suffix":
+                cand = [ov.add(lab) for lab in guesser(t)]
+            if not cand:
+                cand = [ov.add(("_", "_", "_", "_", t if vocalised else ""))]
+        if tags is not None and tags[j] not in (None, "_"):
+            keep = [k for k in cand if ov.label(k)[1] == tags[j] or ov.label(k)[2] == tags[j]]
+            cand = keep or cand
+        labels.extend(cand)
+        ptr[j + 1] = len(labels)
+    label = np.array(labels, dtype=np.int64)
+    lv = ov.lv()[label] if len(label) else np.zeros((0, space.n_targets), np.int32)
+    return E.Candidates(ptr, label, np.ascontiguousarray(lv, dtype=np.int32), ov, known)
+
+
+def _stage2_rows(cands: E.Candidates, level: int, gold_lv: np.ndarray, n_targets: int,
+                 graded, n_les: int):
+    """Stage-2 rows: ``(token index, ptr, vals, g)`` of the tokens with two candidates or more
+    whose targets ``g(i, k)`` differ: 1 for the gold candidate and 0 for the others, or
+    (``graded``, label rankers) the share of the ``n_les`` label elements a candidate shares
+    with the gold label; ``graded="unknown"``: graded for the tokens outside the lexicon."""
+    ptr, vals = E.row_values(cands, level, n_targets)
+    col = 0 if level < 0 else level
+    tok_of_row = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    gold = gold_lv[tok_of_row]
+    y = (vals[:, col] == gold[:, col]).astype(np.float64)
+    if graded and level < 0 and n_les:
+        share = (vals[:, 1:1 + n_les] == gold[:, 1:1 + n_les]).mean(axis=1)
+        use = np.ones(len(y), dtype=bool) if graded is True else ~cands.known[tok_of_row]
+        y[use] = np.maximum(y[use], share[use])
+    graded_tok = np.zeros(len(ptr) - 1, dtype=bool)
+    if graded and level < 0 and n_les:
+        graded_tok[:] = True if graded is True else ~cands.known
+    n_rows = np.diff(ptr)
+    n_tok = len(ptr) - 1
+    hi = np.full(n_tok, -np.inf)
+    lo = np.full(n_tok, np.inf)
+    np.maximum.at(hi, tok_of_row, y)
+    np.minimum.at(lo, tok_of_row, y)
+    ok = (n_rows >= 2) & (hi > lo)
+    n_hit = np.bincount(tok_of_row, weights=(y == 1.0), minlength=n_tok)
+    ok &= graded_tok | (n_hit == 1)
+    keep_tok = np.nonzero(ok)[0]
+    keep_row = ok[tok_of_row]
+    new_ptr = np.concatenate([[0], np.cumsum(n_rows[keep_tok])]).astype(np.int64)
+    return keep_tok, new_ptr, np.ascontiguousarray(vals[keep_row]), y[keep_row]
+
+
+def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, refit=True,
+          C=None, epsilon=0.0, frequency_classes=5, unknown="suffix", analyser=None,
+          max_iter=1000, random_state=0, with_morph=False,
+          loss="squared_epsilon_insensitive", graded="unknown", unknown_weights=True) -> Learned:
+    """Fit the stage-1 tables and the ``rankers`` (see :func:`_specs`) on labelled
+    sentences (the body of :meth:`LexicalDisambiguator.fit`, shared with the
+    cross-validation)."""
+    templates = parse_features(features)
+    voc = corpus_vocalised(sentences) if vocalised == "auto" else vocalised == "yes"
+    corpus = corpus_from_sentences(sentences, voc)
+    scheme = LabelScheme.from_labels(set(corpus.labels), voc)
+    space = E.LabelSpace(scheme, with_morph)
+    ids = np.array([space.add(lab) for lab in corpus.labels], dtype=np.int64)
+    fs = FeatureSpace.for_features(templates).fit(corpus.tokens, corpus.sent_starts)
+    F = fs.transform(corpus.tokens, corpus.sent_starts)
+    V = space.lv[ids]
+    cols = [c for c, name in enumerate(fs.names) if name in templates]
+    use_doc = "Doc" in templates
+    specs = [E.RankerSpec(s.name, s.level, s.targets, s.doc_targets if use_doc else (),
+                          s.uniform, 2 if unknown_weights and not s.uniform else 1)
+             for s in _specs(space, rankers)]
+    targets = sorted({m for s in specs for m in s.targets} | {0})
+    doc_targets = sorted({m for s in specs for m in s.doc_targets})
+    n_values = space.n_values()
+    n_bins = int(frequency_classes)
+    all_idx = np.arange(len(corpus))
+    rankers_out: dict = {}
+    stage2: dict = {}
+    trainable = [s for s in specs if not s.uniform]
+    if trainable and corpus.n_sentences >= 2:
+        s1 = _split_point(corpus, split)
+        cut = corpus.sent_starts[s1]
+        idx1, idx2 = all_idx[:cut], all_idx[cut:]
+        tables1 = E.Tables.build(F, V, idx1, corpus.docs, targets, doc_targets, fs.sizes,
+                                 n_values)
+        guesser1 = SuffixGuesser().fit(_guesser_pairs(tables1, fs, space), voc)
+        F2 = np.ascontiguousarray(F[idx2])
+        toks2 = corpus.tokens[cut:]
+        cands = candidates(tables1, space, fs, guesser1, toks2, F2, analyser=analyser,
+                           unknown=unknown, vocalised=voc)
+        S, qloc = tables1.doc_similarity(F2[:, 0], np.asarray(corpus.docs[cut:]))
+        gold_lv = V[idx2]
+        n_les = len(scheme.names)
+        for spec in trainable:
+            keep, ptr, vals, y = _stage2_rows(cands, spec.level, gold_lv, space.n_targets,
+                                              graded, n_les)
+            stage2[spec.name] = len(y)
+            if len(keep) < 2:
+                continue   # nothing to learn from: uniform weights below
+            blocks = E.token_blocks(spec, cands.known[keep])
+            one = E.RankerSpec(spec.name, spec.level, spec.targets, spec.doc_targets,
+                               spec.uniform, 1)
+            lam, lam_doc = E.uniform_weights(spec, len(cols), n_bins)
+            cs, b = [], 0.0
+            n_tok = np.diff(ptr)
+            for blk in range(spec.blocks):
+                sel = np.nonzero(blocks == blk)[0]
+                if len(sel) < 2:
+                    cs.append(None)
+                    continue
+                rows = np.concatenate([np.arange(ptr[t], ptr[t + 1]) for t in sel])
+                p2 = np.concatenate([[0], np.cumsum(n_tok[sel])]).astype(np.int64)
+                Fk = np.ascontiguousarray(F2[keep[sel]])
+                X = E.design(tables1, Fk, cols, p2, np.ascontiguousarray(vals[rows]), one,
+                             n_bins, S, qloc[keep[sel]], np.zeros(len(sel), np.int64))
+                coef, b_blk, c = E.fit_lambda(X, y[rows], p2, C, epsilon, max_iter,
+                                              random_state, loss)
+                lb, ld = E.unpack(one, coef, len(cols), n_bins)
+                lam[blk], lam_doc[blk] = lb[0], ld[0]
+                cs.append(c)
+                if blk == 0:
+                    b = b_blk
+            rankers_out[spec.name] = E.Ranker(spec, lam, lam_doc, b, cs, len(y))
+        if not refit:
+            tables, guesser = tables1, guesser1
+    for spec in specs:
+        if spec.name not in rankers_out:
+            lam, lam_doc = E.uniform_weights(spec, len(cols), n_bins)
+            rankers_out[spec.name] = E.Ranker(spec, lam, lam_doc, 0.0, None, 0)
+    if refit or not trainable or corpus.n_sentences < 2:
+        tables = E.Tables.build(F, V, all_idx, corpus.docs, targets, doc_targets, fs.sizes,
+                                n_values)
+        guesser = SuffixGuesser().fit(_guesser_pairs(tables, fs, space), voc)
+    return Learned(voc, scheme, space, fs, cols, tables, guesser, rankers_out, n_bins,
+                   unknown, stage2)
+
+
+def _rank(learned: Learned, cands, F, S, qloc, name):
+    r = learned.rankers[name]
+    ptr, vals = E.row_values(cands, r.spec.level, learned.space.n_targets)
+    scores = E.score(learned.tables, F, learned.cols, ptr, vals, r, learned.n_bins, S, qloc,
+                     E.token_blocks(r.spec, cands.known))
+    best, second = E.top2(ptr, scores)
+    col = 0 if r.spec.level < 0 else r.spec.level
+    return vals[:, col], scores, best, second
+
+
+def predict_labels(learned: Learned, corpus: Corpus, models, *, analyser=None, tags=None):
+    """Top-two labels of every token for each model of ``models`` (``unigram``, ``M_full``,
+    ``M_uni``, ``M_baseline``, ``M_ind``, ``M_e:<LE>`` — the last gives LE values): ``{name:
+    (first, second)}``, lists of label tuples (values for ``M_e``; ``None`` where there is no
+    second choice), plus ``"_candidates"``: the candidate labels of every token."""
+    F = learned.fs.transform(corpus.tokens, corpus.sent_starts)
+    cands = candidates(learned.tables, learned.space, learned.fs, learned.guesser,
+                       corpus.tokens, F, analyser=analyser, unknown=learned.unknown,
+                       vocalised=learned.vocalised, tags=tags)
+    S, qloc = learned.tables.doc_similarity(F[:, 0], np.asarray(corpus.docs))
+    ov = cands.overlay
+    out = {}
+    n = len(corpus)
+    for name in models:
+        if name == "unigram":
+            ptr = cands.ptr
+            first = [ov.label(int(cands.label[ptr[j]])) for j in range(n)]
+            second = [ov.label(int(cands.label[ptr[j] + 1])) if ptr[j + 1] - ptr[j] > 1
+                      else None for j in range(n)]
+            out[name] = (first, second)
+        elif name == "M_ind":
+            lem = learned.target("Lemma")
+            mor = learned.target("Morph")
+            lv, ls, lb, l2 = _rank(learned, cands, F, S, qloc, "M_e:Lemma")
+            mv, ms, mb, m2 = _rank(learned, cands, F, S, qloc, "M_morph")
+            first, second = [], []
+            for j in range(n):
+                lemma1 = ov.value(lem, int(lv[lb[j]]))
+                morph1 = ov.value(mor, int(mv[mb[j]]))
+                first.append((lemma1,) + tuple(morph1))
+                alts = []
+                if l2[j] >= 0:
+                    alts.append((ls[l2[j]] + ms[mb[j]],
+                                 (ov.value(lem, int(lv[l2[j]])),) + tuple(morph1)))
+                if m2[j] >= 0:
+                    alts.append((ls[lb[j]] + ms[m2[j]],
+                                 (lemma1,) + tuple(ov.value(mor, int(mv[m2[j]])))))
+                second.append(max(alts, key=lambda a: a[0])[1] if alts else None)
+            out[name] = (first, second)
+        elif name.startswith("M_e:") or name == "M_morph":
+            m = learned.rankers[name].spec.level
+            v, _, b, s2 = _rank(learned, cands, F, S, qloc, name)
+            out[name] = ([ov.value(m, int(v[b[j]])) for j in range(n)],
+                         [ov.value(m, int(v[s2[j]])) if s2[j] >= 0 else None
+                          for j in range(n)])
+        else:
+            v, _, b, s2 = _rank(learned, cands, F, S, qloc, name)
+            out[name] = ([ov.label(int(v[b[j]])) for j in range(n)],
+                         [ov.label(int(v[s2[j]])) if s2[j] >= 0 else None for j in range(n)])
+    ptr = cands.ptr
+    out["_candidates"] = [[ov.label(int(k)) for k in cands.label[ptr[j]:ptr[j + 1]]]
+                          for j in range(n)]
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# the estimator
+# ------------------------------------------------------------------------------------------
+class LexicalDisambiguator(Parser):
+    """Lexical disambiguation with factored labels and two-stage shrinkage (Shah et al. 2010).
+
+    Each token ``t`` of a CoNLL-U corpus (for Arabic: the undiacritised FORM) gets a label
+    ``l = (lemma, UPOS, XPOS, FEATS, vocalised form)`` chosen among its candidate set ``C(t)``
+    (eq. 9: the labels seen with ``t`` in training, an analyser's answers, or a suffix guess
+    for unknown tokens).  Labels factor into label elements (LEs: lemma, UPOS, the XPOS
+    positions or the whole XPOS, each FEATS key, the vocalisation; see
+    :class:`~fastspectral.lexical.data.LabelScheme`).
+
+    Stage 1 counts, for every context template of table 3 (``Freq``, ``PrevWord``,
+    ``NextWord``, the first/last letters of the neighbours, the document's words) and every
+    target (the label and each LE), the univariate estimates ``beta*_jk`` (relative frequency
+    of value ``k`` among the tokens with feature ``j``).  Stage 2 fits one shrinkage weight
+    ``lambda_j`` per template, target and frequency class of the feature by a linear
+    epsilon-SVR (liblinear) on the rows (token, candidate) of a held-out second part of the
+    training data, target ``g(i, k) = 1`` for the gold candidate, 0 for the others; a token's
+    label is ``argmax_{k in C(t)} sum_j lambda_j beta*_jk x_ij`` (eq. 6), where the sum runs
+    over the estimates of the label and of each of its LEs.
+
+    Parameters
+    ----------
+    variant : {"full", "uni", "baseline", "ind", "unigram"}, default "full"
+        The model of table 5: ``"full"`` (M_full: the label and every LE, stage 2),
+        ``"uni"`` (M_uni: the univariate stage-1 estimates of the label and every LE summed
+        with ``lambda = 1``, no stage 2), ``"baseline"`` (M_baseline: whole labels only),
+        ``"ind"`` (M_ind: the lemma and the morphological analysis chosen by two independent
+        models) or ``"unigram"`` (the most frequent label of the token).
+    features : str, default "all"
+        Context templates: ``"table3"`` (the paper's), ``"all"`` (plus ``Prefix2``,
+        ``Suffix2``, ``Suffix3``) or a comma-separated list (:mod:`.features`).
+    vocalised : {"auto", "yes", "no"}, default "auto"
+        Whether FORMs are vocalised (Arabic): tokens are then the undiacritised FORMs and the
+        label carries the vocalised form.  ``"auto"``: yes when a training FORM holds an
+        Arabic diacritic.
+    split : float in (0, 1), default 0.5
+        Share of the training sentences (moved to a document boundary) counted in stage 1
+        while stage 2 is fitted on the rest.
+    refit : bool, default True
+        After stage 2, count stage 1 (and the candidate sets) again on all training data.
+    C : float or None, default None
+        SVR regularisation; None: chosen among ``engine.C_GRID`` on a held-out half of the
+        stage-2 rows (never on test data).
+    epsilon : float, default 0.0
+        Width of the SVR's insensitive zone.
+    frequency_classes : int, default 5
+        Frequency classes of a feature (1, 2-3, 4-7, ... occurrences) with their own lambda.
+    unknown : {"suffix", "none"}, default "suffix"
+        Candidates of tokens unknown to the lexicon and the analyser: the suffix guesser's
+        (:class:`~fastspectral.lexical.analyser.SuffixGuesser`) or a single empty analysis.
+    analyser : callable or None, default None
+        ``analyser(token) -> analyses`` added to every candidate set (the role of SAMA; see
+        :mod:`.analyser`).  Not saved in model files: set it again after loading.
+    loss : {"squared_epsilon_insensitive", "epsilon_insensitive"}, default \
+"squared_epsilon_insensitive"
+        The SVR loss: liblinear's L2-loss epsilon-SVR (solved in the primal by trust-region
+        Newton: fast and converged) or the L1-loss epsilon-SVR (dual coordinate descent).
+    max_iter : int, default 1000
+        Iterations of liblinear.
+    random_state : int or None, default 0
+        Seed of liblinear's coordinate order.
+
+    Attributes
+    ----------
+    vocalised_ : bool
+        Whether the model reads undiacritised tokens and chooses vocalised forms.
+    label_elements_ : list of str
+        The LE names.
+    n_labels_ : int
+        Labels seen in training.
+    lambdas_ : dict
+        ``{ranker: (lambda per group and frequency class, lambda of the document features,
+        intercept)}``.
+    C_ : dict
+        The SVR ``C`` of each ranker (None: uniform weights).
+    fit_time_ : float
+        Seconds spent in the last ``fit``.
+
+    References
+    ----------
+    R. Shah, P. S. Dhillon, M. Liberman, D. P. Foster, M. Maamouri and L. H. Ungar (2010).
+    A New Approach to Lexical Disambiguation of Arabic Text.  EMNLP 2010, 725-735.
+    Implemented: the label-element factoring (section 3), the candidate sets (eq. 9), the
+    univariate stage-1 estimates and the shrinkage score (eq. 6), the stage-2 epsilon-SVR on
+    (token, candidate) rows, the baselines and models of table 5 and the per-LE models of
+    table 4; the metrics A1/A2 and E1/E2 (:mod:`fastspectral.lexical.metrics`).
+
+    Examples
+    --------
+    >>> from fastspectral.trees.conll import DepSentence
+    >>> from fastspectral.lexical import LexicalDisambiguator
+    >>> def sent(words, tags):
+    ...     return DepSentence(words=words, lemmas=[w.lower() for w in words], upos=tags,
+    ...                        xpos=tags, heads=[0] + [1] * (len(words) - 1))
+    >>> data = [sent(["they", "can", "fish"], ["PRON", "AUX", "VERB"]),
+    ...         sent(["a", "can", "opens"], ["DET", "NOUN", "VERB"])] * 20
+    >>> model = LexicalDisambiguator(C=1.0).fit(data)
+    >>> out = model.parse([sent(["we", "can", "fish"], ["_"] * 3)])
+    >>> out[0].upos
+    ['PRON', 'AUX', 'VERB']
+    """
+
+    kind = "lexical"
+    input_kind = "dependency"
+
+    def __init__(self, variant="full", features="all", vocalised="auto", split=0.5,
+                 refit=True, C=None, epsilon=0.0, frequency_classes=5, unknown="suffix",
+                 analyser=None, loss="squared_epsilon_insensitive", max_iter=1000,
+                 random_state=0):
+        self.variant = variant
+        self.features = features
+        self.vocalised = vocalised
+        self.split = split
+        self.refit = refit
+        self.C = C
+        self.epsilon = epsilon
+        self.frequency_classes = frequency_classes
+        self.unknown = unknown
+        self.analyser = analyser
+        self.loss = loss
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    # -- fitting -----------------------------------------------------------------------------
+    def _validate(self):
+        _check_choice("variant", self.variant, VARIANTS)
+        parse_features(self.features)
+        _check_choice("vocalised", self.vocalised, _VOCALISED)
+        _check_number("split", self.split, 0.0, 1.0, strict_low=True)
+        if not 0.0 < float(self.split) < 1.0:
+            raise ValueError(f"split must be a number in (0, 1), not {self.split!r}")
+        if not isinstance(self.refit, (bool, np.bool_)):
+            raise ValueError(f"refit must be True or False, not {self.refit!r}")
+        _check_number("C", self.C, 0.0, strict_low=True, allow_none=True)
+        _check_number("epsilon", self.epsilon, 0.0)
+        if isinstance(self.frequency_classes, bool) or \
+                not isinstance(self.frequency_classes, (int, np.integer)) or \
+                not 1 <= self.frequency_classes <= 30:
+            raise ValueError(f"frequency_classes must be an integer in 1..30, not "
+                             f"{self.frequency_classes!r}")
+        _check_choice("unknown", self.unknown, _UNKNOWN)
+        _check_choice("loss", self.loss, E.LOSSES)
+        if self.analyser is not None and not callable(self.analyser):
+            raise TypeError(f"analyser must be callable (token -> analyses) or None, not "
+                            f"{type(self.analyser).__name__}")
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) \
+                or self.max_iter < 1:
+            raise ValueError(f"max_iter must be an integer >= 1, not {self.max_iter!r}")
+        if self.random_state is not None and (isinstance(self.random_state, bool) or
+                                              not isinstance(self.random_state,
+                                                             (int, np.integer))):
+            raise ValueError(f"random_state must be an integer or None, not "
+                             f"{self.random_state!r}")
+
+    def fit(self, sentences, y=None):
+        """Learn from labelled dependency sentences (CoNLL-U: FORM, LEMMA, UPOS, XPOS, FEATS;
+        any of them may be ``_`` but not all); returns self."""
+        self._validate()
+        sentences = check_sentences(sentences, labelled=True)
+        t0 = time.perf_counter()
+        seed = self.random_state if self.random_state is not None else \
+            int(np.random.SeedSequence().generate_state(1)[0] >> 1)
+        self.learned_ = train(
+            sentences, rankers=variant_rankers(self.variant), features=self.features,
+            vocalised=self.vocalised, split=float(self.split), refit=bool(self.refit),
+            C=None if self.C is None else float(self.C), epsilon=float(self.epsilon),
+            frequency_classes=int(self.frequency_classes), unknown=self.unknown,
+            analyser=self.analyser, loss=self.loss, max_iter=int(self.max_iter),
+            random_state=seed,
+            with_morph=self.variant == "ind")
+        self._set_attributes()
+        self.fit_time_ = time.perf_counter() - t0
+        return self
+
+    def _set_attributes(self):
+        lr = self.learned_
+        self.vocalised_ = lr.vocalised
+        self.label_elements_ = list(lr.scheme.names)
+        self.n_labels_ = len(lr.space.labels)
+        self.lambdas_ = {k: (r.lam, r.lam_doc, r.intercept) for k, r in lr.rankers.items()}
+        self.C_ = {k: r.C for k, r in lr.rankers.items()}
+
+    # -- prediction --------------------------------------------------------------------------
+    def _model_name(self) -> str:
+        return {"full": "M_full", "uni": "M_uni", "baseline": "M_baseline", "ind": "M_ind",
+                "unigram": "unigram"}[self.variant]
+
+    def predict_corpus(self, corpus: Corpus, tags=None):
+        """``(first, second, candidates)``: the top-two labels of every token of a
+        :class:`~fastspectral.lexical.data.Corpus` and its candidate labels."""
+        self._check_fitted()
+        name = self._model_name()
+        out = predict_labels(self.learned_, corpus, [name], analyser=self.analyser, tags=tags)
+        first, second = out[name]
+        return first, second, out["_candidates"]
+
+    def parse(self, items, *, tags=None, jobs=None, progress=None) -> list:
+        """Disambiguate dependency sentences: a copy of each with LEMMA, UPOS, XPOS, FEATS of
+        the chosen label; for a vocalised model FORM becomes the chosen vocalised form and the
+        input FORM goes to MISC ``InputForm=`` when it differs; MISC ``LexAlt=`` holds the
+        second choice (:func:`fastspectral.lexical.data.encode_alt`).  Heads are copied (an
+        unknown head, ``_`` in the input, becomes 0).
+
+        Parameters
+        ----------
+        items : list of DepSentence
+            Sentences (only FORM is read; the document of a sentence comes from its comments).
+        tags : list of lists of str, optional
+            A tag per word (``"_"``: none): candidates whose UPOS or XPOS is the tag are kept
+            when there are any.
+        jobs : int, optional
+            Accepted for the parser interface (the tagging is one compiled pass).
+        progress : callable, optional
+            ``progress(done, total)``, called once at the end.
+        """
+        self._check_parse_args(items, tags, jobs)
+        sents = check_sentences(items, labelled=False)
+        if tags is not None:
+            for s, t in zip(sents, tags):
+                if len(t) != len(s):
+                    raise ValueError(f"tags of a sentence of {len(s)} words has {len(t)} "
+                                     "entries")
+        nonempty = [s for s in sents if len(s)]
+        corpus = corpus_from_sentences(nonempty, self.vocalised_, labelled=False)
+        flat_tags = None
+        if tags is not None:
+            flat_tags = [t for s, ts in zip(sents, tags) if len(s) for t in ts]
+        first, second, _ = self.predict_corpus(corpus, tags=flat_tags) if len(corpus) else \
+            ([], [], [])
+        out = []
+        k = 0
+        for s in sents:
+            n = len(s)
+            out.append(apply_labels(s, first[k:k + n], second[k:k + n], self.vocalised_))
+            k += n
+        if progress is not None:
+            progress(len(sents), len(sents))
+        return out
+
+    # -- model files -------------------------------------------------------------------------
+    def _model_file(self):
+        lr = self.learned_
+        params = self.get_params(deep=False)
+        params["analyser"] = None
+        meta = {
+            "params": params,
+            "vocalised": lr.vocalised,
+            "scheme": lr.scheme.to_meta(),
+            "with_morph": lr.space.with_morph,
+            "labels": [list(lab) for lab in lr.space.labels],
+            "fs_names": list(lr.fs.names),
+            "vocabs": lr.fs.vocabs,
+            "cols": [int(c) for c in lr.cols],
+            "n_bins": lr.n_bins,
+            "unknown": lr.unknown,
+            "stage2": lr.stage2,
+            "rankers": {k: {"level": r.spec.level, "targets": list(r.spec.targets),
+                            "doc_targets": list(r.spec.doc_targets),
+                            "uniform": r.spec.uniform, "blocks": r.spec.blocks,
+                            "intercept": r.intercept, "C": r.C,
+                            "rows": r.rows}
+                        for k, r in lr.rankers.items()},
+            "fit_time": self.fit_time_,
+        }
+        arrays = lr.tables.to_arrays("t_")
+        for k, r in lr.rankers.items():
+            arrays[f"lam_{k}"] = r.lam
+            arrays[f"lamdoc_{k}"] = r.lam_doc
+        return meta, arrays
+
+    @classmethod
+    def _from_model_file(cls, meta, arrays):
+        try:
+            model = cls(**cls._params_from_file(meta["params"]))
+            scheme = LabelScheme.from_meta(meta["scheme"])
+            space = E.LabelSpace(scheme, bool(meta["with_morph"]))
+            for lab in meta["labels"]:
+                space.add(tuple(lab))
+            fs = FeatureSpace(meta["fs_names"], [list(v) for v in meta["vocabs"]])
+            tables = E.Tables.from_arrays(arrays, "t_", len(fs.vocabs[0]))
+            rankers = {}
+            for k, r in meta["rankers"].items():
+                spec = E.RankerSpec(k, int(r["level"]), tuple(r["targets"]),
+                                    tuple(r["doc_targets"]), bool(r["uniform"]),
+                                    int(r["blocks"]))
+                rankers[k] = E.Ranker(spec, np.asarray(arrays[f"lam_{k}"], dtype=np.float64),
+                                      np.asarray(arrays[f"lamdoc_{k}"], dtype=np.float64),
+                                      float(r["intercept"]), r["C"], int(r["rows"]))
+            voc = bool(meta["vocalised"])
+            guesser = SuffixGuesser().fit(_guesser_pairs(tables, fs, space), voc)
+            model.learned_ = Learned(voc, scheme, space, fs, [int(c) for c in meta["cols"]],
+                                     tables, guesser, rankers, int(meta["n_bins"]),
+                                     meta["unknown"], dict(meta.get("stage2", {})))
+            model._set_attributes()
+            model.fit_time_ = float(meta.get("fit_time", 0.0))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFileError(f"malformed lexical model file ({type(exc).__name__}: "
+                                 f"{exc})") from None
+        return model
+
