@@ -229,6 +229,19 @@ def test_vocabulary_cap_keeps_a_distribution(toy):
     assert np.all(np.isfinite(model.log_probability(dev + [["f", "e"]])))
 
 
+def test_smoother_is_the_kneser_ney_bigram_of_fastspectral_lm(toy):
+    from fastspectral.lm.kneser_ney import KneserNeyBigramLM
+
+    train, dev = toy
+    train = train + [["A", "rare", "b"], ["c", "Once"]]
+    dev = dev + [["never", "seen", "a"], ["RARE"]]
+    model = HMM(n_states=2, min_count=2, lowercase=True, max_basis=4).fit(train)
+    kn = KneserNeyBigramLM(min_count=2, lowercase=True).fit(train)
+    ll, n = kn.log_likelihood(dev)
+    png = model._ngram_probs(model._encode(dev))
+    assert len(png) == n and np.log(png).sum() == pytest.approx(ll, rel=1e-12)
+
+
 def test_symbol_table_and_encoding():
     t = SymbolTable.build([["b", "a", "b", "<s>"], ["c", "B"]], min_count=1, lowercase=True)
     assert t.symbols == ["<unk>", "b", "a", "c"]

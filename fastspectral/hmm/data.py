@@ -189,13 +189,12 @@ def check_sequences(sequences, what: str = "sequences") -> list[list[str]]:
                             "tokens), e.g. [sentence.split()]")
         try:
             s = list(s)
+            "".join(s)                  # a C-speed check that every token is a string
         except TypeError:
-            raise TypeError(f"{what}[{i}] is not a sequence of strings "
-                            f"({type(s).__name__})") from None
-        for tok in s:
-            if not isinstance(tok, str):
-                raise TypeError(f"{what}[{i}] holds a {type(tok).__name__}, not a string "
-                                "(tokens are strings)")
+            bad = next((t for t in s if not isinstance(t, str)), s) if isinstance(s, list) \
+                else s
+            raise TypeError(f"{what}[{i}] holds a {type(bad).__name__}, not a string (a "
+                            "sequence is a list of string tokens)") from None
         out.append(s)
     return out
 
