@@ -214,7 +214,7 @@ def test_fitted_hmm_is_close_to_the_truth(toy):
 def test_predict_next_on_a_deterministic_language():
     train = [["DT", "NN", "VBZ"], ["DT", "JJ", "NN", "VBZ"], ["NNS", "VBP"]] * 40
     for method in ("spectral", "em", "spectral-em"):
-        model = HMM(n_states=6, method=method, iterations=30).fit(train)
+        model = HMM(n_states=8, method=method, iterations=30).fit(train)
         assert model.predict_next([["DT", "JJ"], ["NNS", "VBP"], ["DT", "NN"]]) == \
             ["NN", "</s>", "VBZ"], method
 
