@@ -1,4 +1,4 @@
-"""``fastspectral parse MODEL [INPUT] [-o OUTPUT]``: parse with a saved model, safely.
+"""``fastspectral parse MODEL [INPUT...] [-o OUTPUT]``: parse with a saved model, safely.
 
 * Sentence models (``input_kind == "sentences"``) read one tokenised sentence a line (``word/TAG``
   tokens give the tags) and write one bracketed tree a line; dependency models read and write
@@ -7,10 +7,14 @@
   in input order, to ``OUTPUT.part``, renamed over ``OUTPUT`` when everything is done
   (:class:`fastspectral.io.output.SafeOutput`); Ctrl-C / SIGTERM stop after the chunk in flight,
   keeping every finished sentence in ``OUTPUT.part``; ``--resume`` continues from it.
+* Several inputs (or ``-o`` naming a folder) give one output per input, named like it, in the
+  folder ``-o OUTDIR``; ``--scheduler ADDRESS`` / ``--dask-workers N`` parse on a Dask cluster
+  (:func:`fastspectral.dask.parse_files`: chunks are tasks, written in order as they finish).
 """
 from __future__ import annotations
 
 import itertools
+import os
 import signal
 import time
 
@@ -26,16 +30,28 @@ The output is written as OUTPUT.part and renamed to OUTPUT at the end: an interr
 (Ctrl-C, SIGTERM, a crash) leaves OUTPUT untouched and every finished sentence in
 OUTPUT.part; run the same command with --resume to continue from there.
 
+Several input files (or -o naming an existing folder) give one output per input in the
+folder OUTDIR, named like its input; with --resume, outputs already finished are kept.
+--scheduler ADDRESS (or a scheduler file) parses on a Dask cluster, --dask-workers N on a
+local one; each worker process loads the model once (the file is sent to the workers) and
+parses with --jobs threads per task (default: its host's cores / task threads).  See
+docs/scale.md.
+
 examples:
   fastspectral parse wsj.pcfg sentences.txt -o parsed.trees
   echo "the dog saw a cat ." | fastspectral parse wsj.pcfg
   fastspectral parse wsj.pcfg tagged.txt --tagged yes --jobs 4 --progress
   fastspectral parse wsj.pcfg big.txt.gz -o big.trees.gz --resume
+  fastspectral parse wsj.pcfg part-*.txt -o parsed/
+  fastspectral parse wsj.pcfg part-*.txt.gz -o parsed/ --scheduler tcp://10.0.0.1:8786
+  fastspectral parse wsj.pcfg big.txt -o big.trees --dask-workers 4
 """
 
 #: sentences read, parsed and written at a time (bounded memory; enough for the threads to
 #: balance their work)
 PARSE_CHUNK = 2000
+#: sentences of one Dask task (fastspectral.dask.parse.DASK_CHUNK)
+DASK_CHUNK = 500
 
 _DEP_WRITERS = {"conllu": "write_conllu", "conllx": "write_conllx", "malttab": "write_malttab"}
 
@@ -47,10 +63,11 @@ def add_parse_command(sub, common, fmt) -> None:
                        help="parse sentences with a saved model",
                        description="Parse sentences (or dependency files) with a saved model.")
     p.add_argument("model", metavar="MODEL", help="model file written by 'fastspectral train'")
-    p.add_argument("input", metavar="INPUT", nargs="?", default=None,
-                   help="input file (default or '-': standard input)")
+    p.add_argument("input", metavar="INPUT", nargs="*", default=None,
+                   help="input file(s) (default or '-': standard input)")
     p.add_argument("-o", "--output", metavar="OUTPUT", default=None,
-                   help="output file (default or '-': standard output)")
+                   help="output file (default or '-': standard output); for several inputs "
+                        "a folder OUTDIR: one output per input, named like it")
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                    help="parsing threads (default: the model's setting, else every core)")
     p.add_argument("--tagged", choices=("auto", "yes", "no"), default="auto",
@@ -62,8 +79,16 @@ def add_parse_command(sub, common, fmt) -> None:
                    help="encoding of the input (default: utf-8; output is utf-8)")
     p.add_argument("--resume", action="store_true",
                    help="continue an interrupted run from OUTPUT.part")
-    p.add_argument("--chunk-size", type=positive_int, default=PARSE_CHUNK, metavar="N",
-                   help=f"sentences parsed and written at a time (default: {PARSE_CHUNK})")
+    p.add_argument("--chunk-size", type=positive_int, default=None, metavar="N",
+                   help=f"sentences parsed and written at a time, one Dask task (default: "
+                        f"{PARSE_CHUNK}; {DASK_CHUNK} with Dask)")
+    g = p.add_argument_group("Dask (pip install 'fastspectral[dask]')")
+    d = g.add_mutually_exclusive_group()
+    d.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="parse on the Dask cluster of this scheduler (tcp://HOST:8786, or "
+                        "the JSON file of dask-scheduler --scheduler-file)")
+    d.add_argument("--dask-workers", type=positive_int, default=None, metavar="N",
+                   help="parse on a local Dask cluster of N worker processes, 1 thread each")
     p.set_defaults(func=cmd_parse)
 
 
@@ -97,6 +122,14 @@ def cmd_parse(args) -> int:
     """``fastspectral parse``."""
     from ..io import load
 
+    inputs = list(args.input or []) or ["-"]
+    dask = args.scheduler is not None or args.dask_workers is not None
+    to_folder = len(inputs) > 1 or (not kit.is_stdio(args.output) and (
+        os.path.isdir(args.output) or args.output.endswith(("/", os.sep))))
+    if to_folder or dask:
+        return _parse_files(args, inputs, to_folder)
+    args.input = inputs[0]
+    args.chunk_size = args.chunk_size or PARSE_CHUNK
     kit.require_file(args.model, "model file")
     kit.require_file(args.input, "input file")
     kit.require_output_path(args.output, "output file", inputs=[args.input, args.model])
@@ -110,6 +143,93 @@ def cmd_parse(args) -> int:
         return _parse_dependency(args, model)
     raise kit.CommandError(f"{args.model} holds a {type(model).__name__}, which does not parse "
                            "(sequence models are scored with 'fastspectral lm eval')")
+
+
+def _parse_files(args, inputs, to_folder) -> int:
+    """Several inputs (one output each in the folder -o OUTDIR), or any input with Dask."""
+    kit.require_file(args.model, "model file")
+    for inp in inputs:
+        kit.require_file(inp, "input file")
+    if to_folder:
+        if kit.is_stdio(args.output):
+            raise kit.CommandError("several inputs need -o OUTDIR: one output per input, "
+                                   "named like it, in the folder OUTDIR")
+        if "-" in inputs:
+            raise kit.CommandError("standard input ('-') cannot be one of several inputs")
+        outdir, outputs = args.output, None
+    else:
+        kit.require_output_path(args.output, "output file", inputs=[inputs[0], args.model])
+        if args.resume and kit.is_stdio(args.output):
+            raise kit.CommandError("--resume needs an output file (-o OUTPUT)")
+        outdir, outputs = None, [args.output]
+    from ..dask.parse import parse_files
+
+    tagged = {"auto": None, "yes": True, "no": False}[args.tagged]
+    client, cluster, started = _dask_client(args) if args.scheduler or args.dask_workers \
+        else (None, None, 0.0)
+    bar = kit.make_progress(args, "parsing")
+    try:
+        with _StopFlag() as stop:
+            res = parse_files(inputs, args.model, outdir, outputs=outputs, client=client,
+                              jobs=args.jobs, chunk_size=args.chunk_size, resume=args.resume,
+                              tagged=tagged, encoding=args.encoding, format=args.format,
+                              progress=bar if kit.progress_wanted(args) else None,
+                              stop=lambda: stop.signum is not None)
+    except Exception as exc:
+        if type(exc).__name__ == "KilledWorker":
+            raise kit.CommandError(f"a Dask worker died while parsing ({exc}); the finished "
+                                   "sentences are kept: run again with --resume") from None
+        raise
+    finally:
+        bar.close()
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+    for path in res.complete:
+        kit.logger.info(f"{path} is complete: kept")
+    if res.interrupted:
+        kit.logger.warning(f"interrupted: {res.sentences} sentences parsed; the unfinished "
+                           "outputs are kept as OUTPUT.part: continue with --resume")
+        return 130
+    rate = res.sentences / res.seconds if res.seconds > 0 else float("inf")
+    where = ""
+    if client is not None:
+        threads = sorted(set(res.threads.values()))
+        where = (f" on {res.workers} Dask workers ({'/'.join(map(str, threads))} thread(s) "
+                 f"per task; {res.tasks} tasks; cluster ready in {started:.2f} s)")
+    resumed = sum(res.resumed.values())
+    resumed = f" (resumed after {resumed})" if resumed else ""
+    n_out = sum(1 for _ in res.outputs) - len(res.complete)
+    kit.logger.info(f"parsed {res.sentences} sentences{resumed} into {n_out} output(s) in "
+                    f"{res.seconds:.2f} s ({rate:.1f} sentences/s){where}")
+    return 0
+
+
+def _dask_client(args):
+    """``(client, cluster or None, seconds to get it)`` for --scheduler / --dask-workers."""
+    import logging
+
+    t0 = time.perf_counter()
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise kit.CommandError("--scheduler and --dask-workers need Dask: pip install "
+                               "'fastspectral[dask]' (dask[distributed])") from None
+    if args.dask_workers is not None:
+        cluster = LocalCluster(n_workers=args.dask_workers, threads_per_worker=1,
+                               processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
+        return Client(cluster), cluster, time.perf_counter() - t0
+    try:
+        if os.path.isfile(args.scheduler):
+            client = Client(scheduler_file=args.scheduler, timeout="20s")
+        else:
+            client = Client(args.scheduler, timeout="20s")
+    except (OSError, ValueError) as exc:
+        raise kit.CommandError(f"cannot reach the Dask scheduler {args.scheduler}: "
+                               f"{kit.describe(exc)}") from None
+    return client, None, time.perf_counter() - t0
 
 
 def _input_name(args) -> str:
@@ -146,6 +266,8 @@ def _run_chunks(args, chunks, parse_chunk, write_chunk, total, records) -> int:
     from ..io.output import SafeOutput
 
     skip = SafeOutput.resume_point(args.output, records=records) if args.resume else 0
+    if total is not None:
+        total = max(0, total - skip)   # the bar counts this run's sentences: rate and ETA hold
     bar = kit.make_progress(args, "parsing")
     out = SafeOutput(args.output, resume=args.resume)
     done = skip
@@ -154,7 +276,7 @@ def _run_chunks(args, chunks, parse_chunk, write_chunk, total, records) -> int:
     try:
         with _StopFlag() as stop:
             for chunk in chunks(skip):
-                base = done
+                base = n_parsed
 
                 def progress(k, _total=None, _base=base):
                     bar(_base + k, total)
@@ -162,7 +284,7 @@ def _run_chunks(args, chunks, parse_chunk, write_chunk, total, records) -> int:
                 out.write(write_chunk(chunk, parse_chunk(chunk, progress)))
                 done += len(chunk)
                 n_parsed += len(chunk)
-                bar(done, total)
+                bar(n_parsed, total)
                 if stop.signum is not None:
                     break
             interrupted = stop.signum
@@ -186,14 +308,15 @@ def _run_chunks(args, chunks, parse_chunk, write_chunk, total, records) -> int:
 
 def _parse_sentences(args, model) -> int:
     from ..trees.readers import iter_sentences
-    from ..trees.files import iter_lines
 
     _check_text_input(args)
     tagged = {"auto": None, "yes": True, "no": False}[args.tagged]
     source = kit.stdin_source() if kit.is_stdio(args.input) else args.input
     total = None
     if not kit.is_stdio(args.input) and kit.progress_wanted(args):
-        total = sum(1 for _ in iter_lines(args.input, args.encoding))
+        from ..dask.parse import count_lines    # raw bytes, .gz decompressed; no Dask import
+
+        total = count_lines(args.input)
 
     def chunks(skip):
         stream = iter_sentences(source, tagged=tagged, encoding=args.encoding)
