@@ -76,6 +76,10 @@ def _model_options(g, cls, variant: bool = True) -> None:
     g.add_argument("--no-refit", dest="refit", action="store_false", default=argparse.SUPPRESS,
                    help="keep the stage-1 counts of the first part (default: count again on "
                         "all training data)")
+    g.add_argument("--no-cross-fit", dest="cross_fit", action="store_false",
+                   default=argparse.SUPPRESS,
+                   help="fit stage 2 on the second part only (the paper's direction; default: "
+                        "both parts, each scored with the other's counts)")
     kit.option(g, "--C", cls, "C", type=_c_value, metavar="X",
                help="SVR regularisation; auto = chosen on a held-out half of the stage-2 rows",
                show_default="auto")
@@ -295,7 +299,7 @@ def _cv(args) -> int:
     kit.require_file(args.treebank, "treebank")
     sents = read(args)
     params = {}
-    for name in ("features", "vocalised", "split", "refit", "C", "epsilon", "loss",
+    for name in ("features", "vocalised", "split", "refit", "cross_fit", "C", "epsilon", "loss",
                  "frequency_classes", "unknown", "max_iter", "random_state"):
         if hasattr(args, name):
             params[name] = getattr(args, name)

@@ -639,7 +639,7 @@ def _svr(X, y, C, epsilon, max_iter, random_state, loss="squared_epsilon_insensi
 C_GRID = (0.01, 0.1, 1.0)
 
 
-def _token_rows(ptr, toks):
+def token_rows(ptr, toks):
     """Rows and the new ``ptr`` of the tokens ``toks``."""
     n = np.diff(ptr)[toks]
     rows = np.repeat(ptr[toks], n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
@@ -671,8 +671,8 @@ def fit_lambda(X, y, ptr, C, epsilon, max_iter, random_state,
                 ta = np.sort(rng.choice(ta, SELECTION_TOKENS, replace=False))
             if len(tb) > SELECTION_TOKENS:
                 tb = np.sort(rng.choice(tb, SELECTION_TOKENS, replace=False))
-            ra, _ = _token_rows(ptr, ta)
-            rb, pb = _token_rows(ptr, tb)
+            ra, _ = token_rows(ptr, ta)
+            rb, pb = token_rows(ptr, tb)
             Xa, ya, Xb, yb = X[ra], y[ra], X[rb], y[rb]
             best = None
             for c in C_GRID:

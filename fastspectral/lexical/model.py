@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..base import Parser
 from ..errors import FormatError, ModelFileError
@@ -231,7 +232,8 @@ def _stage2_rows(cands: E.Candidates, level: int, gold_lv: np.ndarray, n_targets
 def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, refit=True,
           C=None, epsilon=0.0, frequency_classes=5, unknown="suffix", analyser=None,
           max_iter=1000, random_state=0, with_morph=False,
-          loss="squared_epsilon_insensitive", graded="unknown", unknown_weights=True) -> Learned:
+          loss="squared_epsilon_insensitive", graded="unknown", unknown_weights=True,
+          cross_fit=True) -> Learned:
     """Fit the stage-1 tables and the ``rankers`` (see :func:`_specs`) on labelled
     sentences (the body of :meth:`LexicalDisambiguator.fit`, shared with the
     cross-validation)."""
@@ -260,47 +262,61 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
     if trainable and corpus.n_sentences >= 2:
         s1 = _split_point(corpus, split)
         cut = corpus.sent_starts[s1]
-        idx1, idx2 = all_idx[:cut], all_idx[cut:]
-        tables1 = E.Tables.build(F, V, idx1, corpus.docs, targets, doc_targets, fs.sizes,
-                                 n_values)
-        guesser1 = SuffixGuesser().fit(_guesser_pairs(tables1, fs, space), voc)
-        F2 = np.ascontiguousarray(F[idx2])
-        toks2 = corpus.tokens[cut:]
-        cands = candidates(tables1, space, fs, guesser1, toks2, F2, analyser=analyser,
-                           unknown=unknown, vocalised=voc)
-        S, qloc = tables1.doc_similarity(F2[:, 0], np.asarray(corpus.docs[cut:]))
-        gold_lv = V[idx2]
+        parts = [(all_idx[:cut], all_idx[cut:])]
+        if cross_fit:
+            parts.append((all_idx[cut:], all_idx[:cut]))
         n_les = len(scheme.names)
+        dirs = []
+        for count_idx, row_idx in parts:
+            tab = E.Tables.build(F, V, count_idx, corpus.docs, targets, doc_targets, fs.sizes,
+                                 n_values)
+            gue = SuffixGuesser().fit(_guesser_pairs(tab, fs, space), voc)
+            Fr = np.ascontiguousarray(F[row_idx])
+            cands = candidates(tab, space, fs, gue, [corpus.tokens[i] for i in row_idx], Fr,
+                               analyser=analyser, unknown=unknown, vocalised=voc)
+            S, qloc = tab.doc_similarity(Fr[:, 0], np.asarray(corpus.docs)[row_idx])
+            dirs.append((tab, gue, Fr, cands, S, qloc, V[row_idx]))
+        tables1, guesser1 = dirs[0][0], dirs[0][1]
         for spec in trainable:
-            keep, ptr, vals, y = _stage2_rows(cands, spec.level, gold_lv, space.n_targets,
-                                              graded, n_les)
-            stage2[spec.name] = len(y)
-            if len(keep) < 2:
-                continue   # nothing to learn from: uniform weights below
-            blocks = E.token_blocks(spec, cands.known[keep])
             one = E.RankerSpec(spec.name, spec.level, spec.targets, spec.doc_targets,
                                spec.uniform, 1)
             lam, lam_doc = E.uniform_weights(spec, len(cols), n_bins)
+            pieces = [[] for _ in range(spec.blocks)]
+            n_rows = 0
+            for tab, _, Fr, cands, S, qloc, gold_lv in dirs:
+                keep, ptr, vals, y = _stage2_rows(cands, spec.level, gold_lv, space.n_targets,
+                                                  graded, n_les)
+                n_rows += len(y)
+                blocks = E.token_blocks(spec, cands.known[keep])
+                for blk in range(spec.blocks):
+                    sel = np.nonzero(blocks == blk)[0]
+                    if len(sel) == 0:
+                        continue
+                    rows, p2 = E.token_rows(ptr, sel)
+                    X = E.design(tab, np.ascontiguousarray(Fr[keep[sel]]), cols, p2,
+                                 np.ascontiguousarray(vals[rows]), one, n_bins, S,
+                                 qloc[keep[sel]], np.zeros(len(sel), np.int64))
+                    pieces[blk].append((X, y[rows], p2, len(sel)))
+            stage2[spec.name] = n_rows
             cs, b = [], 0.0
-            n_tok = np.diff(ptr)
             for blk in range(spec.blocks):
-                sel = np.nonzero(blocks == blk)[0]
-                if len(sel) < 2:
+                if sum(pc[3] for pc in pieces[blk]) < 2:
                     cs.append(None)
                     continue
-                rows = np.concatenate([np.arange(ptr[t], ptr[t + 1]) for t in sel])
-                p2 = np.concatenate([[0], np.cumsum(n_tok[sel])]).astype(np.int64)
-                Fk = np.ascontiguousarray(F2[keep[sel]])
-                X = E.design(tables1, Fk, cols, p2, np.ascontiguousarray(vals[rows]), one,
-                             n_bins, S, qloc[keep[sel]], np.zeros(len(sel), np.int64))
-                coef, b_blk, c = E.fit_lambda(X, y[rows], p2, C, epsilon, max_iter,
-                                              random_state, loss)
+                X = sp.vstack([pc[0] for pc in pieces[blk]]).tocsr()
+                y = np.concatenate([pc[1] for pc in pieces[blk]])
+                offs = np.cumsum([0] + [pc[2][-1] for pc in pieces[blk]])
+                p2 = np.concatenate([pieces[blk][0][2][:1]] +
+                                    [pc[2][1:] + o for pc, o in zip(pieces[blk], offs)])
+                coef, b_blk, c = E.fit_lambda(X, y, p2, C, epsilon, max_iter, random_state,
+                                              loss)
                 lb, ld = E.unpack(one, coef, len(cols), n_bins)
                 lam[blk], lam_doc[blk] = lb[0], ld[0]
                 cs.append(c)
                 if blk == 0:
                     b = b_blk
-            rankers_out[spec.name] = E.Ranker(spec, lam, lam_doc, b, cs, len(y))
+            if any(c is not None for c in cs):
+                rankers_out[spec.name] = E.Ranker(spec, lam, lam_doc, b, cs, n_rows)
         if not refit:
             tables, guesser = tables1, guesser1
     for spec in specs:
@@ -423,6 +439,9 @@ class LexicalDisambiguator(Parser):
         while stage 2 is fitted on the rest.
     refit : bool, default True
         After stage 2, count stage 1 (and the candidate sets) again on all training data.
+    cross_fit : bool, default True
+        Stage 2 also fits on the rows of the first part scored with the counts of the second
+        (twice the stage-2 rows; False: the paper's one direction).
     C : float or None, default None
         SVR regularisation; None: chosen among ``engine.C_GRID`` on a held-out half of the
         stage-2 rows (never on test data).
@@ -489,7 +508,7 @@ class LexicalDisambiguator(Parser):
     input_kind = "dependency"
 
     def __init__(self, variant="full", features="all", vocalised="auto", split=0.5,
-                 refit=True, C=None, epsilon=0.0, frequency_classes=5, unknown="suffix",
+                 refit=True, cross_fit=True, C=None, epsilon=0.0, frequency_classes=5, unknown="suffix",
                  analyser=None, loss="squared_epsilon_insensitive", max_iter=1000,
                  random_state=0):
         self.variant = variant
@@ -497,6 +516,7 @@ class LexicalDisambiguator(Parser):
         self.vocalised = vocalised
         self.split = split
         self.refit = refit
+        self.cross_fit = cross_fit
         self.C = C
         self.epsilon = epsilon
         self.frequency_classes = frequency_classes
@@ -514,8 +534,9 @@ class LexicalDisambiguator(Parser):
         _check_number("split", self.split, 0.0, 1.0, strict_low=True)
         if not 0.0 < float(self.split) < 1.0:
             raise ValueError(f"split must be a number in (0, 1), not {self.split!r}")
-        if not isinstance(self.refit, (bool, np.bool_)):
-            raise ValueError(f"refit must be True or False, not {self.refit!r}")
+        for name in ("refit", "cross_fit"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
         _check_number("C", self.C, 0.0, strict_low=True, allow_none=True)
         _check_number("epsilon", self.epsilon, 0.0)
         if isinstance(self.frequency_classes, bool) or \
@@ -548,6 +569,7 @@ class LexicalDisambiguator(Parser):
         self.learned_ = train(
             sentences, rankers=variant_rankers(self.variant), features=self.features,
             vocalised=self.vocalised, split=float(self.split), refit=bool(self.refit),
+            cross_fit=bool(self.cross_fit),
             C=None if self.C is None else float(self.C), epsilon=float(self.epsilon),
             frequency_classes=int(self.frequency_classes), unknown=self.unknown,
             analyser=self.analyser, loss=self.loss, max_iter=int(self.max_iter),
