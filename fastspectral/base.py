@@ -41,7 +41,8 @@ from typing import ClassVar
 
 from .errors import NotFittedError
 
-__all__ = ["Estimator", "Parser", "clone", "check_jobs"]
+__all__ = ["Estimator", "Parser", "clone", "check_jobs", "Statistics", "Partition",
+           "PartitionedFit"]
 
 
 class Estimator:
@@ -243,3 +244,189 @@ def clone(estimator, *, safe: bool = True):
     params = estimator.get_params(deep=False)
     return type(estimator)(**{k: clone(v, safe=False) for k, v in params.items()})
 
+
+
+# ---- learning from partitioned data ---------------------------------------------------------
+# The statistics protocol (issue 13): the count and moment statistics of a learner are sums over
+# sentences, so a learner that mixes in PartitionedFit computes them per partition
+# (``sufficient_statistics``), the partitions' statistics are merged (``Statistics.merge``, any
+# tree of merges that keeps the partitions' order), and ``fit_statistics`` computes the estimate
+# once from the merged statistics.  A learner needing several passes over the data (the spectral
+# L-PCFG: symbol tables, then feature moments, then projected moments; EM: one pass per
+# iteration) returns from ``fit_statistics`` the *context* of the next pass (broadcast to every
+# partition), and None when it is fitted.  :meth:`PartitionedFit.fit_partitions` is the serial
+# driver; :mod:`fastspectral.dask.learn` runs the same passes on a Dask cluster.
+
+
+class Statistics:
+    """Mergeable sufficient statistics of one partition (or of several, merged).
+
+    Fields are merged by kind: :class:`collections.Counter` by adding counts (keys kept in
+    first-seen order, so merging partitions in order gives the dict order of counting their
+    concatenation), numbers, NumPy arrays and SciPy sparse matrices by ``+``, nested
+    :class:`Statistics` recursively; the fields named in ``_same`` must be equal (e.g. the pass
+    and the settings they were computed with).  Subclasses with other fields override
+    :meth:`_merge_field`.
+
+    ``a.merge(b)`` (also ``a + b``; ``sum(stats)`` works) returns new statistics and changes
+    neither operand; ``a.update(b)`` (also ``a += b``) adds ``b`` into ``a`` in place.
+    """
+
+    #: fields that must be equal in merged statistics (not added)
+    _same: tuple = ()
+
+    def copy(self) -> "Statistics":
+        """A copy sharing no mutable container with ``self``."""
+        from collections import Counter
+
+        import numpy as np
+
+        new = object.__new__(type(self))
+        for name, value in vars(self).items():
+            if isinstance(value, Counter):
+                value = Counter(value)
+            elif isinstance(value, (np.ndarray, Statistics)) or hasattr(value, "tocsr"):
+                value = value.copy()
+            elif isinstance(value, list):
+                value = list(value)
+            elif isinstance(value, dict):
+                value = {k: (v.copy() if hasattr(v, "copy") else v) for k, v in value.items()}
+            setattr(new, name, value)
+        return new
+
+    def update(self, other: "Statistics") -> "Statistics":
+        """Add ``other`` into ``self`` (in place); returns self."""
+        if type(other) is not type(self):
+            raise TypeError(f"cannot merge {type(other).__name__} into {type(self).__name__}")
+        mine, theirs = vars(self), vars(other)
+        if mine.keys() != theirs.keys():
+            raise ValueError(f"{type(self).__name__}: statistics with different fields")
+        for name in mine:
+            if name in self._same:
+                if not _equal(mine[name], theirs[name]):
+                    raise ValueError(f"cannot merge {type(self).__name__} computed with "
+                                     f"different {name} ({mine[name]!r} != {theirs[name]!r})")
+                continue
+            setattr(self, name, self._merge_field(name, mine[name], theirs[name]))
+        return self
+
+    def _merge_field(self, name, a, b):
+        """The merge of field ``name`` (``a`` may be changed in place and returned)."""
+        from collections import Counter
+
+        if isinstance(a, Counter):
+            a.update(b)
+            return a
+        if isinstance(a, Statistics):
+            return a.update(b)
+        if a is None and b is None:
+            return None
+        return a + b
+
+    def merge(self, other: "Statistics") -> "Statistics":
+        """New statistics: ``self`` and ``other`` added (neither changed)."""
+        return self.copy().update(other)
+
+    def __add__(self, other):
+        return self.merge(other)
+
+    def __radd__(self, other):
+        if isinstance(other, int) and other == 0:   # sum(stats) starts from 0
+            return self.copy()
+        return NotImplemented
+
+    def __iadd__(self, other):
+        return self.update(other)
+
+    @classmethod
+    def merge_all(cls, stats) -> "Statistics":
+        """The merge of an ordered, non-empty iterable of statistics (none of them changed)."""
+        it = iter(stats)
+        try:
+            acc = next(it).copy()
+        except StopIteration:
+            raise ValueError("no statistics to merge") from None
+        for s in it:
+            acc.update(s)
+        return acc
+
+
+def _equal(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:       # arrays: element-wise ==
+        import numpy as np
+        return bool(np.array_equal(a, b))
+
+
+class Partition:
+    """One partition of the training data as a learner reads it in every pass
+    (:meth:`PartitionedFit.prepare_partition`): ``data`` (e.g. the binarised trees) and
+    ``n_items``.  ``cache`` keeps what a pass derives from the data for the next passes (node
+    arrays...); it is not pickled (a partition moved to another Dask worker recomputes it)."""
+
+    def __init__(self, data, n_items: int):
+        self.data = data
+        self.n_items = int(n_items)
+        self.cache: dict = {}
+
+    def __getstate__(self):
+        return {"data": self.data, "n_items": self.n_items}
+
+    def __setstate__(self, state):
+        self.data = state["data"]
+        self.n_items = state["n_items"]
+        self.cache = {}
+
+
+class PartitionedFit:
+    """Mixin of the learners that can learn from partitioned data (see :class:`Statistics`).
+
+    A learner implements :meth:`sufficient_statistics` and :meth:`fit_statistics` (and, when
+    every pass reads the items transformed the same way, :meth:`prepare_partition`)::
+
+        stats = [model.sufficient_statistics(part) for part in partitions]   # per partition
+        context = model.fit_statistics(Statistics.merge_all(stats))          # once
+        # context is None: fitted; else run the next pass with that context:
+        stats = [model.sufficient_statistics(part, context) for part in partitions] ...
+
+    :meth:`fit_partitions` is that loop; the model equals ``fit`` on the concatenated
+    partitions (up to the order of floating-point sums).
+    """
+
+    def prepare_partition(self, items) -> Partition:
+        """The partition as every pass reads it (default: the items as a list)."""
+        items = list(items)
+        return Partition(items, len(items))
+
+    def _as_partition(self, items) -> Partition:
+        return items if isinstance(items, Partition) else self.prepare_partition(items)
+
+    def sufficient_statistics(self, items, context=None) -> Statistics:
+        """The :class:`Statistics` of one partition (``items``: the training items, or a
+        :class:`Partition`) for the pass of ``context`` (None: the first pass)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot learn from partitions")
+
+    def fit_statistics(self, stats: Statistics, context=None):
+        """Estimate from the merged statistics of the pass of ``context``.  Returns None when
+        the model is fitted (``self`` holds the estimate, as after ``fit``), else the context
+        of the next pass."""
+        raise NotImplementedError(f"{type(self).__name__} cannot learn from partitions")
+
+    def fit_partitions(self, partitions):
+        """Fit from an ordered list of partitions (lists of items) in this process, pass by
+        pass; returns self (the same model as ``fit`` on their concatenation)."""
+        import time
+
+        t0 = time.perf_counter()
+        parts = [self.prepare_partition(p) for p in partitions]
+        if not parts:
+            raise ValueError("no partitions to learn from")
+        context = None
+        while True:
+            stats = Statistics.merge_all(self.sufficient_statistics(p, context) for p in parts)
+            context = self.fit_statistics(stats, context)
+            if context is None:
+                break
+        self.fit_time_ = time.perf_counter() - t0
+        return self

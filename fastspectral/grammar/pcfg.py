@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..base import Parser, check_jobs
+from ..base import Parser, PartitionedFit, check_jobs
 from ..errors import ModelFileError
 from ..trees.transforms import base_label, drop_empty_trees, prepare
 from ..trees.tree import Tree
@@ -96,7 +96,7 @@ def _check_sentences(sentences, tags):
     return sentences, tags
 
 
-class PCFG(Parser):
+class PCFG(PartitionedFit, Parser):
     """Markovised PCFG estimated by relative frequency, parsed with compiled CKY.
 
     Parameters
@@ -259,6 +259,23 @@ class PCFG(Parser):
         self.n_train_trees_ = len(fine)
         self.fit_time_ = time.perf_counter() - t0 if fit_time is None else fit_time
         return self
+
+    # -- learning from partitions (the statistics protocol of fastspectral.base) -------------
+    def sufficient_statistics(self, items, context=None):
+        """The mergeable counts of a partition of treebank trees (one pass; see
+        :mod:`fastspectral.grammar.stats`)."""
+        from .stats import pcfg_statistics
+        from ..base import Partition
+
+        return pcfg_statistics(self, items.data if isinstance(items, Partition) else items)
+
+    def fit_statistics(self, stats, context=None):
+        """Estimate from merged :meth:`sufficient_statistics` (the model ``fit`` gives on the
+        concatenated partitions); returns None (fitted)."""
+        from .stats import pcfg_from_statistics
+
+        pcfg_from_statistics(self, stats)
+        return None
 
     @staticmethod
     def _most_frequent_root(prepared):

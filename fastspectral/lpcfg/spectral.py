@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..base import PartitionedFit
 from .estimate import choose_rank, smoothed_pair, smoothed_triple, truncated_svd
 from .features import default_feature_keys, feature_matrices
 from .latent import LatentArrays, LatentPCFGBase, log_rule_per_word, resolve_random_state
@@ -37,7 +38,7 @@ class _SpectralEstimate:
     singular_values: dict
 
 
-class SpectralLPCFG(LatentPCFGBase):
+class SpectralLPCFG(PartitionedFit, LatentPCFGBase):
     """Latent-variable PCFG parser estimated by the spectral method of Cohen et al. (2012, 2013).
 
     The moments of inside and outside tree-fragment features of every symbol are projected on
@@ -216,6 +217,28 @@ class SpectralLPCFG(LatentPCFGBase):
         self.n_train_trees_ = prep.n_trees
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    # -- learning from partitions (the statistics protocol of fastspectral.base) -------------
+    def prepare_partition(self, items):
+        """A partition of treebank trees cleaned and binarised once for every pass."""
+        from .stats import prepare_latent_partition
+
+        return prepare_latent_partition(self, items)
+
+    def sufficient_statistics(self, items, context=None):
+        """The mergeable statistics of a partition for the pass of ``context`` (four passes:
+        counts, feature counts, ``Omega`` co-occurrences, projected moments; see
+        :mod:`fastspectral.lpcfg.stats`)."""
+        from .stats import spectral_statistics
+
+        return spectral_statistics(self, self._as_partition(items), context)
+
+    def fit_statistics(self, stats, context=None):
+        """One estimate from merged statistics: the next pass's context, or None once fitted
+        (the model ``fit`` gives on the concatenated partitions)."""
+        from .stats import spectral_fit_statistics
+
+        return spectral_fit_statistics(self, stats, context, time.perf_counter())
 
     def _estimate(self, nodes, g, n_trees, seed) -> _SpectralEstimate:
         """The spectral estimates of figure 4 of Cohen et al. (2012) on the training ``nodes``

@@ -1,0 +1,735 @@
+"""Learning the L-PCFGs from partitioned treebanks (the statistics protocol of
+:mod:`fastspectral.base`).
+
+Every estimate of the L-PCFG learners is a function of sums over training nodes, but the node
+arrays and features are indexed by ids (symbols, rules, words, word classes) that only the whole
+treebank fixes.  The learners therefore run in passes, each a sum over the partitions followed
+by one estimate on the merged sums, whose result (the *context*) is broadcast to the next pass:
+
+pass 0 (every L-PCFG)
+    :class:`LatentCounts`: the rule, root and lexical counts of the binarised trees, keyed by
+    strings (:class:`~fastspectral.grammar.stats.GrammarCounts`).  The merged counts give the
+    symbol table, the vocabulary, the grammars and the plain PCFG, exactly as ``fit`` builds
+    them: the :class:`LatentContext`.  With it each partition flattens its trees into node
+    arrays over the *global* ids (:meth:`LatentContext.nodes`, the rows of the whole
+    treebank's ``NodeData`` for its trees).
+
+:class:`~fastspectral.lpcfg.spectral.SpectralLPCFG` (Cohen et al. 2012, figure 4)
+    pass 1, :class:`FeatureCounts`: the count of every (symbol, inside feature) and (symbol,
+    outside feature) key: the feature ids (sorted keys) and the scaling
+    ``sqrt(M_a / (count + kappa))``;
+    pass 2, :class:`OmegaCounts`: the co-occurrence counts of inside and outside features (one
+    sparse block per symbol); merged, they give ``Omega^a``, its SVD and the projections;
+    pass 3, :class:`SpectralMoments`: per rule the sums of ``z (x) y_b (x) y_c``, of the pair
+    products and of the single projections (the terms of the smoothed moments), per root,
+    per (tag, word) and per rare word the sums of projections, and the log rule probability
+    per word; merged, they give the tensors exactly as ``fit``'s averages over all nodes.
+
+:class:`~fastspectral.lpcfg.em.EMLPCFG` (random start)
+    pass 1, 2, ...: one EM iteration each: the E-step (expected counts and log-likelihood)
+    of each partition with the current parameters (the context), summed; the M-step on the
+    sums.  The lexical rows (tag, word class) of a partition are a subset of the treebank's:
+    its parameters are gathered from, and its counts scattered into, the global rows.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+from ..base import Partition, Statistics
+from ..grammar.stats import GrammarCounts
+from ..trees.transforms import base_label, binarize, clean, collapse_unary, drop_empty_trees
+from ..trees.tree import Tree
+from .features import extract_nodes, word_class
+
+__all__ = ["LatentCounts", "LatentContext", "FeatureCounts", "OmegaCounts", "SpectralMoments",
+           "EMCounts", "prepare_latent_partition", "latent_counts", "latent_context"]
+
+
+# ================================================================================================
+# pass 0: the treebank's counts, symbol tables and plain PCFG
+# ================================================================================================
+def _settings(model) -> tuple:
+    """What the statistics of every pass depend on (statistics of other settings do not merge)."""
+    return (model.kind, model.v, model.h, bool(model.tag_parent))
+
+
+def prepare_latent_partition(model, items) -> Partition:
+    """A partition of treebank trees as the L-PCFG passes read it: without word-less trees,
+    cleaned, unary-collapsed and binarised with the model's ``v`` / ``h`` / ``tag_parent``."""
+    raw = list(items)
+    for k, t in enumerate(raw):
+        if not isinstance(t, Tree):
+            raise TypeError(f"tree {k} is a {type(t).__name__}, expected fastspectral.trees.Tree")
+    kept = drop_empty_trees(raw)
+    fine = [binarize(collapse_unary(clean(t)), model.v, model.h, model.tag_parent) for t in kept]
+    return Partition(fine, len(raw))
+
+
+class LatentCounts(Statistics):
+    """Pass 0: the counts of the binarised trees and the number of trees read."""
+
+    _same = ("settings",)
+
+    def __init__(self, settings, counts: GrammarCounts, n_read: int):
+        self.settings = settings
+        self.counts = counts
+        self.n_read = n_read
+
+
+def latent_counts(model, part: Partition) -> LatentCounts:
+    return LatentCounts(_settings(model), GrammarCounts.of_trees(part.data), part.n_items)
+
+
+class LatentContext:
+    """What pass 0 fixes for the next passes: the plain PCFG (``pcfg``, with the fine grammar
+    ``grammar``), the vocabulary with its counts and word classes, the node count of every
+    symbol, the number of trees and the seed.  :meth:`nodes` gives a partition's node arrays
+    over these ids."""
+
+    def __init__(self, settings, pcfg, vocab, word_count, sym_counts, rule_counts, n_trees,
+                 seed):
+        self.settings = settings
+        self.token = uuid.uuid4().hex          # names this context in the partitions' caches
+        self.pcfg = pcfg
+        self.grammar = pcfg.grammar_
+        self.vocab = list(vocab)
+        self.word_count = np.asarray(word_count, dtype=np.int64)
+        classes: dict = {}
+        self.vclass = np.array([classes.setdefault(word_class(w), len(classes))
+                                for w in self.vocab], dtype=np.int64)
+        self.sym_counts = np.asarray(sym_counts, dtype=np.int64)
+        self.rule_counts = np.asarray(rule_counts, dtype=np.int64)
+        self.n_trees = int(n_trees)
+        self.seed = int(seed)
+
+    def nodes(self, part: Partition):
+        """The :class:`~fastspectral.lpcfg.features.NodeData` of a partition over the global
+        symbol, rule and word ids (cached in the partition)."""
+        key = ("nodes", self.token)
+        got = part.cache.get(key)
+        if got is None:
+            got = globalize_nodes(extract_nodes(part.data, self.grammar), self)
+            part.cache.clear()                 # an older context's arrays are not needed again
+            part.cache[key] = got
+        return got
+
+
+def globalize_nodes(nodes, ctx: LatentContext):
+    """``nodes`` (extracted with the global grammar but a partition's own vocabulary) with the
+    global word ids, word classes, rule codes, vocabulary and word counts."""
+    if nodes.n_nodes == 0:
+        nodes.vocab = ctx.vocab
+        nodes.word_count = ctx.word_count
+        return nodes
+    g = ctx.grammar
+    local = np.asarray(nodes.vocab, dtype=str)
+    gvocab = np.asarray(ctx.vocab, dtype=str)
+    gid = np.searchsorted(gvocab, local)
+    if np.any(gid >= len(gvocab)) or np.any(gvocab[np.minimum(gid, len(gvocab) - 1)] != local):
+        raise ValueError("a partition has a word that is not in the merged vocabulary (were the "
+                         "statistics computed on other partitions?)")
+    pre = np.flatnonzero(nodes.word >= 0)
+    word = nodes.word.copy()
+    word[pre] = gid[nodes.word[pre]]
+    lexclass = nodes.lexclass.copy()
+    lexclass[pre] = ctx.vclass[word[pre]]
+    code = nodes.code.copy()
+    code[pre] = g.n_binary + int(g.un_parent.shape[0]) + word[pre].astype(np.int64)
+    nodes.word = word
+    nodes.lexclass = lexclass
+    nodes.code = code
+    nodes.vocab = ctx.vocab
+    nodes.word_count = ctx.word_count
+    return nodes
+
+
+def latent_context(model, stats: LatentCounts, t0: float) -> LatentContext:
+    """The :class:`LatentContext` of the merged pass-0 counts: the grammars and the plain PCFG
+    as ``LatentPCFGBase._prepare_treebank`` builds them."""
+    from ..grammar.pcfg import PCFG
+    from .latent import resolve_random_state
+
+    if not isinstance(stats, LatentCounts):
+        raise TypeError(f"expected LatentCounts, got {type(stats).__name__}")
+    if stats.settings != _settings(model):
+        raise ValueError(f"these statistics were computed with other settings "
+                         f"({stats.settings} != {_settings(model)})")
+    if stats.n_read == 0:
+        raise ValueError("cannot fit an L-PCFG on an empty treebank")
+    c = stats.counts
+    if c.n_trees == 0:
+        raise ValueError("cannot fit an L-PCFG: no tree has a word (only -NONE- elements)")
+    seed = resolve_random_state(model.random_state)
+    pcfg = PCFG(v=model.v, h=model.h, tag_parent=model.tag_parent, jobs=model.jobs)
+    opts = pcfg.lexicon_options()
+    g = c.grammar(opts)
+    coarse = c.mapped(base_label).grammar(opts)
+    pcfg.grammar_ = g
+    pcfg.coarse_ = coarse
+    pcfg.proj_ = pcfg._projection(g, coarse)
+    pcfg.root_label_ = c.most_frequent_root()
+    pcfg.n_train_trees_ = c.n_trees
+    pcfg.fit_time_ = time.perf_counter() - t0
+    wc = c.word_counts()
+    vocab = sorted(wc)
+    tag_tokens: dict = {}
+    for (t, _, _), n in c.lexical.items():
+        tag_tokens[t] = tag_tokens.get(t, 0) + n
+    sym_counts = np.array([c.lhs.get(s, 0) + tag_tokens.get(s, 0) for s in g.symbols],
+                          dtype=np.int64)
+    rule_counts = np.array([n for _, n in sorted(c.binary.items())], dtype=np.int64)
+    return LatentContext(stats.settings, pcfg, vocab, [wc[w] for w in vocab], sym_counts,
+                         rule_counts, c.n_trees, seed)
+
+
+# ================================================================================================
+# (label, key) count tables
+# ================================================================================================
+def _unique_pairs(lab, key, cnt):
+    """``(lab, key, cnt)`` summed over equal (lab, key), sorted by (lab, key)."""
+    if lab.size == 0:
+        return lab.astype(np.int64), key.astype(np.int64), cnt.astype(np.int64)
+    order = np.lexsort((key, lab))
+    lab, key, cnt = lab[order], key[order], cnt[order]
+    new = np.ones(lab.shape[0], dtype=bool)
+    new[1:] = (lab[1:] != lab[:-1]) | (key[1:] != key[:-1])
+    idx = np.flatnonzero(new)
+    return lab[idx], key[idx], np.add.reduceat(cnt, idx)
+
+
+class KeyCounts(Statistics):
+    """Counts of ``(label, key)`` pairs (sorted arrays ``lab``, ``key``, ``cnt``)."""
+
+    def __init__(self, lab, key, cnt):
+        self.lab, self.key, self.cnt = _unique_pairs(np.asarray(lab, np.int64),
+                                                     np.asarray(key, np.int64),
+                                                     np.asarray(cnt, np.int64))
+
+    def update(self, other):
+        if type(other) is not KeyCounts:
+            raise TypeError(f"cannot merge {type(other).__name__} into KeyCounts")
+        self.lab, self.key, self.cnt = _unique_pairs(np.concatenate([self.lab, other.lab]),
+                                                     np.concatenate([self.key, other.key]),
+                                                     np.concatenate([self.cnt, other.cnt]))
+        return self
+
+    @classmethod
+    def of_keys(cls, keys, label, keep_label):
+        """The counts of the non-zero ``keys`` (n_nodes x K) of the nodes whose label is kept."""
+        keys = np.asarray(keys, dtype=np.int64)
+        K = keys.shape[1] if keys.ndim == 2 else 0
+        flat = keys.ravel()
+        lab = np.repeat(label.astype(np.int64), K)
+        sel = (flat != 0) & keep_label[lab] if lab.size else np.zeros(0, dtype=bool)
+        return cls(lab[sel], flat[sel], np.ones(int(sel.sum()), dtype=np.int64))
+
+
+def _lookup_pairs(lab_sorted, key_sorted, lab, key) -> np.ndarray:
+    """Positions of the ``(lab, key)`` queries in the (lab, key)-sorted table (all present)."""
+    if lab.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    nt = lab_sorted.shape[0]
+    allk = np.concatenate([key_sorted, key])
+    alll = np.concatenate([lab_sorted, lab])
+    flag = np.concatenate([np.zeros(nt, np.int8), np.ones(lab.shape[0], np.int8)])
+    order = np.lexsort((flag, allk, alll))
+    rank = np.cumsum(flag[order] == 0) - 1          # table entries at or before each position
+    pos = np.empty(order.shape[0], dtype=np.int64)
+    pos[order] = rank
+    out = pos[nt:]
+    if np.any(out < 0) or np.any(lab_sorted[out] != lab) or np.any(key_sorted[out] != key):
+        raise ValueError("a partition has a feature that is not in the merged feature index")
+    return out
+
+
+# ================================================================================================
+# the spectral L-PCFG
+# ================================================================================================
+def _spectral_settings(model) -> tuple:
+    return _settings(model) + (float(model.kappa), int(model.n_states),
+                               int(model.n_states_pre or model.n_states), int(model.min_count))
+
+
+class FeatureCounts(Statistics):
+    """Spectral pass 1: counts of (symbol, inside key) and (symbol, outside key)."""
+
+    _same = ("settings",)
+
+    def __init__(self, settings, fin: KeyCounts, fout: KeyCounts):
+        self.settings = settings
+        self.fin = fin
+        self.fout = fout
+
+
+class _FeatureIndex:
+    """Global feature ids of one side: the (label, key)-sorted keys, per-label column ranges and
+    the scaling ``sqrt(M_a / (count + kappa))`` of every feature (as ``feature_matrices``)."""
+
+    def __init__(self, kc: KeyCounts, sym_counts, kappa, S):
+        self.lab = kc.lab
+        self.key = kc.key
+        self.col_ptr = np.searchsorted(kc.lab, np.arange(S + 1)).astype(np.int64)
+        self.scale = np.sqrt(sym_counts[kc.lab] / (kc.cnt.astype(np.float64) + kappa))
+
+    @property
+    def n(self) -> int:
+        return int(self.lab.shape[0])
+
+    def matrix(self, keys, label, rowpos):
+        """Raw one-hot CSR (value 1 per key, duplicates kept) of the nodes' keys over the
+        global ids, rows in the label-sorted order ``rowpos``; keys of labels outside the index
+        are dropped."""
+        keys = np.asarray(keys, dtype=np.int64)
+        N = label.shape[0]
+        K = keys.shape[1] if keys.ndim == 2 else 0
+        flat = keys.ravel()
+        lab = np.repeat(label.astype(np.int64), K)
+        row = np.repeat(rowpos, K)
+        has = np.zeros(self.col_ptr.shape[0] - 1, dtype=bool)
+        has[np.unique(self.lab)] = True
+        keep = (flat != 0) & has[lab] if lab.size else np.zeros(0, dtype=bool)
+        fid = _lookup_pairs(self.lab, self.key, lab[keep], flat[keep])
+        rows = row[keep]
+        o2 = np.lexsort((fid, rows))
+        indptr = np.zeros(N + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=N), out=indptr[1:])
+        return sp.csr_matrix((np.ones(o2.shape[0]), fid[o2], indptr), shape=(N, self.n))
+
+
+class OmegaCounts(Statistics):
+    """Spectral pass 2: co-occurrence counts of inside (rows) and outside (columns) feature
+    ids: block diagonal, one block per symbol."""
+
+    _same = ("settings",)
+
+    def __init__(self, settings, counts):
+        self.settings = settings
+        self.counts = counts
+
+
+class SpectralMoments(Statistics):
+    """Spectral pass 3: the sums over nodes of the projected features that the estimates
+    average (see the module docstring); fields are arrays added element-wise, except the
+    (tag, word) sums, keyed by ``p * (V + 1) + word``."""
+
+    _same = ("settings",)
+
+    def __init__(self, settings, **fields):
+        self.settings = settings
+        for k, v in fields.items():
+            setattr(self, k, v)
+
+    def _merge_field(self, name, a, b):
+        if name == "pairs":
+            keys = np.concatenate([a[0], b[0]])
+            uk, inv = np.unique(keys, return_inverse=True)
+            cnt = np.zeros(uk.shape[0], dtype=np.int64)
+            np.add.at(cnt, inv, np.concatenate([a[1], b[1]]))
+            zs = np.zeros((uk.shape[0], a[2].shape[1]))
+            np.add.at(zs, inv, np.concatenate([a[2], b[2]]))
+            return (uk, cnt, zs)
+        return a + b
+
+
+class SpectralContext:
+    """Context of spectral passes 2 and 3: pass 0's :class:`LatentContext` plus the feature
+    indexes, and (pass 3) the states and projections of every symbol."""
+
+    def __init__(self, base: LatentContext, fin: _FeatureIndex, fout: _FeatureIndex):
+        self.base = base
+        self.fin = fin
+        self.fout = fout
+        self.m = None
+        self.proj_in = None
+        self.proj_out = None
+        self.singular_values = None
+
+
+def _svd_symbols(model, ctx: LatentContext) -> np.ndarray:
+    """Symbols whose moment matrix is decomposed (more than one target state, enough nodes)."""
+    g = ctx.grammar
+    target = np.where(g.is_preterminal, int(model.n_states_pre or model.n_states),
+                      int(model.n_states))
+    return (target > 1) & (ctx.sym_counts >= model.min_count)
+
+
+def _label_order(label, S):
+    """Row of every node in the label-sorted (stable) order and the label row pointers."""
+    counts = np.bincount(label, minlength=S).astype(np.int64)
+    row_ptr = np.zeros(S + 1, dtype=np.int64)
+    np.cumsum(counts, out=row_ptr[1:])
+    node_order = np.argsort(label, kind="stable")
+    rowpos = np.empty(label.shape[0], dtype=np.int64)
+    rowpos[node_order] = np.arange(label.shape[0])
+    return rowpos, row_ptr
+
+
+def _feature_keys(model, nodes):
+    from .features import default_feature_keys
+
+    feat = model.features or default_feature_keys
+    return feat(nodes)
+
+
+def spectral_statistics(model, part: Partition, context):
+    """The statistics of one partition for the pass of ``context`` (see the module doc)."""
+    from threadpoolctl import threadpool_limits
+
+    settings = _spectral_settings(model)
+    if context is None:
+        return latent_counts(model, part)
+    with threadpool_limits(limits=1):
+        if isinstance(context, LatentContext):
+            nodes = context.nodes(part)
+            keep = _svd_symbols(model, context)
+            kin, kout = _feature_keys(model, nodes)
+            return FeatureCounts(settings, KeyCounts.of_keys(kin, nodes.label, keep),
+                                 KeyCounts.of_keys(kout, nodes.label, keep))
+        base = context.base
+        nodes = base.nodes(part)
+        kin, kout = _feature_keys(model, nodes)
+        rowpos, _ = _label_order(nodes.label, base.grammar.n_symbols)
+        Xin = context.fin.matrix(kin, nodes.label, rowpos)
+        Xout = context.fout.matrix(kout, nodes.label, rowpos)
+        if context.m is None:
+            return OmegaCounts(settings, (Xin.T @ Xout).tocsr())
+        return _spectral_moments(model, nodes, context, Xin, Xout, rowpos, settings)
+
+
+def _projections(nodes, context, Xin, Xout, rowpos):
+    """``Y[a]``, ``Z[a]`` (rows: the partition's nodes of ``a`` in node order) and ``pos``."""
+    g = context.base.grammar
+    S = g.n_symbols
+    label = nodes.label
+    _, row_ptr = _label_order(label, S)
+    counts = np.diff(row_ptr)
+    m = context.m
+    Y = [None] * S
+    Z = [None] * S
+    for a in np.flatnonzero(counts > 0):
+        Na = int(counts[a])
+        if m[a] > 1:
+            r0, r1 = row_ptr[a], row_ptr[a + 1]
+            c0, c1 = context.fin.col_ptr[a], context.fin.col_ptr[a + 1]
+            d0, d1 = context.fout.col_ptr[a], context.fout.col_ptr[a + 1]
+            Y[a] = np.asarray(Xin[r0:r1, c0:c1] @ context.proj_in[int(a)])
+            Z[a] = np.asarray(Xout[r0:r1, d0:d1] @ context.proj_out[int(a)])
+        else:
+            Y[a] = np.ones((Na, 1))
+            Z[a] = np.ones((Na, 1))
+    pos = rowpos - row_ptr[label]
+    return Y, Z, pos, counts
+
+
+def _moment_layout(g, m):
+    """Offsets of the per-rule sums in the flat arrays of :class:`SpectralMoments`."""
+    m64 = m.astype(np.int64)
+    pa, pb, pc = g.bin_parent, g.bin_left, g.bin_right
+
+    def offs(sizes):
+        o = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=o[1:])
+        return o
+
+    up, uc = g.un_parent, g.un_child
+    return {"t3": offs(m64[pa] * m64[pb] * m64[pc]), "t12": offs(m64[pa] * m64[pb]),
+            "t13": offs(m64[pa] * m64[pc]), "t1": offs(m64[pa]), "t2": offs(m64[pb]),
+            "t3v": offs(m64[pc]), "u2": offs(m64[up] * m64[uc]), "u1": offs(m64[up]),
+            "uv": offs(m64[uc]), "sym": offs(m64)}
+
+
+def _log_rule_sum(nodes, g) -> float:
+    """The numerator of :func:`~fastspectral.lpcfg.latent.log_rule_per_word`."""
+    bn = np.flatnonzero(nodes.rule >= 0)
+    un = np.flatnonzero(nodes.urule >= 0)
+    rootn = np.flatnonzero(nodes.parent < 0)
+    lp = np.log(np.maximum(g.bin_prob[nodes.rule[bn]], 1e-300)).sum()
+    lp += np.log(np.maximum(g.un_prob[nodes.urule[un]], 1e-300)).sum()
+    lp += np.log(np.maximum(g.root_prob[nodes.label[rootn]], 1e-300)).sum()
+    return float(lp)
+
+
+def _spectral_moments(model, nodes, context, Xin, Xout, rowpos, settings) -> SpectralMoments:
+    base = context.base
+    g = base.grammar
+    m = context.m
+    lay = _moment_layout(g, m)
+    Y, Z, pos, counts = _projections(nodes, context, Xin, Xout, rowpos)
+    f = {name: np.zeros(int(lay[k][-1])) for name, k in
+         (("b3", "t3"), ("b12", "t12"), ("b13", "t13"), ("b1", "t1"), ("b2", "t2"),
+          ("b3v", "t3v"), ("u2", "u2"), ("u1", "u1"), ("uv", "uv"), ("root_y", "sym"),
+          ("all_y", "sym"), ("rare_z", "sym"), ("all_z", "sym"))}
+    S = g.n_symbols
+    label = nodes.label
+    # binary rules
+    R = g.n_binary
+    pa, pb, pc = g.bin_parent, g.bin_left, g.bin_right
+    bn = np.flatnonzero(nodes.rule >= 0)
+    rcount = np.bincount(nodes.rule[bn], minlength=R)
+    order = bn[np.argsort(nodes.rule[bn], kind="stable")]
+    rptr = np.zeros(R + 1, dtype=np.int64)
+    np.cumsum(rcount, out=rptr[1:])
+    scalar = (m[pa] == 1) & (m[pb] == 1) & (m[pc] == 1)
+    for r in np.flatnonzero(~scalar & (rcount > 0)):
+        a, b, c = pa[r], pb[r], pc[r]
+        idx = order[rptr[r]:rptr[r + 1]]
+        za = Z[a][pos[idx]]
+        yb = Y[b][pos[nodes.left[idx]]]
+        yc = Y[c][pos[nodes.right[idx]]]
+        n = za.shape[0]
+        kr = (yb[:, :, None] * yc[:, None, :]).reshape(n, yb.shape[1] * yc.shape[1])
+        f["b3"][lay["t3"][r]:lay["t3"][r + 1]] = (za.T @ kr).ravel()
+        f["b12"][lay["t12"][r]:lay["t12"][r + 1]] = (za.T @ yb).ravel()
+        f["b13"][lay["t13"][r]:lay["t13"][r + 1]] = (za.T @ yc).ravel()
+        f["b1"][lay["t1"][r]:lay["t1"][r + 1]] = za.sum(0)
+        f["b2"][lay["t2"][r]:lay["t2"][r + 1]] = yb.sum(0)
+        f["b3v"][lay["t3v"][r]:lay["t3v"][r + 1]] = yc.sum(0)
+    # unary rules
+    Un = int(g.un_parent.shape[0])
+    un = np.flatnonzero(nodes.urule >= 0)
+    ucount = np.bincount(nodes.urule[un], minlength=Un)
+    uorder = un[np.argsort(nodes.urule[un], kind="stable")]
+    uptr = np.zeros(Un + 1, dtype=np.int64)
+    np.cumsum(ucount, out=uptr[1:])
+    for u in np.flatnonzero(ucount > 0):
+        a, p = g.un_parent[u], g.un_child[u]
+        idx = uorder[uptr[u]:uptr[u + 1]]
+        za = Z[a][pos[idx]]
+        yp = Y[p][pos[nodes.left[idx]]]
+        f["u2"][lay["u2"][u]:lay["u2"][u + 1]] = (za.T @ yp).ravel()
+        f["u1"][lay["u1"][u]:lay["u1"][u + 1]] = za.sum(0)
+        f["uv"][lay["uv"][u]:lay["uv"][u + 1]] = yp.sum(0)
+    # roots and per-symbol sums
+    so = lay["sym"]
+    rootn = np.flatnonzero(nodes.parent < 0)
+    root_count = np.bincount(label[rootn], minlength=S).astype(np.int64)
+    for a in np.unique(label[rootn]):
+        idx = rootn[label[rootn] == a]
+        f["root_y"][so[a]:so[a + 1]] = Y[a][pos[idx]].sum(0)
+    for a in np.flatnonzero(counts > 0):
+        f["all_y"][so[a]:so[a + 1]] = Y[a].sum(0)
+    # lexical: (tag, word) pairs and the rare words of every tag
+    pre = np.flatnonzero(nodes.word >= 0)
+    V = len(base.vocab)
+    p_lab = label[pre].astype(np.int64)
+    wid = nodes.word[pre].astype(np.int64)
+    key = p_lab * (V + 1) + wid
+    ukey, inv, pcount = np.unique(key, return_inverse=True, return_counts=True)
+    mmax = int(m.max()) if m.size else 1
+    zsum = np.zeros((ukey.shape[0], mmax))
+    rare_word = base.word_count[wid] <= 1
+    rare_n = np.zeros(S, dtype=np.int64)
+    for p in np.unique(p_lab):
+        sel = np.flatnonzero(p_lab == p)
+        mp = int(m[p])
+        zp = Z[p][pos[pre[sel]]]
+        rsel = rare_word[sel]
+        rare_n[p] = int(rsel.sum())
+        f["rare_z"][so[p]:so[p + 1]] = zp[rsel].sum(0)
+        f["all_z"][so[p]:so[p + 1]] = zp.sum(0)
+        np.add.at(zsum[:, :mp], inv[sel], zp)
+    # log rule probability per word (numerator and tokens)
+    lrw = _log_rule_sum(nodes, g)
+    return SpectralMoments(settings, rule_n=rcount.astype(np.int64),
+                           urule_n=ucount.astype(np.int64), root_n=root_count,
+                           sym_n=counts.astype(np.int64), rare_n=rare_n,
+                           pairs=(ukey, pcount.astype(np.int64), zsum),
+                           log_rule=float(lrw), n_tokens=int(nodes.tags.shape[0]), **f)
+
+
+def spectral_fit_statistics(model, stats, context, t0: float):
+    """One estimate step of the spectral L-PCFG (see the module docstring): returns the next
+    context, or None once the model is installed."""
+    from threadpoolctl import threadpool_limits
+
+    settings = _spectral_settings(model)
+    if context is None:
+        model._validate()
+        return latent_context(model, stats, t0)
+    if stats.settings != settings:
+        raise ValueError(f"these statistics were computed with other settings "
+                         f"({stats.settings} != {settings})")
+    with threadpool_limits(limits=1):
+        if isinstance(context, LatentContext):
+            if not isinstance(stats, FeatureCounts):
+                raise TypeError(f"expected FeatureCounts, got {type(stats).__name__}")
+            S = context.grammar.n_symbols
+            kappa = float(model.kappa)
+            return SpectralContext(context,
+                                   _FeatureIndex(stats.fin, context.sym_counts, kappa, S),
+                                   _FeatureIndex(stats.fout, context.sym_counts, kappa, S))
+        if context.m is None:
+            if not isinstance(stats, OmegaCounts):
+                raise TypeError(f"expected OmegaCounts, got {type(stats).__name__}")
+            return _decompose(model, stats, context)
+        if not isinstance(stats, SpectralMoments):
+            raise TypeError(f"expected SpectralMoments, got {type(stats).__name__}")
+        _install_spectral(model, stats, context, t0)
+        return None
+
+
+@njit(cache=True)
+def _repeated_sums(indptr, indices, counts, s_in, s_out, out):  # pragma: no cover - numba
+    for i in range(indptr.shape[0] - 1):
+        for e in range(indptr[i], indptr[i + 1]):
+            p = s_in[i] * s_out[indices[e]]
+            acc = 0.0
+            for _ in range(int(counts[e])):
+                acc += p
+            out[e] = acc
+
+
+def _scaled_cooccurrences(C, s_in, s_out):
+    """``diag(s_in) C diag(s_out)`` for co-occurrence counts ``C``, every entry summed as the
+    sparse product ``Pa^T Qa`` of ``fit`` sums it (the product ``s_f s_g`` added ``count``
+    times, in sequence), so that ``Omega^a`` and its SVD come out bit for bit the same."""
+    C = C.tocsr()
+    C.sort_indices()
+    out = np.empty(C.data.shape[0])
+    _repeated_sums(C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data, s_in, s_out,
+                   out)
+    return sp.csr_matrix((out, C.indices, C.indptr), shape=C.shape)
+
+
+def _decompose(model, stats: OmegaCounts, context: SpectralContext) -> SpectralContext:
+    """The SVD of every ``Omega^a`` and the projections (``SpectralLPCFG._estimate``)."""
+    from .estimate import choose_rank, truncated_svd
+
+    base = context.base
+    g = base.grammar
+    S = g.n_symbols
+    counts = base.sym_counts
+    fin, fout = context.fin, context.fout
+    M = _scaled_cooccurrences(stats.counts.tocsr(), fin.scale, fout.scale)
+    m_in = int(model.n_states)
+    m_pre = int(model.n_states_pre or model.n_states)
+    m = np.ones(S, dtype=np.int32)
+    proj_in, proj_out, svals = {}, {}, {}
+    seed = base.seed
+    for a in np.flatnonzero(_svd_symbols(model, base)):
+        Na = int(counts[a])
+        target = m_pre if g.is_preterminal[a] else m_in
+        c0, c1 = fin.col_ptr[a], fin.col_ptr[a + 1]
+        d0, d1 = fout.col_ptr[a], fout.col_ptr[a + 1]
+        Om = M[c0:c1, d0:d1] / Na
+        k = min(target, Om.shape[0], Om.shape[1])
+        if k < 1:
+            continue
+        U, s, Vt = truncated_svd(Om, min(min(Om.shape), k + min(k, 16)),
+                                 model.svd_oversamples, model.svd_iterations, seed + int(a))
+        svals[int(a)] = s.copy()
+        ma = choose_rank(s, k, model.rank_tol)
+        if ma > 1:
+            m[a] = ma
+            proj_in[int(a)] = fin.scale[c0:c1, None] * U[:, :ma]
+            proj_out[int(a)] = fout.scale[d0:d1, None] * (Vt[:ma].T / s[:ma])
+    context.m = m
+    context.proj_in = proj_in
+    context.proj_out = proj_out
+    context.singular_values = svals
+    return context
+
+
+def _install_spectral(model, st: SpectralMoments, context: SpectralContext, t0: float):
+    """The estimates of ``SpectralLPCFG._estimate`` from the merged sums, installed."""
+    from .estimate import _lam
+    from .latent import LatentArrays
+    from .params import LatentGrammar
+
+    base = context.base
+    g = base.grammar
+    m = context.m
+    lay = _moment_layout(g, m)
+    counts = st.sym_n
+    C = float(model.moment_smoothing)
+    R = g.n_binary
+    pa, pb, pc = g.bin_parent, g.bin_left, g.bin_right
+    m64 = m.astype(np.int64)
+    toff = np.zeros(R + 1, dtype=np.int64)
+    np.cumsum(m64[pa] * m64[pb] * m64[pc], out=toff[1:])
+    tensors = np.zeros(int(toff[-1]))
+    rcount = st.rule_n
+    scalar = (m[pa] == 1) & (m[pb] == 1) & (m[pc] == 1)
+    tensors[toff[:-1][scalar]] = rcount[scalar] / counts[pa[scalar]]
+    for r in np.flatnonzero(~scalar & (rcount > 0)):
+        a, b, c = pa[r], pb[r], pc[r]
+        ma, mb, mc = int(m[a]), int(m[b]), int(m[c])
+        n = int(rcount[r])
+        E3 = st.b3[lay["t3"][r]:lay["t3"][r + 1]].reshape(ma, mb, mc) / n
+        lam = float(_lam(n, C))
+        if lam < 1.0:
+            e1 = st.b1[lay["t1"][r]:lay["t1"][r + 1]] / n
+            e2 = st.b2[lay["t2"][r]:lay["t2"][r + 1]] / n
+            e3 = st.b3v[lay["t3v"][r]:lay["t3v"][r + 1]] / n
+            E12 = st.b12[lay["t12"][r]:lay["t12"][r + 1]].reshape(ma, mb) / n
+            E13 = st.b13[lay["t13"][r]:lay["t13"][r + 1]].reshape(ma, mc) / n
+            E3 *= lam
+            w_low = 0.5 * (1 - lam) * lam
+            E3 += (w_low * E12 + ((1 - lam) ** 2) * np.outer(e1, e2))[:, :, None] * \
+                e3[None, None, :]
+            E3 += (w_low * E13)[:, None, :] * e2[None, :, None]
+        E3 *= rcount[r] / counts[a]
+        tensors[toff[r]:toff[r + 1]] = E3.ravel()
+    Un = int(g.un_parent.shape[0])
+    unary = [None] * Un
+    for u in range(Un):
+        a, p = g.un_parent[u], g.un_child[u]
+        nu = int(st.urule_n[u])
+        if nu == 0:
+            unary[u] = np.zeros((m[a], m[p]))
+            continue
+        E2 = st.u2[lay["u2"][u]:lay["u2"][u + 1]].reshape(int(m[a]), int(m[p])) / nu
+        lam = float(_lam(nu, C))
+        if lam < 1.0:
+            E2 = lam * E2 + (1 - lam) * np.outer(st.u1[lay["u1"][u]:lay["u1"][u + 1]] / nu,
+                                                 st.uv[lay["uv"][u]:lay["uv"][u + 1]] / nu)
+        unary[u] = (nu / counts[a]) * E2
+    so = lay["sym"]
+    roots = {}
+    for a in np.flatnonzero(st.root_n > 0):
+        nr = int(st.root_n[a])
+        lam = 1.0 if C <= 0 else np.sqrt(nr) / (C + np.sqrt(nr))
+        mean = lam * (st.root_y[so[a]:so[a + 1]] / nr) + \
+            (1 - lam) * (st.all_y[so[a]:so[a + 1]] / counts[a])
+        roots[int(a)] = (nr / base.n_trees) * mean
+    lg = LatentGrammar(m, pa, pb, pc, tensors, g.un_parent, g.un_child, unary, roots)
+    # lexical table (SpectralLPCFG._estimate_lexical)
+    V = len(base.vocab)
+    ukey, pcount, zsum = st.pairs
+    psym = ukey // (V + 1)
+    offs = np.zeros(len(ukey), dtype=np.int64)
+    rare_off = np.full(g.n_symbols, -1, dtype=np.int64)
+    tag_count = np.zeros(g.n_symbols, dtype=np.int64)
+    np.add.at(tag_count, psym, pcount)
+    table = []
+    pos_t = 0
+    sw = float(model.word_smoothing)
+    for p in np.unique(psym):
+        mp = int(m[p])
+        sel = np.flatnonzero(psym == p)
+        if st.rare_n[p] > 0:
+            zr = st.rare_z[so[p]:so[p + 1]] / st.rare_n[p]
+        else:
+            zr = st.all_z[so[p]:so[p + 1]] / tag_count[p]
+        n_px = pcount[sel].astype(np.float64)[:, None]
+        zhat = (zsum[sel, :mp] + sw * zr[None, :]) / (n_px + sw)
+        block = np.vstack([zhat, zr[None, :]])
+        offs[sel] = pos_t + np.arange(len(sel)) * mp
+        rare_off[p] = pos_t + len(sel) * mp
+        table.append(block.ravel())
+        pos_t += block.size
+    arrays = LatentArrays(lpcfg=lg, vocab=list(base.vocab), lex_keys=ukey, lex_off=offs,
+                          lex_count=pcount.astype(np.int64), lex_rare_off=rare_off,
+                          lex_table=np.concatenate(table) if table else np.zeros(0),
+                          tag_count=tag_count,
+                          log_rule_per_word=st.log_rule / max(1, st.n_tokens),
+                          sym_counts=counts.astype(np.int64))
+    model._install(base.pcfg, arrays)
+    model.singular_values_ = context.singular_values
+    model.n_train_trees_ = base.n_trees
+    model.fit_time_ = time.perf_counter() - t0
