@@ -218,7 +218,7 @@ def _dask_client(args):
                                "'fastspectral[dask]' (dask[distributed])") from None
     if args.dask_workers is not None:
         cluster = LocalCluster(n_workers=args.dask_workers, threads_per_worker=1,
-                               processes=True, dashboard_address=None,
+                               processes=True, dashboard_address=":0",
                                silence_logs=logging.ERROR)
         return Client(cluster), cluster, time.perf_counter() - t0
     try:

@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 from ..errors import FastSpectralError, FormatError, ModelFileError
 
-__all__ = ["ModelRef", "model_ref", "worker_model", "ship_model", "thread_plan",
+__all__ = ["ModelRef", "model_ref", "worker_model", "model_loads", "ship_model", "thread_plan",
            "PartitionError", "parse_bag", "parse_column", "parse_files", "ParseFilesResult"]
 
 logger = logging.getLogger("fastspectral")
@@ -119,6 +119,12 @@ def worker_model(model):
         model_obj = load(ref.path)
         _remember(ref, model_obj)
         return model_obj
+
+
+def model_loads() -> dict:
+    """``{ModelRef.key: times loaded}`` in this process (``client.run(model_loads)`` shows
+    each worker's: one load per model file and worker)."""
+    return dict(LOADS)
 
 
 def _install_model(ref: ModelRef, data: bytes, folder=None) -> None:
@@ -684,8 +690,9 @@ def parse_files(inputs, model, outdir=None, *, outputs=None, client=None, jobs=N
         ``progress(done, total)`` with sentences parsed by this run (``total`` None when
         unknown).
     stop : callable, optional
-        Polled between chunks: when it returns True, the finished chunks are written and the
-        run returns with ``interrupted=True``.
+        Polled between chunks: when it returns True, no chunk is submitted any more, the
+        chunks in flight are finished and written, and the run returns with
+        ``interrupted=True`` (the unfinished output stays ``OUTPUT.part``).
     """
     from ..io.output import SafeOutput
 
@@ -830,14 +837,11 @@ def _pipeline(todo, submit, window, chunk_size, progress, total, stop, result) -
                 yield job, chunk
             yield job, None
 
-    def ready():
-        return pending and (pending[0][1] is None or pending[0][1].done())
-
     chunks = work()
     try:
         while True:
             if stop is not None and stop():
-                while ready():      # what is finished is kept; the rest is cancelled
+                while pending:      # the chunks in flight are finished and kept
                     consume()
                 result.interrupted = True
                 break

@@ -1,0 +1,178 @@
+"""fastspectral.dask parsing on a LocalCluster (2 worker processes, 1 thread each): results
+identical to the single-process parse, in input order; the model loaded once per worker; errors
+naming the partition and the sentence; the command line's --scheduler / --dask-workers."""
+from __future__ import annotations
+
+import gzip
+import os
+
+import pytest
+
+pytest.importorskip("distributed", reason="dask[distributed] is not installed "
+                                          "(pip install 'fastspectral[dask]')")
+
+from distributed import Client, LocalCluster  # noqa: E402
+
+from fastspectral import cli  # noqa: E402
+from fastspectral.dask import (PartitionError, parse_bag, parse_files,  # noqa: E402
+                               thread_plan)
+from fastspectral.synthetic import LatentPCFG  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """A PCFG model file, 400 sentences (with empty and tagged lines) and their trees parsed
+    in this process by ``fastspectral parse``."""
+    d = tmp_path_factory.mktemp("daskparse")
+    g = LatentPCFG.default(n_states=2, seed=0)
+    (d / "train.trees").write_text("".join(str(t) + "\n" for t in g.sample(300, seed=1)))
+    assert cli.main(["train", "pcfg", str(d / "train.trees"), "-o", str(d / "m.fsm"), "-q"]) == 0
+    trees = g.sample(400, seed=2)
+    lines = [" ".join(t.leaves()) for t in trees]
+    lines[7] = ""                                                     # an empty sentence
+    lines[11] = " ".join(f"{w}/{p}" for w, p in trees[11].pos())      # a tagged one
+    (d / "a.txt").write_text("".join(s + "\n" for s in lines[:250]))
+    with gzip.open(d / "b.txt.gz", "wt") as fh:
+        fh.write("".join(s + "\n" for s in lines[250:]))
+    (d / "all.txt").write_text("".join(s + "\n" for s in lines))
+    assert cli.main(["parse", str(d / "m.fsm"), str(d / "all.txt"), "-o", str(d / "ref.trees"),
+                     "-q", "--jobs", "1"]) == 0
+    ref = (d / "ref.trees").read_text().splitlines()
+    assert len(ref) == 400 and ref[7] == "" and ref[0].startswith("(TOP ")
+    return d, lines, ref
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=":0", silence_logs=40)
+    c = Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def test_bag_in_order_identical_and_model_loaded_once_per_worker(work, client):
+    import dask.bag as db
+
+    from fastspectral.dask.parse import model_loads, model_ref
+
+    d, lines, ref = work
+    bag = db.from_sequence(lines, npartitions=7)
+    assert parse_bag(bag, d / "m.fsm").compute() == ref
+    # lists of words (the tagged line as (words, tags)), another partitioning
+    items = [line.split() for line in lines]
+    items[11] = tuple(zip(*(tok.rsplit("/", 1) for tok in lines[11].split())))
+    items[11] = (list(items[11][0]), list(items[11][1]))
+    assert parse_bag(db.from_sequence(items, npartitions=5), d / "m.fsm").compute() == ref
+    key = model_ref(d / "m.fsm").key
+    loads = client.run(model_loads)
+    assert len(loads) == 2 and all(v == {key: 1} for v in loads.values()), loads
+    # not shipped: each worker loads the file from the (shared) file system, once
+    (d / "copy.fsm").write_bytes((d / "m.fsm").read_bytes())
+    for _ in range(2):
+        assert parse_bag(bag, d / "copy.fsm", ship=False).compute() == ref
+    key2 = model_ref(d / "copy.fsm").key
+    counts = [v.get(key2, 0) for v in client.run(model_loads).values()]
+    assert max(counts) == 1 and sum(counts) >= 1, counts
+
+
+def test_failures_name_the_partition_and_the_sentence(work, client):
+    import dask.bag as db
+
+    d, lines, _ = work
+    items = [line.split() for line in lines[:40]]
+    items[12] = ["a", 42]                     # partition 1 (10 a partition), sentence 2
+    with pytest.raises(PartitionError) as info:
+        parse_bag(db.from_sequence(items, npartitions=4), d / "m.fsm").compute()
+    assert info.value.partition == 1 and info.value.sentence == 2
+    assert str(info.value).startswith("partition 1, sentence 2: invalid token 42")
+    items = [" ".join(f"{w}/X" for w in line.split()) for line in lines[:40]]
+    items[25] = "the/DT dog"                  # tagged=True: partition 2, sentence 5
+    with pytest.raises(PartitionError, match=r"^partition 2, sentence 5: token 'dog'"):
+        parse_bag(db.from_sequence(items, npartitions=4), d / "m.fsm", tagged=True).compute()
+
+
+def test_dataframe_column(work, client):
+    dd = pytest.importorskip("dask.dataframe", reason="dask[dataframe] is not installed")
+    import pandas as pd
+
+    from fastspectral.dask import parse_column
+
+    d, lines, ref = work
+    df = pd.DataFrame({"text": lines, "n": range(len(lines))}, index=range(100, 500))
+    out = parse_column(dd.from_pandas(df, npartitions=3), d / "m.fsm", "text").compute()
+    assert out.tolist() == ref and out.index.tolist() == list(range(100, 500))
+
+
+def test_files_with_a_scheduler_address(work, client, tmp_path, capsys):
+    d, _, ref = work
+    outdir = tmp_path / "out"
+    rc = cli.main(["parse", d / "m.fsm", d / "a.txt", d / "b.txt.gz", "-o", outdir,
+                   "--scheduler", client.scheduler.address, "--chunk-size", "40"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "parsed 400 sentences into 2 output(s)" in err and "on 2 Dask workers" in err
+    assert sorted(os.listdir(outdir)) == ["a.txt", "b.txt.gz"]
+    assert (outdir / "a.txt").read_text().splitlines() == ref[:250]
+    with gzip.open(outdir / "b.txt.gz", "rt") as fh:
+        assert fh.read().splitlines() == ref[250:]
+    # one input, -o FILE: the bytes of the single-process run
+    rc = cli.main(["parse", d / "m.fsm", d / "all.txt", "-o", tmp_path / "all.trees",
+                   "--scheduler", client.scheduler.address, "-q"])
+    assert rc == 0 and (tmp_path / "all.trees").read_bytes() == (d / "ref.trees").read_bytes()
+
+
+def test_interrupted_and_resumed_on_the_cluster(work, client, tmp_path):
+    d, _, ref = work
+    calls = []
+
+    def stop():                 # "Ctrl-C" once three chunks were asked for
+        calls.append(1)
+        return len(calls) > 3
+
+    res = parse_files([d / "all.txt"], d / "m.fsm", tmp_path, client=client, chunk_size=30,
+                      stop=stop)
+    assert res.interrupted and not (tmp_path / "all.txt").exists()
+    kept = (tmp_path / "all.txt.part").read_text().splitlines()
+    assert 0 < len(kept) < 400 and kept == ref[:len(kept)]
+    res = parse_files([d / "all.txt"], d / "m.fsm", tmp_path, client=client, chunk_size=70,
+                      resume=True)
+    assert not res.interrupted and res.resumed == {str(tmp_path / "all.txt"): len(kept)}
+    assert (tmp_path / "all.txt").read_bytes() == (d / "ref.trees").read_bytes()
+    assert not (tmp_path / "all.txt.part").exists()
+    # resumed again: the finished output is kept, nothing is parsed
+    res = parse_files([d / "all.txt"], d / "m.fsm", tmp_path, client=client, resume=True)
+    assert res.complete == [str(tmp_path / "all.txt")] and res.sentences == 0
+
+
+def test_a_bad_line_keeps_what_came_before(work, client, tmp_path, capsys):
+    d, lines, ref = work
+    bad = tmp_path / "bad.txt"
+    tagged = [" ".join(f"{w}/X" for w in s.split()) or "x/X" for s in lines[:60]]
+    bad.write_text("".join(s + "\n" for s in tagged) + "not tagged\n")
+    rc = cli.main(["parse", d / "m.fsm", bad, "-o", tmp_path / "o.trees", "--tagged", "yes",
+                   "--scheduler", client.scheduler.address, "--chunk-size", "20", "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith(f"fastspectral: error: {bad}:61: ") and \
+        err.count("\n") == 1, err
+    assert len((tmp_path / "o.trees.part").read_text().splitlines()) == 60
+
+
+def test_threads_are_capped_to_the_cores(client):
+    from fastspectral._threads import available_cores
+
+    cores = client.run(available_cores)
+    plan = thread_plan(client)
+    fair = max(1, max(cores.values()) // 2)           # 2 workers x 1 thread on one host
+    assert sorted(plan) == sorted(cores) and set(plan.values()) == {fair}
+    assert set(thread_plan(client, jobs=64).values()) == {fair}
+
+
+def test_local_cluster_option(work, tmp_path, capsys):
+    d, _, _ = work
+    rc = cli.main(["parse", d / "m.fsm", d / "all.txt", "-o", tmp_path / "x.trees",
+                   "--dask-workers", "2"])
+    err = capsys.readouterr().err
+    assert rc == 0 and "on 2 Dask workers" in err, err
+    assert (tmp_path / "x.trees").read_bytes() == (d / "ref.trees").read_bytes()

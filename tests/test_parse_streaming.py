@@ -1,0 +1,161 @@
+"""Streaming, resumable corpus parsing on one machine (issue 13): kill -9 then --resume gives the
+bytes of an uninterrupted run, progress totals for .gz input, several inputs -> one output each
+in a folder (in-process, no Dask needed)."""
+from __future__ import annotations
+
+import gzip
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fastspectral import cli
+from fastspectral.synthetic import LatentPCFG
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(argv, capsys):
+    rc = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """A PCFG model, 6,000 sentences (plain and .gz) and their single-process parse."""
+    d = tmp_path_factory.mktemp("streaming")
+    g = LatentPCFG.default(n_states=2, seed=0)
+    (d / "train.trees").write_text("".join(str(t) + "\n" for t in g.sample(300, seed=1)))
+    assert cli.main(["train", "pcfg", str(d / "train.trees"), "-o", str(d / "m.fsm"), "-q"]) == 0
+    text = "".join(" ".join(t.leaves()) + "\n" for t in g.sample(6000, seed=2))
+    (d / "sents.txt").write_text(text)
+    with gzip.open(d / "sents.txt.gz", "wt") as fh:
+        fh.write(text)
+    assert cli.main(["parse", str(d / "m.fsm"), str(d / "sents.txt"), "-o",
+                     str(d / "ref.trees"), "-q", "--jobs", "1"]) == 0
+    return d
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_kill_9_then_resume_gives_the_uninterrupted_bytes(work, tmp_path, gz):
+    out = tmp_path / ("out.trees.gz" if gz else "out.trees")
+    part = tmp_path / (out.name + ".part")
+    cmd = [sys.executable, "-m", "fastspectral", "parse", str(work / "m.fsm"),
+           str(work / "sents.txt"), "-o", str(out), "--chunk-size", "100", "--jobs", "1", "-q"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    # a few chunks written (a gzip .part holds its 10-byte header before the first chunk)
+    while time.time() < deadline and proc.poll() is None and \
+            (not part.exists() or part.stat().st_size < 3000):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the parse finished before the signal arrived")
+    assert proc.returncode == -signal.SIGKILL
+    assert not out.exists() and part.exists()
+    ref = (work / "ref.trees").read_bytes()
+    assert cli.main(cmd[3:] + ["--resume"]) == 0
+    assert not part.exists()
+    got = gzip.decompress(out.read_bytes()) if gz else out.read_bytes()
+    assert got == ref          # gzip: the same text (the compressed bytes hold a timestamp)
+
+
+def test_resume_after_a_half_written_line(work, tmp_path, capsys):
+    ref = (work / "ref.trees").read_bytes()
+    out = tmp_path / "o.trees"
+    cut = ref.index(b"\n", len(ref) // 3) + 25          # 25 bytes into a line
+    (tmp_path / "o.trees.part").write_bytes(ref[:cut])
+    rc, _, err = run(["parse", work / "m.fsm", work / "sents.txt", "-o", out, "--resume",
+                      "--jobs", "1"], capsys)
+    assert rc == 0, err
+    done = ref[:cut].count(b"\n")
+    assert f"resumed after {done}" in err
+    assert out.read_bytes() == ref
+
+
+def test_progress_total_and_eta_for_gz_input(work, tmp_path, capsys):
+    rc, _, err = run(["parse", work / "m.fsm", work / "sents.txt.gz", "-o", tmp_path / "o.gz",
+                      "--progress", "--jobs", "1"], capsys)
+    assert rc == 0, err
+    assert "/6000 " in err and "6000/6000 100.0%" in err and "sent/s" in err and "ETA" in err
+    with gzip.open(tmp_path / "o.gz", "rb") as fh:
+        assert fh.read() == (work / "ref.trees").read_bytes()
+    # resumed: the bar counts what is left, so its rate and ETA are this run's
+    ref = (work / "ref.trees").read_bytes()
+    cut = ref.index(b"\n", len(ref) // 2) + 1
+    (tmp_path / "r.trees.part").write_bytes(ref[:cut])
+    rc, _, err = run(["parse", work / "m.fsm", work / "sents.txt.gz", "-o",
+                      tmp_path / "r.trees", "--progress", "--resume", "--jobs", "1"], capsys)
+    left = 6000 - ref[:cut].count(b"\n")
+    assert rc == 0 and f"{left}/{left} 100.0%" in err, err
+    assert (tmp_path / "r.trees").read_bytes() == ref
+
+
+def test_count_lines(tmp_path):
+    from fastspectral.dask.parse import count_lines
+
+    for name, data, n in [("a", b"", 0), ("b", b"x\n", 1), ("c", b"x\ny", 2),
+                          ("d", b"\n\n\n", 3), ("e", b"x\r\ny\r\n", 2)]:
+        (tmp_path / name).write_bytes(data)
+        assert count_lines(tmp_path / name) == n
+        (tmp_path / (name + ".gz")).write_bytes(gzip.compress(data))
+        assert count_lines(tmp_path / (name + ".gz")) == n
+
+
+def test_several_inputs_one_output_each_in_a_folder(work, tmp_path, capsys):
+    ref = (work / "ref.trees").read_text().splitlines(keepends=True)
+    src = tmp_path / "src"
+    src.mkdir()
+    lines = (work / "sents.txt").read_text().splitlines(keepends=True)
+    (src / "a.txt").write_text("".join(lines[:700]))
+    with gzip.open(src / "b.txt.gz", "wt") as fh:
+        fh.write("".join(lines[700:1000]))
+    (src / "empty.txt").write_text("")
+    outdir = tmp_path / "parsed"
+    rc, _, err = run(["parse", work / "m.fsm", src / "a.txt", src / "b.txt.gz", src / "empty.txt",
+                      "-o", outdir, "--chunk-size", "300"], capsys)
+    assert rc == 0 and "parsed 1000 sentences into 3 output(s)" in err, err
+    assert sorted(os.listdir(outdir)) == ["a.txt", "b.txt.gz", "empty.txt"]
+    assert (outdir / "a.txt").read_text() == "".join(ref[:700])
+    with gzip.open(outdir / "b.txt.gz", "rt") as fh:
+        assert fh.read() == "".join(ref[700:1000])
+    assert (outdir / "empty.txt").read_text() == ""
+    # --resume: a finished output is kept, an unfinished one continued
+    (outdir / "a.txt").write_text("finished earlier\n")
+    os.remove(outdir / "b.txt.gz")
+    with gzip.open(outdir / "b.txt.gz.part", "wt") as fh:
+        fh.write("".join(ref[700:800]))
+    rc, _, err = run(["parse", work / "m.fsm", src / "a.txt", src / "b.txt.gz", "-o", outdir,
+                      "--resume"], capsys)
+    assert rc == 0 and "a.txt is complete: kept" in err and "resumed after 100" in err, err
+    assert (outdir / "a.txt").read_text() == "finished earlier\n"
+    with gzip.open(outdir / "b.txt.gz", "rt") as fh:
+        assert fh.read() == "".join(ref[700:1000])
+    # one input, -o an existing folder: the output is named like the input
+    rc, _, err = run(["parse", work / "m.fsm", src / "empty.txt", "-o", outdir, "-q"], capsys)
+    assert rc == 0 and (outdir / "empty.txt").read_text() == ""
+
+
+def test_folder_mode_refusals(work, tmp_path, capsys):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "y").mkdir()
+    for p in ("x/s.txt", "y/s.txt"):
+        (tmp_path / p).write_text("a b\n")
+    cases = [
+        ([tmp_path / "x/s.txt", tmp_path / "y/s.txt", "-o", tmp_path / "out"],
+         "need distinct file names"),
+        ([tmp_path / "x/s.txt", tmp_path / "y/s.txt"], "several inputs need -o OUTDIR"),
+        ([tmp_path / "x/s.txt", "-", "-o", tmp_path / "out"], "standard input ('-')"),
+        ([tmp_path / "x/s.txt", tmp_path / "nope.txt", "-o", tmp_path / "out"],
+         "input file not found"),
+        ([tmp_path / "x/s.txt", "-o", tmp_path / "x"], "is also an input file"),
+    ]
+    for argv, message in cases:
+        rc, out, err = run(["parse", work / "m.fsm", *argv, "-q"], capsys)
+        assert rc == 2 and message in err and err.count("\n") == 1, (argv, err)
+    assert (tmp_path / "x/s.txt").read_text() == "a b\n"
