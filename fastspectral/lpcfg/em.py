@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..base import PartitionedFit
 from .latent import LatentPCFGBase, _check_int, resolve_random_state
 from .latent_params import (LatentLayout, LatentParams, e_step, latent_arrays, m_step,
                             state_counts, uniform_counts)
@@ -65,7 +66,7 @@ class _EMRun:
     history: list
 
 
-class EMLPCFG(LatentPCFGBase):
+class EMLPCFG(PartitionedFit, LatentPCFGBase):
     """Latent-variable PCFG trained by EM on gold skeletal trees (see the module docstring).
 
     Every frequent symbol gets ``n_states`` latent states; EM (Matsuzaki et al. 2005) from a
@@ -305,6 +306,29 @@ class EMLPCFG(LatentPCFGBase):
         self.n_train_trees_ = prep.n_trees
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    # -- learning from partitions (the statistics protocol of fastspectral.base) -------------
+    def prepare_partition(self, items):
+        """A partition of treebank trees cleaned and binarised once for every pass."""
+        from .stats import prepare_latent_partition
+
+        return prepare_latent_partition(self, items)
+
+    def sufficient_statistics(self, items, context=None):
+        """The mergeable statistics of a partition: the treebank counts (first pass), then
+        one E-step per pass with the parameters of ``context`` (see
+        :mod:`fastspectral.lpcfg.stats`; random start only)."""
+        from .stats import em_statistics
+
+        return em_statistics(self, self._as_partition(items), context)
+
+    def fit_statistics(self, stats, context=None):
+        """The initial parameters, then one M-step per pass on the merged expected counts:
+        the next pass's context, or None once fitted (the model ``fit`` gives on the
+        concatenated partitions; no ``callback``)."""
+        from .stats import em_fit_statistics
+
+        return em_fit_statistics(self, stats, context, time.perf_counter())
 
     def log_likelihood(self, trees) -> float:
         """Total log-probability of treebank ``trees`` under the model (prepared and scored as

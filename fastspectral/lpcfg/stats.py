@@ -183,8 +183,23 @@ def latent_context(model, stats: LatentCounts, t0: float) -> LatentContext:
     sym_counts = np.array([c.lhs.get(s, 0) + tag_tokens.get(s, 0) for s in g.symbols],
                           dtype=np.int64)
     rule_counts = np.array([n for _, n in sorted(c.binary.items())], dtype=np.int64)
-    return LatentContext(stats.settings, pcfg, vocab, [wc[w] for w in vocab], sym_counts,
-                         rule_counts, c.n_trees, seed)
+    ctx = LatentContext(stats.settings, pcfg, vocab, [wc[w] for w in vocab], sym_counts,
+                        rule_counts, c.n_trees, seed)
+    # the (tag, word) pairs with their counts, unary rule and root counts (EM's layout)
+    V = len(vocab)
+    widx = {w: i for i, w in enumerate(vocab)}
+    pk: dict = {}
+    for (t, w, _), n in c.lexical.items():
+        k = g.sym_index[t] * (V + 1) + widx[w]
+        pk[k] = pk.get(k, 0) + n
+    keys = np.array(sorted(pk), dtype=np.int64)
+    ctx.pair_key = keys
+    ctx.pair_count = np.array([pk[int(k)] for k in keys], dtype=np.int64)
+    ctx.urule_counts = np.array([n for _, n in sorted(c.unary.items())], dtype=np.int64)
+    ctx.root_counts = np.zeros(g.n_symbols, dtype=np.int64)
+    for lab, n in c.root.items():
+        ctx.root_counts[g.sym_index[lab]] += n
+    return ctx
 
 
 # ================================================================================================
@@ -732,4 +747,239 @@ def _install_spectral(model, st: SpectralMoments, context: SpectralContext, t0: 
     model._install(base.pcfg, arrays)
     model.singular_values_ = context.singular_values
     model.n_train_trees_ = base.n_trees
+    model.fit_time_ = time.perf_counter() - t0
+
+
+# ================================================================================================
+# EM (EMLPCFG, random start): one pass per iteration
+# ================================================================================================
+def _offsets(sizes) -> np.ndarray:
+    out = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=out[1:])
+    return out
+
+
+class GlobalLayout:
+    """The parameter layout of the whole treebank (the attributes of
+    :class:`~fastspectral.lpcfg.latent_params.LatentLayout` that ``m_step``,
+    ``uniform_counts`` and ``latent_arrays`` read), built from the merged counts alone."""
+
+    def __init__(self, model, ctx: LatentContext):
+        g = ctx.grammar
+        self.g = g
+        S = g.n_symbols
+        self.S = S
+        target = np.where(g.is_preterminal, int(model.n_states_pre or model.n_states),
+                          int(model.n_states))
+        m = np.where(ctx.sym_counts >= model.min_count, target, 1).astype(np.int64)
+        for sym, k in (model.state_map or {}).items():
+            if sym in g.sym_index:
+                m[g.sym_index[sym]] = int(k)
+        self.m = np.ascontiguousarray(m, dtype=np.int64)
+        self.bin_parent = g.bin_parent.astype(np.int64)
+        self.bin_left = g.bin_left.astype(np.int64)
+        self.bin_right = g.bin_right.astype(np.int64)
+        self.un_parent = g.un_parent.astype(np.int64)
+        self.un_child = g.un_child.astype(np.int64)
+        self.toff = _offsets(m[self.bin_parent] * m[self.bin_left] * m[self.bin_right])
+        self.uoff = _offsets(m[self.un_parent] * m[self.un_child])
+        self.soff = _offsets(m)
+        self.n_trees = ctx.n_trees
+        V = len(ctx.vocab)
+        self.V = V
+        self.rare_word = ctx.word_count <= model.rare_threshold
+        pk, pc = ctx.pair_key, ctx.pair_count
+        p = pk // (V + 1)
+        w = pk % (V + 1)
+        cls = np.where(self.rare_word[w], V, w)
+        ukey, inv = np.unique(p * (V + 1) + cls, return_inverse=True)
+        cnt = np.zeros(ukey.shape[0], dtype=np.int64)
+        np.add.at(cnt, inv, pc)
+        self.lex_key = ukey
+        self.lex_sym = (ukey // (V + 1)).astype(np.int64)
+        self.lex_cls = (ukey % (V + 1)).astype(np.int64)
+        self.lex_count = cnt.astype(np.float64)
+        tag_count = np.zeros(S, dtype=np.int64)
+        np.add.at(tag_count, p, pc)
+        self.tag_count = tag_count.astype(np.float64)
+        self.row_frac = self.lex_count / self.tag_count[self.lex_sym]
+        self.loff = _offsets(m[self.lex_sym])
+        self.pair_key = pk
+        self.pair_count = pc
+        self.sym_count = ctx.sym_counts.astype(np.float64)
+        self.bin_count = ctx.rule_counts.astype(np.float64)
+        self.un_count = ctx.urule_counts.astype(np.float64)
+        self.root_count = ctx.root_counts.astype(np.float64)
+        self.vocab = ctx.vocab
+        # the average log rule probability per token, from the counts
+        lp = float(np.dot(self.bin_count, np.log(np.maximum(g.bin_prob, 1e-300))))
+        lp += float(np.dot(self.un_count, np.log(np.maximum(g.un_prob, 1e-300))))
+        lp += float(np.dot(self.root_count, np.log(np.maximum(g.root_prob, 1e-300))))
+        self.log_rule_per_word = lp / max(1, int(tag_count.sum()))
+        # latent_arrays reads the vocabulary from ``nodes`` and computes the log rule
+        # probability from its (here empty) arrays: replaced by the value above
+        e = np.zeros(0, dtype=np.int64)
+        self.nodes = _NoNodes(ctx.vocab, e)
+
+    def zeros(self):
+        from .latent_params import LatentParams
+
+        return LatentParams(np.zeros(self.toff[-1]), np.zeros(self.uoff[-1]),
+                            np.zeros(self.loff[-1]), np.zeros(self.soff[-1]))
+
+    def arrays(self, params):
+        """The parsing arrays of ``params`` (``latent_arrays`` on the whole treebank)."""
+        import dataclasses
+
+        from .latent_params import latent_arrays
+
+        return dataclasses.replace(latent_arrays(self, params),
+                                   log_rule_per_word=self.log_rule_per_word)
+
+
+class _NoNodes:
+    def __init__(self, vocab, e):
+        self.vocab = vocab
+        self.rule = self.urule = self.parent = self.label = self.tags = e
+
+
+class EMContext:
+    """Context of an EM pass: pass 0's context, the global layout, the current parameters and
+    the history so far."""
+
+    def __init__(self, base: LatentContext, layout: GlobalLayout, params, iteration: int,
+                 history: list, prev, t_learn: float):
+        self.base = base
+        self.layout = layout
+        self.params = params
+        self.iteration = iteration
+        self.history = history
+        self.prev = prev
+        self.t_learn = t_learn
+
+    def __getstate__(self):
+        # workers need the parameters and the ids, not the history
+        state = dict(vars(self))
+        state["history"] = []
+        return state
+
+
+class EMCounts(Statistics):
+    """An E-step's expected counts (in the global layout) and log-likelihood, summed over
+    partitions."""
+
+    _same = ("settings", "iteration")
+
+    def __init__(self, settings, iteration, T, U, L, c1, log_likelihood):
+        self.settings = settings
+        self.iteration = iteration
+        self.T, self.U, self.L, self.c1 = T, U, L, c1
+        self.log_likelihood = log_likelihood
+
+
+def _em_settings(model) -> tuple:
+    return _settings(model) + (int(model.n_states), int(model.n_states_pre or model.n_states),
+                               int(model.min_count), int(model.rare_threshold))
+
+
+def _partition_layout(model, part: Partition, ctx: EMContext):
+    """The partition's :class:`LatentLayout` (global ids, the treebank's leaf probabilities)
+    and the positions of its lexical entries in the global ``L`` (cached in the partition)."""
+    from .latent_params import LatentLayout
+
+    base = ctx.base
+    key = ("em-layout", base.token)
+    got = part.cache.get(key)
+    if got is not None:
+        return got
+    nodes = base.nodes(part)
+    G = ctx.layout
+    lay = LatentLayout(nodes, base.grammar, G.m, model.rare_threshold)
+    V = G.V
+    # log P_mle(w | p) of the leaves with the whole treebank's counts
+    pre = np.flatnonzero(nodes.word >= 0)
+    pkey = nodes.label[pre].astype(np.int64) * (V + 1) + nodes.word[pre].astype(np.int64)
+    k = np.searchsorted(G.pair_key, pkey)
+    lay.leaflogp[pre] = np.log(G.pair_count[k] / G.tag_count[nodes.label[pre]])
+    # local lexical rows -> global rows -> positions in the global L
+    rows = np.searchsorted(G.lex_key, lay.lex_key)
+    if lay.lex_key.size and not np.array_equal(G.lex_key[rows], lay.lex_key):
+        raise ValueError("a partition has a (tag, word class) that is not in the merged counts")
+    sizes = G.m[lay.lex_sym]
+    lidx = (np.repeat(G.loff[rows], sizes) +
+            (np.arange(int(sizes.sum())) - np.repeat(_offsets(sizes)[:-1], sizes)))
+    got = (lay, lidx.astype(np.int64))
+    part.cache[key] = got
+    return got
+
+
+def em_statistics(model, part: Partition, context):
+    """One partition's statistics: pass 0's counts, then its E-step."""
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    from .latent_params import LatentParams, e_step
+
+    if context is None:
+        return latent_counts(model, part)
+    with threadpool_limits(limits=1):
+        lay, lidx = _partition_layout(model, part, context)
+        G = context.layout
+        p = context.params
+        local = LatentParams(p.T, p.U, p.L[lidx], p.c1)
+        es = e_step(lay, local, numba.get_num_threads())
+        L = np.zeros(int(G.loff[-1]))
+        L[lidx] = es.counts.L
+        return EMCounts(_em_settings(model), context.iteration, es.counts.T, es.counts.U, L,
+                        es.counts.c1, float(es.log_likelihood))
+
+
+def em_fit_statistics(model, stats, context, t0: float):
+    """The initial parameters (after pass 0) or one M-step; installs the model after the last
+    iteration and returns None then, else the next pass's context."""
+    from threadpoolctl import threadpool_limits
+
+    from .latent_params import LatentParams, m_step, uniform_counts
+
+    if context is None:
+        model._validate()
+        if model.init != "random":
+            raise ValueError("EMLPCFG learns from partitions from a random start only "
+                             "(init='random'); the pivot start needs the whole treebank")
+        base = latent_context(model, stats, t0)
+        with threadpool_limits(limits=1):
+            G = GlobalLayout(model, base)
+            params = m_step(G, uniform_counts(G, model.noise, base.seed))
+        ctx = EMContext(base, G, params, 1, [], None, time.perf_counter())
+        if model.n_iterations == 0:
+            _install_em(model, ctx, t0)
+            return None
+        return ctx
+    if not isinstance(stats, EMCounts):
+        raise TypeError(f"expected EMCounts, got {type(stats).__name__}")
+    if stats.settings != _em_settings(model) or stats.iteration != context.iteration:
+        raise ValueError("these statistics were computed for another model or iteration")
+    G = context.layout
+    with threadpool_limits(limits=1):
+        params = m_step(G, LatentParams(stats.T, stats.U, stats.L, stats.c1),
+                        model.parent_smoothing)
+    ll = stats.log_likelihood
+    it = context.iteration
+    history = context.history + [(it, ll, time.perf_counter() - context.t_learn)]
+    prev = context.prev
+    stop = it >= model.n_iterations or (model.tol > 0 and prev is not None and
+                                        np.isfinite(prev) and (ll - prev) <= model.tol * abs(prev))
+    ctx = EMContext(context.base, G, params, it + 1, history, ll, context.t_learn)
+    if stop:
+        _install_em(model, ctx, t0)
+        return None
+    return ctx
+
+
+def _install_em(model, ctx: EMContext, t0: float) -> None:
+    model._install(ctx.base.pcfg, ctx.layout.arrays(ctx.params))
+    model.params_ = ctx.params
+    model.history_ = list(ctx.history)
+    model.n_iter_ = len(ctx.history)
+    model.n_train_trees_ = ctx.base.n_trees
     model.fit_time_ = time.perf_counter() - t0
