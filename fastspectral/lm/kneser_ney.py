@@ -34,7 +34,7 @@ from typing import Iterable
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Estimator
+from ..base import Estimator, PartitionedFit
 from ..errors import ModelFileError
 
 __all__ = ["BOS", "EOS", "UNK", "Vocabulary", "bigram_ids", "bigram_matrix",
@@ -111,7 +111,7 @@ def _as_word_lists(sentences):
             yield list(sent)
 
 
-class KneserNeyBigramLM(Estimator):
+class KneserNeyBigramLM(PartitionedFit, Estimator):
     """Interpolated Kneser-Ney bigram language model (the formulas are in the module docstring).
 
     Parameters
@@ -196,6 +196,25 @@ class KneserNeyBigramLM(Estimator):
         self._finish()
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    def sufficient_statistics(self, items, context=None):
+        """The word and bigram counts (string keys) of a partition of sentences (one pass;
+        see :mod:`fastspectral.lm.stats`)."""
+        from .stats import bigram_statistics
+
+        return bigram_statistics(self, items)
+
+    def fit_statistics(self, stats, context=None):
+        """Fit from merged :meth:`sufficient_statistics` (the model ``fit`` gives on the
+        concatenated partitions); returns None (fitted)."""
+        from .stats import vocabulary_and_counts
+
+        self._validate_params()
+        t0 = time.perf_counter()
+        self.vocab_, self.counts_ = vocabulary_and_counts(self, stats)
+        self._finish()
+        self.fit_time_ = time.perf_counter() - t0
+        return None
 
     def _finish(self):
         """The discounts, interpolation weights and continuation unigram of ``counts_``

@@ -43,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
-from ..base import Estimator
+from ..base import Estimator, PartitionedFit
 from ..errors import ModelFileError
 from ..linalg import mdp2, mixture_weights_em
 from .kneser_ney import Vocabulary, _as_word_lists, bigram_ids, bigram_matrix
@@ -189,7 +189,7 @@ def _check_int(name, value, low, allow_none=False):
     return int(value)
 
 
-class LatentBigramLM(Estimator):
+class LatentBigramLM(PartitionedFit, Estimator):
     """Saul-Pereira latent bigram model ``p(w2 | w1) = sum_h r(h | w1) s(w2 | h)``.
 
     Parameters
@@ -318,21 +318,26 @@ class LatentBigramLM(Estimator):
         """
         self._validate_params()
         t_start = time.perf_counter()
+        sents = list(_as_word_lists(sentences))
+        if not sents:
+            raise ValueError("no training sentences")
+        self.vocab_ = vocab if vocab is not None else Vocabulary.build(
+            sents, int(self.min_count), bool(self.lowercase))
+        prev, nxt = bigram_ids(sents, self.vocab_)
+        C = bigram_matrix(prev, nxt, len(self.vocab_))
+        return self._fit_bigrams(C, dev, t_start)
+
+    def _fit_bigrams(self, C, dev, t_start):
+        """The rest of :meth:`fit` from the bigram counts ``C`` of the vocabulary ``vocab_``
+        (also :meth:`fit_statistics`)."""
         iters = DEFAULT_ITERATIONS[self.method] if self.iterations is None \
             else int(self.iterations)
         anchor_min_count = int(self.anchor_min_count)
         anchor_top = None if self.anchor_top is None else int(self.anchor_top)
         init_smoothing = float(self.init_smoothing)
         floor = float(self.floor)
-        sents = list(_as_word_lists(sentences))
-        if not sents:
-            raise ValueError("no training sentences")
-        self.vocab_ = vocab if vocab is not None else Vocabulary.build(
-            sents, int(self.min_count), bool(self.lowercase))
         n = len(self.vocab_)
         m = int(self.n_states)
-        prev, nxt = bigram_ids(sents, self.vocab_)
-        C = bigram_matrix(prev, nxt, n)
         data = _EMData(C)
         timings = {"counting": time.perf_counter() - t_start}
         unigram = np.asarray(C.sum(axis=0)).ravel()
@@ -414,6 +419,26 @@ class LatentBigramLM(Estimator):
         self.fit_time_ = time.perf_counter() - t_start
         self.timings_ = timings
         return self
+
+    # ------------------------------------------------------------------ learning from partitions
+    def sufficient_statistics(self, items, context=None):
+        """The word and bigram counts (string keys) of a partition of sentences (one pass;
+        see :mod:`fastspectral.lm.stats`): the bigram matrix is all that the pivot method and
+        EM read, so they run once on the merged counts."""
+        from .stats import bigram_statistics
+
+        return bigram_statistics(self, items)
+
+    def fit_statistics(self, stats, context=None):
+        """Fit from merged :meth:`sufficient_statistics` (the model ``fit`` gives on the
+        concatenated partitions, without ``dev``); returns None (fitted)."""
+        from .stats import vocabulary_and_counts
+
+        self._validate_params()
+        t0 = time.perf_counter()
+        self.vocab_, C = vocabulary_and_counts(self, stats)
+        self._fit_bigrams(C, None, t0)
+        return None
 
     # ------------------------------------------------------------------ scoring
     def prob_ids(self, prev, nxt) -> np.ndarray:

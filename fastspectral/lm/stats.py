@@ -1,0 +1,86 @@
+"""Mergeable counts of the bigram language models (the statistics protocol of
+:mod:`fastspectral.base`).
+
+Both :class:`~fastspectral.lm.kneser_ney.KneserNeyBigramLM` and
+:class:`~fastspectral.lm.saul_pereira.LatentBigramLM` read nothing but the bigram matrix of the
+training sentences over a vocabulary chosen by frequency (``min_count``, ``<unk>``).  A
+partition therefore counts its words and its bigram events keyed by the (lower-cased) *strings*
+(``None`` stands for the sentence boundaries ``<s>`` / ``</s>``); the merged counts give the
+vocabulary and the bigram matrix exactly as ``fit`` on the concatenated sentences builds them,
+and the learner's estimate (Kneser-Ney discounts; the pivot method, EM) runs once on them.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..base import Partition, Statistics
+from .kneser_ney import BOS, EOS, UNK, Vocabulary, _as_word_lists
+
+__all__ = ["BigramCounts", "bigram_statistics", "vocabulary_and_counts"]
+
+
+class BigramCounts(Statistics):
+    """Word counts and bigram counts (``(previous, next)`` strings; ``None`` is ``<s>`` as
+    previous word and ``</s>`` as next word) of some sentences."""
+
+    _same = ("lowercase",)
+
+    def __init__(self, lowercase: bool):
+        self.lowercase = bool(lowercase)
+        self.words = Counter()
+        self.bigrams = Counter()
+        self.n_sentences = 0
+
+
+def bigram_statistics(model, items) -> BigramCounts:
+    """The :class:`BigramCounts` of a partition of sentences (lists of words or of ``(word,
+    tag)`` pairs)."""
+    model._validate_params()
+    if isinstance(items, Partition):
+        items = items.data
+    out = BigramCounts(model.lowercase)
+    words, bigrams = out.words, out.bigrams
+    for sent in _as_word_lists(items):
+        if out.lowercase:
+            sent = [w.lower() for w in sent]
+        words.update(sent)
+        seq = [None] + sent
+        bigrams.update(zip(seq, sent + [None]))
+        out.n_sentences += 1
+    return out
+
+
+def vocabulary_and_counts(model, stats: BigramCounts):
+    """``(Vocabulary, bigram count matrix)`` of merged counts (``Vocabulary.build`` and
+    ``bigram_matrix`` of ``fit``)."""
+    if not isinstance(stats, BigramCounts):
+        raise TypeError(f"expected BigramCounts, got {type(stats).__name__}")
+    if stats.lowercase != bool(model.lowercase):
+        raise ValueError("these counts were computed with another lowercase setting")
+    if stats.n_sentences == 0:
+        raise ValueError("no training sentences")
+    counts = Counter(stats.words)
+    for special in (BOS, EOS, UNK):
+        counts.pop(special, None)
+    min_count = int(model.min_count)
+    kept = sorted((w for w, c in counts.items() if c >= min_count),
+                  key=lambda w: (-counts[w], w))
+    vocab = Vocabulary([BOS, EOS, UNK] + kept, lowercase=bool(model.lowercase),
+                       min_count=min_count)
+    idx = vocab.index
+    n = len(vocab)
+    k = len(stats.bigrams)
+    prev = np.empty(k, dtype=np.int64)
+    nxt = np.empty(k, dtype=np.int64)
+    cnt = np.empty(k, dtype=np.float64)
+    for i, ((a, b), c) in enumerate(stats.bigrams.items()):
+        prev[i] = 0 if a is None else idx.get(a, 2)
+        nxt[i] = 1 if b is None else idx.get(b, 2)
+        cnt[i] = c
+    C = sp.csr_matrix((cnt, (prev, nxt)), shape=(n, n))
+    C.sum_duplicates()
+    C.sort_indices()
+    return vocab, C
