@@ -18,6 +18,13 @@ examples:
   fastspectral train pcfg train.trees -o model.pcfg --v 1 --h 0
   fastspectral train spectral part1.mrg part2.mrg -o wsj.spectral   (several files: one treebank)
   fastspectral train pcfg --help          (options of one model type)
+  fastspectral train spectral wsj-*.mrg -o wsj.spectral --scheduler tcp://10.0.0.1:8786
+  fastspectral train pcfg part1.mrg part2.mrg -o wsj.pcfg --dask-workers 2
+
+With --scheduler / --dask-workers (pip install 'fastspectral[dask]') each file is read on a
+worker as one partition (--partitions-per-file N cuts each file in N); the statistics of the
+partitions are merged on the cluster and the model is the one trained on the concatenated
+files (docs/scale.md).
 """
 
 
@@ -47,6 +54,16 @@ def _inputs_parent(input_kind: str) -> argparse.ArgumentParser:
     if input_kind != "sequences":
         p.add_argument("--format", choices=_TREEBANK_FORMATS, default=None,
                        help="treebank format (default: detected from the content)")
+    g = p.add_argument_group("Dask: learn from partitions (pip install 'fastspectral[dask]')")
+    d = g.add_mutually_exclusive_group()
+    d.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="learn on the Dask cluster of this scheduler (tcp://HOST:8786, or the "
+                        "JSON file of dask-scheduler --scheduler-file); each file is read on a "
+                        "worker")
+    d.add_argument("--dask-workers", type=positive_int, default=None, metavar="N",
+                   help="learn on a local Dask cluster of N worker processes, 1 thread each")
+    g.add_argument("--partitions-per-file", type=positive_int, default=1, metavar="N",
+                   help="with Dask: cut every file into N partitions (default: 1)")
     return p
 
 
@@ -128,6 +145,8 @@ def run_training(args, name: str) -> int:
         kit.require_file(path, "treebank")
     kit.require_output_path(args.output, "model file", inputs=paths)
     cls = entry.load_class()
+    if getattr(args, "scheduler", None) is not None or getattr(args, "dask_workers", None):
+        return _run_dask_training(args, name, entry, preset, hook, cls, paths)
     t0 = time.perf_counter()
     read = getattr(hook, "read", None)
     data = []
@@ -152,6 +171,63 @@ def run_training(args, name: str) -> int:
     return 0
 
 
+def read_one(args, path, input_kind: str, hook_name):
+    """The training items of one file as ``run_training`` reads them (the CLI module's
+    ``read``, else :func:`kit.read_training_data`); a Dask task reading a partition."""
+    one = argparse.Namespace(**{**vars(args), "treebank": path})
+    hook = importlib.import_module(hook_name) if hook_name else None
+    read = getattr(hook, "read", None)
+    with errors_in(path):
+        return read(one) if read is not None else kit.read_training_data(one, input_kind)
+
+
+def _run_dask_training(args, name, entry, preset, hook, cls, paths) -> int:
+    """``train NAME FILES... --scheduler ADDRESS | --dask-workers N``: the files are read on
+    the workers (one partition each, or ``--partitions-per-file``), the learner's statistics
+    are computed per partition and merged on the cluster (:mod:`fastspectral.dask.learn`)."""
+    import functools
+    import os
+
+    from .parse import _dask_client
+
+    build = getattr(hook, "build", None) or kit.build_estimator
+    model = build(args, cls, preset)
+    from ..dask.learn import learnable
+
+    if not learnable(model):
+        raise kit.CommandError(f"model type {name!r} cannot learn from partitions (no "
+                               "statistics protocol): train it without --scheduler / "
+                               "--dask-workers")
+    if getattr(args, "dev", None) is not None:
+        raise kit.CommandError("--dev is not available with --scheduler / --dask-workers")
+    t0 = time.perf_counter()
+    client, cluster, _ = _dask_client(args)
+    try:
+        from ..dask.learn import fit_partitioned, read_partitions
+
+        reader = functools.partial(read_one, args, input_kind=entry.input_kind,
+                                   hook_name=hook.__name__ if hook is not None else None)
+        parts = read_partitions(client, [os.path.abspath(p) for p in paths], reader=reader,
+                                split=args.partitions_per_file)
+        with errors_in(paths[0] if len(paths) == 1 else None):
+            fit_partitioned(model, parts, client)
+        del parts
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    t1 = time.perf_counter()
+    after = getattr(hook, "after_fit", None)
+    if after is not None:
+        after(args, model)
+    model.save(args.output)
+    passes = len(model.partitioned_fit_["passes"])
+    kit.logger.info(f"trained {name} from {', '.join(paths)} on Dask "
+                    f"({model.partitioned_fit_['partitions']} partitions, {passes} pass(es), "
+                    f"{t1 - t0:.2f} s); model saved to {args.output}")
+    return 0
+
+
 class errors_in:
     """Name ``path`` in the FormatError of a model that checks the data it was given (a model
     sees items, not files: its errors carry the item's line only)."""
@@ -168,6 +244,3 @@ class errors_in:
         if isinstance(exc, FormatError) and exc.path is None and self.path is not None:
             raise FormatError(exc.message, self.path, exc.line) from None
         return False
-
-
-del positive_int
