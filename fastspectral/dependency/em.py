@@ -164,7 +164,7 @@ def _to_operator(alpha, A, beta, H, M, N) -> OperatorSHAG:
 
 def fit_em(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: int,
            iterations: int = 25, seed: int = 0, snapshots=(), callback=None,
-           smoothing: float = 0.0):
+           smoothing: float = 0.0, data=None):
     """Train an N-state SHAG with EM (the EM baseline of Luque et al. 2012, section 5).
 
     Returns an :class:`EMResult`: the model, ``loglik`` (per iteration), ``time`` (cumulative
@@ -172,13 +172,15 @@ def fit_em(enc: Encoded, seqs: SequenceData, H: int, M: int, n_states: int,
     ``OperatorSHAG``) for the iteration counts listed in ``snapshots``; ``callback(it, ll)`` is
     called after every iteration.  ``seed``: the initialisation's seed.  ``smoothing`` in
     [0, 1): the model (and every snapshot) is the mixture ``(1 - smoothing) * EM +
-    smoothing * DET+F`` (``spectral.backoff_automaton``), with ``N + 2`` states.
+    smoothing * DET+F`` (``spectral.backoff_automaton``), with ``N + 2`` states.  ``data``:
+    the merged sequences of :func:`~fastspectral.dependency.spectral.distinct_sequences` when
+    already at hand (``enc`` and ``seqs`` are then not read).
     """
     if not 0.0 <= smoothing < 1.0:
         raise ValueError("smoothing must be in [0, 1)")
     t0 = time.perf_counter()
     N = int(n_states)
-    data = distinct_sequences(enc, seqs, H, M)
+    data = distinct_sequences(enc, seqs, H, M) if data is None else data
     if smoothing > 0.0:
         grp_start, q_start, q_len, q_w, mods = data
         p_back = _backoff_probs(grp_start, np.arange(len(q_len), dtype=np.int64), q_len,

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..base import Parser, check_jobs
+from ..base import Parser, PartitionedFit, check_jobs
 from ..errors import FormatError, ModelFileError
 from .backoff import BackoffSHAG
 from .data import (ROOT, TAGSETS, SymbolVocab, _TagView, check_sentence, choose_tagset,
@@ -119,7 +119,7 @@ def _check_float(name, value, low, high=None):
     return x
 
 
-class SHAGParser(Parser):
+class SHAGParser(PartitionedFit, Parser):
     """Split head-automaton grammar dependency parser (Luque et al., EACL 2012).
 
     Parameters
@@ -348,6 +348,23 @@ class SHAGParser(Parser):
         self.fit_time_ = time.perf_counter() - t0
         self.fit_info_ = info
         return self
+
+    # ------------------------------------------------------------------ learning from partitions
+    def sufficient_statistics(self, items, context=None):
+        """The mergeable counts of a partition of dependency sentences (string keys; with
+        ``tagset="auto"`` a first pass chooses the tag column; see
+        :mod:`fastspectral.dependency.stats`)."""
+        from .stats import shag_statistics
+
+        return shag_statistics(self, items, context)
+
+    def fit_statistics(self, stats, context=None):
+        """Estimate from merged statistics (the model ``fit`` gives on the concatenated
+        partitions); returns the tag column after the first pass of ``tagset="auto"``, then
+        None (fitted)."""
+        from .stats import shag_fit_statistics
+
+        return shag_fit_statistics(self, stats, context)
 
     # ------------------------------------------------------------------ parsing
     def _det_power(self) -> float:

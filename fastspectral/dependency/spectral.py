@@ -798,9 +798,20 @@ def _learn_spectral(enc, seqs, H, M, N, basis, max_basis, rcond, noise, scaled, 
                     seed, smoothing, ridge) -> OperatorSHAG:
     G = 2 * H
     c = np.ascontiguousarray
-    dlen, doff, dw, dtags, order, gstart, big = _distinct_sequences(
+    distinct = _distinct_sequences(
         c(enc.hsym), c(enc.msym), c(seqs.seq_pos), c(seqs.seq_dir), c(seqs.seq_start),
         c(seqs.seq_len), c(seqs.mods), M, G)
+    return spectral_from_distinct(distinct, H, M, N, basis, max_basis, rcond, noise, scaled,
+                                  power, seed, smoothing, ridge)
+
+
+def spectral_from_distinct(distinct, H, M, N, basis=2, max_basis=32, rcond=1e-6, noise=0.0,
+                           scaled=False, power=1, seed=0, smoothing=0.0,
+                           ridge=0.0) -> OperatorSHAG:
+    """The rest of :func:`learn_spectral` from the merged sequences ``distinct`` (the output
+    of :func:`_distinct_sequences`: also built from merged partition counts by
+    :mod:`fastspectral.dependency.stats`); call it with BLAS single-threaded."""
+    dlen, doff, dw, dtags, order, gstart, big = distinct
     pmap2, smap2, Np, Ns = hankel_basis(big, M, basis, max_basis)
     k = min(N + 5, Ns, Np)
     # the range finder's test matrix: row j multiplies the j-th non-zero column of a block
