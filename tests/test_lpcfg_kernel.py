@@ -1,4 +1,4 @@
-"""Tensor inside-outside kernel (fastspectral._ext.lpcfg_io) against brute-force enumeration."""
+"""Tensor inside-outside kernel (fastspectral._ext.tensor_chart) against brute-force enumeration."""
 
 import numpy as np
 import pytest

@@ -1,13 +1,18 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Compiled chart kernels for PCFGs over a sparse rule index.
 
-One chart engine serves every PCFG-shaped model of fastspectral:
+This chart engine serves every PCFG-shaped model of fastspectral (the second engine,
+``tensor_chart.pyx``, runs the latent-state pass of the L-PCFGs; shared declarations are in
+``chart_common.pxd`` and ``maxrecall.pxd``):
 
 * Viterbi CKY (max-product) with back-pointers,
-* inside and outside (sum-product) passes,
-* posterior marginals of (span, symbol) items, before and after the unary layer,
-* Goodman-style max-expected-recall decoding from those marginals,
-* posterior pruning (items whose marginal exceeds a threshold) and coarse-to-fine masks.
+* inside and outside (sum-product) passes (Baker 1979; Lari & Young 1990, eqs. for
+  ``alpha``/``beta`` of a binarised grammar with a unary layer),
+* posterior marginals of (span, symbol) items, ``mu(A, i, j) = alpha * beta / Z``, before and
+  after the unary layer,
+* max-expected-recall decoding from those marginals (Goodman 1996, "labelled recall" algorithm),
+* posterior pruning (items whose marginal exceeds a threshold) and coarse-to-fine masks
+  (Petrov & Klein 2007, section 3 / Charniak et al. 2006).
 
 Chart layout
 ------------
@@ -31,16 +36,13 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, calloc, realloc, free
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 from libc.math cimport ldexp, frexp, log, INFINITY
 
+from .chart_common cimport CGrammar, i32, i64, u8
 from .maxrecall cimport maxrecall_tree
 
 cnp.import_array()
-
-ctypedef cnp.int32_t i32
-ctypedef cnp.int64_t i64
-ctypedef cnp.uint8_t u8
 
 cdef extern from *:
     """
@@ -51,34 +53,7 @@ cdef extern from *:
     int NO_SCALE "FS_NO_SCALE"
 
 # ----------------------------------------------------------------------------------------------
-# grammar
-
-
-cdef struct CGrammar:
-    int S
-    # binary rules indexed by left child (inside) and by parent (outside); within a left
-    # child's block the rules whose right child is a pre-terminal come last, from bl_split[B]
-    # (pre-terminals are only ever active in length-1 cells, so wider right cells skip them)
-    const i32* bl_ptr
-    const i32* bl_split
-    const i32* bl_parent
-    const i32* bl_right
-    const double* bl_prob
-    const i32* bp_ptr
-    const i32* bp_left
-    const i32* bp_right
-    const double* bp_prob
-    # unary closure (minus identity): post[parent] += prob * pre[child]
-    int n_un
-    const i32* un_parent
-    const i32* un_child
-    const double* un_prob
-    const double* root
-    # decoding classes (base labels)
-    int n_class
-    const i32* sym_class
-    const u8* is_tag
-    const u8* class_is_tag
+# grammar (its C layout, CGrammar, is declared in chart_common.pxd)
 
 
 cdef class ChartGrammar:
@@ -172,6 +147,11 @@ cdef class ChartGrammar:
 
 # ----------------------------------------------------------------------------------------------
 # workspace
+#
+# C arrays owned by chart_alloc / chart_free.  Not std::vector: calloc hands out lazily zeroed
+# pages (cells and symbols a pruned parse never touches cost nothing, a vector writes every
+# element when sized), and a C++ build of this file was measured 3-7% slower with the same
+# instruction count (see chart_common.pxd).
 
 
 cdef struct Chart:
@@ -686,13 +666,16 @@ cdef inline int _left_of(const CGrammar* g, int r) noexcept nogil:
 # coarse-to-fine mask
 
 
-cdef void build_mask(const CGrammar* coarse, Chart* cc, double logz, Chart* fine,
-                     const i32* proj, int S_fine, double threshold) noexcept nogil:
-    """allowed(cell, A) = max(pre, post) coarse marginal of proj[A] at that cell >= threshold."""
+cdef int build_mask(const CGrammar* coarse, Chart* cc, double logz, Chart* fine,
+                    const i32* proj, int S_fine, double threshold) noexcept nogil:
+    """allowed(cell, A) = max(pre, post) coarse marginal of proj[A] at that cell >= threshold.
+    Returns 0, or -1 when out of memory."""
     cdef int cell, A, Sc = coarse.S
     cdef u8 any_ok
     cdef double lf, v1, v2
     cdef u8* cm = <u8*> malloc(Sc * sizeof(u8))
+    if cm == NULL:
+        return -1
     for cell in range(cc.ncell):
         lf = _exp(marg_factor(cc, cell, logz))
         for A in range(Sc):
@@ -705,6 +688,7 @@ cdef void build_mask(const CGrammar* coarse, Chart* cc, double logz, Chart* fine
             any_ok |= cm[proj[A]]
         fine.mask_any[cell] = any_ok
     free(cm)
+    return 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -743,7 +727,10 @@ cdef int parse_one(const CGrammar* g, const CGrammar* coarse, const i32* proj, d
                 chart_free(&ch)
                 chart_free(&cc)
                 return -1
-            build_mask(coarse, &cc, logz_c, &ch, proj, g.S, thr)
+            if build_mask(coarse, &cc, logz_c, &ch, proj, g.S, thr) != 0:
+                chart_free(&ch)
+                chart_free(&cc)
+                return -1
             inside_pass(g, &ch, lpos, lsym, lprob, nlex, mode == 0)
             logz = log_partition(g, &ch, mode == 0)
             if logz != -INFINITY:
@@ -911,13 +898,14 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
     is >= threshold, as an int32 array (k, 3) (j exclusive); an empty array when the sentence has
     no parse.  Sentences run in parallel; each keeps its items in a private growing buffer."""
     cdef Py_ssize_t ns = lengths.shape[0], s
-    cdef i64 k
     if lex_offsets.shape[0] != ns + 1:
         raise ValueError("lex_offsets must have len(lengths) + 1 entries")
     for s in range(ns):
         if lengths[s] < 1:
             raise ValueError(f"sentence {s} is empty")
     cdef i32** bufs = <i32**> calloc(max(ns, 1), sizeof(i32*))
+    if bufs == NULL:
+        raise MemoryError("cannot allocate the pruning buffers")
     counts_arr = np.zeros(ns, dtype=np.int64)
     cdef i64[::1] counts = counts_arr
     cdef i64* loff = &lex_offsets[0]
@@ -936,8 +924,8 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
             if counts[s] < 0:
                 raise MemoryError(f"chart allocation failed for sentence {s}")
             arr = np.empty((counts[s], 3), dtype=np.int32)
-            for k in range(3 * counts[s]):
-                arr.reshape(-1)[k] = bufs[s][k]
+            if counts[s] > 0:
+                memcpy(cnp.PyArray_DATA(arr), bufs[s], 3 * counts[s] * sizeof(i32))
             out.append(arr)
     finally:
         for s in range(ns):
@@ -955,7 +943,9 @@ cdef i64 _prune_one(const CGrammar* g, int n, const i32* lpos, const i32* lsym, 
     cdef i32* out = <i32*> malloc(3 * cap * sizeof(i32))
     cdef i32* tmp
     outp[0] = out
-    if out == NULL or chart_alloc(&ch, n, S, True, False, False) != 0:
+    if out == NULL:
+        return -1
+    if chart_alloc(&ch, n, S, True, False, False) != 0:
         chart_free(&ch)
         return -1
     inside_pass(g, &ch, lpos, lsym, lprob, nlex, False)

@@ -1,5 +1,5 @@
 """Goodman max-expected-recall tree search, shared by the PCFG (``cky``) and L-PCFG
-(``lpcfg_io``) decoders.
+(``tensor_chart``) decoders.
 
 Declaration-only module: ``maxrecall_tree`` is ``cdef inline``, so every kernel that cimports it
 gets its own copy and nothing is imported at run time.

@@ -412,7 +412,7 @@ class LatentPCFGBase(Parser):
     # -- parsing -----------------------------------------------------------------------------
     @staticmethod
     def _run(grammar, ptr, ii, jj, ss, lw, lo, table, lens, jobs):
-        from .._ext.lpcfg_io import inside_outside_batch
+        from .._ext.tensor_chart import inside_outside_batch
 
         g = grammar
         return inside_outside_batch(
@@ -442,7 +442,7 @@ class LatentPCFGBase(Parser):
     def _coarse_to_fine(self, sents, stags, jobs, coarse_threshold, tables) -> _PrunedCharts:
         """The pruned L-PCFG charts of a batch (coarse PCFG -> PCFG cascade); the coarse pass
         prunes at ``coarse_threshold`` (None or 0: no coarse pruning)."""
-        from .._ext.lpcfg_io import full_items, project_items
+        from .._ext.tensor_chart import full_items, project_items
         from ..grammar.chart import pack_lexical, posterior_prune
 
         fg = self.pcfg_.grammar_
@@ -525,7 +525,7 @@ class LatentPCFGBase(Parser):
         """Parse sentences ``ids`` into ``out`` (counting into ``stats``, the
         :class:`ParseStats` of this call); returns the ids whose pruned PCFG chart has no parse
         (left for a retry with less pruning) unless ``last``."""
-        from .._ext.lpcfg_io import decode_batch
+        from .._ext.tensor_chart import decode_batch
         from ..grammar.chart import flat_tree, nodes_to_tree
 
         fg = self.pcfg_.grammar_

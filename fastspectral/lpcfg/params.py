@@ -192,7 +192,7 @@ def tensor_inside_outside(grammar: LatentGrammar, lengths, items, leaf_w, leaf_o
     Returns ``(mu_list, Z, status)``: raw (unclipped) marginals per sentence, the total weight per
     sentence (in the leaves' scale), and a status per sentence (0 ok, -1 out of memory).
     """
-    from .._ext.lpcfg_io import inside_outside_batch
+    from .._ext.tensor_chart import inside_outside_batch
 
     g = grammar
     lens = np.ascontiguousarray(lengths, dtype=np.int32)

@@ -1,5 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Tensor inside-outside for latent-variable PCFGs (Cohen et al. 2012, figure 3) over a pruned chart.
+"""The tensor chart: inside-outside for latent-variable PCFGs (Cohen et al. 2012, figure 3) over a
+pruned chart, max-recall decoding of its marginals, and the item lists of coarse-to-fine pruning.
+
+This is the second of the package's two chart engines; the first, ``cky.pyx``, holds dense
+per-cell symbol scores for plain PCFGs.  The L-PCFG parser runs both: ``cky`` prunes with the
+coarse PCFG, then this module runs the PCFG pass (one state per symbol: ``_sentence_scalar``) and
+the L-PCFG pass over the survivors.  Shared declarations (integer types, the grammar layouts, the
+item index by cell) are in ``chart_common.pxd``.
 
 Every symbol ``a`` has ``m[a]`` latent dimensions.  Parameters (all float64, row-major, flat with
 offsets):
@@ -17,8 +24,11 @@ sentence.  For each (parent item, rule) pair the kernel first sums the outer pro
 ``alpha^b (x) alpha^c`` over all split points and then contracts the tensor once (``m^3`` per pair
 instead of per split), and reuses that grouping top down (``W = beta^a . T``, then ``m^2`` per split).
 
-Sentences run in parallel (OpenMP ``prange``); every sentence allocates its own buffers whose size
-is proportional to its pruned chart (items and hyperedges), never to ``n^2 * |symbols|``.
+Sentences run in parallel (OpenMP ``prange``, thin ``def`` wrappers over ``cdef ... nogil``
+functions); every sentence allocates its own buffers (a :c:type:`Work` freed in one place) whose
+size is proportional to its pruned chart (items and hyperedges), never to ``n^2 * |symbols|``.
+The buffers are C arrays, not ``std::vector``: a C++ build with vector buffers was measured about
+4% slower on the WSJ section-22 benchmark (same instruction count, see chart_common.pxd).
 """
 import numpy as np
 cimport numpy as cnp
@@ -27,31 +37,8 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset
 from scipy.linalg.cython_blas cimport dgemv
 
+from .chart_common cimport TensorGrammar, i32, i64, index_cells
 from .maxrecall cimport maxrecall_tree
-
-ctypedef cnp.int32_t i32
-ctypedef cnp.int64_t i64
-
-
-cdef struct Grammar:
-    int S
-    const i32* m
-    const i32* bin_parent
-    const i32* bin_left
-    const i32* bin_right
-    const i64* toff
-    const double* T
-    const i32* rl_ptr      # binary rules grouped by left child: rules rl_rule[rl_ptr[b]:rl_ptr[b+1]]
-    const i32* rl_rule
-    int R
-    const i32* un_parent
-    const i32* un_child
-    const i64* uoff
-    const double* U
-    const i32* uc_ptr      # unary rules grouped by child
-    const i32* uc_rule
-    const double* c1
-    const i64* c1off
 
 
 cdef inline char _nonzero(const double* v, i64 n) noexcept nogil:
@@ -103,7 +90,7 @@ cdef struct Work:
     i64 ue_cap
 
 
-cdef int _sentence(const Grammar* g, int n, i64 p0, i64 p1,
+cdef int _sentence(const TensorGrammar* g, int n, i64 p0, i64 p1,
                    const i32* item_i, const i32* item_j, const i32* item_sym,
                    const double* leaf_w, const i64* leaf_off, const double* leaf_table,
                    double* mu_out, double* z_out) noexcept nogil:
@@ -132,7 +119,7 @@ cdef int _sentence(const Grammar* g, int n, i64 p0, i64 p1,
     return status
 
 
-cdef int _sentence_core(const Grammar* g, Work* wk, int n, i64 p0, i64 p1,
+cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
                    const i32* item_i, const i32* item_j, const i32* item_sym,
                    const double* leaf_w, const i64* leaf_off, const double* leaf_table,
                    double* mu_out, double* z_out) noexcept nogil:
@@ -198,15 +185,7 @@ cdef int _sentence_core(const Grammar* g, Work* wk, int n, i64 p0, i64 p1,
     if alpha == NULL or beta == NULL or M == NULL:
         return -1
     # items arrive sorted by (length, i, sym): one contiguous range per cell
-    it = 0
-    while it < k:
-        cid = item_i[p0 + it] * (n + 1) + item_j[p0 + it]
-        jt = it
-        while jt < k and item_i[p0 + jt] * (n + 1) + item_j[p0 + jt] == cid:
-            jt += 1
-        cell_lo[cid] = it
-        cell_hi[cid] = jt
-        it = jt
+    index_cells(n, k, item_i + p0, item_j + p0, cell_lo, cell_hi)
 
     # ---------------- inside: one-word spans ----------------
     for i in range(n):
@@ -422,7 +401,7 @@ cdef int _sentence_core(const Grammar* g, Work* wk, int n, i64 p0, i64 p1,
     return 0
 
 
-cdef int _sentence_scalar(const Grammar* g, int n, i64 p0, i64 p1,
+cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
                           const i32* item_i, const i32* item_j, const i32* item_sym,
                           const double* leaf_w, const i64* leaf_off, const double* leaf_table,
                           double* mu_out, double* z_out) noexcept nogil:
@@ -447,15 +426,7 @@ cdef int _sentence_scalar(const Grammar* g, int n, i64 p0, i64 p1,
         for s in range(g.S):
             pos_par[s] = -1
             pos_right[s] = -1
-        it = 0
-        while it < k:
-            cid = item_i[p0 + it] * (n + 1) + item_j[p0 + it]
-            jt = it
-            while jt < k and item_i[p0 + jt] * (n + 1) + item_j[p0 + jt] == cid:
-                jt += 1
-            cell_lo[cid] = it
-            cell_hi[cid] = jt
-            it = jt
+        index_cells(n, k, item_i + p0, item_j + p0, cell_lo, cell_hi)
         # inside, one-word spans
         for i in range(n):
             cid = i * (n + 1) + i + 1
@@ -613,7 +584,7 @@ def inside_outside_batch(int S, const i32[::1] m,
     cdef double[::1] mu_v = mu
     cdef double[::1] z_v = Z
     cdef i32[::1] st_v = status
-    cdef Grammar g
+    cdef TensorGrammar g
     cdef Py_ssize_t s
     cdef double dummy_d = 0.0
     cdef i32 dummy_i = 0
@@ -668,10 +639,11 @@ cdef int _decode_one(int n, i64 p0, i64 p1, const i32* item_i, const i32* item_j
 
     Span score = the largest base-class marginal (sum over the symbols of a class) of the cell;
     a one-word cell also outputs its best preterminal class, plus a unary parent class when that
-    beats "no unary" (the summed preterminal marginal minus the summed unary-parent marginal).  Spans whose best score is 0 are not
-    output (their children attach to the enclosing node).  Nodes are (start, end, class) triples
-    in preorder; the tree search itself is :func:`maxrecall.maxrecall_tree` (shared with the
-    PCFG decoder).
+    beats "no unary" (the summed preterminal marginal minus the summed unary-parent marginal).
+    Spans whose best score is 0 are not output (their children attach to the enclosing node).
+    Nodes are (start, end, class) triples in preorder; the tree search itself is
+    :func:`maxrecall.maxrecall_tree` (shared with the PCFG decoder).  Returns -1 when out of
+    memory.
     """
     cdef int ncell = (n + 1) * (n + 1)
     cdef double* cscore = <double*> calloc(K + 1, sizeof(double))
@@ -688,15 +660,7 @@ cdef int _decode_one(int n, i64 p0, i64 p1, const i32* item_i, const i32* item_j
             or tag_best == NULL or cell_lo == NULL or cell_hi == NULL):
         cnt = -1
     else:
-        it = p0
-        while it < p1:
-            cid = item_i[it] * (n + 1) + item_j[it]
-            jt = it
-            while jt < p1 and item_i[jt] * (n + 1) + item_j[jt] == cid:
-                jt += 1
-            cell_lo[cid] = it
-            cell_hi[cid] = jt
-            it = jt
+        index_cells(n, p1 - p0, item_i + p0, item_j + p0, cell_lo, cell_hi)
         for i in range(n):
             tag_class[i] = -1
             tag_best[i] = -1.0
@@ -704,7 +668,7 @@ cdef int _decode_one(int n, i64 p0, i64 p1, const i32* item_i, const i32* item_j
             for i in range(0, n - l + 1):
                 j = i + l
                 cid = i * (n + 1) + j
-                for it in range(cell_lo[cid], cell_hi[cid]):
+                for it in range(p0 + cell_lo[cid], p0 + cell_hi[cid]):
                     s = item_sym[it]
                     v = mu[it]
                     if v <= 0.0:
@@ -772,8 +736,10 @@ def decode_batch(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::1
                                    n_class, &out_v[cap_v[s]])
     ptr = np.zeros(nsent + 1, dtype=np.int64)
     np.cumsum(np.maximum(counts, 0), out=ptr[1:])
-    rows = np.concatenate([out[cap[k]:cap[k] + 3 * max(0, counts[k])] for k in range(nsent)])
-    return rows.reshape(-1, 3), ptr
+    # the written prefix of every sentence's slot, gathered without a loop over sentences
+    starts = np.asarray(cap)[:nsent] - 3 * ptr[:nsent]
+    take = np.arange(3 * ptr[nsent], dtype=np.int64) + np.repeat(starts, 3 * np.diff(ptr))
+    return out[take].reshape(-1, 3), ptr
 
 
 def full_items(const i32[::1] sent_len, const i64[::1] lex_off, const i32[::1] lex_pos,
