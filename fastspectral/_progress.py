@@ -1,4 +1,4 @@
-"""A tiny dependency-free progress bar for the command line (written to stderr).
+"""The command line's progress bar (on stderr), drawn by ``tqdm``.
 
     >>> bar = Progress("parsing", force=True)       # doctest: +SKIP
     >>> for i in range(n):
@@ -7,15 +7,20 @@
     >>> bar.close()
 
 The bar is a callable ``progress(done, total)`` so it can be handed to ``model.parse(...,
-progress=bar)``.  It shows counts, percentage, rate and ETA, redraws at most ten times a second and
-is silent when the stream is not a terminal (unless ``force=True``) or when ``enabled=False``.
+progress=bar)``; the library never draws anything itself.  It shows counts, percentage, rate and
+ETA (``parsing [######------] 5/10  50.0% 2.5 sent/s ETA 0:02``), redraws at most ten times a
+second (the final state is always drawn) and is silent when the stream is not a terminal (unless
+``force=True``) or when ``enabled=False``.  ``tqdm`` handles the terminal (line rewriting, bars of
+several threads, :func:`write` of log lines above the bar without breaking it).
 """
 from __future__ import annotations
 
 import sys
 import time
 
-__all__ = ["Progress", "format_duration"]
+from tqdm import tqdm
+
+__all__ = ["Progress", "format_duration", "write"]
 
 
 def format_duration(seconds: float) -> str:
@@ -28,8 +33,40 @@ def format_duration(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def write(text: str, stream=None) -> None:
+    """Write a line to ``stream`` (default ``sys.stderr``) above any progress bar being drawn
+    (``tqdm.write``): what a logging handler should use while a bar may be on screen."""
+    tqdm.write(text, file=sys.stderr if stream is None else stream)
+
+
+class _Bar(tqdm):
+    """``tqdm`` with the bar's own text: the rate is the average since the start, the ETA and
+    elapsed time read ``m:ss`` (:func:`format_duration`), no bar without a total."""
+
+    monitor_interval = 0          # no monitor thread: the bar is redrawn by progress calls only
+
+    @property
+    def format_dict(self):
+        d = super().format_dict
+        n, total, elapsed = d["n"], d["total"], max(d["elapsed"], 0.0)
+        rate = n / elapsed if elapsed > 0 else 0.0
+        d["rate_text"] = f"{rate:.1f} {self.unit}/s"
+        if total:
+            if n >= total:
+                d["eta_text"] = "elapsed " + format_duration(elapsed)
+            else:
+                d["eta_text"] = "ETA " + format_duration((total - n) / rate if rate > 0
+                                                         else float("inf"))
+            d["bar_format"] = ("{desc}[{bar:" + str(self._width) + "}] {n}/{total} "
+                               "{percentage:5.1f}% {rate_text} {eta_text}")
+        else:
+            d["eta_text"] = "elapsed " + format_duration(elapsed)
+            d["bar_format"] = "{desc}{n} {rate_text} {eta_text}"
+        return d
+
+
 class Progress:
-    """Progress bar callable as ``progress(done, total)``.
+    """Progress bar callable as ``progress(done, total)``; ``close()`` ends its line.
 
     Parameters
     ----------
@@ -46,6 +83,8 @@ class Progress:
         Minimum seconds between redraws (the final state is always drawn).
     width : int
         Width of the bar in characters.
+    clock : callable, optional
+        Seconds as a float (default ``time.monotonic``); for tests.
     """
 
     def __init__(self, label: str = "", unit: str = "sent", stream=None, enabled=None,
@@ -61,61 +100,59 @@ class Progress:
                 enabled = False
             enabled = enabled or force
         self.enabled = bool(enabled)
-        self.min_interval = float(min_interval)
-        self.width = int(width)
-        self._clock = time.monotonic if clock is None else clock
-        self._start = self._clock()
-        self._last_draw = -float("inf")
-        self._drawn = False
-        self._last_len = 0
         self.done = 0
         self.total = None
-
-    def render(self, done: int, total: int | None) -> str:
-        """The text of the bar for ``done`` of ``total`` items (``total`` None or 0: no bar/ETA)."""
-        elapsed = max(self._clock() - self._start, 0.0)
-        rate = done / elapsed if elapsed > 0 else 0.0
-        head = f"{self.label} " if self.label else ""
-        if total:
-            frac = min(max(done / total, 0.0), 1.0)
-            filled = int(frac * self.width)
-            bar = "#" * filled + "-" * (self.width - filled)
-            eta = (total - done) / rate if rate > 0 else float("inf")
-            tail = "elapsed" if done >= total else "ETA"
-            t = elapsed if done >= total else eta
-            return (f"{head}[{bar}] {done}/{total} {100 * frac:5.1f}% "
-                    f"{rate:.1f} {self.unit}/s {tail} {format_duration(t)}")
-        return f"{head}{done} {rate:.1f} {self.unit}/s elapsed {format_duration(elapsed)}"
+        self._drawn = False
+        self._bar = None
+        if not self.enabled:
+            return
+        clock = time.monotonic if clock is None else clock
+        # delay: nothing is drawn before the first progress call
+        self._bar = _Bar(total=None, desc=f"{label} " if label else "", unit=unit,
+                         file=self.stream, mininterval=float(min_interval), miniters=1,
+                         smoothing=0, ascii="-#", dynamic_ncols=False, leave=True, delay=1e-9)
+        self._bar._width = int(width)
+        self._bar._time = clock
+        self._bar.start_t = clock()
+        self._bar.last_print_t = -float("inf")   # the first progress call draws
+        self._bar.delay = 0
 
     def __call__(self, done: int, total: int | None = None) -> None:
         """Record progress; redraw when enabled and the last redraw is old enough."""
         self.done, self.total = done, total
-        if not self.enabled:
+        bar = self._bar
+        if bar is None:
             return
-        now = self._clock()
-        final = total is not None and done >= total
-        if not final and now - self._last_draw < self.min_interval:
-            return
-        self._last_draw = now
-        text = self.render(done, total)
-        pad = " " * max(self._last_len - len(text), 0)
-        self._last_len = len(text)
         try:
-            self.stream.write("\r" + text + pad)
-            self.stream.flush()
-        except (OSError, ValueError):
-            self.enabled = False
+            if total != bar.total:
+                bar.total = total
+            drawn = bar.update(done - bar.n)
+            if total is not None and done >= total and not drawn:
+                bar.refresh()            # the final state is always drawn
+                drawn = True
+        except (OSError, ValueError):    # the stream went away: stop drawing
+            self._stop()
             return
-        self._drawn = True
+        self._drawn = self._drawn or bool(drawn)
+
+    def _stop(self) -> None:
+        self.enabled = False
+        if self._bar is not None:
+            self._bar.disable = True
+            self._bar = None
 
     def close(self) -> None:
         """End the line if anything was drawn (call once when the work is over)."""
-        if self.enabled and self._drawn:
-            try:
-                self.stream.write("\n")
-                self.stream.flush()
-            except (OSError, ValueError):
-                pass
+        bar = self._bar
+        if bar is None:
+            return
+        if not self._drawn:
+            bar.disable = True           # nothing on screen: leave the line alone
+        try:
+            bar.close()
+        except (OSError, ValueError):
+            pass
+        self._bar = None
         self._drawn = False
 
     def __enter__(self):
