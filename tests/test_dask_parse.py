@@ -169,10 +169,36 @@ def test_threads_are_capped_to_the_cores(client):
     assert set(thread_plan(client, jobs=64).values()) == {fair}
 
 
-def test_local_cluster_option(work, tmp_path, capsys):
+def test_local_cluster_ctrl_c_then_resume(work, client, tmp_path):
+    """--dask-workers: Ctrl-C (SIGINT to the whole process group, as a terminal sends it)
+    finishes the chunks in flight, exits 130; --resume gives the single-process bytes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
     d, _, _ = work
-    rc = cli.main(["parse", d / "m.fsm", d / "all.txt", "-o", tmp_path / "x.trees",
-                   "--dask-workers", "2"])
-    err = capsys.readouterr().err
-    assert rc == 0 and "on 2 Dask workers" in err, err
-    assert (tmp_path / "x.trees").read_bytes() == (d / "ref.trees").read_bytes()
+    out = tmp_path / "x.trees"
+    part = tmp_path / "x.trees.part"
+    cmd = [sys.executable, "-m", "fastspectral", "parse", str(d / "m.fsm"), str(d / "all.txt"),
+           "-o", str(out), "--dask-workers", "2", "--chunk-size", "5"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and proc.poll() is None and \
+                (not part.exists() or part.stat().st_size == 0):
+            time.sleep(0.01)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    if proc.returncode == 0:
+        pytest.skip("the parse finished before the signal arrived")
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and str(part) in err and "--resume" in err
+    kept = part.read_bytes()
+    assert not out.exists() and kept.endswith(b"\n")
+    assert (d / "ref.trees").read_bytes().startswith(kept)
+    resume = cmd[3:-4] + ["--scheduler", client.scheduler.address, "--resume", "-q"]
+    assert cli.main(resume) == 0 and out.read_bytes() == (d / "ref.trees").read_bytes()

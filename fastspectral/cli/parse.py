@@ -189,8 +189,9 @@ def _parse_files(args, inputs, to_folder) -> int:
     for path in res.complete:
         kit.logger.info(f"{path} is complete: kept")
     if res.interrupted:
-        kit.logger.warning(f"interrupted: {res.sentences} sentences parsed; the unfinished "
-                           "outputs are kept as OUTPUT.part: continue with --resume")
+        parts = [o + ".part" for o in res.outputs if o and os.path.exists(o + ".part")]
+        kit.logger.warning(f"interrupted: {res.sentences} sentences parsed this run, kept in "
+                           f"{', '.join(parts) or 'the outputs'}; continue with --resume")
         return 130
     rate = res.sentences / res.seconds if res.seconds > 0 else float("inf")
     where = ""
@@ -217,9 +218,15 @@ def _dask_client(args):
         raise kit.CommandError("--scheduler and --dask-workers need Dask: pip install "
                                "'fastspectral[dask]' (dask[distributed])") from None
     if args.dask_workers is not None:
-        cluster = LocalCluster(n_workers=args.dask_workers, threads_per_worker=1,
-                               processes=True, dashboard_address=":0",
-                               silence_logs=logging.ERROR)
+        # the workers ignore the terminal's Ctrl-C (it reaches the whole process group): this
+        # process stops after the chunks in flight, which the workers must finish
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            cluster = LocalCluster(n_workers=args.dask_workers, threads_per_worker=1,
+                                   processes=True, dashboard_address=":0",
+                                   silence_logs=logging.ERROR)
+        finally:
+            signal.signal(signal.SIGINT, old)
         return Client(cluster), cluster, time.perf_counter() - t0
     try:
         if os.path.isfile(args.scheduler):
