@@ -115,7 +115,7 @@ def _as_futures(client, partitions) -> list:
         elif hasattr(p, "dask") and hasattr(p, "key"):                    # dask.delayed
             out.append(client.compute(p))
         else:
-            out.append(client.scatter(list(p), hash=False))
+            out.append(client.scatter([list(p)], hash=False)[0])   # one future per list
     return out
 
 
