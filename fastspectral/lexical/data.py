@@ -125,16 +125,21 @@ class LabelScheme:
     def elements(self, label: tuple) -> tuple:
         """The LE values of ``label`` (strings, in the order of :attr:`names`)."""
         lemma, upos, xpos, feats, vocalised = label
-        out = [lemma, upos]
-        if self.xpos_positions is None:
-            out.append(xpos)
-        else:
-            out.extend(xpos[p] if p < len(xpos) else "" for p in self.xpos_positions)
-        fd = _feats(feats)
-        out.extend(fd.get(k, "") for k in self.feat_keys)
+        cache = self.__dict__.setdefault("_cache", {})
+        key = (upos, xpos, feats)
+        mid = cache.get(key)
+        if mid is None:
+            out = [upos]
+            if self.xpos_positions is None:
+                out.append(xpos)
+            else:
+                out.extend(xpos[p] if p < len(xpos) else "" for p in self.xpos_positions)
+            fd = _feats(feats)
+            out.extend(fd.get(k, "") for k in self.feat_keys)
+            mid = cache[key] = tuple(out)
         if self.vocalised:
-            out.append(vocal_pattern(vocalised))
-        return tuple(out)
+            return (lemma,) + mid + (vocal_pattern(vocalised),)
+        return (lemma,) + mid
 
     @staticmethod
     def morph(label: tuple) -> tuple:
@@ -340,12 +345,11 @@ ALT_KEY = "LexAlt"
 #: MISC key of the input FORM when a vocalised model replaced it
 INPUT_FORM_KEY = "InputForm"
 _ESC = (("%", "%25"), ("|", "%7C"), ("=", "%3D"), (" ", "%20"))
+_ESC_TABLE = str.maketrans(dict(_ESC))
 
 
 def _escape(text: str) -> str:
-    for a, b in _ESC:
-        text = text.replace(a, b)
-    return text
+    return text.translate(_ESC_TABLE)
 
 
 def _unescape(text: str) -> str:

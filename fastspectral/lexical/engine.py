@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from numba import njit, prange
 
 __all__ = ["LabelSpace", "Tables", "RankerSpec", "Ranker", "Candidates", "fit_lambda",
            "top2"]
@@ -89,14 +89,14 @@ def _gather(F, row_tok, vals, g_col, g_target, col_base, ftot, indptr, indices, 
             beta[r, g] = c / n
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _score(F, row_tok, vals, g_col, g_target, col_base, ftot, indptr, indices, counts,
            fcount, n_bins, lam, tok_block, out):  # pragma: no cover - numba
     """out[r] += sum_g lam[block, g, class] * beta*_{g}(r) (eq. 6 without materialising the
     rows); ``block`` is the weight set of the row's token (known / unknown)."""
     R = row_tok.shape[0]
     G = g_col.shape[0]
-    for r in range(R):
+    for r in prange(R):
         i = row_tok[r]
         blk = tok_block[i]
         s = 0.0
@@ -586,16 +586,18 @@ def uniform_weights(spec: RankerSpec, n_cols: int, n_bins: int):
 
 
 def score(tables: Tables, F, cols, ptr, vals, ranker: Ranker, n_bins: int, S, qloc,
-          tok_block):
-    """eq. 6 for every row (compiled; no design matrix)."""
+          tok_block, threads: int | None = None):
+    """eq. 6 for every row (compiled, parallel over rows on ``threads`` threads; no design
+    matrix)."""
     spec = ranker.spec
     g_col, g_target = groups(spec, cols)
     row_tok = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr)).astype(np.int64)
     out = np.full(len(row_tok), ranker.intercept, dtype=np.float64)
     lam = np.ascontiguousarray(np.asarray(ranker.lam, dtype=np.float64).reshape(spec.blocks, -1))
-    _score(F, row_tok, vals, g_col, g_target, tables.col_base, tables.ftot, tables.indptr,
-           tables.indices, tables.counts, tables.fcount, n_bins, lam,
-           np.asarray(tok_block, dtype=np.int64), out)
+    with _numba_threads(threads):
+        _score(F, row_tok, vals, g_col, g_target, tables.col_base, tables.ftot, tables.indptr,
+               tables.indices, tables.counts, tables.fcount, n_bins, lam,
+               np.asarray(tok_block, dtype=np.int64), out)
     lam_doc = np.asarray(ranker.lam_doc, dtype=np.float64).reshape(spec.blocks, -1)
     rb = tok_block[row_tok]
     for k, m in enumerate(spec.doc_targets):
@@ -603,6 +605,30 @@ def score(tables: Tables, F, cols, ptr, vals, ranker: Ranker, n_bins: int, S, ql
         if np.any(w):
             out += w * tables.doc_scores(m, S, qloc[row_tok], vals[:, m])
     return out
+
+
+class _numba_threads:
+    """Numba's thread count limited to ``n`` inside the block (None: unchanged)."""
+
+    def __init__(self, n):
+        self.n = n
+        self.old = None
+
+    def __enter__(self):
+        if self.n is not None:
+            import numba
+            try:
+                self.old = numba.get_num_threads()
+                numba.set_num_threads(max(1, min(int(self.n), numba.config.NUMBA_NUM_THREADS)))
+            except Exception:   # numba without a threading layer
+                self.old = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            import numba
+            numba.set_num_threads(self.old)
+        return False
 
 
 def _accuracy(ptr, y, scores) -> float:
@@ -628,7 +654,7 @@ def _svr(X, y, C, epsilon, max_iter, random_state, loss="squared_epsilon_insensi
 
     svr = LinearSVR(C=C, epsilon=epsilon, loss=loss, fit_intercept=True,
                     dual=loss == "epsilon_insensitive", max_iter=max_iter,
-                    random_state=random_state, tol=1e-4)
+                    random_state=random_state, tol=1e-3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         svr.fit(X, y)
@@ -647,7 +673,7 @@ def token_rows(ptr, toks):
 
 
 #: at most this many tokens of each half fit and score the grid of ``C`` values
-SELECTION_TOKENS = 10000
+SELECTION_TOKENS = 5000
 
 
 def fit_lambda(X, y, ptr, C, epsilon, max_iter, random_state,

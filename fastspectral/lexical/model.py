@@ -168,6 +168,7 @@ def candidates(learned_tables: E.Tables, space: E.LabelSpace, fs: FeatureSpace,
     n_words = len(lex_ptr) - 1
     ptr = np.zeros(len(tokens) + 1, dtype=np.int64)
     known = np.zeros(len(tokens), dtype=bool)
+    guessed: dict = {}
     labels: list = []
     words = F[:, 0]
     for j, t in enumerate(tokens):
@@ -182,10 +183,13 @@ def candidates(learned_tables: E.Tables, space: E.LabelSpace, fs: FeatureSpace,
             extra = [ov.add(lab) for lab in normalise_analyses(t, analyser(t), vocalised)]
             cand = cand + [k for k in extra if k not in cand]
         if not cand:
-            if unknown == "suffix":
-                cand = [ov.add(lab) for lab in guesser(t)]
-            if not cand:
-                cand = [ov.add(("_", "_", "_", "_", t if vocalised else ""))]
+            cand = guessed.get(t)
+            if cand is None:
+                if unknown == "suffix":
+                    cand = [ov.add(lab) for lab in guesser(t)]
+                if not cand:
+                    cand = [ov.add(("_", "_", "_", "_", t if vocalised else ""))]
+                guessed[t] = cand
         if tags is not None and tags[j] not in (None, "_"):
             keep = [k for k in cand if ov.label(k)[1] == tags[j] or ov.label(k)[2] == tags[j]]
             cand = keep or cand
@@ -233,7 +237,7 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
           C=None, epsilon=0.0, frequency_classes=5, unknown="suffix", analyser=None,
           max_iter=1000, random_state=0, with_morph=False,
           loss="squared_epsilon_insensitive", graded="unknown", unknown_weights=True,
-          cross_fit=True) -> Learned:
+          cross_fit=True, stage2_tokens=20000) -> Learned:
     """Fit the stage-1 tables and the ``rankers`` (see :func:`_specs`) on labelled
     sentences (the body of :meth:`LexicalDisambiguator.fit`, shared with the
     cross-validation)."""
@@ -283,13 +287,16 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
             lam, lam_doc = E.uniform_weights(spec, len(cols), n_bins)
             pieces = [[] for _ in range(spec.blocks)]
             n_rows = 0
-            for tab, _, Fr, cands, S, qloc, gold_lv in dirs:
+            for d, (tab, _, Fr, cands, S, qloc, gold_lv) in enumerate(dirs):
                 keep, ptr, vals, y = _stage2_rows(cands, spec.level, gold_lv, space.n_targets,
                                                   graded, n_les)
-                n_rows += len(y)
                 blocks = E.token_blocks(spec, cands.known[keep])
                 for blk in range(spec.blocks):
                     sel = np.nonzero(blocks == blk)[0]
+                    cap = None if stage2_tokens is None else -(-int(stage2_tokens) // len(dirs))
+                    if cap is not None and len(sel) > cap:
+                        rng = np.random.default_rng([random_state or 0, blk, d])
+                        sel = np.sort(rng.choice(sel, cap, replace=False))
                     if len(sel) == 0:
                         continue
                     rows, p2 = E.token_rows(ptr, sel)
@@ -297,6 +304,7 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
                                  np.ascontiguousarray(vals[rows]), one, n_bins, S,
                                  qloc[keep[sel]], np.zeros(len(sel), np.int64))
                     pieces[blk].append((X, y[rows], p2, len(sel)))
+                    n_rows += len(rows)
             stage2[spec.name] = n_rows
             cs, b = [], 0.0
             for blk in range(spec.blocks):
@@ -331,17 +339,18 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
                    unknown, stage2)
 
 
-def _rank(learned: Learned, cands, F, S, qloc, name):
+def _rank(learned: Learned, cands, F, S, qloc, name, threads=None):
     r = learned.rankers[name]
     ptr, vals = E.row_values(cands, r.spec.level, learned.space.n_targets)
     scores = E.score(learned.tables, F, learned.cols, ptr, vals, r, learned.n_bins, S, qloc,
-                     E.token_blocks(r.spec, cands.known))
+                     E.token_blocks(r.spec, cands.known), threads)
     best, second = E.top2(ptr, scores)
     col = 0 if r.spec.level < 0 else r.spec.level
     return vals[:, col], scores, best, second
 
 
-def predict_labels(learned: Learned, corpus: Corpus, models, *, analyser=None, tags=None):
+def predict_labels(learned: Learned, corpus: Corpus, models, *, analyser=None, tags=None,
+                   threads=None):
     """Top-two labels of every token for each model of ``models`` (``unigram``, ``M_full``,
     ``M_uni``, ``M_baseline``, ``M_ind``, ``M_e:<LE>`` — the last gives LE values): ``{name:
     (first, second)}``, lists of label tuples (values for ``M_e``; ``None`` where there is no
@@ -364,8 +373,8 @@ def predict_labels(learned: Learned, corpus: Corpus, models, *, analyser=None, t
         elif name == "M_ind":
             lem = learned.target("Lemma")
             mor = learned.target("Morph")
-            lv, ls, lb, l2 = _rank(learned, cands, F, S, qloc, "M_e:Lemma")
-            mv, ms, mb, m2 = _rank(learned, cands, F, S, qloc, "M_morph")
+            lv, ls, lb, l2 = _rank(learned, cands, F, S, qloc, "M_e:Lemma", threads)
+            mv, ms, mb, m2 = _rank(learned, cands, F, S, qloc, "M_morph", threads)
             first, second = [], []
             for j in range(n):
                 lemma1 = ov.value(lem, int(lv[lb[j]]))
@@ -382,12 +391,12 @@ def predict_labels(learned: Learned, corpus: Corpus, models, *, analyser=None, t
             out[name] = (first, second)
         elif name.startswith("M_e:") or name == "M_morph":
             m = learned.rankers[name].spec.level
-            v, _, b, s2 = _rank(learned, cands, F, S, qloc, name)
+            v, _, b, s2 = _rank(learned, cands, F, S, qloc, name, threads)
             out[name] = ([ov.value(m, int(v[b[j]])) for j in range(n)],
                          [ov.value(m, int(v[s2[j]])) if s2[j] >= 0 else None
                           for j in range(n)])
         else:
-            v, _, b, s2 = _rank(learned, cands, F, S, qloc, name)
+            v, _, b, s2 = _rank(learned, cands, F, S, qloc, name, threads)
             out[name] = ([ov.label(int(v[b[j]])) for j in range(n)],
                          [ov.label(int(v[s2[j]])) if s2[j] >= 0 else None for j in range(n)])
     ptr = cands.ptr
@@ -592,12 +601,14 @@ class LexicalDisambiguator(Parser):
         return {"full": "M_full", "uni": "M_uni", "baseline": "M_baseline", "ind": "M_ind",
                 "unigram": "unigram"}[self.variant]
 
-    def predict_corpus(self, corpus: Corpus, tags=None):
+    def predict_corpus(self, corpus: Corpus, tags=None, jobs=None):
         """``(first, second, candidates)``: the top-two labels of every token of a
-        :class:`~fastspectral.lexical.data.Corpus` and its candidate labels."""
+        :class:`~fastspectral.lexical.data.Corpus` and its candidate labels (scored on
+        ``jobs`` threads; None: Numba's default)."""
         self._check_fitted()
         name = self._model_name()
-        out = predict_labels(self.learned_, corpus, [name], analyser=self.analyser, tags=tags)
+        out = predict_labels(self.learned_, corpus, [name], analyser=self.analyser, tags=tags,
+                             threads=jobs)
         first, second = out[name]
         return first, second, out["_candidates"]
 
@@ -616,11 +627,11 @@ class LexicalDisambiguator(Parser):
             A tag per word (``"_"``: none): candidates whose UPOS or XPOS is the tag are kept
             when there are any.
         jobs : int, optional
-            Accepted for the parser interface (the tagging is one compiled pass).
+            Threads of the compiled scoring pass (None: every available core).
         progress : callable, optional
             ``progress(done, total)``, called once at the end.
         """
-        self._check_parse_args(items, tags, jobs)
+        threads = self._check_parse_args(items, tags, jobs)
         sents = check_sentences(items, labelled=False)
         if tags is not None:
             for s, t in zip(sents, tags):
@@ -632,8 +643,8 @@ class LexicalDisambiguator(Parser):
         flat_tags = None
         if tags is not None:
             flat_tags = [t for s, ts in zip(sents, tags) if len(s) for t in ts]
-        first, second, _ = self.predict_corpus(corpus, tags=flat_tags) if len(corpus) else \
-            ([], [], [])
+        first, second, _ = self.predict_corpus(corpus, tags=flat_tags, jobs=threads) \
+            if len(corpus) else ([], [], [])
         out = []
         k = 0
         for s in sents:

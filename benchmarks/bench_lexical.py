@@ -1,0 +1,123 @@
+"""Benchmark of the lexical disambiguator (Shah et al. 2010; docs/lexical.md).
+
+1. 10-fold cross-validation (folds of whole documents) on PADT (UD Arabic PADT v1.3 dev,
+   28k words) and on UD English EWT dev (25k words): every model of table 5 (unigram,
+   M_baseline, M_ind, M_uni, M_full) with E1/E2 on all tokens and on the tokens whose gold
+   label is among the candidates, the per-LE table 4 (unigram, M_e, M_full), the coverage
+   upper bound and the time spent.  Stage-2 ``C`` is chosen inside the training folds
+   (``C=None``); nothing is tuned on a test fold.
+2. Speed: ``LexicalDisambiguator().fit`` (M_full) on at least ``--speed-tokens`` tokens (the
+   corpus repeated, documents renamed) and ``parse`` of the same tokens; tokens per second.
+3. The targets of issue #16, checked on the numbers just measured.
+
+    PYTHONPATH=. python benchmarks/bench_lexical.py [--folds 10] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from fastspectral.lexical.cv import cross_validate, format_report  # noqa: E402
+from fastspectral.lexical.data import read_corpus  # noqa: E402
+from fastspectral.lexical.model import LexicalDisambiguator  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_DATA = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "data")
+CORPORA = {"PADT": ("arabic", "padt-v1.3-dev.conllu"),
+           "EWT": ("ud", "en_ewt-ud-dev.conllu")}
+#: the paper's table 5 (E1, E2 in percent)
+PAPER = {"M_full": (9.4, 3.8), "M_uni": (11.6, 6.4), "M_baseline": (13.6, 9.1),
+         "M_ind": (18.7, 6.0)}
+
+
+def repeated(sents, n_tokens):
+    """The corpus repeated until it has ``n_tokens`` tokens; each copy's documents renamed."""
+    out, k, total = [], 0, 0
+    while total < n_tokens:
+        for s in sents:
+            s2 = copy.copy(s)
+            s2.comments = [c.replace("orig_file_sentence ", f"orig_file_sentence copy{k}-")
+                           .replace("newdoc id = ", f"newdoc id = copy{k}-") for c in s.comments]
+            out.append(s2)
+            total += len(s)
+        k += 1
+    return out
+
+
+def speed(sents, n_tokens):
+    big = repeated(sents, n_tokens)
+    n = sum(len(s) for s in big)
+    model = LexicalDisambiguator()
+    model.fit(big[:200])            # compile / load the kernels outside the timing
+    model.parse(big[:20])
+    t0, c0 = time.perf_counter(), time.process_time()
+    model.fit(big)
+    fit, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
+    t0, c0 = time.perf_counter(), time.process_time()
+    model.parse(big)
+    tag, tag_cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"tokens": n, "fit_seconds": fit, "tag_seconds": tag, "fit_cpu_seconds": fit_cpu,
+            "tag_cpu_seconds": tag_cpu, "fit_tokens_per_s": n / fit,
+            "tag_tokens_per_s": n / tag}
+
+
+def targets(res):
+    t5 = res["table5"]
+    lines = []
+    for key, label in (("E1", "all tokens"), ("E1_covered", "covered tokens")):
+        e = {m: t5[m][key] for m in t5}
+        lowest = min(e, key=e.get)
+        rel = 100 * (e["M_uni"] - e["M_full"]) / e["M_uni"]
+        order = sorted(PAPER, key=lambda m: e[m])
+        lines.append(f"  {label}: lowest E1 {lowest} ({'met' if lowest == 'M_full' else 'NOT met'}); "
+                     f"M_full {rel:.1f} % below M_uni ({'met' if rel >= 10 else 'NOT met'}: >= 10 %); "
+                     f"E1 order {' < '.join(order)} (paper: M_full < M_uni < M_baseline < M_ind)")
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=os.environ.get("FASTSPECTRAL_DATA", DEFAULT_DATA))
+    ap.add_argument("--folds", type=int, default=10)
+    ap.add_argument("--corpora", default="PADT,EWT")
+    ap.add_argument("--speed-tokens", type=int, default=100000)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--speed-only", action="store_true", help="skip the cross-validation")
+    args = ap.parse_args(argv)
+    out = {"load_average": os.getloadavg(), "corpora": {}}
+    for name in args.corpora.split(","):
+        path = os.path.join(args.data, *CORPORA[name])
+        sents = read_corpus(path)
+        print(f"== {name}: {path}")
+        res = {"seconds": 0.0}
+        if not args.speed_only:
+            t0 = time.perf_counter()
+            res = cross_validate(sents, args.folds)
+            res["seconds"] = time.perf_counter() - t0
+            print(format_report(res))
+            print("targets of issue #16 (paper table 5: " +
+                  ", ".join(f"{m} {a}/{b}" for m, (a, b) in PAPER.items()) + "):")
+            print("\n".join(targets(res)))
+        sp = speed(sents, args.speed_tokens)
+        res["speed"] = sp
+        print(f"speed (M_full, corpus repeated to {sp['tokens']} tokens): fit "
+              f"{sp['fit_seconds']:.1f} s wall / {sp['fit_cpu_seconds']:.1f} s CPU "
+              f"({sp['fit_tokens_per_s']:,.0f} tokens/s), tag {sp['tag_seconds']:.1f} s wall / "
+              f"{sp['tag_cpu_seconds']:.1f} s CPU ({sp['tag_tokens_per_s']:,.0f} tokens/s)")
+        print(f"(cross-validation {res['seconds']:.0f} s; load average "
+              f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores)")
+        print()
+        out["corpora"][name] = res
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(out, fh, indent=1, ensure_ascii=False)
+
+
+if __name__ == "__main__":
+    main()
