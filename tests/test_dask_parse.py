@@ -4,6 +4,7 @@ naming the partition and the sentence; the command line's --scheduler / --dask-w
 from __future__ import annotations
 
 import gzip
+import io
 import os
 
 import pytest
@@ -101,8 +102,49 @@ def test_dataframe_column(work, client):
 
     d, lines, ref = work
     df = pd.DataFrame({"text": lines, "n": range(len(lines))}, index=range(100, 500))
-    out = parse_column(dd.from_pandas(df, npartitions=3), d / "m.fsm", "text").compute()
-    assert out.tolist() == ref and out.index.tolist() == list(range(100, 500))
+    ddf = dd.from_pandas(df, npartitions=3)
+    ddf["tree"] = parse_column(ddf, d / "m.fsm", "text")
+    out = ddf.compute()
+    assert out["tree"].tolist() == ref and out.index.tolist() == list(range(100, 500))
+    # a column of word lists (Dask turns object columns into strings unless told not to)
+    import dask
+
+    with dask.config.set({"dataframe.convert-string": False}):
+        words = pd.Series([s.split() for s in lines[:60]], name="words")
+        words[11] = [w.rsplit("/", 1)[0] for w in lines[11].split()]
+        out = parse_column(dd.from_pandas(words, npartitions=2), d / "m.fsm").compute()
+    (d / "plain.txt").write_text("".join(" ".join(w) + "\n" for w in words))
+    assert cli.main(["parse", str(d / "m.fsm"), str(d / "plain.txt"), "-o",
+                     str(d / "plain.trees"), "-q"]) == 0
+    assert out.tolist() == (d / "plain.trees").read_text().splitlines()
+
+
+def test_dependency_files_and_bag(work, client, tmp_path):
+    """A dependency model: CoNLL-U in, CoNLL-U out, identical to the single-process parse."""
+    import dask.bag as db
+
+    from fastspectral.dependency.data import trees_to_dep_sentences
+    from fastspectral.trees import conll
+    from fastspectral.trees.transforms import clean
+
+    d, _, _ = work
+    g = LatentPCFG.default(n_states=2, seed=0)
+    assert cli.main(["train", "shag", str(d / "train.trees"), "-o", str(tmp_path / "d.fsm"),
+                     "-q"]) == 0
+    sents = list(trees_to_dep_sentences(clean(t) for t in g.sample(120, seed=3)))
+    with open(tmp_path / "in.conllu", "w") as fh:
+        conll.write_conllu(sents, fh)
+    assert cli.main(["parse", str(tmp_path / "d.fsm"), str(tmp_path / "in.conllu"), "-o",
+                     str(tmp_path / "ref.conllu"), "-q", "--jobs", "1"]) == 0
+    res = parse_files([tmp_path / "in.conllu"], tmp_path / "d.fsm", tmp_path / "out",
+                      client=client, chunk_size=25)
+    assert res.tasks == 5
+    assert (tmp_path / "out" / "in.conllu").read_bytes() == \
+        (tmp_path / "ref.conllu").read_bytes()
+    parsed = parse_bag(db.from_sequence(sents, npartitions=3), tmp_path / "d.fsm").compute()
+    buf = io.StringIO()
+    conll.write_conllu(parsed, buf)
+    assert buf.getvalue() == (tmp_path / "ref.conllu").read_text()
 
 
 def test_files_with_a_scheduler_address(work, client, tmp_path, capsys):

@@ -482,7 +482,7 @@ def parse_column(data, model, column=None, *, tagged=None, jobs=1, ship="auto"):
     :class:`PartitionError` with the partition and the sentence."""
     ref = _auto_ship(model, ship)
     series = data if column is None else data[column]
-    if column is None and hasattr(series, "columns"):
+    if getattr(series, "ndim", 1) != 1:
         raise TypeError("parse_column() of a DataFrame needs column=NAME")
     return series.map_partitions(_series_partition, ref, tagged, jobs, "tree",
                                  meta=("tree", object))
