@@ -29,6 +29,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -182,7 +183,7 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_SHIPPED: dict = {}     # id(client) -> keys shipped to it
+_SHIPPED = weakref.WeakKeyDictionary()     # client -> model keys shipped to it
 
 
 def ship_model(client, model) -> ModelRef:
@@ -190,7 +191,10 @@ def ship_model(client, model) -> ModelRef:
     load it there once; returns its :class:`ModelRef` for the tasks.  Shipping the same file
     again to the same client does nothing."""
     ref = model_ref(model)
-    shipped = _SHIPPED.setdefault(id(client), set())
+    try:
+        shipped = _SHIPPED.setdefault(client, set())
+    except TypeError:       # not weak-referenceable: ship every time (setup skips a loaded key)
+        shipped = set()
     if ref.key in shipped:
         return ref
     with open(ref.path, "rb") as fh:
