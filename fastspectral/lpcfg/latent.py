@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..base import Parser, check_jobs
-from ..trees.transforms import binarize, clean, collapse_unary, prepare
+from ..trees.transforms import binarize, clean, collapse_unary, drop_empty_trees, prepare
 from ..trees.tree import Tree
 from .features import extract_nodes
 from .params import LatentGrammar
@@ -347,6 +347,9 @@ class LatentPCFGBase(Parser):
         for k, t in enumerate(raw):
             if not isinstance(t, Tree):
                 raise TypeError(f"tree {k} is a {type(t).__name__}, expected fastspectral.trees.Tree")
+        raw = drop_empty_trees(raw)
+        if not raw:
+            raise ValueError("cannot fit an L-PCFG: no tree has a word (only -NONE- elements)")
         # prepare = binarize(collapse_unary(clean(t))): clean and collapse once for both grammars
         cu = [collapse_unary(clean(t)) for t in raw]
         fine = [binarize(t, self.v, self.h, self.tag_parent) for t in cu]
