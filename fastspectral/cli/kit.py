@@ -216,8 +216,10 @@ class _StderrHandler(logging.Handler):
 
     def emit(self, record):
         try:
-            sys.stderr.write(f"fastspectral: {record.getMessage()}\n")
-            sys.stderr.flush()
+            from tqdm import tqdm
+
+            # above any progress bar being drawn (a plain line when there is none)
+            tqdm.write(f"fastspectral: {record.getMessage()}", file=sys.stderr)
         except (OSError, ValueError):
             pass
 
