@@ -156,13 +156,19 @@ def _parse_files(args, inputs, to_folder) -> int:
                                    "named like it, in the folder OUTDIR")
         if "-" in inputs:
             raise kit.CommandError("standard input ('-') cannot be one of several inputs")
-        outdir, outputs = args.output, None
     else:
         kit.require_output_path(args.output, "output file", inputs=[inputs[0], args.model])
         if args.resume and kit.is_stdio(args.output):
             raise kit.CommandError("--resume needs an output file (-o OUTPUT)")
-        outdir, outputs = None, [args.output]
-    from ..dask.parse import parse_files
+    from ..dask.parse import _check_paths, _outputs_in, model_input_kind, parse_files
+
+    # every check before a cluster is started or reached
+    if model_input_kind(args.model)[1] not in ("sentences", "dependency"):
+        raise kit.CommandError(f"{args.model} holds a sequence model, which does not parse "
+                               "(sequence models are scored with 'fastspectral lm eval')")
+    outputs = _outputs_in(inputs, args.output) if to_folder else [args.output]
+    _check_paths(inputs, [None if kit.is_stdio(o) else o for o in outputs],
+                 os.path.abspath(args.model))
 
     tagged = {"auto": None, "yes": True, "no": False}[args.tagged]
     client, cluster, started = _dask_client(args) if args.scheduler or args.dask_workers \
@@ -170,7 +176,7 @@ def _parse_files(args, inputs, to_folder) -> int:
     bar = kit.make_progress(args, "parsing")
     try:
         with _StopFlag() as stop:
-            res = parse_files(inputs, args.model, outdir, outputs=outputs, client=client,
+            res = parse_files(inputs, args.model, outputs=outputs, client=client,
                               jobs=args.jobs, chunk_size=args.chunk_size, resume=args.resume,
                               tagged=tagged, encoding=args.encoding, format=args.format,
                               progress=bar if kit.progress_wanted(args) else None,
