@@ -11,7 +11,7 @@ from __future__ import annotations
 
 #: public name -> module that defines it (one line per module; ``__all__`` is their names)
 _EXPORTS = {}
-_EXPORTS.update(dict.fromkeys(("parse_bag", "parse_column", "parse_files", "ParseFilesResult", "PartitionError", "ModelRef", "model_ref", "worker_model", "ship_model", "thread_plan"), "fastspectral.dask.parse"))  # noqa: E501
+_EXPORTS.update(dict.fromkeys(("parse_bag", "parse_column", "parse_files", "ParseFilesResult", "PartitionError", "ModelRef", "model_ref", "worker_model", "model_loads", "ship_model", "thread_plan"), "fastspectral.dask.parse"))  # noqa: E501
 _EXPORTS.update(dict.fromkeys(("fit_partitioned", "fit_files", "read_partitions", "learnable"), "fastspectral.dask.learn"))  # noqa: E501
 
 
