@@ -159,3 +159,39 @@ def test_folder_mode_refusals(work, tmp_path, capsys):
         rc, out, err = run(["parse", work / "m.fsm", *argv, "-q"], capsys)
         assert rc == 2 and message in err and err.count("\n") == 1, (argv, err)
     assert (tmp_path / "x/s.txt").read_text() == "a b\n"
+
+
+def test_a_sentence_failing_in_the_model_is_named_and_what_came_before_kept(work, tmp_path):
+    """The failure of one sentence inside the model (on a worker, or here in-process) names
+    the file and line; the chunks before it are in OUTPUT.part, and --resume continues."""
+    from fastspectral.dask import parse as dparse
+    from fastspectral.io import load
+
+    class Fragile:                      # the real model, failing on one word
+        input_kind = "sentences"
+
+        def __init__(self, model):
+            self.model = model
+
+        def parse(self, items, **kw):
+            if any("BOOM" in words for words in items):
+                raise ValueError("the chart exploded")
+            return self.model.parse(items, **kw)
+
+    lines = (work / "sents.txt").read_text().splitlines(keepends=True)[:300]
+    lines[136] = "a BOOM b\n"
+    src = tmp_path / "in.txt"
+    src.write_text("".join(lines))
+    model = tmp_path / "m.fsm"
+    model.write_bytes((work / "m.fsm").read_bytes())
+    key = dparse.model_ref(model).key
+    dparse._MODELS[key] = Fragile(load(model))
+    try:
+        with pytest.raises(dparse.PartitionError) as info:
+            dparse.parse_files([src], model, tmp_path / "out", chunk_size=50, jobs=1)
+    finally:
+        del dparse._MODELS[key]
+    assert str(info.value) == f"{src}:137: ValueError: the chart exploded"
+    ref = (work / "ref.trees").read_text().splitlines(keepends=True)
+    assert (tmp_path / "out" / "in.txt.part").read_text() == "".join(ref[:100])
+    assert not (tmp_path / "out" / "in.txt").exists()
