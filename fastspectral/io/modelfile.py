@@ -61,6 +61,47 @@ def save_model_file(path, kind: str, meta: dict, arrays: dict[str, np.ndarray]) 
         raise
 
 
+#: arrays at least this large are memory-mapped from the file instead of read into memory
+MMAP_MIN_BYTES = 1 << 20
+
+
+def _mapped_arrays(path) -> dict:
+    """Large arrays of ``path`` stored uncompressed, memory-mapped copy-on-write in place (the
+    pages are read when a kernel first touches them, and shared by processes that load the same
+    file): loading a model costs no copy of its big tensors.  Compressed members (files written
+    by fastspectral before 0.1 used zlib) and small arrays are left to ``np.load``."""
+    out = {}
+    with zipfile.ZipFile(path) as zf, open(path, "rb") as fh:
+        for info in zf.infolist():
+            name = info.filename
+            if (info.compress_type != zipfile.ZIP_STORED or not name.endswith(".npy")
+                    or info.file_size < MMAP_MIN_BYTES or name == "__meta__.npy"):
+                continue
+            fh.seek(info.header_offset)
+            local = fh.read(30)
+            if local[:4] != b"PK\x03\x04":
+                continue
+            n_name = int.from_bytes(local[26:28], "little")
+            n_extra = int.from_bytes(local[28:30], "little")
+            start = info.header_offset + 30 + n_name + n_extra
+            fh.seek(start)
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+            else:
+                continue
+            if dtype.hasobject:
+                raise ModelFileError(f"{path}: array {name[:-4]!r} holds Python objects")
+            n_bytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            if fh.tell() + n_bytes > start + info.file_size:
+                raise ModelFileError(f"{path}: array {name[:-4]!r} is truncated")
+            out[name[:-4]] = np.memmap(path, dtype=dtype, mode="c", offset=fh.tell(),
+                                       shape=shape, order="F" if fortran else "C")
+    return out
+
+
 def load_model_file(path, expected_kind: str | None = None):
     """Read a model file; returns ``(kind, meta, arrays)``.
 
@@ -79,7 +120,10 @@ def load_model_file(path, expected_kind: str | None = None):
             if "__meta__" not in z.files:
                 raise ModelFileError(f"{path}: not a fastspectral model file (no header)")
             header = json.loads(bytes(z["__meta__"]).decode("utf-8"))
-            arrays = {k: z[k] for k in z.files if k != "__meta__"}
+            arrays = _mapped_arrays(path)
+            for k in z.files:
+                if k != "__meta__" and k not in arrays:
+                    arrays[k] = z[k]
     except ModelFileError:
         raise
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, UnicodeDecodeError,
