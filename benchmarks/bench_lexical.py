@@ -75,8 +75,10 @@ def targets(res):
         lowest = min(e, key=e.get)
         rel = 100 * (e["M_uni"] - e["M_full"]) / e["M_uni"]
         order = sorted(PAPER, key=lambda m: e[m])
-        lines.append(f"  {label}: lowest E1 {lowest} ({'met' if lowest == 'M_full' else 'NOT met'}); "
-                     f"M_full {rel:.1f} % below M_uni ({'met' if rel >= 10 else 'NOT met'}: >= 10 %); "
+        met_low = "met" if lowest == "M_full" else "NOT met"
+        met_rel = "met" if rel >= 10 else "NOT met"
+        lines.append(f"  {label}: lowest E1 {lowest} ({met_low}); "
+                     f"M_full {rel:.1f} % below M_uni ({met_rel}: >= 10 %); "
                      f"E1 order {' < '.join(order)} (paper: M_full < M_uni < M_baseline < M_ind)")
     return lines
 

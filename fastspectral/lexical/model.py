@@ -482,10 +482,12 @@ class LexicalDisambiguator(Parser):
     n_labels_ : int
         Labels seen in training.
     lambdas_ : dict
-        ``{ranker: (lambda per group and frequency class, lambda of the document features,
-        intercept)}``.
+        ``{ranker: (lambda, lambda of the document features, intercept)}``; ``lambda`` has one
+        row per weight set (tokens the lexicon knows, the others) and one column per template,
+        target and frequency class.
     C_ : dict
-        The SVR ``C`` of each ranker (None: uniform weights).
+        The SVR ``C`` of each ranker, one per weight set (None: no stage-2 rows, uniform
+        weights).
     fit_time_ : float
         Seconds spent in the last ``fit``.
 
@@ -517,9 +519,9 @@ class LexicalDisambiguator(Parser):
     input_kind = "dependency"
 
     def __init__(self, variant="full", features="all", vocalised="auto", split=0.5,
-                 refit=True, cross_fit=True, C=None, epsilon=0.0, frequency_classes=5, unknown="suffix",
-                 analyser=None, loss="squared_epsilon_insensitive", max_iter=1000,
-                 random_state=0):
+                 refit=True, cross_fit=True, C=None, epsilon=0.0, frequency_classes=5,
+                 unknown="suffix", analyser=None, loss="squared_epsilon_insensitive",
+                 max_iter=1000, random_state=0):
         self.variant = variant
         self.features = features
         self.vocalised = vocalised
@@ -658,7 +660,8 @@ class LexicalDisambiguator(Parser):
     # -- model files -------------------------------------------------------------------------
     def _model_file(self):
         lr = self.learned_
-        params = self.get_params(deep=False)
+        params = {k: (v.item() if isinstance(v, np.generic) else v)
+                  for k, v in self.get_params(deep=False).items()}
         params["analyser"] = None
         meta = {
             "params": params,
