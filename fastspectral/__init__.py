@@ -16,6 +16,8 @@ _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .errors import FastSpectralError, FormatError, ModelFileError, NotFittedError  # noqa: E402
 
+_SUBMODULES = ("models", "base", "io", "trees", "grammar", "lpcfg", "dependency", "lm", "hmm",
+               "lexical", "linalg", "eval", "cli", "synthetic", "dask")
 _OTHER = {"Tree": "fastspectral.trees.tree:Tree", "load": "fastspectral.io.modelfile:load",
           "clone": "fastspectral.base:clone"}
 
@@ -29,6 +31,8 @@ def __getattr__(name):  # lazy top-level API
     entry = models.kind_of_class(name)
     if entry is not None:
         return entry.load_class()
+    if name in _SUBMODULES:
+        return importlib.import_module(f"fastspectral.{name}")
     if name in _OTHER:
         module, attr = _OTHER[name].split(":")
         return getattr(importlib.import_module(module), attr)
