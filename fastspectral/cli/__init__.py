@@ -30,6 +30,7 @@ commands:
   parse   parse sentences (one a line) or dependency files with a saved model
   eval    score predictions: EVALB for trees, UAS/LAS for dependencies
   lm      sequence models: train a language model, perplexity of any sequence model
+  lexical lexical disambiguation (Shah et al. 2010): train / tag / eval / cv
   demo    train and evaluate on the built-in synthetic latent-variable treebank
   bench   time training and parsing for several --jobs values
 
@@ -63,6 +64,7 @@ def build_parser(train_type: str | None = None) -> argparse.ArgumentParser:
     (the learner classes of the others are not imported)."""
     from .demo import add_demo_commands
     from .evaluate import add_eval_command
+    from .lexical import add_lexical_command
     from .lm import add_lm_command
     from .parse import add_parse_command
     from .train import add_train_command
@@ -78,7 +80,7 @@ def build_parser(train_type: str | None = None) -> argparse.ArgumentParser:
     add_parse_command(sub, common, fmt)
     add_eval_command(sub, common, fmt)
     add_lm_command(sub, common, fmt)
-    from .lexical import add_lexical_command; add_lexical_command(sub, common, fmt)  # noqa: E702
+    add_lexical_command(sub, common, fmt)
     add_demo_commands(sub, common, fmt)
     return parser
 
