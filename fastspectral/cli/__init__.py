@@ -59,9 +59,11 @@ def _words(argv) -> list[str]:
     return [a for a in argv if not a.startswith("-")]
 
 
-def build_parser(train_type: str | None = None) -> argparse.ArgumentParser:
-    """The argument parser; ``train_type``: the ``train`` sub-command whose options are built
-    (the learner classes of the others are not imported)."""
+def build_parser(train_type: str | None = None, command: str | None = None
+                 ) -> argparse.ArgumentParser:
+    """The argument parser; ``train_type``: the ``train`` sub-command whose options are built,
+    ``command``: the command being run (the learner classes of the others are not imported, so
+    that a command starts fast)."""
     from .demo import add_demo_commands
     from .evaluate import add_eval_command
     from .lexical import add_lexical_command
@@ -79,8 +81,8 @@ def build_parser(train_type: str | None = None) -> argparse.ArgumentParser:
     add_train_command(sub, common, fmt, only=train_type)
     add_parse_command(sub, common, fmt)
     add_eval_command(sub, common, fmt)
-    add_lm_command(sub, common, fmt)
-    add_lexical_command(sub, common, fmt)
+    add_lm_command(sub, common, fmt, full=train_type == "lm")
+    add_lexical_command(sub, common, fmt, full=command == "lexical")
     add_demo_commands(sub, common, fmt)
     return parser
 
@@ -100,7 +102,8 @@ def main(argv=None) -> int:
     debug = "--debug" in argv
     kit.setup_logging(quiet="-q" in argv or "--quiet" in argv)
     try:
-        parser = build_parser(_train_type(argv))
+        words = _words(argv)
+        parser = build_parser(_train_type(argv), words[0] if words else None)
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors (2), --help / --version (0)
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2

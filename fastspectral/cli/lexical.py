@@ -131,8 +131,9 @@ def fit(args, model, data):
 # ------------------------------------------------------------------------------------------------
 # the `fastspectral lexical` command group
 # ------------------------------------------------------------------------------------------------
-def add_lexical_command(sub, common, fmt) -> None:
-    """``fastspectral lexical train|tag|eval|cv``."""
+def add_lexical_command(sub, common, fmt, full: bool = True) -> None:
+    """``fastspectral lexical train|tag|eval|cv``; ``full=False`` (another command runs) lists
+    the commands without importing the model class for the defaults of their options."""
     from .. import models
 
     p = sub.add_parser("lexical", formatter_class=fmt,
@@ -143,7 +144,7 @@ def add_lexical_command(sub, common, fmt) -> None:
                        epilog=EPILOG)
     lsub = p.add_subparsers(dest="lexical_command", metavar="{train,tag,eval,cv}")
     lsub.required = True
-    cls = models.model_class("lexical")
+    cls = models.model_class("lexical") if full else None
 
     t = lsub.add_parser("train", parents=[common], formatter_class=fmt,
                         help="train a model (= fastspectral train lexical)",
@@ -154,7 +155,8 @@ def add_lexical_command(sub, common, fmt) -> None:
     t.add_argument("--encoding", default="utf-8", help="input encoding (default: utf-8)")
     t.add_argument("--format", choices=("conllu", "conllx"), default=None,
                    help="input format (default: detected)")
-    _model_options(t.add_argument_group("lexical disambiguator options"), cls)
+    if cls is not None:
+        _model_options(t.add_argument_group("lexical disambiguator options"), cls)
     t.set_defaults(func=_train)
 
     g = lsub.add_parser("tag", parents=[common], formatter_class=fmt,
@@ -206,7 +208,8 @@ def add_lexical_command(sub, common, fmt) -> None:
                    help="do not print table 4 (per label element)")
     c.add_argument("--json", default=None, metavar="FILE",
                    help="also write every number as JSON")
-    _model_options(c.add_argument_group("model options"), cls, variant=False)
+    if cls is not None:
+        _model_options(c.add_argument_group("model options"), cls, variant=False)
     c.set_defaults(func=_cv)
 
 

@@ -91,8 +91,9 @@ def fit(args, model, sents):
 # ------------------------------------------------------------------------------------------------
 # the `fastspectral lm` command group
 # ------------------------------------------------------------------------------------------------
-def add_lm_command(sub, common, fmt) -> None:
-    """``fastspectral lm train|eval``."""
+def add_lm_command(sub, common, fmt, full: bool = True) -> None:
+    """``fastspectral lm train|eval``; ``full=False`` (another command runs) lists the command
+    without importing the language model classes for the defaults shown by ``lm train``."""
     from .. import models
 
     p = sub.add_parser("lm", formatter_class=fmt, help="language models: train / eval",
@@ -110,7 +111,13 @@ def add_lm_command(sub, common, fmt) -> None:
                                                       "sentence a line")
     t.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
     t.add_argument("--encoding", default="utf-8", help="input encoding (default: utf-8)")
-    lm_cls = models.model_class("latent-bigram-lm")
+    t.set_defaults(func=_lm_train)
+    if full:
+        _add_lm_train_options(t, models.model_class("latent-bigram-lm"))
+    _add_lm_eval(lm_sub, common, fmt)
+
+
+def _add_lm_train_options(t, lm_cls) -> None:
     g = t.add_argument_group("language model options")
     g.add_argument("--method", dest="method", choices=("pivot", "pivot-em", "em", "kn"),
                    default=argparse.SUPPRESS, help="learning method; kn = interpolated Kneser-Ney "
@@ -127,8 +134,9 @@ def add_lm_command(sub, common, fmt) -> None:
     g.add_argument("--case-sensitive", dest="lowercase", action="store_false", default=argparse.SUPPRESS,
                    help="do not lower-case words")
     add_corpus_window(g)
-    t.set_defaults(func=_lm_train)
 
+
+def _add_lm_eval(lm_sub, common, fmt) -> None:
     e = lm_sub.add_parser("eval", parents=[common], formatter_class=fmt,
                           help="perplexity of a sequence model on a corpus",
                           description="Print the per-token perplexity of MODEL (any sequence "
