@@ -506,3 +506,15 @@ def test_bench_on_files_and_synthetic(capsys, synthetic):
     assert "30 test sentences" in out
     rc, out, _ = run(["bench", "--n-train", "150", "--n-test", "15", "--jobs", "1", "-q"], capsys)
     assert rc == 0 and "synthetic latent PCFG" in out
+
+
+def test_the_command_line_starts_without_the_learners():
+    """Listing the commands (and running parse, eval...) imports no learner, Numba or SciPy
+    until a command needs them: `fastspectral --help` stays fast."""
+    code = ("import sys, fastspectral.cli as c; c.build_parser(); c.build_parser(None, 'parse'); "
+            "print(sorted(m for m in ('numba', 'scipy', 'fastspectral.lpcfg', "
+            "'fastspectral.lexical.model', 'fastspectral.lm.saul_pereira') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
