@@ -104,6 +104,8 @@ register("kneser-ney-bigram-lm", "fastspectral.lm.kneser_ney:KneserNeyBigramLM",
          train={"kn-lm": {}}, cli="fastspectral.cli.lm")
 register("hmm", "fastspectral.hmm.model:HMM", "sequences", train={"hmm": {}}, cli="fastspectral.cli.hmm")
 register("lexical", "fastspectral.lexical.model:LexicalDisambiguator", "dependency", train={"lexical": {}}, cli="fastspectral.cli.lexical")
+register("eigenwords", "fastspectral.embeddings.eigenwords:Eigenwords", "sequences", train={"eigenwords": {}}, cli="fastspectral.cli.eigenwords")
+register("atm", "fastspectral.unsupervised.atm:ATMParser", "sentences", train={"atm": {}}, cli="fastspectral.cli.atm")
 
 
 # ---- look-ups ------------------------------------------------------------------------------

@@ -1,0 +1,85 @@
+"""``fastspectral train atm TREEBANK_OR_TAGGED_TEXT -o MODEL``: options of the additive-tree-
+metric parser (:class:`fastspectral.unsupervised.ATMParser`)."""
+from __future__ import annotations
+
+from .._argtypes import positive_int
+from . import kit
+
+DESCRIPTION = ("unsupervised constituency parser with spectral additive tree metrics (Parikh, "
+               "Cohen & Xing 2014): learns from tagged sentences, no trees")
+
+EPILOG = """\
+input: PTB trees (only their words and tags are used) or tagged text, one sentence a line
+of word/TAG tokens; several files are read as one corpus.  Penn Treebank tags are mapped to
+the universal tagset (--tagset as-is keeps them).  Punctuation is removed before parsing.
+
+examples:
+  fastspectral train eigenwords brown-tagged.txt wsj-sample.mrg -o en.eigenwords --dim 30
+  fastspectral train atm wsj-sample.mrg wsj22.trees -o wsj.atm --embeddings en.eigenwords
+  fastspectral parse wsj.atm tagged.txt -o parsed.trees
+  fastspectral eval wsj22.trees parsed.trees --unlabelled --max-length 10 --by-length
+"""
+
+
+def add_arguments(parser, cls) -> None:
+    add_unsupervised_input(parser)
+    g = parser.add_argument_group("ATM options")
+    kit.option(g, "--dim", cls, "dim", type=positive_int, metavar="M",
+               help="m: singular values in the spectral distance (eq. 5)")
+    kit.option(g, "--bandwidth", cls, "bandwidth", type=float, metavar="GAMMA",
+               help="gamma: bandwidth of the anchor kernel, in words of distance")
+    kit.option(g, "--embeddings", cls, "embeddings", metavar="FILE",
+               help="eigenword file (fastspectral train eigenwords)",
+               show_default="eigenwords learned on the training words")
+    kit.option(g, "--embedding-dim", cls, "embedding_dim", type=positive_int, metavar="K",
+               help="dimension of the eigenwords learned without --embeddings")
+    kit.option(g, "--tagset", cls, "tagset", choices=("universal", "as-is"),
+               help="map Penn tags to the universal tagset, or keep the tags")
+    kit.option(g, "--top-bracket", cls, "top_bracket", choices=("verb", "punct-verb", "none"),
+               help="rooting heuristic of section 4.1")
+    g.add_argument("--center", dest="center", action="store_true", default=_suppress(),
+                   help="use covariances (means subtracted) instead of second moments")
+    kit.add_seed(g, cls)
+
+
+def _suppress():
+    import argparse
+    return argparse.SUPPRESS
+
+
+def add_unsupervised_input(parser) -> None:
+    """Nothing to add: the train command's ``--format`` (ptb) and ``--encoding`` apply; a file
+    that is not a treebank is read as tagged text."""
+
+
+def build(args, cls, preset):
+    if getattr(args, "embeddings", None) is not None:
+        kit.require_file(args.embeddings, "embeddings file")
+    return kit.build_estimator(args, cls, preset)
+
+
+def read(args) -> list:
+    """Trees (PTB) or ``(words, tags)`` pairs of tagged text."""
+    return read_tagged(args.treebank, getattr(args, "encoding", None) or "utf-8",
+                       getattr(args, "format", None))
+
+
+def read_tagged(path, encoding="utf-8", fmt=None) -> list:
+    from ..errors import FormatError
+    from ..trees.files import iter_lines
+
+    first = None
+    for _, line in iter_lines(path, encoding):
+        if line.strip():
+            first = line.strip()
+            break
+    if first is None:
+        raise FormatError("the training file is empty", path)
+    if fmt == "ptb" or (fmt is None and first.startswith("(")):
+        from ..trees.readers import read_treebank
+        return list(read_treebank(path, format="ptb", encoding=encoding))
+    if fmt not in (None, "brown"):
+        raise FormatError(f"this model learns from PTB trees or word/TAG lines, not {fmt}", path)
+    from ..trees.readers import iter_sentences
+    return [(s.words, s.tags) for s in iter_sentences(path, tagged=True, encoding=encoding,
+                                                      skip_empty=True)]

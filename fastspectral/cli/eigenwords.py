@@ -1,0 +1,64 @@
+"""``fastspectral train eigenwords CORPUS... -o FILE``: options of the eigenword dictionary
+(:class:`fastspectral.embeddings.Eigenwords`)."""
+from __future__ import annotations
+
+from .._argtypes import positive_int
+from . import kit
+
+DESCRIPTION = ("eigenword dictionary: CCA word embeddings (Dhillon, Foster & Ungar 2011), "
+               "reusable by other learners with --embeddings FILE")
+
+EPILOG = """\
+input: one sentence a line (plain tokens or word/TAG tokens: the tags are dropped) or PTB
+trees (their words); several files are read as one corpus.
+
+examples:
+  fastspectral train eigenwords brown-tagged.txt wsj-sample.mrg wsj22.trees -o en.eigenwords --dim 30
+  fastspectral train atm wsj-sample.mrg -o wsj.atm --embeddings en.eigenwords
+"""
+
+
+def add_arguments(parser, cls) -> None:
+    g = parser.add_argument_group("eigenword options")
+    kit.option(g, "--dim", cls, "dim", type=positive_int, metavar="K",
+               help="dimension of the word vectors")
+    kit.option(g, "--window", cls, "window", type=positive_int, metavar="H",
+               help="context words on each side")
+    kit.option(g, "--vocabulary", cls, "vocabulary", type=positive_int, metavar="V",
+               help="words with a vector of their own (the most frequent)")
+    kit.option(g, "--context-vocabulary", cls, "context_vocabulary", type=positive_int,
+               metavar="C", help="context words told apart (the most frequent)")
+    kit.option(g, "--min-count", cls, "min_count", type=positive_int, metavar="N",
+               help="words seen fewer times share <unk>'s vector")
+    g.add_argument("--keep-case", dest="lowercase", action="store_false",
+                   default=argparse_suppress(), help="do not lower-case words "
+                   "(default: lower-case)")
+    kit.add_seed(g, cls)
+
+
+def argparse_suppress():
+    import argparse
+    return argparse.SUPPRESS
+
+
+def read(args) -> list:
+    """The sentences (word lists) of ``args.treebank``: PTB trees or one sentence a line."""
+    return read_words(args.treebank, getattr(args, "encoding", None) or "utf-8")
+
+
+def read_words(path, encoding="utf-8") -> list:
+    from ..errors import FormatError
+    from ..trees.files import iter_lines
+
+    first = None
+    for _, line in iter_lines(path, encoding):
+        if line.strip():
+            first = line.strip()
+            break
+    if first is None:
+        raise FormatError("the corpus is empty", path)
+    if first.startswith("("):
+        from ..trees.readers import read_treebank
+        return [t.leaves() for t in read_treebank(path, format="ptb", encoding=encoding)]
+    from ..lm.corpus import read_corpus
+    return read_corpus(path, "auto", encoding=encoding)

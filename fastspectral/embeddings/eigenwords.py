@@ -1,0 +1,245 @@
+"""Eigenwords: CCA word embeddings (the one-step CCA of Dhillon, Foster & Ungar 2011)."""
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..base import Estimator
+
+__all__ = ["Eigenwords", "load_embeddings"]
+
+UNK = "<unk>"
+BOS, EOS = "<s>", "</s>"
+
+
+class Eigenwords(Estimator):
+    """The eigenword dictionary: CCA between a word and its context window (OSCCA).
+
+    Every token gives a row of the word view ``W`` (one-hot over the ``vocabulary`` most frequent
+    words, the others sharing ``<unk>``) and of the context view ``C`` (one-hot of each of the
+    ``window`` words on each side, per offset, over the ``context_vocabulary`` most frequent
+    words, ``<unk>`` and the sentence boundaries).  With the cross counts ``C_wc = W^T C`` and
+    diagonal approximations of ``C_ww`` and ``C_cc`` the CCA is the SVD of
+
+        Omega = C_ww^-1/2  C_wc  C_cc^-1/2  ~  U diag(sigma) V^T          (Dhillon et al., sec. 2)
+
+    (a randomized SVD, :mod:`fastspectral.linalg.svd`).  The first singular pair is the trivial
+    one (constant canonical variates) and is dropped; the eigenword of word ``w`` is row ``w`` of
+    ``C_ww^-1/2 U[:, 1:dim+1]``, normalised to unit length (``normalize``), so cosine and dot
+    products agree.
+
+    Parameters
+    ----------
+    dim : int
+        Dimension of the embeddings.
+    window : int
+        Context words on each side.
+    vocabulary : int
+        Words with their own vector (the most frequent); the rest share ``<unk>``'s.
+    context_vocabulary : int
+        Context words told apart (the most frequent); the rest are one context ``<unk>``.
+    min_count : int
+        Words seen fewer times share ``<unk>``'s vector.
+    lowercase : bool
+        Fold words to lower case (training and look-up).
+    normalize : bool
+        Unit-length vectors.
+    random_state : int
+        Seed of the randomized SVD.
+
+    Attributes
+    ----------
+    words_ : list of str
+        The vocabulary (``words_[0] == "<unk>"``), most frequent first.
+    embeddings_ : ndarray of shape (len(words_), dim)
+    counts_ : ndarray of int64, the training counts of ``words_``.
+    singular_values_ : ndarray of shape (dim,), the canonical correlations kept.
+    fit_time_ : float
+
+    References
+    ----------
+    Paramveer S. Dhillon, Dean Foster and Lyle Ungar (2011).  Multi-View Learning of Word
+    Embeddings via CCA.  NIPS 24 (the one-step CCA, OSCCA, of section 2).
+    Paramveer S. Dhillon, Jordan Rodu, Dean Foster and Lyle Ungar (2012).  Two Step CCA: A new
+    spectral method for estimating vector models of words.  ICML 2012.
+
+    Examples
+    --------
+    >>> sents = [["the", "dog", "runs"], ["a", "cat", "runs"], ["the", "cat", "sleeps"],
+    ...          ["a", "dog", "sleeps"]] * 20
+    >>> ew = Eigenwords(dim=2, window=1).fit(sents)
+    >>> ew.transform(["dog", "cat", "zebra"]).shape
+    (3, 2)
+    >>> ew.nearest("dog", 1)[0][0] in {"cat", "dog"}
+    True
+    """
+
+    kind = "eigenwords"
+    input_kind = "sequences"
+
+    def __init__(self, dim=50, window=2, vocabulary=50000, context_vocabulary=5000, min_count=2,
+                 lowercase=True, normalize=True, random_state=0):
+        self.dim = dim
+        self.window = window
+        self.vocabulary = vocabulary
+        self.context_vocabulary = context_vocabulary
+        self.min_count = min_count
+        self.lowercase = lowercase
+        self.normalize = normalize
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------------------------------
+    def _check_params(self):
+        for name in ("dim", "window", "vocabulary", "context_vocabulary", "min_count"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+
+    @staticmethod
+    def _words_of(item):
+        if isinstance(item, (list, tuple)):
+            return item
+        if hasattr(item, "leaves"):           # a Tree: its words
+            return item.leaves()
+        if isinstance(item, str):
+            raise TypeError("Eigenwords.fit takes a list of sentences (lists of words), "
+                            "not a string")
+        return list(item)
+
+    def fit(self, sentences):
+        """Learn the dictionary from ``sentences`` (lists of words, or trees: their words)."""
+        t0 = time.perf_counter()
+        self._check_params()
+        if isinstance(sentences, (str, bytes)):
+            raise TypeError("fit takes a list of sentences (lists of words), not a string")
+        fold = str.lower if self.lowercase else (lambda w: w)
+        sents = [[fold(w) for w in self._words_of(s)] for s in sentences]
+        counts = Counter(w for s in sents for w in s)
+        if not counts:
+            raise ValueError("no words to learn from")
+        ranked = [w for w, c in sorted(counts.items(), key=lambda x: (-x[1], x[0]))
+                  if c >= self.min_count][: self.vocabulary]
+        words = [UNK] + ranked
+        index = {w: i for i, w in enumerate(words)}
+        ctx_words = [UNK, BOS, EOS] + ranked[: self.context_vocabulary]
+        cindex = {w: i for i, w in enumerate(ctx_words)}
+        nc = len(ctx_words)
+        h = int(self.window)
+        # token ids, with h boundary symbols around each sentence
+        wid, cid, valid = [], [], []
+        for s in sents:
+            wid.extend([0] * h + [index.get(w, 0) for w in s] + [0] * h)
+            cid.extend([1] * h + [cindex.get(w, 0) for w in s] + [2] * h)
+            valid.extend([False] * h + [True] * len(s) + [False] * h)
+        wid, cid = np.asarray(wid, np.int64), np.asarray(cid, np.int64)
+        pos = np.flatnonzero(np.asarray(valid))
+        rows, cols = [], []
+        offsets = [o for o in range(-h, h + 1) if o != 0]
+        for k, o in enumerate(offsets):
+            rows.append(wid[pos])
+            cols.append(k * nc + cid[pos + o])
+        rows, cols = np.concatenate(rows), np.concatenate(cols)
+        Q = sp.csr_matrix((np.ones(len(rows)), (rows, cols)),
+                          shape=(len(words), len(offsets) * nc))
+        Q.sum_duplicates()
+        from ..linalg.cca import whiten
+        from ..linalg.svd import randomized_svd
+
+        Omega, p_f, _ = whiten(Q)
+        k = min(int(self.dim) + 1, min(Omega.shape) - 1)
+        if k < 2:
+            raise ValueError(f"too few distinct words ({len(words) - 1}) for dim={self.dim}")
+        U, s, _ = randomized_svd(Omega, k, random_state=self.random_state)
+        scale = np.zeros_like(p_f)
+        scale[p_f > 0] = 1.0 / np.sqrt(p_f[p_f > 0])
+        E = U[:, 1:] * scale[:, None]
+        if E.shape[1] < self.dim:           # tiny vocabularies: pad with zero dimensions
+            E = np.hstack([E, np.zeros((E.shape[0], self.dim - E.shape[1]))])
+        if self.normalize:
+            norm = np.linalg.norm(E, axis=1)
+            E = E / np.where(norm > 0, norm, 1.0)[:, None]
+        self.words_ = words
+        self.embeddings_ = np.ascontiguousarray(E, dtype=np.float64)
+        self.counts_ = np.asarray([sum(c for w, c in counts.items() if w not in index)] +
+                                  [counts[w] for w in ranked], dtype=np.int64)
+        self.singular_values_ = np.pad(s[1:], (0, self.dim - len(s[1:])))
+        self._index = index
+        self.fit_time_ = time.perf_counter() - t0
+        return self
+
+    # ------------------------------------------------------------------------------------------
+    def _lookup(self):
+        idx = getattr(self, "_index", None)
+        if idx is None:
+            idx = self._index = {w: i for i, w in enumerate(self.words_)}
+        return idx
+
+    def ids(self, words) -> np.ndarray:
+        """Vocabulary ids of ``words`` (0 = ``<unk>``)."""
+        self._check_fitted()
+        idx = self._lookup()
+        fold = str.lower if self.lowercase else (lambda w: w)
+        return np.asarray([idx.get(fold(w), 0) for w in words], dtype=np.int64)
+
+    def transform(self, words) -> np.ndarray:
+        """The eigenwords of ``words`` (a list of strings): an array ``(len(words), dim)``."""
+        if isinstance(words, str):
+            raise TypeError("transform takes a list of words, not a string")
+        return self.embeddings_[self.ids(words)]
+
+    def nearest(self, word: str, k: int = 5) -> list:
+        """The ``k`` nearest words of ``word`` by cosine: ``[(word, cosine), ...]``."""
+        self._check_fitted()
+        E = self.embeddings_
+        v = E[self.ids([word])[0]]
+        norms = np.linalg.norm(E, axis=1) * (np.linalg.norm(v) or 1.0)
+        cos = (E @ v) / np.where(norms > 0, norms, 1.0)
+        me = self.ids([word])[0]
+        cos[me] = -np.inf
+        cos[0] = -np.inf
+        top = np.argsort(-cos)[:k]
+        return [(self.words_[i], float(cos[i])) for i in top]
+
+    def log_likelihood(self, sentences) -> float:
+        """Log-probability (nats) of ``sentences`` under the dictionary's add-one unigram
+        distribution over ``words_`` (unknown words: ``<unk>``).  A coverage score of the
+        dictionary for a corpus (the sequence-model interface); not a language model."""
+        self._check_fitted()
+        c = self.counts_.astype(np.float64) + 1.0
+        logp = np.log(c / c.sum())
+        return float(sum(logp[self.ids(self._words_of(s))].sum() for s in sentences))
+
+    # ------------------------------------------------------------------------------------------
+    def _model_file(self):
+        meta = {"params": self.get_params(), "words": list(self.words_),
+                "fit_time": self.fit_time_}
+        return meta, {"embeddings": self.embeddings_, "counts": self.counts_,
+                      "singular_values": self.singular_values_}
+
+    @classmethod
+    def _from_model_file(cls, meta, arrays):
+        model = cls(**cls._params_from_file(meta["params"]))
+        words = [str(w) for w in meta["words"]]
+        E = np.ascontiguousarray(arrays["embeddings"], dtype=np.float64)
+        counts = np.asarray(arrays["counts"], dtype=np.int64)
+        if E.ndim != 2 or E.shape[0] != len(words) or counts.shape != (len(words),):
+            raise ValueError("eigenword arrays do not match the vocabulary")
+        model.words_, model.embeddings_, model.counts_ = words, E, counts
+        model.singular_values_ = np.asarray(arrays["singular_values"], dtype=np.float64)
+        model.fit_time_ = float(meta["fit_time"])
+        return model
+
+
+def load_embeddings(source) -> Eigenwords:
+    """An :class:`Eigenwords` dictionary: ``source`` itself when it is one (fitted), else the
+    model file at path ``source`` (``fastspectral train eigenwords``)."""
+    if isinstance(source, Eigenwords):
+        source._check_fitted()
+        return source
+    if not isinstance(source, (str, bytes)) and not hasattr(source, "__fspath__"):
+        raise TypeError(f"embeddings must be a path or an Eigenwords, got {type(source).__name__}")
+    return Eigenwords.load(source)

@@ -1,0 +1,5 @@
+"""Unsupervised constituency parsing: the additive-tree-metric parser (Parikh, Cohen & Xing
+2014), the constituent-context model (Klein & Manning 2002) and the branching baselines."""
+from .atm import ATMParser
+
+__all__ = ["ATMParser"]

@@ -1,0 +1,353 @@
+"""Unsupervised constituency parsing with additive tree metrics (Parikh, Cohen & Xing 2014)."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..base import Parser
+from ..trees.universal_tags import is_punctuation_tag
+from .common import (build_tree, check_tagset, map_tags, strip_punctuation, tagged_sentences)
+
+__all__ = ["ATMParser"]
+
+#: word pairs farther apart than this share the anchor of this distance
+MAX_DISTANCE = 60
+#: singular values below this are clipped (log of 0)
+_EPS = 1e-12
+TOP_BRACKETS = ("verb", "punct-verb", "none")
+
+
+class ATMParser(Parser):
+    """Spectral unsupervised constituency parser with additive tree metrics.
+
+    Learning (Algorithm 1 of the paper): every word ``j`` of a sentence is observed through its
+    embedding ``x_j`` (eigenwords, :class:`fastspectral.embeddings.Eigenwords`).  For a word pair
+    ``(j, k)`` the cross-covariance ``Sigma(j, k)`` is estimated by kernel smoothing over all
+    pairs ``(j', k')`` of all sentences (section 3.4, eq. 8)::
+
+        Sigma(j, k) = sum K_gamma(j, k, j', k') x_j' x_k'^T / sum K_gamma(j, k, j', k')
+        K_gamma = max(0, 1 - |(k - j) - (k' - j')| / gamma)   if tag(j) = tag(j'), tag(k) = tag(k')
+                                                              and the same direction, else 0.
+
+    The kernel depends on the sentence only through the anchor ``(tag_j, tag_k, k - j)``: the
+    sums are grouped by anchor in one compiled pass (linear in the corpus), smoothed along the
+    distance, and every anchor gets its spectral distance (eq. 5)::
+
+        d(j, k) = -log L_m(Sigma(j, k)) + 1/2 log L_m(Sigma(j, j)) + 1/2 log L_m(Sigma(k, k))
+
+    where ``L_m`` is the product of the top ``m`` (``dim``) singular values.  Parsing (section
+    3.3) finds the projective binary latent tree ``u`` minimising ``c(u)``, the sum of its edge
+    lengths, the leaf edges by eq. 3 and the internal edges by eq. 4, each averaged over every
+    choice of leaves in the subtrees (a dynamic program over (span, parent span), compiled;
+    O(n^4)).  The undirected tree is then rooted (section 4.1): the root is placed on the edge
+    of the top bracket chosen by ``top_bracket`` and the minimal tree containing that edge is
+    returned.
+
+    Punctuation is removed before parsing (its words are put back into the output tree beside
+    their neighbours); with ``top_bracket="punct-verb"`` it is used only to place the top
+    bracket.
+
+    Parameters
+    ----------
+    dim : int
+        ``m``: the singular values in the spectral distance.
+    bandwidth : float
+        ``gamma`` of the kernel (in words of distance; 1 or less: no smoothing across distances).
+    embeddings : str or Eigenwords or None
+        The word vectors: an eigenword file (``fastspectral train eigenwords``) or object;
+        None learns eigenwords of ``embedding_dim`` dimensions on the training words.
+    embedding_dim : int
+        Dimension of the eigenwords learned when ``embeddings`` is None.
+    tagset : {"universal", "as-is"}
+        Tags mapped to the universal tagset of Petrov et al. (Penn tags expected), or kept.
+    center : bool
+        Subtract the smoothed means (covariances) instead of raw second moments.
+    top_bracket : {"verb", "punct-verb", "none"}
+        Rooting heuristic: split before the first verb; or at the first punctuation mark before
+        the first verb, else before the first verb; or no heuristic (the root the decoder
+        finds first).  Sentences without a usable split fall back to "none".
+    random_state : int
+        Seed of the eigenwords' randomized SVD.
+
+    Attributes
+    ----------
+    tags_ : list of str
+        The tag inventory (universal tags, or the training tags).
+    distances_ : ndarray (n_tags, n_tags, MAX_DISTANCE + 1)
+        ``d`` of each anchor ``(left tag, right tag, distance)``.
+    anchor_counts_ : ndarray of int64, pairs seen per anchor.
+    lexicon_words_, lexicon_tags_ : the most frequent tag of each training word (used when
+        ``parse`` gets no tags).
+    fit_time_ : float
+
+    References
+    ----------
+    Ankur P. Parikh, Shay B. Cohen and Eric P. Xing (2014).  Spectral Unsupervised Parsing with
+    Additive Tree Metrics.  ACL 2014: eqs. 3-4 (edge lengths from leaf distances), eq. 5 (the
+    spectral distance), eq. 6 (the minimal projective tree), eq. 8 and section 3.4 (kernel
+    smoothing), section 4.1 (the top-bracket heuristic), Algorithm 1.
+    Paramveer S. Dhillon, Dean Foster and Lyle Ungar (2011).  Multi-View Learning of Word
+    Embeddings via CCA.  NIPS 24.
+
+    Examples
+    --------
+    >>> from fastspectral.synthetic import LatentPCFG
+    >>> trees = LatentPCFG.default(n_states=2, seed=0).sample(200, seed=1)
+    >>> atm = ATMParser(dim=2, embedding_dim=5).fit(trees)
+    >>> tree = atm.parse([["the", "dog", "saw", "a", "cat"]],
+    ...                  tags=[["DT", "NN", "VBD", "DT", "NN"]])[0]
+    >>> tree.leaves()
+    ['the', 'dog', 'saw', 'a', 'cat']
+    >>> len(tree.children)
+    2
+    """
+
+    kind = "atm"
+    input_kind = "sentences"
+
+    def __init__(self, dim=3, bandwidth=4.0, embeddings=None, embedding_dim=30,
+                 tagset="universal", center=False, top_bracket="punct-verb", random_state=0):
+        self.dim = dim
+        self.bandwidth = bandwidth
+        self.embeddings = embeddings
+        self.embedding_dim = embedding_dim
+        self.tagset = tagset
+        self.center = center
+        self.top_bracket = top_bracket
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------------------------------
+    def _check_params(self):
+        if isinstance(self.dim, bool) or not isinstance(self.dim, (int, np.integer)) or \
+                self.dim < 1:
+            raise ValueError(f"dim must be an integer >= 1, got {self.dim!r}")
+        if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)) or \
+                not self.bandwidth > 0:
+            raise ValueError(f"bandwidth must be a number > 0, got {self.bandwidth!r}")
+        check_tagset(self.tagset)
+        if self.top_bracket not in TOP_BRACKETS:
+            raise ValueError(f"top_bracket must be one of {TOP_BRACKETS}, got "
+                             f"{self.top_bracket!r}")
+
+    def fit(self, items):
+        """Learn the anchor distances from tagged sentences: trees (their words and tags only)
+        or ``(words, tags)`` pairs."""
+        t0 = time.perf_counter()
+        self._check_params()
+        sents = tagged_sentences(items)
+        if not sents:
+            raise ValueError("no sentences to learn from")
+        from ..embeddings.eigenwords import Eigenwords, load_embeddings
+
+        if self.embeddings is None:
+            ew = Eigenwords(dim=int(self.embedding_dim), window=2, min_count=1,
+                            random_state=self.random_state).fit([w for w, _ in sents])
+        else:
+            ew = load_embeddings(self.embeddings)
+        # words and tags without punctuation, tag ids
+        tagnames, tindex = [], {}
+        tag_ids, vec_ids, offsets = [], [], [0]
+        lex = {}
+        for words, tags in sents:
+            utags = map_tags(tags, self.tagset)
+            keep = strip_punctuation(tags)
+            kw = [words[i] for i in keep]
+            for w, t in zip(words, utags):
+                lex.setdefault(w, {}).setdefault(t, 0)
+                lex[w][t] += 1
+            for i in keep:
+                t = utags[i]
+                if t not in tindex:
+                    tindex[t] = len(tagnames)
+                    tagnames.append(t)
+                tag_ids.append(tindex[t])
+            vec_ids.extend(ew.ids(kw).tolist())
+            offsets.append(len(tag_ids))
+        T = len(tagnames)
+        if T == 0:
+            raise ValueError("no words left after removing punctuation")
+        offsets = np.asarray(offsets, np.int64)
+        tag_ids = np.asarray(tag_ids, np.int64)
+        vec_ids = np.asarray(vec_ids, np.int64)
+        from ._atm_kernels import anchor_sums, count_anchor_pairs
+
+        Dm = MAX_DISTANCE
+        N, Nd = count_anchor_pairs(offsets, tag_ids, T, Dm)
+        slot = np.full(N.shape, -1, np.int64)
+        occ = N > 0
+        slot[occ] = np.arange(int(occ.sum()))
+        vecs = np.ascontiguousarray(ew.embeddings_, dtype=np.float64)
+        S, A, B, Sd, Ad = anchor_sums(offsets, tag_ids, vec_ids, vecs, slot, Dm,
+                                      int(occ.sum()), T)
+        self.tags_ = tagnames
+        self.distances_ = self._distances(N, Nd, slot, S, A, B, Sd, Ad)
+        self.anchor_counts_ = N
+        self.lexicon_words_ = list(lex)
+        self.lexicon_tags_ = [max(v.items(), key=lambda kv: (kv[1], kv[0]))[0]
+                              for v in lex.values()]
+        self.n_sentences_ = len(sents)
+        self.fit_time_ = time.perf_counter() - t0
+        return self
+
+    def _distances(self, N, Nd, slot, S, A, B, Sd, Ad):
+        """The spectral distance (eq. 5) of every anchor from the smoothed sums."""
+        T, _, D1 = N.shape
+        p = S.shape[1]
+        m = min(int(self.dim), p)
+        g = float(self.bandwidth)
+        dd = np.arange(D1)
+        W = np.maximum(0.0, 1.0 - np.abs(dd[:, None] - dd[None, :]) / g)   # W[d, d']
+        W[:, 0] = 0.0                               # distance 0 is not a pair
+        # per-tag terms: log L_m(Sigma(j, j))
+        diag = np.zeros(T)
+        for t in range(T):
+            n = max(Nd[t], 1)
+            M = Sd[t] / n
+            if self.center:
+                mu = Ad[t] / n
+                M = M - np.outer(mu, mu)
+            sv = np.linalg.svd(M, compute_uv=False)[:m]
+            diag[t] = np.log(np.maximum(sv, _EPS)).sum()
+        dist = np.full((T, T, D1), np.nan)
+        for t1 in range(T):
+            for t2 in range(T):
+                ds = np.flatnonzero(N[t1, t2] > 0)
+                if len(ds) == 0:
+                    continue
+                Sm = S[slot[t1, t2, ds]]                       # (k, p, p)
+                w = W[:, ds]                                   # (D1, k)
+                mass = w @ N[t1, t2, ds].astype(np.float64)    # (D1,)
+                ok = np.flatnonzero(mass > 0)
+                if len(ok) == 0:
+                    continue
+                M = np.tensordot(w[ok], Sm, axes=(1, 0)) / mass[ok, None, None]
+                if self.center:
+                    mA = (w[ok] @ A[slot[t1, t2, ds]]) / mass[ok, None]
+                    mB = (w[ok] @ B[slot[t1, t2, ds]]) / mass[ok, None]
+                    M = M - mA[:, :, None] * mB[:, None, :]
+                sv = np.linalg.svd(M, compute_uv=False)[:, :m]
+                dist[t1, t2, ok] = -np.log(np.maximum(sv, _EPS)).sum(axis=1) \
+                    + 0.5 * diag[t1] + 0.5 * diag[t2]
+        # anchors without kernel mass: the nearest distance of the same tag pair, else the
+        # mean over tag pairs at that distance, else the overall mean
+        overall = np.nanmean(dist) if np.isfinite(dist).any() else 0.0
+        col_mean = np.array([np.nanmean(dist[:, :, d]) if np.isfinite(dist[:, :, d]).any()
+                             else np.nan for d in range(D1)])
+        for t1 in range(T):
+            for t2 in range(T):
+                row = dist[t1, t2]
+                have = np.flatnonzero(np.isfinite(row[1:])) + 1
+                for d in range(1, D1):
+                    if np.isfinite(row[d]):
+                        continue
+                    if len(have):
+                        row[d] = row[have[np.argmin(np.abs(have - d))]]
+                    elif np.isfinite(col_mean[d]):
+                        row[d] = col_mean[d]
+                    else:
+                        row[d] = overall
+        dist[:, :, 0] = 0.0
+        return np.ascontiguousarray(dist)
+
+    # ------------------------------------------------------------------------------------------
+    def _sentence_tags(self, words, tags):
+        if tags is None:
+            lex = getattr(self, "_lex", None)
+            if lex is None:
+                lex = self._lex = dict(zip(self.lexicon_words_, self.lexicon_tags_))
+            fallback = "NOUN" if "NOUN" in self.tags_ else self.tags_[0]
+            utags = [lex.get(w, lex.get(w.lower(), fallback)) for w in words]
+            return utags, utags
+        if len(tags) != len(words):
+            raise ValueError(f"{len(words)} words but {len(tags)} tags")
+        return list(tags), map_tags(tags, self.tagset) if self.tagset == "universal" else \
+            list(tags)
+
+    def _top_split(self, orig_tags, keep, utags) -> int:
+        """The heuristic top split (words left of it, over the kept words), or -1."""
+        n = len(keep)
+        if n < 2 or self.top_bracket == "none":
+            return -1
+        verbs = [k for k, i in enumerate(keep) if utags[i] == "VERB"]
+        first_verb = verbs[0] if verbs else None
+        if self.top_bracket == "punct-verb":
+            limit = keep[first_verb] if first_verb is not None else len(orig_tags)
+            kept_before = 0
+            for i, t in enumerate(orig_tags[:limit]):
+                if is_punctuation_tag(t):
+                    if 1 <= kept_before < n:
+                        return kept_before
+                else:
+                    kept_before += 1
+        if first_verb is not None and first_verb >= 1:
+            return first_verb
+        return -1
+
+    def parse(self, items, *, tags=None, jobs=None, progress=None, top_splits=None):
+        """Parse tokenised sentences; returns unlabelled trees (``X`` nodes, the tags as
+        pre-terminals).  ``top_splits`` (one int per sentence, the words left of the top
+        bracket after punctuation removal; 0 or -1: none) overrides the heuristic: the oracle
+        top bracket of the paper's analysis (see :func:`~.common.gold_top_split`)."""
+        self._check_parse_args(items, tags, jobs)
+        items = list(items)
+        if top_splits is not None and len(top_splits) != len(items):
+            raise ValueError(f"top_splits has {len(top_splits)} entries for {len(items)} "
+                             "sentences")
+        tindex = {t: i for i, t in enumerate(self.tags_)}
+        fallback = tindex.get("NOUN", 0)
+        offsets, tag_ids, force, rows = [0], [], [], []
+        for s, words in enumerate(items):
+            orig, utags = self._sentence_tags(list(words), None if tags is None else tags[s])
+            keep = strip_punctuation(orig)
+            tag_ids.extend(tindex.get(utags[i], fallback) for i in keep)
+            offsets.append(len(tag_ids))
+            if top_splits is not None:
+                k = int(top_splits[s])
+                force.append(k if 1 <= k < len(keep) else -1)
+            else:
+                force.append(self._top_split(orig, keep, utags))
+            rows.append((words, orig, keep))
+        from ._atm_kernels import parse_batch
+
+        offsets = np.asarray(offsets, np.int64)
+        out = np.zeros((max(len(tag_ids), 1), 3), np.int64)
+        costs = parse_batch(offsets, np.asarray(tag_ids, np.int64), self.distances_,
+                            np.asarray(force, np.int64), out)
+        trees = []
+        for s, (words, orig, keep) in enumerate(rows):
+            a = offsets[s] - s
+            n = len(keep)
+            trees.append(build_tree(list(words), orig, keep, out[a:a + max(n - 1, 0)]))
+            if progress is not None:
+                progress(s + 1, len(items))
+        self.last_costs_ = costs
+        return trees
+
+    # ------------------------------------------------------------------------------------------
+    def _model_file(self):
+        params = self.get_params()
+        if params["embeddings"] is not None and not isinstance(params["embeddings"], str):
+            params["embeddings"] = None          # an object: its file name is not known
+        meta = {"params": params, "tags": self.tags_, "lexicon_words": self.lexicon_words_,
+                "lexicon_tags": self.lexicon_tags_, "n_sentences": self.n_sentences_,
+                "fit_time": self.fit_time_}
+        return meta, {"distances": self.distances_, "anchor_counts": self.anchor_counts_}
+
+    @classmethod
+    def _from_model_file(cls, meta, arrays):
+        model = cls(**cls._params_from_file(meta["params"]))
+        model.tags_ = [str(t) for t in meta["tags"]]
+        D = np.ascontiguousarray(arrays["distances"], dtype=np.float64)
+        T = len(model.tags_)
+        if D.ndim != 3 or D.shape[:2] != (T, T) or D.shape[2] < 2 or not np.isfinite(D).all():
+            raise ValueError("anchor distances do not match the tags")
+        model.distances_ = D
+        model.anchor_counts_ = np.asarray(arrays["anchor_counts"], dtype=np.int64)
+        model.lexicon_words_ = [str(w) for w in meta["lexicon_words"]]
+        model.lexicon_tags_ = [str(t) for t in meta["lexicon_tags"]]
+        if len(model.lexicon_words_) != len(model.lexicon_tags_):
+            raise ValueError("lexicon words and tags differ in length")
+        model.n_sentences_ = int(meta["n_sentences"])
+        model.fit_time_ = float(meta["fit_time"])
+        return model
