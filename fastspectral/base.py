@@ -370,6 +370,18 @@ class Partition:
         self.n_items = int(n_items)
         self.cache: dict = {}
 
+    #: rough bytes per item in memory (a parsed tree or sentence with its Python objects)
+    _BYTES_PER_ITEM = 16_000
+
+    def __sizeof__(self) -> int:
+        # what Dask's scheduler takes as the size of this data (``sys.getsizeof``): a
+        # partition is heavy, so tasks go where it lies rather than the data to them
+        cached = 0
+        for value in self.cache.values():
+            for v in (value if isinstance(value, tuple) else (value,)):
+                cached += int(getattr(v, "nbytes", 0) or 0)
+        return object.__sizeof__(self) + self.n_items * self._BYTES_PER_ITEM + cached
+
     def __getstate__(self):
         return {"data": self.data, "n_items": self.n_items}
 

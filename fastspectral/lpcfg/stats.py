@@ -114,7 +114,7 @@ class LatentContext:
         got = part.cache.get(key)
         if got is None:
             got = globalize_nodes(extract_nodes(part.data, self.grammar), self)
-            part.cache.clear()                 # an older context's arrays are not needed again
+            part.cache.clear()                 # an older fit's arrays are not needed again
             part.cache[key] = got
         return got
 
@@ -357,6 +357,7 @@ class SpectralContext:
 
     def __init__(self, base: LatentContext, fin: _FeatureIndex, fout: _FeatureIndex):
         self.base = base
+        self.token = uuid.uuid4().hex
         self.fin = fin
         self.fout = fout
         self.m = None
@@ -384,6 +385,16 @@ def _label_order(label, S):
     return rowpos, row_ptr
 
 
+def _cached_keys(model, part, ctx: LatentContext, nodes):
+    """The nodes' inside and outside feature keys (cached in the partition for the next
+    pass)."""
+    key = ("keys", ctx.token)
+    got = part.cache.get(key)
+    if got is None:
+        got = part.cache[key] = _feature_keys(model, nodes)
+    return got
+
+
 def _feature_keys(model, nodes):
     from .features import default_feature_keys
 
@@ -402,15 +413,21 @@ def spectral_statistics(model, part: Partition, context):
         if isinstance(context, LatentContext):
             nodes = context.nodes(part)
             keep = _svd_symbols(model, context)
-            kin, kout = _feature_keys(model, nodes)
+            kin, kout = _cached_keys(model, part, context, nodes)
             return FeatureCounts(settings, KeyCounts.of_keys(kin, nodes.label, keep),
                                  KeyCounts.of_keys(kout, nodes.label, keep))
         base = context.base
         nodes = base.nodes(part)
-        kin, kout = _feature_keys(model, nodes)
-        rowpos, _ = _label_order(nodes.label, base.grammar.n_symbols)
-        Xin = context.fin.matrix(kin, nodes.label, rowpos)
-        Xout = context.fout.matrix(kout, nodes.label, rowpos)
+        key = ("features", context.token)
+        got = part.cache.get(key)
+        if got is None:
+            kin, kout = _cached_keys(model, part, base, nodes)
+            rowpos, _ = _label_order(nodes.label, base.grammar.n_symbols)
+            got = (context.fin.matrix(kin, nodes.label, rowpos),
+                   context.fout.matrix(kout, nodes.label, rowpos), rowpos)
+            part.cache.pop(("keys", base.token), None)     # not needed any more
+            part.cache[key] = got
+        Xin, Xout, rowpos = got
         if context.m is None:
             return OmegaCounts(settings, (Xin.T @ Xout).tocsr())
         return _spectral_moments(model, nodes, context, Xin, Xout, rowpos, settings)
