@@ -106,6 +106,7 @@ register("hmm", "fastspectral.hmm.model:HMM", "sequences", train={"hmm": {}}, cl
 register("lexical", "fastspectral.lexical.model:LexicalDisambiguator", "dependency", train={"lexical": {}}, cli="fastspectral.cli.lexical")
 register("eigenwords", "fastspectral.embeddings.eigenwords:Eigenwords", "sequences", train={"eigenwords": {}}, cli="fastspectral.cli.eigenwords")
 register("atm", "fastspectral.unsupervised.atm:ATMParser", "sentences", train={"atm": {}}, cli="fastspectral.cli.atm")
+register("ccm", "fastspectral.unsupervised.ccm:CCMParser", "sentences", train={"ccm": {}}, cli="fastspectral.cli.ccm")
 
 
 # ---- look-ups ------------------------------------------------------------------------------

@@ -40,6 +40,15 @@ def add_eval_command(sub, common, fmt) -> None:
     p.add_argument("--encoding", default="utf-8", help="encoding of both files (default: utf-8)")
     p.add_argument("--punct", choices=("exclude", "include"), default="exclude",
                    help="dependency scores: headline mode for punctuation (both are printed)")
+    u = p.add_argument_group("unsupervised parsing (Klein & Manning 2002; docs/unsupervised.md)")
+    u.add_argument("--unlabelled", action="store_true",
+                   help="unlabelled bracketing F1: punctuation removed, single-word and "
+                        "whole-sentence brackets not counted")
+    u.add_argument("--max-length", type=nonneg_int, default=None, metavar="N",
+                   help="with --unlabelled: only sentences of at most N words after "
+                        "punctuation removal (default: all)")
+    u.add_argument("--by-length", action="store_true",
+                   help="with --unlabelled: also the table for lengths 10, 15, 20, 25, 30, 40, all")
     p.set_defaults(func=cmd_eval)
 
 
@@ -48,6 +57,15 @@ def cmd_eval(args) -> int:
 
     kit.require_file(args.gold, "gold file")
     kit.require_file(args.pred, "prediction file")
+    if getattr(args, "unlabelled", False):
+        from ..eval.unlabelled import evaluate_unlabelled_files
+
+        sys.stdout.write(evaluate_unlabelled_files(args.gold, args.pred, args.max_length,
+                                                   args.by_length, encoding=args.encoding))
+        sys.stdout.flush()
+        return 0
+    if args.max_length is not None or args.by_length:
+        raise kit.CommandError("--max-length and --by-length go with --unlabelled")
     fmt = args.format or detect_format(args.gold, args.encoding)
     if fmt == "ptb":
         from ..eval.evalb import run_evalb

@@ -106,8 +106,8 @@ class ATMParser(Parser):
     kind = "atm"
     input_kind = "sentences"
 
-    def __init__(self, dim=3, bandwidth=4.0, embeddings=None, embedding_dim=30,
-                 tagset="universal", center=False, top_bracket="punct-verb", random_state=0):
+    def __init__(self, dim=2, bandwidth=4.0, embeddings=None, embedding_dim=30,
+                 tagset="universal", center=False, top_bracket="verb", random_state=0):
         self.dim = dim
         self.bandwidth = bandwidth
         self.embeddings = embeddings
@@ -181,7 +181,10 @@ class ATMParser(Parser):
         S, A, B, Sd, Ad = anchor_sums(offsets, tag_ids, vec_ids, vecs, slot, Dm,
                                       int(occ.sum()), T)
         self.tags_ = tagnames
-        self.distances_ = self._distances(N, Nd, slot, S, A, B, Sd, Ad)
+        from .._blas import blas_single_thread
+
+        with blas_single_thread():      # many small products: threads only add overhead
+            self.distances_ = self._distances(N, Nd, slot, S, A, B, Sd, Ad)
         self.anchor_counts_ = N
         self.lexicon_words_ = list(lex)
         self.lexicon_tags_ = [max(v.items(), key=lambda kv: (kv[1], kv[0]))[0]

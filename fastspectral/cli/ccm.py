@@ -1,0 +1,35 @@
+"""``fastspectral train ccm TREEBANK_OR_TAGGED_TEXT -o MODEL``: options of the constituent-
+context model (:class:`fastspectral.unsupervised.CCMParser`)."""
+from __future__ import annotations
+
+from .._argtypes import int_at_least, positive_int
+from . import kit
+from .atm import read as read   # noqa: F401  (trees or word/TAG lines, like train atm)
+
+DESCRIPTION = "constituent-context model (Klein & Manning 2002): EM over bracketings of tags"
+
+EPILOG = """\
+input: PTB trees (only their words and tags are used) or tagged text, one sentence a line
+of word/TAG tokens.  Punctuation is removed.
+
+examples:
+  fastspectral train ccm wsj-sample.mrg wsj22.trees -o wsj.ccm
+  fastspectral train ccm wsj-sample.mrg -o wsj-r3.ccm --init random --seed 3
+  fastspectral parse wsj.ccm tagged.txt -o parsed.trees
+"""
+
+
+def add_arguments(parser, cls) -> None:
+    g = parser.add_argument_group("CCM options")
+    kit.add_iterations(g, cls)
+    kit.option(g, "--init", cls, "init", choices=("split-uniform", "random"),
+               help="initialiser: Klein & Manning's, or random (restarts)")
+    kit.option(g, "--smoothing", cls, "smoothing", type=float, metavar="L",
+               help="pseudo-count of every yield and context")
+    kit.option(g, "--tagset", cls, "tagset", choices=("universal", "as-is"),
+               help="map Penn tags to the universal tagset, or keep the tags")
+    kit.option(g, "--max-length", cls, "max_length", type=positive_int, metavar="N",
+               help="learn from sentences of at most N words (punctuation removed)",
+               show_default="every length")
+    kit.add_seed(g, cls)
+    del int_at_least

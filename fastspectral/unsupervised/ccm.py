@@ -1,0 +1,262 @@
+"""The constituent-context model (Klein & Manning 2002) and the branching baselines."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..base import Parser
+from .common import build_tree, check_tagset, map_tags, strip_punctuation, tagged_sentences
+
+__all__ = ["CCMParser", "branching_tree", "random_tree"]
+
+INITS = ("split-uniform", "random")
+
+
+class CCMParser(Parser):
+    """The constituent-context model: EM over binary bracketings of tag sequences.
+
+    A sentence's tags ``s`` and a binary bracketing ``B`` (every span ``(i, j)`` a constituent
+    or a distituent) have probability ``P(B) prod_(i,j) P(a_ij | B_ij) P(x_ij | B_ij)`` with
+    ``P(B)`` uniform over binary trees, ``a_ij`` the span's yield (its tag sequence) and
+    ``x_ij`` its context (the tags before and after, or the sentence boundaries).  EM: the
+    E-step is inside-outside over the binary trees with span factors
+    ``phi = P(a|c) P(x|c) / (P(a|d) P(x|d))`` (compiled, log space, O(n^3)); the M-step counts
+    the constituent posteriors (and their complements for distituents), add-``smoothing``
+    smoothed.  Spans of length >= 1 are modelled (empty spans are not).  ``init``: the
+    split-uniform initialiser of Klein & Manning (first M-step from the bracket posteriors of
+    trees whose every split is uniform), or ``"random"``: Dirichlet(1) initial parameters seeded
+    by ``random_state`` (the random restarts of Parikh et al.'s figure 4).  Punctuation is
+    removed before learning and parsing.
+
+    Parameters
+    ----------
+    iterations : int
+        EM iterations.
+    init : {"split-uniform", "random"}
+    smoothing : float
+        Pseudo-count added to every yield and context count of both classes.
+    tagset : {"universal", "as-is"}
+    max_length : int or None
+        Learn from the sentences of at most this many words (after punctuation removal).
+    random_state : int
+
+    Attributes
+    ----------
+    log_likelihood_ : list of float, per EM iteration.
+    fit_time_ : float
+
+    References
+    ----------
+    Dan Klein and Christopher D. Manning (2002).  A Generative Constituent-Context Model for
+    Improved Grammar Induction.  ACL 2002 (section 3: the model, EM and the initialiser).
+    Ankur P. Parikh, Shay B. Cohen and Eric P. Xing (2014).  Spectral Unsupervised Parsing with
+    Additive Tree Metrics.  ACL 2014 (table 2 and figure 4: CCM and its random restarts).
+
+    Examples
+    --------
+    >>> from fastspectral.synthetic import LatentPCFG
+    >>> trees = LatentPCFG.default(n_states=2, seed=0).sample(200, seed=1)
+    >>> ccm = CCMParser(iterations=5).fit(trees)
+    >>> ccm.parse([["the", "dog", "saw", "a", "cat"]],
+    ...           tags=[["DT", "NN", "VBD", "DT", "NN"]])[0].leaves()
+    ['the', 'dog', 'saw', 'a', 'cat']
+    """
+
+    kind = "ccm"
+    input_kind = "sentences"
+
+    def __init__(self, iterations=40, init="split-uniform", smoothing=1.0, tagset="universal",
+                 max_length=None, random_state=0):
+        self.iterations = iterations
+        self.init = init
+        self.smoothing = smoothing
+        self.tagset = tagset
+        self.max_length = max_length
+        self.random_state = random_state
+
+    def _check_params(self):
+        it = self.iterations
+        if isinstance(it, bool) or not isinstance(it, (int, np.integer)) or it < 0:
+            raise ValueError(f"iterations must be an integer >= 0, got {it!r}")
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
+        if isinstance(self.smoothing, bool) or not isinstance(self.smoothing, (int, float)) or \
+                not self.smoothing > 0:
+            raise ValueError(f"smoothing must be a number > 0, got {self.smoothing!r}")
+        check_tagset(self.tagset)
+        ml = self.max_length
+        if ml is not None and (isinstance(ml, bool) or not isinstance(ml, (int, np.integer))
+                               or ml < 1):
+            raise ValueError(f"max_length must be an integer >= 1 or None, got {ml!r}")
+
+    # ------------------------------------------------------------------------------------------
+    def _encode(self, tag_lists, tindex, grow):
+        offsets, ids = [0], []
+        for tags in tag_lists:
+            for t in tags:
+                if t not in tindex:
+                    if not grow:
+                        t = None
+                    else:
+                        tindex[t] = len(tindex)
+                ids.append(tindex[t] if t is not None else len(tindex))   # unknown tag id
+            offsets.append(len(ids))
+        return np.asarray(offsets, np.int64), np.asarray(ids, np.int64)
+
+    def fit(self, items):
+        """Learn from tagged sentences: trees (their words and tags only) or
+        ``(words, tags)`` pairs."""
+        t0 = time.perf_counter()
+        self._check_params()
+        from ._ccm_kernels import estep, span_hashes, split_uniform_posteriors
+
+        tag_lists = []
+        for words, tags in tagged_sentences(items):
+            keep = strip_punctuation(tags)
+            u = map_tags(tags, self.tagset)
+            kt = [u[i] for i in keep]
+            if kt and (self.max_length is None or len(kt) <= self.max_length):
+                tag_lists.append(kt)
+        if not tag_lists:
+            raise ValueError("no sentences to learn from (after punctuation removal and "
+                             "max_length)")
+        tindex: dict = {}
+        offsets, ids = self._encode(tag_lists, tindex, True)
+        T = len(tindex) + 1                         # + the unknown tag of parse time
+        H, C = span_hashes(offsets, ids, T)
+        hashes, yid = np.unique(H, return_inverse=True)
+        yid = yid.astype(np.int64)
+        n_ctx = (T + 2) * (T + 2)
+        lam = float(self.smoothing)
+        post = split_uniform_posteriors(offsets)
+        if self.init == "random":
+            rng = np.random.default_rng(self.random_state)
+            params = [np.log(rng.dirichlet(np.ones(n))) for n in (len(hashes), n_ctx) * 2]
+        else:
+            params = self._mstep(post, yid, C, len(hashes), n_ctx, lam)
+        self.log_likelihood_ = []
+        for _ in range(int(self.iterations)):
+            ll = estep(offsets, yid, C, params[0], params[1], params[2], params[3], post)
+            self.log_likelihood_.append(float(ll))
+            params = self._mstep(post, yid, C, len(hashes), n_ctx, lam)
+        self.tags_ = list(tindex)
+        self.yield_hashes_ = hashes
+        self.yield_logprob_ = np.ascontiguousarray(np.stack([params[0], params[2]]))
+        self.context_logprob_ = np.ascontiguousarray(np.stack([params[1], params[3]]))
+        # the log-probability of a yield never seen in training, per class
+        cy = np.bincount(yid, weights=post, minlength=len(hashes))
+        dy = np.bincount(yid, weights=1.0 - post, minlength=len(hashes))
+        self.unseen_logprob_ = np.log(np.array([lam / (cy.sum() + lam * (len(hashes) + 1)),
+                                                lam / (dy.sum() + lam * (len(hashes) + 1))]))
+        self.n_sentences_ = len(tag_lists)
+        self.fit_time_ = time.perf_counter() - t0
+        return self
+
+    @staticmethod
+    def _mstep(post, yid, cid, n_y, n_c, lam):
+        out = []
+        cy = np.bincount(yid, weights=post, minlength=n_y) + lam
+        cx = np.bincount(cid, weights=post, minlength=n_c) + lam
+        dy = np.bincount(yid, weights=1.0 - post, minlength=n_y) + lam
+        dx = np.bincount(cid, weights=1.0 - post, minlength=n_c) + lam
+        for v in (cy, cx, dy, dx):
+            out.append(np.log(v / v.sum()))
+        return out
+
+    # ------------------------------------------------------------------------------------------
+    def parse(self, items, *, tags=None, jobs=None, progress=None):
+        """Viterbi bracketings of tagged sentences (``tags=None``: every word gets the most
+        frequent tag, which makes little sense: pass tags)."""
+        self._check_parse_args(items, tags, jobs)
+        items = list(items)
+        from ._ccm_kernels import span_hashes, viterbi_batch
+
+        tindex = {t: i for i, t in enumerate(self.tags_)}
+        rows, tag_lists = [], []
+        for s, words in enumerate(items):
+            words = list(words)
+            orig = list(tags[s]) if tags is not None else [self.tags_[0]] * len(words)
+            if len(orig) != len(words):
+                raise ValueError(f"sentence {s + 1}: {len(words)} words but {len(orig)} tags")
+            keep = strip_punctuation(orig)
+            u = map_tags(orig, self.tagset) if tags is not None else orig
+            tag_lists.append([u[i] for i in keep])
+            rows.append((words, orig, keep))
+        offsets, ids = self._encode(tag_lists, tindex, False)
+        T = len(self.tags_) + 1
+        H, C = span_hashes(offsets, ids, T)
+        pos = np.searchsorted(self.yield_hashes_, H)
+        pos = np.minimum(pos, len(self.yield_hashes_) - 1)
+        seen = self.yield_hashes_[pos] == H
+        ly = np.where(seen, self.yield_logprob_[0][pos] - self.yield_logprob_[1][pos],
+                      self.unseen_logprob_[0] - self.unseen_logprob_[1])
+        lx = self.context_logprob_[0][C] - self.context_logprob_[1][C]
+        out = np.zeros((max(len(ids), 1), 3), np.int64)
+        viterbi_batch(offsets, np.ascontiguousarray(ly), np.ascontiguousarray(lx), out)
+        trees = []
+        for s, (words, orig, keep) in enumerate(rows):
+            a = offsets[s] - s
+            trees.append(build_tree(words, orig, keep, out[a:a + max(len(keep) - 1, 0)]))
+            if progress is not None:
+                progress(s + 1, len(items))
+        return trees
+
+    # ------------------------------------------------------------------------------------------
+    def _model_file(self):
+        meta = {"params": self.get_params(), "tags": self.tags_,
+                "log_likelihood": self.log_likelihood_, "n_sentences": self.n_sentences_,
+                "fit_time": self.fit_time_}
+        return meta, {"yield_hashes": self.yield_hashes_, "yield_logprob": self.yield_logprob_,
+                      "context_logprob": self.context_logprob_,
+                      "unseen_logprob": self.unseen_logprob_}
+
+    @classmethod
+    def _from_model_file(cls, meta, arrays):
+        model = cls(**cls._params_from_file(meta["params"]))
+        model.tags_ = [str(t) for t in meta["tags"]]
+        model.yield_hashes_ = np.asarray(arrays["yield_hashes"], dtype=np.uint64)
+        model.yield_logprob_ = np.ascontiguousarray(arrays["yield_logprob"], dtype=np.float64)
+        model.context_logprob_ = np.ascontiguousarray(arrays["context_logprob"],
+                                                      dtype=np.float64)
+        model.unseen_logprob_ = np.asarray(arrays["unseen_logprob"], dtype=np.float64)
+        T2 = len(model.tags_) + 3
+        Y = len(model.yield_hashes_)
+        if model.yield_logprob_.shape != (2, Y) or model.context_logprob_.shape != (2, T2 * T2) \
+                or model.unseen_logprob_.shape != (2,) or Y == 0 or \
+                np.any(np.diff(model.yield_hashes_.astype(np.float64)) < 0):
+            raise ValueError("CCM arrays do not match the tags")
+        model.log_likelihood_ = [float(x) for x in meta["log_likelihood"]]
+        model.n_sentences_ = int(meta["n_sentences"])
+        model.fit_time_ = float(meta["fit_time"])
+        return model
+
+
+# ------------------------------------------------------------------------------------------------
+def branching_tree(words, tags, direction="right", label="X"):
+    """The right- (or left-) branching tree of a sentence over its non-punctuation words
+    (punctuation put back beside its neighbours)."""
+    keep = strip_punctuation(tags)
+    n = len(keep)
+    if direction == "right":
+        nodes = [(i, n, i + 1) for i in range(n - 1)]
+    elif direction == "left":
+        nodes = [(0, j, j - 1) for j in range(n, 1, -1)]
+    else:
+        raise ValueError(f"direction must be 'right' or 'left', got {direction!r}")
+    return build_tree(list(words), list(tags), keep, nodes, label)
+
+
+def random_tree(words, tags, rng, label="X"):
+    """A binary tree over the non-punctuation words whose every split is uniform."""
+    keep = strip_punctuation(tags)
+    nodes, stack = [], [(0, len(keep))] if len(keep) >= 2 else []
+    while stack:
+        x, y = stack.pop()
+        m = int(rng.integers(x + 1, y))
+        nodes.append((x, y, m))
+        if y - m >= 2:
+            stack.append((m, y))
+        if m - x >= 2:
+            stack.append((x, m))
+    return build_tree(list(words), list(tags), keep, nodes, label)
