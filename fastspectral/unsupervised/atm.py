@@ -140,6 +140,7 @@ class ATMParser(Parser):
             raise ValueError("no sentences to learn from")
         from ..embeddings.eigenwords import Eigenwords, load_embeddings
 
+        mapped = [map_tags(tags, self.tagset) for _, tags in sents]   # bad tags fail first
         if self.embeddings is None:
             ew = Eigenwords(dim=int(self.embedding_dim), window=2, min_count=1,
                             random_state=self.random_state).fit([w for w, _ in sents])
@@ -149,8 +150,7 @@ class ATMParser(Parser):
         tagnames, tindex = [], {}
         tag_ids, vec_ids, offsets = [], [], [0]
         lex = {}
-        for words, tags in sents:
-            utags = map_tags(tags, self.tagset)
+        for (words, tags), utags in zip(sents, mapped):
             keep = strip_punctuation(tags)
             kw = [words[i] for i in keep]
             for w, t in zip(words, utags):

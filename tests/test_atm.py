@@ -1,0 +1,157 @@
+"""The additive-tree-metric parser: the decoder against brute force, the learner, the CLI."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fastspectral.trees.tree import Tree
+from fastspectral.unsupervised import ATMParser
+from fastspectral.unsupervised._atm_kernels import _decode, tree_cost
+from fastspectral.unsupervised.common import build_tree, gold_top_split
+
+
+def _all_trees(x, y):
+    if y - x == 1:
+        yield []
+        return
+    for m in range(x + 1, y):
+        for left in _all_trees(x, m):
+            for right in _all_trees(m, y):
+                yield [(x, y, m)] + left + right
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 6, 7])
+def test_decoder_finds_the_minimal_projective_tree(n):
+    rng = np.random.default_rng(n)
+    for _ in range(4):
+        D = rng.random((n, n))
+        D = D + D.T
+        np.fill_diagonal(D, 0)
+        costs = {tuple(t): tree_cost(D, np.array(t, np.int64)) for t in _all_trees(0, n)}
+        out = np.zeros((n - 1, 3), np.int64)
+        c = _decode(D, -1, out, 0)
+        assert c == pytest.approx(min(costs.values()))
+        assert tree_cost(D, out) == pytest.approx(c)
+        for k in range(1, n):                      # the root forced by the top bracket
+            out = np.zeros((n - 1, 3), np.int64)
+            ck = _decode(D, k, out, 0)
+            assert out[0, 2] == k
+            assert ck == pytest.approx(min(v for t, v in costs.items() if t[0][2] == k))
+
+
+def test_decoder_recovers_a_tree_metric():
+    """Leaf distances of a tree with unit edges: the decoder's tree has the same splits."""
+    # ((0 1) (2 (3 4))): path lengths in the unrooted tree
+    gold = Tree.fromstring("(X (X (A a) (A b)) (X (A c) (X (A d) (A e))))")
+    depth = {}
+
+    def walk(t, path):
+        if t.is_preterminal():
+            depth[len(depth)] = path
+            return
+        for i, c in enumerate(t.children):
+            walk(c, path + (i,))
+
+    walk(gold, ())
+    n = len(depth)
+    D = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            a, b = depth[i], depth[j]
+            k = 0
+            while k < min(len(a), len(b)) and a[k] == b[k]:
+                k += 1
+            D[i, j] = len(a) + len(b) - 2 * k
+    out = np.zeros((n - 1, 3), np.int64)
+    _decode(D, 2, out, 0)
+    pred = build_tree(list("abcde"), ["A"] * 5, list(range(5)), out)
+    assert str(pred) == str(gold)
+
+
+def test_build_tree_puts_punctuation_back():
+    words = ["``", "a", "b", ",", "c", "."]
+    tags = ["``", "DT", "NN", ",", "VBD", "."]
+    keep = [1, 2, 4]
+    t = build_tree(words, tags, keep, [(0, 3, 2), (0, 2, 1)])
+    assert t.leaves() == words
+    # the comma between b and c goes to the lowest node spanning both: the root
+    assert str(t) == "(X (`` ``) (X (DT a) (NN b)) (, ,) (VBD c) (. .))"
+
+
+def test_gold_top_split():
+    t = Tree.fromstring("(TOP (S (NP (DT The) (NN dog)) (, ,) (VP (VBD barked)) (. .)))")
+    assert gold_top_split(t) == 2
+    assert gold_top_split(Tree.fromstring("(TOP (NN hi))")) == 0
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    from fastspectral.synthetic import LatentPCFG
+
+    g = LatentPCFG.default(n_states=2, seed=0)
+    return g.sample(300, seed=1), g.sample(40, seed=2)
+
+
+def test_fit_parse_and_round_trip(synthetic, tmp_path):
+    train, test = synthetic
+    m = ATMParser(dim=2, embedding_dim=8).fit(train)
+    assert m.distances_.shape[:2] == (len(m.tags_), len(m.tags_))
+    assert np.isfinite(m.distances_).all()
+    words = [t.leaves() for t in test]
+    tags = [[q for _, q in t.pos()] for t in test]
+    trees = m.parse(words, tags=tags)
+    for t, w in zip(trees, words):
+        assert t.leaves() == w
+    m.save(tmp_path / "m.atm")
+    again = ATMParser.load(tmp_path / "m.atm").parse(words, tags=tags)
+    assert [str(t) for t in again] == [str(t) for t in trees]
+    # the oracle top bracket is honoured
+    splits = [gold_top_split(t) for t in test]
+    from fastspectral.unsupervised.common import strip_punctuation
+    for t, k, tg in zip(m.parse(words, tags=tags, top_splits=splits), splits, tags):
+        keep = strip_punctuation(tg)
+        if 1 <= k < len(keep):
+            kids = [c for c in t.children if not c.is_preterminal() or
+                    c.label not in (".", ",", ":")]
+            assert len(kids[0].leaves()) >= 1
+
+
+def test_bad_parameters_and_input(synthetic):
+    train, _ = synthetic
+    with pytest.raises(ValueError, match="dim"):
+        ATMParser(dim=0).fit(train)
+    with pytest.raises(ValueError, match="bandwidth"):
+        ATMParser(bandwidth=-1).fit(train)
+    with pytest.raises(ValueError, match="top_bracket"):
+        ATMParser(top_bracket="x").fit(train)
+    with pytest.raises(ValueError, match="tag 'nn-tl'"):
+        ATMParser().fit([(["a"], ["nn-tl"])])
+    with pytest.raises(TypeError):
+        ATMParser().fit("a string")
+
+
+def test_cli_train_parse_eval(tmp_path, synthetic):
+    train, test = synthetic
+    tb = tmp_path / "train.trees"
+    tb.write_text("".join(str(t) + "\n" for t in train))
+    gold = tmp_path / "gold.trees"
+    gold.write_text("".join(str(t) + "\n" for t in test))
+    tagged = tmp_path / "in.txt"
+    tagged.write_text("".join(" ".join(f"{w}/{q}" for w, q in t.pos()) + "\n" for t in test))
+    model, out = tmp_path / "m.atm", tmp_path / "out.trees"
+
+    def run(*args):
+        r = subprocess.run([sys.executable, "-m", "fastspectral", *map(str, args)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    run("train", "atm", tb, "-o", model, "--dim", "2", "--bandwidth", "3",
+        "--embedding-dim", "8")
+    run("parse", model, tagged, "-o", out)
+    report = run("eval", gold, out, "--unlabelled", "--max-length", "10", "--by-length")
+    assert report.rstrip().splitlines()[-1].startswith("Bracketing FMeasure = ")
+    assert "<= 40" in report
