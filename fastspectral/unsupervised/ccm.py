@@ -38,7 +38,8 @@ class CCMParser(Parser):
         Pseudo-count added to every yield and context count of both classes.
     tagset : {"universal", "as-is"}
     max_length : int or None
-        Learn from the sentences of at most this many words (after punctuation removal).
+        Learn from the sentences of at most this many words (after punctuation removal; 10:
+        Klein & Manning's WSJ10).  Longer sentences are still parsed.
     random_state : int
 
     Attributes
@@ -66,8 +67,8 @@ class CCMParser(Parser):
     kind = "ccm"
     input_kind = "sentences"
 
-    def __init__(self, iterations=40, init="split-uniform", smoothing=1.0, tagset="universal",
-                 max_length=None, random_state=0):
+    def __init__(self, iterations=40, init="split-uniform", smoothing=0.01, tagset="as-is",
+                 max_length=10, random_state=0):
         self.iterations = iterations
         self.init = init
         self.smoothing = smoothing
