@@ -45,12 +45,13 @@ def add_corpus_window(g, train: bool = True) -> None:
         g.add_argument("--dev-tokens", type=positive_int, default=None, metavar="N")
 
 
-def add_arguments(parser, cls) -> None:
+def add_arguments(parser, cls, methods=("pivot", "pivot-em", "em")) -> None:
+    """The language model options; ``methods``: the ``--method`` choices (``lm train`` adds
+    ``kn``, which trains the Kneser-Ney model instead)."""
     g = parser.add_argument_group("language model options")
-    names = cls._get_param_names()
-    if "method" in names:
-        kit.option(g, "--method", cls, "method", choices=("pivot", "pivot-em", "em"),
-                   help="learning method")
+    if "method" in cls._get_param_names():
+        kn = "; kn = interpolated Kneser-Ney" if "kn" in methods else ""
+        kit.option(g, "--method", cls, "method", choices=methods, help="learning method" + kn)
         kit.add_states(g, cls, help="hidden states")
         kit.add_iterations(g, cls, show_default="pivot 0, pivot-em 10, em 100")
         kit.option(g, "--anchor-min-count", cls, "anchor_min_count", type=positive_int,
@@ -60,8 +61,8 @@ def add_arguments(parser, cls) -> None:
         kit.add_seed(g, cls)
     kit.option(g, "--min-count", cls, "min_count", type=positive_int, metavar="C",
                help="words seen fewer times become <unk>")
-    g.add_argument("--case-sensitive", dest="lowercase", action="store_false", default=argparse.SUPPRESS,
-                   help="do not lower-case words")
+    g.add_argument("--case-sensitive", dest="lowercase", action="store_false",
+                   default=argparse.SUPPRESS, help="do not lower-case words")
     add_corpus_window(g)
 
 
@@ -113,27 +114,9 @@ def add_lm_command(sub, common, fmt, full: bool = True) -> None:
     t.add_argument("--encoding", default="utf-8", help="input encoding (default: utf-8)")
     t.set_defaults(func=_lm_train)
     if full:
-        _add_lm_train_options(t, models.model_class("latent-bigram-lm"))
+        add_arguments(t, models.model_class("latent-bigram-lm"),
+                      methods=("pivot", "pivot-em", "em", "kn"))
     _add_lm_eval(lm_sub, common, fmt)
-
-
-def _add_lm_train_options(t, lm_cls) -> None:
-    g = t.add_argument_group("language model options")
-    g.add_argument("--method", dest="method", choices=("pivot", "pivot-em", "em", "kn"),
-                   default=argparse.SUPPRESS, help="learning method; kn = interpolated Kneser-Ney "
-                                      f"(default: {kit.class_default(lm_cls, 'method')})")
-    kit.add_states(g, lm_cls, help="hidden states")
-    kit.add_iterations(g, lm_cls, show_default="pivot 0, pivot-em 10, em 100")
-    kit.option(g, "--anchor-min-count", lm_cls, "anchor_min_count", type=positive_int,
-               metavar="C", help="words seen fewer times cannot be anchors (pivot methods)")
-    kit.option(g, "--anchor-top", lm_cls, "anchor_top", type=positive_int, metavar="K",
-               help="only the K most frequent words can be anchors")
-    kit.add_seed(g, lm_cls)
-    kit.option(g, "--min-count", lm_cls, "min_count", type=positive_int, metavar="C",
-               help="words seen fewer times become <unk>")
-    g.add_argument("--case-sensitive", dest="lowercase", action="store_false", default=argparse.SUPPRESS,
-                   help="do not lower-case words")
-    add_corpus_window(g)
 
 
 def _add_lm_eval(lm_sub, common, fmt) -> None:
