@@ -52,6 +52,51 @@ cdef extern from *:
     double FS_LOG2
     int NO_SCALE "FS_NO_SCALE"
 
+#: longest sentence any kernel accepts: cell ids ``i * (n + 1) + j`` stay within a C int
+MAX_LENGTH = 32767
+
+
+# ----------------------------------------------------------------------------------------------
+# input checks at the Python boundary (once per call, vectorised: O(input), never per cell)
+
+
+def _check_weights(w, what):
+    """Rule weights must be finite and >= 0: the chart lists a symbol of a cell the first time
+    its score turns non-zero, which relies on scores only ever growing from 0."""
+    if w.shape[0] and not (np.all(np.isfinite(w)) and w.min() >= 0.0):
+        raise ValueError(f"{what} negative or not finite")
+
+
+def _check_lexical(lengths, offsets, pos, sym, prob, int n_symbols, what="lexical"):
+    """The packed lexical entries of a batch: offsets (``len(lengths) + 1``, non-decreasing,
+    within the entry arrays), entry positions inside their sentence, symbols in range."""
+    lengths = np.asarray(lengths)
+    offsets = np.asarray(offsets)
+    pos = np.asarray(pos)
+    sym = np.asarray(sym)
+    ns = lengths.shape[0]
+    if offsets.shape[0] != ns + 1:
+        raise ValueError(f"{what} offsets must have len(lengths) + 1 entries")
+    if ns and (lengths.min() < 1 or lengths.max() > MAX_LENGTH):
+        bad = int(np.flatnonzero((lengths < 1) | (lengths > MAX_LENGTH))[0])
+        if lengths[bad] < 1:
+            raise ValueError(f"sentence {bad} is empty")
+        raise ValueError(f"sentence {bad} has {int(lengths[bad])} words: more than the "
+                         f"{MAX_LENGTH} any chart accepts")
+    m = pos.shape[0]
+    if sym.shape[0] != m or np.asarray(prob).shape[0] != m:
+        raise ValueError(f"{what} entry arrays differ in length")
+    if offsets[0] != 0 or offsets[ns] > m or np.any(np.diff(offsets) < 0):
+        raise ValueError(f"{what} offsets are not a partition of the entries")
+    used = int(offsets[ns])
+    if used:
+        if sym[:used].min() < 0 or sym[:used].max() >= n_symbols:
+            raise ValueError(f"{what} entry symbol out of range")
+        limit = np.repeat(lengths, np.diff(offsets))
+        if pos[:used].min() < 0 or np.any(pos[:used] >= limit):
+            raise ValueError(f"{what} entry position outside its sentence")
+
+
 # ----------------------------------------------------------------------------------------------
 # grammar (its C layout, CGrammar, is declared in chart_common.pxd)
 
@@ -73,12 +118,15 @@ cdef class ChartGrammar:
         left = np.ascontiguousarray(left, dtype=np.int32)
         right = np.ascontiguousarray(right, dtype=np.int32)
         prob = np.ascontiguousarray(prob, dtype=np.float64)
+        if n_symbols < 1 or n_classes < 1:
+            raise ValueError("a chart grammar needs at least one symbol and one class")
         n = parent.shape[0]
         if not (left.shape[0] == n and right.shape[0] == n and prob.shape[0] == n):
             raise ValueError("binary rule arrays differ in length")
         for arr in (parent, left, right):
             if n and (arr.min() < 0 or arr.max() >= n_symbols):
                 raise ValueError("binary rule symbol out of range")
+        _check_weights(prob, "binary rule probability")
         is_tag = np.ascontiguousarray(is_tag, dtype=np.uint8)
         if is_tag.shape[0] != n_symbols:
             raise ValueError("per-symbol arrays must have n_symbols entries")
@@ -105,13 +153,19 @@ cdef class ChartGrammar:
         un_parent = np.ascontiguousarray(un_parent, dtype=np.int32)
         un_child = np.ascontiguousarray(un_child, dtype=np.int32)
         un_prob = np.ascontiguousarray(un_prob, dtype=np.float64)
+        if un_child.shape[0] != un_parent.shape[0] or un_prob.shape[0] != un_parent.shape[0]:
+            raise ValueError("unary rule arrays differ in length")
         if un_parent.shape[0] and (min(un_parent.min(), un_child.min()) < 0 or
                                    max(un_parent.max(), un_child.max()) >= n_symbols):
             raise ValueError("unary rule symbol out of range")
+        _check_weights(un_prob, "unary rule probability")
         root = np.ascontiguousarray(root, dtype=np.float64)
         sym_class = np.ascontiguousarray(sym_class, dtype=np.int32)
         if root.shape[0] != n_symbols or sym_class.shape[0] != n_symbols:
             raise ValueError("per-symbol arrays must have n_symbols entries")
+        _check_weights(root, "root probability")
+        if sym_class.min() < 0 or sym_class.max() >= n_classes:
+            raise ValueError("symbol class out of range")
         class_is_tag = np.zeros(max(n_classes, 1), dtype=np.uint8)
         class_is_tag[sym_class[is_tag.astype(bool)]] = 1
         self._keep = (bl_ptr, bl_parent, bl_right, bl_prob, bp_ptr, bp_left, bp_right, bp_prob,
@@ -275,7 +329,9 @@ cdef void finish_inside_cell(const CGrammar* g, Chart* c, int cell, int E, bint 
             if mk != NULL and mk[A] == 0:
                 continue
             v = g.un_prob[u] * pre[B]
-            if post[A] == 0.0 and pre[A] == 0.0:
+            if v == 0.0:
+                continue        # underflow: nothing to add (and A must not be listed twice)
+            if post[A] == 0.0 and pre[A] == 0.0 and nt < S:
                 tl[nt] = A
                 nt += 1
                 if vit:
@@ -333,7 +389,7 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
         c.ntouch = 0
         for t in range(nlex):
             if lpos[t] == i and lprob[t] > 0.0:
-                if acc[lsym[t]] == 0.0:
+                if acc[lsym[t]] == 0.0 and c.ntouch < S:
                     c.touched[c.ntouch] = lsym[t]
                     c.ntouch += 1
                 acc[lsym[t]] += lprob[t]
@@ -386,7 +442,7 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
                                 if mk != NULL and mk[A] == 0:
                                     continue
                                 if val > acc[A]:
-                                    if acc[A] == 0.0:
+                                    if acc[A] == 0.0 and c.ntouch < S:
                                         c.touched[c.ntouch] = A
                                         c.ntouch += 1
                                     acc[A] = val
@@ -399,11 +455,16 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
                             if rv != 0.0:
                                 A = g.bl_parent[r]
                                 if mk == NULL or mk[A] != 0:
-                                    if acc[A] == 0.0:
-                                        c.touched[c.ntouch] = A
-                                        c.ntouch += 1
-                                    acc[A] += g.bl_prob[r] * lv * rv
-                                    nw += 1
+                                    # a product that underflows to 0 adds nothing; it must not
+                                    # list A either, or A is listed again by the next
+                                    # contribution (and overruns touched / act: issue 11)
+                                    val = g.bl_prob[r] * lv * rv
+                                    if val != 0.0:
+                                        if acc[A] == 0.0 and c.ntouch < S:
+                                            c.touched[c.ntouch] = A
+                                            c.ntouch += 1
+                                        acc[A] += val
+                                        nw += 1
             if nw > 0:
                 finish_inside_cell(g, c, cell, E, vit, False)
             c.ntouch = 0
@@ -776,19 +837,23 @@ def parse_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
     counts[s] == 0 means no parse, -1 means out of memory.
     """
     cdef Py_ssize_t ns = lengths.shape[0], s
+    if mode not in (0, 1):
+        raise ValueError(f"mode must be 0 (Viterbi) or 1 (max-recall), not {mode}")
+    _check_lexical(lengths, lex_offsets, lex_pos, lex_sym, lex_prob, grammar.n_symbols)
     cdef cnp.ndarray[i64, ndim=1] node_off = np.zeros(ns + 1, dtype=np.int64)
     for s in range(ns):
-        if lengths[s] < 1:
-            raise ValueError(f"sentence {s} is empty")
         node_off[s + 1] = node_off[s] + 3 * (4 * lengths[s] + 2)
-    if lex_offsets.shape[0] != ns + 1:
-        raise ValueError("lex_offsets must have len(lengths) + 1 entries")
     cdef bint use_coarse = coarse is not None
     if use_coarse:
         if proj is None or proj.shape[0] != grammar.n_symbols:
             raise ValueError("proj must map every fine symbol to a coarse symbol")
-        if coarse_lex_offsets is None or coarse_lex_offsets.shape[0] != ns + 1:
-            raise ValueError("coarse_lex_offsets must have len(lengths) + 1 entries")
+        if np.asarray(proj).min() < 0 or np.asarray(proj).max() >= coarse.n_symbols:
+            raise ValueError("proj maps a fine symbol outside the coarse grammar")
+        if coarse_lex_offsets is None or coarse_lex_pos is None or coarse_lex_sym is None \
+                or coarse_lex_prob is None:
+            raise ValueError("a coarse grammar needs its own lexical entries")
+        _check_lexical(lengths, coarse_lex_offsets, coarse_lex_pos, coarse_lex_sym,
+                       coarse_lex_prob, coarse.n_symbols, "coarse lexical")
     nodes_arr = np.zeros(max(node_off[ns], 1), dtype=np.int32)
     counts_arr = np.zeros(ns, dtype=np.int32)
     logz_arr = np.full(ns, -np.inf, dtype=np.float64)
@@ -845,6 +910,8 @@ def chart_marginals(ChartGrammar grammar, int n, i32[::1] lex_pos, i32[::1] lex_
     cdef double logz, f
     if n < 1:
         raise ValueError("empty sentence")
+    _check_lexical(np.array([n], dtype=np.int64), np.array([0, lex_pos.shape[0]], dtype=np.int64),
+                   lex_pos, lex_sym, lex_prob, S)
     cdef int nlex = lex_pos.shape[0]
     cdef i32* lp = &lex_pos[0] if nlex else NULL
     cdef i32* ls = &lex_sym[0] if nlex else NULL
@@ -898,11 +965,7 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
     is >= threshold, as an int32 array (k, 3) (j exclusive); an empty array when the sentence has
     no parse.  Sentences run in parallel; each keeps its items in a private growing buffer."""
     cdef Py_ssize_t ns = lengths.shape[0], s
-    if lex_offsets.shape[0] != ns + 1:
-        raise ValueError("lex_offsets must have len(lengths) + 1 entries")
-    for s in range(ns):
-        if lengths[s] < 1:
-            raise ValueError(f"sentence {s} is empty")
+    _check_lexical(lengths, lex_offsets, lex_pos, lex_sym, lex_prob, grammar.n_symbols)
     cdef i32** bufs = <i32**> calloc(max(ns, 1), sizeof(i32*))
     if bufs == NULL:
         raise MemoryError("cannot allocate the pruning buffers")

@@ -147,6 +147,8 @@ def eisner_batch(const double[::1] scores, const cnp.int64_t[::1] off, const cnp
     if nthreads < 1:
         nthreads = 1
     for b in range(B):
+        if lengths[b] < 0 or lengths[b] > 32767 or off[b] < 0 or hoff[b] < 0:
+            raise ValueError("sentence %d: length or offsets out of range" % b)
         if off[b] + (<cnp.int64_t> lengths[b] + 1) * (lengths[b] + 1) > scores.shape[0]:
             raise ValueError("score block of sentence %d runs past the score array" % b)
         if hoff[b] + lengths[b] > heads.shape[0]:

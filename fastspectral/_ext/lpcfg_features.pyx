@@ -66,6 +66,35 @@ cdef inline int _bucket(int n) noexcept nogil:
     return 10
 
 
+def _check_nodes(parent, left, right, side, start, end, tree, tok_off, tree_len, tags):
+    """Every index the kernel follows is in range (``ValueError`` otherwise): node links in
+    ``[-1, n)``, trees in ``[0, len(tree_len))``, spans inside their tree's tokens, a right
+    child's parent with a left child."""
+    n = np.asarray(parent).shape[0]
+    if n == 0:
+        return
+    par, lft, rgt = np.asarray(parent), np.asarray(left), np.asarray(right)
+    for name, a in (("parent", par), ("left", lft), ("right", rgt)):
+        if a.min() < -1 or a.max() >= n:
+            raise ValueError(f"{name} node index out of range")
+    sd = np.asarray(side)
+    if sd.min() < 0 or sd.max() > 3:
+        raise ValueError("node side must be 0 .. 3")
+    tr = np.asarray(tree)
+    nt = np.asarray(tree_len).shape[0]
+    if tr.min() < 0 or tr.max() >= nt or np.asarray(tok_off).shape[0] < nt:
+        raise ValueError("tree index out of range")
+    st, en = np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64)
+    ln = np.asarray(tree_len, dtype=np.int64)[tr]
+    off = np.asarray(tok_off, dtype=np.int64)[tr]
+    if st.min() < 0 or np.any(en <= st) or np.any(en > ln) or off.min() < 0 or \
+            np.any(off + ln > np.asarray(tags).shape[0]):
+        raise ValueError("node span outside its tree's tokens")
+    has_parent = par >= 0
+    if np.any(lft[par[has_parent & (sd == 1)]] < 0):
+        raise ValueError("a right child whose parent has no left child")
+
+
 def node_feature_keys(const i32[::1] parent, const i32[::1] left, const i32[::1] right,
                       const i32[::1] side, const i64[::1] code, const i64[::1] lexclass,
                       const i32[::1] start, const i32[::1] end, const i32[::1] tree,
@@ -84,6 +113,7 @@ def node_feature_keys(const i32[::1] parent, const i32[::1] left, const i32[::1]
             and lexclass.shape[0] == n and start.shape[0] == n and end.shape[0] == n
             and tree.shape[0] == n):
         raise ValueError("node arrays must have equal lengths")
+    _check_nodes(parent, left, right, side, start, end, tree, tok_off, tree_len, tags)
     with nogil:
         for i in range(n):
             t = tree[i]

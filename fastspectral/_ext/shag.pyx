@@ -361,12 +361,16 @@ def inside_outside_batch(const double[:, :, ::1] alpha1, const double[:, :, ::1]
         raise ValueError("inconsistent operator array shapes")
     if B < 0 or pair_off.shape[0] < B or logz.shape[0] < B or status.shape[0] < B:
         raise ValueError("inconsistent batch arrays")
+    if H < 1 or N < 1 or M < 1 or K < 1 or C < 1:
+        raise ValueError("empty operator or deterministic automaton")
+    if B > 0 and tok_off[0] < 0:
+        raise ValueError("token offsets must start at 0 or later")
     for b in range(B):
         n = tok_off[b + 1] - tok_off[b] - 1
-        if n < 0 or tok_off[b + 1] > hsym.shape[0] or tok_off[b + 1] > msym.shape[0] \
-                or tok_off[b + 1] > cls.shape[0]:
+        if n < 0 or n > 32767 or tok_off[b + 1] > hsym.shape[0] or \
+                tok_off[b + 1] > msym.shape[0] or tok_off[b + 1] > cls.shape[0]:
             raise ValueError("token block of sentence %d out of range" % b)
-        if pair_off[b] + (n + 1) * (n + 1) > mu.shape[0] or \
+        if pair_off[b] < 0 or pair_off[b] + (n + 1) * (n + 1) > mu.shape[0] or \
                 (pair_off[b] + (n + 1) * (n + 1)) * K > lw.shape[0] or \
                 tok_off[b + 1] * 2 * K > ls.shape[0]:
             raise ValueError("pair block of sentence %d out of range" % b)

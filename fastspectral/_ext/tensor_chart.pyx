@@ -49,22 +49,6 @@ cdef inline char _nonzero(const double* v, i64 n) noexcept nogil:
     return 0
 
 
-cdef inline int _grow(i32** buf, i64* cap, i64 need) noexcept nogil:
-    cdef i64 newcap
-    cdef i32* nb
-    if need <= cap[0]:
-        return 0
-    newcap = cap[0] * 2
-    if newcap < need:
-        newcap = need
-    nb = <i32*> realloc(buf[0], newcap * sizeof(i32))
-    if nb == NULL:
-        return -1
-    buf[0] = nb
-    cap[0] = newcap
-    return 0
-
-
 cdef struct Work:
     i64* voff
     i64* cell_lo
@@ -77,7 +61,7 @@ cdef struct Work:
     double* M
     i32* tmp          # edges of the current cell: rule, left item, right item
     i64 tmp_cap
-    i32* grp          # groups: rule, parent item, first edge, end edge
+    i64* grp          # groups: rule, parent item, first edge, end edge (edge ids pass 2**31)
     i64 grp_cap
     i32* edges        # left item, right item
     i64 edge_cap
@@ -88,16 +72,61 @@ cdef struct Work:
     i32* uedge        # unary edges: rule, parent item, child item
     char* live        # item has a nonzero inside vector
     i64 ue_cap
+    i64 bytes         # bytes allocated for this sentence
+    i64 limit         # its memory budget (0: none); a sentence that would pass it gets -2
+
+
+cdef inline int _grow(i32** buf, i64* cap, i64 need, Work* wk) noexcept nogil:
+    """Room for ``need`` entries in ``buf`` (doubling); 0, -1 when out of memory, -2 when the
+    sentence's buffers would pass its memory budget ``wk.limit``."""
+    cdef i64 newcap
+    cdef i32* nb
+    if need <= cap[0]:
+        return 0
+    newcap = cap[0] * 2
+    if newcap < need:
+        newcap = need
+    if wk.limit > 0 and wk.bytes + (newcap - cap[0]) * <i64> sizeof(i32) > wk.limit:
+        return -2
+    nb = <i32*> realloc(buf[0], newcap * sizeof(i32))
+    if nb == NULL:
+        return -1
+    wk.bytes += (newcap - cap[0]) * <i64> sizeof(i32)
+    buf[0] = nb
+    cap[0] = newcap
+    return 0
+
+
+cdef inline int _grow64(i64** buf, i64* cap, i64 need, Work* wk) noexcept nogil:
+    """:func:`_grow` for an ``i64`` buffer."""
+    cdef i64 newcap
+    cdef i64* nb
+    if need <= cap[0]:
+        return 0
+    newcap = cap[0] * 2
+    if newcap < need:
+        newcap = need
+    if wk.limit > 0 and wk.bytes + (newcap - cap[0]) * <i64> sizeof(i64) > wk.limit:
+        return -2
+    nb = <i64*> realloc(buf[0], newcap * sizeof(i64))
+    if nb == NULL:
+        return -1
+    wk.bytes += (newcap - cap[0]) * <i64> sizeof(i64)
+    buf[0] = nb
+    cap[0] = newcap
+    return 0
 
 
 cdef int _sentence(const TensorGrammar* g, int n, i64 p0, i64 p1,
                    const i32* item_i, const i32* item_j, const i32* item_sym,
                    const double* leaf_w, const i64* leaf_off, const double* leaf_table,
-                   double* mu_out, double* z_out) noexcept nogil:
-    """Inside-outside for one sentence; returns 0, or -1 when memory ran out."""
+                   double* mu_out, double* z_out, i64 limit) noexcept nogil:
+    """Inside-outside for one sentence; returns 0, -1 when memory ran out, -2 when its chart
+    would pass ``limit`` bytes (0: no limit)."""
     cdef Work wk
     cdef int status
     memset(&wk, 0, sizeof(Work))
+    wk.limit = limit
     status = _sentence_core(g, &wk, n, p0, p1, item_i, item_j, item_sym, leaf_w, leaf_off,
                             leaf_table, mu_out, z_out)
     free(wk.voff)
@@ -138,6 +167,18 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
 
     cdef i64 ntmp = 0, ngrp = 0, nedge = 0, nue = 0
     cdef int ncr
+    cdef i64 sum_m = 0
+    cdef i64 maxm2 = 1
+    for it in range(k):
+        sum_m += g.m[item_sym[p0 + it]]
+    for s in range(g.S):
+        if <i64> g.m[s] * g.m[s] > maxm2:
+            maxm2 = <i64> g.m[s] * g.m[s]
+    # the fixed buffers, counted before any is allocated
+    wk.bytes = ((k + 1) * 9 + <i64> ncell * 16 + <i64> g.S * 8 + (g.R + 1) * 4
+                + (sum_m + 1) * 16 + (maxm2 + 1) * 8)
+    if wk.limit > 0 and wk.bytes > wk.limit:
+        return -2
     wk.voff = <i64*> malloc((k + 1) * sizeof(i64))
     wk.cell_lo = <i64*> malloc(ncell * sizeof(i64))
     wk.cell_hi = <i64*> malloc(ncell * sizeof(i64))
@@ -208,8 +249,9 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
                 if pos_par[a] < 0 or a == s:
                     continue
                 jt = pos_par[a]
-                if _grow(&wk.uedge, &wk.ue_cap, 3 * (nue + 1)) != 0:
-                    return -1
+                status = _grow(&wk.uedge, &wk.ue_cap, 3 * (nue + 1), wk)
+                if status != 0:
+                    return status
                 wk.uedge[3 * nue] = r
                 wk.uedge[3 * nue + 1] = <i32> jt
                 wk.uedge[3 * nue + 2] = <i32> it
@@ -257,15 +299,17 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
                         a = g.bin_parent[r]
                         if pos_par[a] < 0:
                             continue
-                        if _grow(&wk.tmp, &wk.tmp_cap, 3 * (ntmp + 1)) != 0:
-                            return -1
+                        status = _grow(&wk.tmp, &wk.tmp_cap, 3 * (ntmp + 1), wk)
+                        if status != 0:
+                            return status
                         wk.tmp[3 * ntmp] = r
                         wk.tmp[3 * ntmp + 1] = <i32> it
                         wk.tmp[3 * ntmp + 2] = pos_right[c]
                         ntmp += 1
                         if slot[r] < 0:
-                            if _grow(&wk.cell_rules, &wk.cr_cap, ncr + 1) != 0:
-                                return -1
+                            status = _grow(&wk.cell_rules, &wk.cr_cap, ncr + 1, wk)
+                            if status != 0:
+                                return status
                             slot[r] = ncr
                             wk.cell_rules[ncr] = r
                             ncr += 1
@@ -273,23 +317,26 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
                     pos_right[item_sym[p0 + jt]] = -1
             if ntmp > 0:
                 # counting sort of this cell's edges by rule slot -> groups
-                if _grow(&wk.cnt, &wk.cnt_cap, ncr + 1) != 0:
-                    return -1
+                status = _grow(&wk.cnt, &wk.cnt_cap, ncr + 1, wk)
+                if status != 0:
+                    return status
                 for q in range(ncr + 1):
                     wk.cnt[q] = 0
                 for e in range(ntmp):
                     wk.cnt[slot[wk.tmp[3 * e]] + 1] += 1
                 for q in range(ncr):
                     wk.cnt[q + 1] += wk.cnt[q]
-                if _grow(&wk.edges, &wk.edge_cap, 2 * (nedge + ntmp)) != 0 or \
-                        _grow(&wk.grp, &wk.grp_cap, 4 * (ngrp + ncr)) != 0:
-                    return -1
+                status = _grow(&wk.edges, &wk.edge_cap, 2 * (nedge + ntmp), wk)
+                if status == 0:
+                    status = _grow64(&wk.grp, &wk.grp_cap, 4 * (ngrp + ncr), wk)
+                if status != 0:
+                    return status
                 for q in range(ncr):
                     r = wk.cell_rules[q]
                     wk.grp[4 * (ngrp + q)] = r
                     wk.grp[4 * (ngrp + q) + 1] = pos_par[g.bin_parent[r]]
-                    wk.grp[4 * (ngrp + q) + 2] = <i32> (nedge + wk.cnt[q])
-                    wk.grp[4 * (ngrp + q) + 3] = <i32> (nedge + wk.cnt[q + 1])
+                    wk.grp[4 * (ngrp + q) + 2] = nedge + wk.cnt[q]
+                    wk.grp[4 * (ngrp + q) + 3] = nedge + wk.cnt[q + 1]
                 for e in range(ntmp):
                     q = slot[wk.tmp[3 * e]]
                     wk.edges[2 * (nedge + wk.cnt[q])] = wk.tmp[3 * e + 1]
@@ -297,7 +344,7 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
                     wk.cnt[q] += 1
                 # contract once per (parent item, rule)
                 for gi in range(ngrp, ngrp + ncr):
-                    r = wk.grp[4 * gi]
+                    r = <int> wk.grp[4 * gi]
                     jt = wk.grp[4 * gi + 1]
                     ma = g.m[g.bin_parent[r]]
                     mb = g.m[g.bin_left[r]]
@@ -344,7 +391,7 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
     # ---------------- outside ----------------
     gi = ngrp - 1
     while gi >= 0:
-        r = wk.grp[4 * gi]
+        r = <int> wk.grp[4 * gi]
         jt = wk.grp[4 * gi + 1]
         ma = g.m[g.bin_parent[r]]
         mb = g.m[g.bin_left[r]]
@@ -404,11 +451,14 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
 cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
                           const i32* item_i, const i32* item_j, const i32* item_sym,
                           const double* leaf_w, const i64* leaf_off, const double* leaf_table,
-                          double* mu_out, double* z_out) noexcept nogil:
+                          double* mu_out, double* z_out, i64 limit) noexcept nogil:
     """Inside-outside of a one-state grammar (a plain PCFG): no hyperedges are stored, the
-    outside pass enumerates the rule applications again.  Returns 0 or -1 (out of memory)."""
+    outside pass enumerates the rule applications again.  Returns 0, -1 (out of memory) or -2
+    (the chart would pass ``limit`` bytes; 0: no limit)."""
     cdef i64 k = p1 - p0
     cdef int ncell = (n + 1) * (n + 1)
+    if limit > 0 and (k + 1) * 17 + <i64> ncell * 16 + <i64> g.S * 8 > limit:
+        return -2
     cdef double* alpha = <double*> calloc(k + 1, sizeof(double))
     cdef double* beta = <double*> calloc(k + 1, sizeof(double))
     cdef i64* cell_lo = <i64*> calloc(ncell, sizeof(i64))
@@ -557,6 +607,100 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
     return status
 
 
+# ------------------------------------------------------------------------------------------------
+# input checks at the Python boundary (vectorised, O(grammar) + O(items) per call)
+
+#: longest sentence the kernels accept (cell ids ``i * (n + 1) + j`` stay within a C int)
+MAX_LENGTH = 32767
+
+
+def _offsets_ok(ptr, int n_rows, Py_ssize_t n_entries):
+    """``ptr`` (``n_rows + 1`` entries) starts at 0, never decreases, ends within the entries."""
+    ptr = np.asarray(ptr)
+    return ptr.shape[0] == n_rows + 1 and ptr[0] == 0 and ptr[n_rows] <= n_entries and \
+        not np.any(np.diff(ptr) < 0)
+
+
+def _in_range(a, lo, hi):
+    a = np.asarray(a)
+    return a.shape[0] == 0 or (a.min() >= lo and a.max() < hi)
+
+
+def check_tensor_grammar(int S, m, bin_parent, bin_left, bin_right, toff, T, rl_ptr, rl_rule,
+                         un_parent, un_child, uoff, U, uc_ptr, uc_rule, c1, c1off):
+    """Raise ``ValueError`` unless every index of the tensor grammar is in range: symbols,
+    latent sizes, the offsets of every tensor / matrix / root vector inside its parameter
+    array, and the rule indexes by left child and by child (each block lists only rules of
+    its symbol).  O(size of the grammar)."""
+    m = np.asarray(m, dtype=np.int64)
+    if S < 1 or m.shape[0] != S or m.min() < 1 or m.max() > 32767:
+        raise ValueError("latent sizes must be 1 .. 32767, one per symbol")
+    bp, bl, br = (np.asarray(x, dtype=np.int64) for x in (bin_parent, bin_left, bin_right))
+    R = bp.shape[0]
+    if bl.shape[0] != R or br.shape[0] != R or np.asarray(toff).shape[0] < R:
+        raise ValueError("binary rule arrays differ in length")
+    if not (_in_range(bp, 0, S) and _in_range(bl, 0, S) and _in_range(br, 0, S)):
+        raise ValueError("binary rule symbol out of range")
+    if R:
+        toff = np.asarray(toff, dtype=np.int64)[:R]
+        if toff.min() < 0 or np.any(toff + m[bp] * m[bl] * m[br] > np.asarray(T).shape[0]):
+            raise ValueError("binary rule tensor offset out of range")
+    if not _offsets_ok(rl_ptr, S, np.asarray(rl_rule).shape[0]):
+        raise ValueError("rule index by left child (rl_ptr) is not a partition")
+    used = int(np.asarray(rl_ptr)[S])
+    rl = np.asarray(rl_rule, dtype=np.int64)[:used]
+    if not _in_range(rl, 0, R) or np.any(
+            bl[rl] != np.repeat(np.arange(S), np.diff(np.asarray(rl_ptr)))):
+        raise ValueError("rule index by left child (rl_rule) lists a rule of another symbol")
+    up, uc = np.asarray(un_parent, dtype=np.int64), np.asarray(un_child, dtype=np.int64)
+    nu = up.shape[0]
+    if uc.shape[0] != nu or np.asarray(uoff).shape[0] < nu:
+        raise ValueError("unary rule arrays differ in length")
+    if not (_in_range(up, 0, S) and _in_range(uc, 0, S)):
+        raise ValueError("unary rule symbol out of range")
+    if nu:
+        uoff = np.asarray(uoff, dtype=np.int64)[:nu]
+        if uoff.min() < 0 or np.any(uoff + m[up] * m[uc] > np.asarray(U).shape[0]):
+            raise ValueError("unary rule matrix offset out of range")
+    if not _offsets_ok(uc_ptr, S, np.asarray(uc_rule).shape[0]):
+        raise ValueError("rule index by child (uc_ptr) is not a partition")
+    used = int(np.asarray(uc_ptr)[S])
+    ur = np.asarray(uc_rule, dtype=np.int64)[:used]
+    if not _in_range(ur, 0, nu) or np.any(
+            uc[ur] != np.repeat(np.arange(S), np.diff(np.asarray(uc_ptr)))):
+        raise ValueError("rule index by child (uc_rule) lists a rule of another symbol")
+    c1off = np.asarray(c1off, dtype=np.int64)
+    if c1off.shape[0] != S or c1off.min() < -1:
+        raise ValueError("root vector offsets must be -1 or an offset, one per symbol")
+    rooted = c1off >= 0
+    if np.any(c1off[rooted] + m[rooted] > np.asarray(c1).shape[0]):
+        raise ValueError("root vector offset out of range")
+
+
+def _check_items(sent_len, item_ptr, item_i, item_j, item_sym, int S):
+    """Items of a batch: offsets partition the items, every item lies inside its sentence
+    (``0 <= i < j <= n``), symbols in range, at most 2**31 - 1 items per sentence."""
+    lens = np.asarray(sent_len, dtype=np.int64)
+    nsent = lens.shape[0]
+    nitems = np.asarray(item_i).shape[0]
+    if nsent and (lens.min() < 0 or lens.max() > MAX_LENGTH):
+        raise ValueError(f"sentence lengths must be 0 .. {MAX_LENGTH}")
+    if not _offsets_ok(item_ptr, nsent, nitems):
+        raise ValueError("item offsets (item_ptr) are not a partition of the items")
+    counts = np.diff(np.asarray(item_ptr))
+    if nsent and counts.max() >= 2 ** 31 - 1:
+        raise ValueError("more than 2**31 - 2 items in one sentence")
+    used = int(np.asarray(item_ptr)[nsent])
+    if used:
+        ii = np.asarray(item_i)[:used]
+        jj = np.asarray(item_j)[:used]
+        n = np.repeat(lens, counts)
+        if ii.min() < 0 or np.any(jj <= ii) or np.any(jj > n):
+            raise ValueError("an item's span lies outside its sentence")
+        if not _in_range(np.asarray(item_sym)[:used], 0, S):
+            raise ValueError("item symbol out of range")
+
+
 def inside_outside_batch(int S, const i32[::1] m,
                          const i32[::1] bin_parent, const i32[::1] bin_left, const i32[::1] bin_right,
                          const i64[::1] toff, const double[::1] T,
@@ -568,13 +712,15 @@ def inside_outside_batch(int S, const i32[::1] m,
                          const i32[::1] sent_len, const i64[::1] item_ptr,
                          const i32[::1] item_i, const i32[::1] item_j, const i32[::1] item_sym,
                          const double[::1] leaf_w, const i64[::1] leaf_off, const double[::1] leaf_table,
-                         int n_threads=1):
+                         int n_threads=1, cnp.int64_t max_bytes=0):
     """Tensor inside-outside for a batch of sentences over pruned charts.
 
-    Items of sentence ``s`` are ``item_ptr[s]:item_ptr[s+1]`` and must be sorted by
-    ``(j - i, i, sym)`` with at most one item per (i, j, sym).  Returns ``(mu, Z, status)``:
-    the raw (unclipped) marginal of every item, the scaled sentence weight per sentence and a
-    per-sentence status (0 ok, -1 out of memory).
+    Items of sentence ``s`` are ``item_ptr[s]:item_ptr[s+1]`` and must be grouped by cell with
+    at most one item per (i, j, sym) (the passes produce them sorted by ``(j - i, i, sym)``).
+    Returns ``(mu, Z, status)``: the raw (unclipped) marginal of every item, the scaled sentence
+    weight per sentence and a per-sentence status (0 ok, -1 out of memory, -2 the sentence's
+    chart would pass ``max_bytes``; 0: no limit).  Every index of the grammar and the items is
+    checked here, once, before the kernel runs (``ValueError`` otherwise).
     """
     cdef Py_ssize_t nsent = sent_len.shape[0]
     cdef Py_ssize_t nitems = item_i.shape[0]
@@ -594,6 +740,14 @@ def inside_outside_batch(int S, const i32[::1] m,
         raise ValueError("inconsistent item array lengths")
     if m.shape[0] != S or rl_ptr.shape[0] != S + 1 or uc_ptr.shape[0] != S + 1 or c1off.shape[0] != S:
         raise ValueError("inconsistent grammar array lengths")
+    check_tensor_grammar(S, m, bin_parent, bin_left, bin_right, toff, T, rl_ptr, rl_rule,
+                         un_parent, un_child, uoff, U, uc_ptr, uc_rule, c1, c1off)
+    _check_items(sent_len, item_ptr, item_i, item_j, item_sym, S)
+    lo_np = np.asarray(leaf_off)
+    leaf = lo_np >= 0
+    if np.any(leaf):
+        if np.any(lo_np[leaf] + np.asarray(m)[np.asarray(item_sym)[leaf]] > leaf_table.shape[0]):
+            raise ValueError("leaf vector offset out of range")
     g.S = S
     g.m = &m[0]
     g.R = bin_parent.shape[0]
@@ -625,10 +779,10 @@ def inside_outside_batch(int S, const i32[::1] m,
         if item_ptr[s + 1] > item_ptr[s] and sent_len[s] > 0:
             if scalar:
                 st_v[s] = _sentence_scalar(&g, sent_len[s], item_ptr[s], item_ptr[s + 1], ii, jj,
-                                           ss, lw, lo, lt, &mu_v[0], &z_v[s])
+                                           ss, lw, lo, lt, &mu_v[0], &z_v[s], max_bytes)
             else:
                 st_v[s] = _sentence(&g, sent_len[s], item_ptr[s], item_ptr[s + 1], ii, jj, ss,
-                                    lw, lo, lt, &mu_v[0], &z_v[s])
+                                    lw, lo, lt, &mu_v[0], &z_v[s], max_bytes)
     return mu, Z, status
 
 
@@ -719,6 +873,12 @@ def decode_batch(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::1
     """
     cdef Py_ssize_t nsent = sent_len.shape[0]
     cdef Py_ssize_t s
+    if sym_class.shape[0] != is_pre.shape[0] or n_class < 1 or \
+            not _in_range(sym_class, 0, n_class):
+        raise ValueError("symbol classes out of range")
+    _check_items(sent_len, item_ptr, item_i, item_j, item_sym, sym_class.shape[0])
+    if mu.shape[0] < item_i.shape[0]:
+        raise ValueError("one marginal per item needed")
     cdef cnp.ndarray[i64, ndim=1] cap = np.zeros(nsent + 1, dtype=np.int64)
     cdef i64[::1] cap_v = cap
     for s in range(nsent):
@@ -755,6 +915,10 @@ def full_items(const i32[::1] sent_len, const i64[::1] lex_off, const i32[::1] l
     cdef i64 total = 0, pos = 0, e
     cdef int n, i, j, l, q
     cdef int nu = unary_parents.shape[0], nb = binary_parents.shape[0]
+    if nsent and (np.asarray(sent_len).min() < 0 or np.asarray(sent_len).max() > MAX_LENGTH):
+        raise ValueError(f"sentence lengths must be 0 .. {MAX_LENGTH}")
+    if not _offsets_ok(lex_off, nsent, lex_pos.shape[0]) or lex_sym.shape[0] != lex_pos.shape[0]:
+        raise ValueError("lexical offsets are not a partition of the entries")
     for s in range(nsent):
         n = sent_len[s]
         total += (lex_off[s + 1] - lex_off[s]) + <i64> n * nu + <i64> (n * (n - 1) // 2) * nb
@@ -810,7 +974,17 @@ def project_items(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::
     cdef Py_ssize_t nsent = sent_len.shape[0], s
     cdef i64 total = 0, pos = 0, it, e, found
     cdef int c, q, f
-    for it in range(item_i.shape[0]):
+    cdef int n_coarse = proj_ptr.shape[0] - 1
+    _check_items(sent_len, item_ptr, item_i, item_j, item_sym, max(n_coarse, 0))
+    if mu.shape[0] < item_i.shape[0]:
+        raise ValueError("one marginal per item needed")
+    if n_coarse < 0 or not _offsets_ok(proj_ptr, n_coarse, proj_sym.shape[0]) or \
+            not _in_range(np.asarray(proj_sym)[:np.asarray(proj_ptr)[n_coarse]], 0,
+                          fine_is_pre.shape[0]):
+        raise ValueError("the projection (proj_ptr / proj_sym) is out of range")
+    if not _offsets_ok(lex_off, nsent, lex_pos.shape[0]) or lex_sym.shape[0] != lex_pos.shape[0]:
+        raise ValueError("lexical offsets are not a partition of the entries")
+    for it in range(item_ptr[nsent]):
         if mu[it] >= threshold:
             c = item_sym[it]
             total += proj_ptr[c + 1] - proj_ptr[c]
