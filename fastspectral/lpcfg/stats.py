@@ -205,25 +205,43 @@ def latent_context(model, stats: LatentCounts, t0: float) -> LatentContext:
 # ================================================================================================
 # (label, key) count tables
 # ================================================================================================
-def _unique_pairs(lab, key, cnt):
-    """``(lab, key, cnt)`` summed over equal (lab, key), sorted by (lab, key)."""
-    if lab.size == 0:
-        return lab.astype(np.int64), key.astype(np.int64), cnt.astype(np.int64)
-    order = np.lexsort((key, lab))
-    lab, key, cnt = lab[order], key[order], cnt[order]
-    new = np.ones(lab.shape[0], dtype=bool)
-    new[1:] = (lab[1:] != lab[:-1]) | (key[1:] != key[:-1])
+def _unique_pairs(lab, key, cnt=None):
+    """``(lab, key, cnt)`` summed over equal (lab, key), sorted by (lab, key) (``cnt`` None:
+    one each).  The keys are ranked by one sort, then the pairs are the int64 codes
+    ``lab * U + rank(key)``: two one-key sorts instead of a two-key ``lexsort``."""
+    lab = np.asarray(lab, dtype=np.int64)
+    key = np.asarray(key, dtype=np.int64)
+    n = lab.shape[0]
+    if n == 0:
+        return lab, key, np.zeros(0, dtype=np.int64)
+    order = np.argsort(key)
+    ks = key[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = ks[1:] != ks[:-1]
+    ukeys = ks[new]
+    kid = np.empty(n, dtype=np.int64)
+    kid[order] = np.cumsum(new) - 1
+    U = ukeys.shape[0]
+    codes = lab * U + kid
+    if cnt is None:
+        codes = np.sort(codes)
+    else:
+        o2 = np.argsort(codes)
+        codes = codes[o2]
+        cnt = np.asarray(cnt, dtype=np.int64)[o2]
+    new = np.ones(n, dtype=bool)
+    new[1:] = codes[1:] != codes[:-1]
     idx = np.flatnonzero(new)
-    return lab[idx], key[idx], np.add.reduceat(cnt, idx)
+    out = np.diff(np.append(idx, n)) if cnt is None else np.add.reduceat(cnt, idx)
+    c = codes[idx]
+    return c // U, ukeys[c % U], out.astype(np.int64)
 
 
 class KeyCounts(Statistics):
     """Counts of ``(label, key)`` pairs (sorted arrays ``lab``, ``key``, ``cnt``)."""
 
-    def __init__(self, lab, key, cnt):
-        self.lab, self.key, self.cnt = _unique_pairs(np.asarray(lab, np.int64),
-                                                     np.asarray(key, np.int64),
-                                                     np.asarray(cnt, np.int64))
+    def __init__(self, lab, key, cnt=None):
+        self.lab, self.key, self.cnt = _unique_pairs(lab, key, cnt)
 
     def update(self, other):
         if type(other) is not KeyCounts:
@@ -241,23 +259,19 @@ class KeyCounts(Statistics):
         flat = keys.ravel()
         lab = np.repeat(label.astype(np.int64), K)
         sel = (flat != 0) & keep_label[lab] if lab.size else np.zeros(0, dtype=bool)
-        return cls(lab[sel], flat[sel], np.ones(int(sel.sum()), dtype=np.int64))
+        return cls(lab[sel], flat[sel])
 
 
 def _lookup_pairs(lab_sorted, key_sorted, lab, key) -> np.ndarray:
     """Positions of the ``(lab, key)`` queries in the (lab, key)-sorted table (all present)."""
     if lab.size == 0:
         return np.zeros(0, dtype=np.int64)
-    nt = lab_sorted.shape[0]
-    allk = np.concatenate([key_sorted, key])
-    alll = np.concatenate([lab_sorted, lab])
-    flag = np.concatenate([np.zeros(nt, np.int8), np.ones(lab.shape[0], np.int8)])
-    order = np.lexsort((flag, allk, alll))
-    rank = np.cumsum(flag[order] == 0) - 1          # table entries at or before each position
-    pos = np.empty(order.shape[0], dtype=np.int64)
-    pos[order] = rank
-    out = pos[nt:]
-    if np.any(out < 0) or np.any(lab_sorted[out] != lab) or np.any(key_sorted[out] != key):
+    ukeys = np.unique(key_sorted)
+    U = max(1, ukeys.shape[0])
+    table = lab_sorted * U + np.searchsorted(ukeys, key_sorted)     # sorted, distinct
+    kid = np.minimum(np.searchsorted(ukeys, key), U - 1)
+    out = np.minimum(np.searchsorted(table, lab * U + kid), table.shape[0] - 1)
+    if np.any(lab_sorted[out] != lab) or np.any(key_sorted[out] != key):
         raise ValueError("a partition has a feature that is not in the merged feature index")
     return out
 
@@ -310,7 +324,7 @@ class _FeatureIndex:
         keep = (flat != 0) & has[lab] if lab.size else np.zeros(0, dtype=bool)
         fid = _lookup_pairs(self.lab, self.key, lab[keep], flat[keep])
         rows = row[keep]
-        o2 = np.lexsort((fid, rows))
+        o2 = np.argsort(rows * max(1, self.n) + fid)     # by (row, feature)
         indptr = np.zeros(N + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=N), out=indptr[1:])
         return sp.csr_matrix((np.ones(o2.shape[0]), fid[o2], indptr), shape=(N, self.n))
