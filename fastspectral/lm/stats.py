@@ -42,14 +42,37 @@ def bigram_statistics(model, items) -> BigramCounts:
     if isinstance(items, Partition):
         items = items.data
     out = BigramCounts(model.lowercase)
-    words, bigrams = out.words, out.bigrams
+    flat: list = []
+    lengths = []
     for sent in _as_word_lists(items):
-        if out.lowercase:
-            sent = [w.lower() for w in sent]
-        words.update(sent)
-        seq = [None] + sent
-        bigrams.update(zip(seq, sent + [None]))
-        out.n_sentences += 1
+        flat.extend(w.lower() for w in sent) if out.lowercase else flat.extend(sent)
+        lengths.append(len(sent))
+    out.n_sentences = len(lengths)
+    if not lengths:
+        return out
+    # count with local ids (vectorised), then key the distinct bigrams by their strings
+    index: dict = {}
+    ids = np.fromiter((index.setdefault(w, len(index)) for w in flat), dtype=np.int64,
+                      count=len(flat))
+    local = list(index)
+    out.words.update(dict(zip(local, np.bincount(ids, minlength=len(local)).tolist())))
+    n = len(local)
+    lens = np.asarray(lengths, dtype=np.int64)
+    seq = np.full(len(flat) + 2 * len(lens), n, dtype=np.int64)     # n: a boundary
+    starts = np.zeros(len(lens), dtype=np.int64)
+    np.cumsum(lens[:-1] + 2, out=starts[1:])
+    pos = np.repeat(starts + 1, lens) + (np.arange(len(flat)) - np.repeat(
+        np.cumsum(lens) - lens, lens))
+    seq[pos] = ids
+    prev, nxt = seq[:-1], seq[1:]
+    keep = np.ones(prev.shape[0], dtype=bool)
+    keep[(starts + lens + 1)[:-1]] = False          # </s> of a sentence -> <s> of the next
+    codes = prev[keep] * (n + 1) + nxt[keep]
+    uc, cnt = np.unique(codes, return_counts=True)
+    names = local + [None]
+    out.bigrams.update(dict(zip(((names[a], names[b]) for a, b in
+                                 zip((uc // (n + 1)).tolist(), (uc % (n + 1)).tolist())),
+                                cnt.tolist())))
     return out
 
 
