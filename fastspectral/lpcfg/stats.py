@@ -422,6 +422,7 @@ def spectral_statistics(model, part: Partition, context):
 
     settings = _spectral_settings(model)
     if context is None:
+        model._validate()
         return latent_counts(model, part)
     with threadpool_limits(limits=1):
         if isinstance(context, LatentContext):
@@ -944,6 +945,12 @@ def _partition_layout(model, part: Partition, ctx: EMContext):
     return got
 
 
+def _check_em_init(model) -> None:
+    if model.init != "random":
+        raise ValueError("EMLPCFG learns from partitions from a random start only "
+                         "(init='random'); the pivot start needs the whole treebank")
+
+
 def em_statistics(model, part: Partition, context):
     """One partition's statistics: pass 0's counts, then its E-step."""
     import numba
@@ -952,6 +959,8 @@ def em_statistics(model, part: Partition, context):
     from .latent_params import LatentParams, e_step
 
     if context is None:
+        model._validate()
+        _check_em_init(model)
         return latent_counts(model, part)
     with threadpool_limits(limits=1):
         lay, lidx = _partition_layout(model, part, context)
@@ -974,9 +983,7 @@ def em_fit_statistics(model, stats, context, t0: float):
 
     if context is None:
         model._validate()
-        if model.init != "random":
-            raise ValueError("EMLPCFG learns from partitions from a random start only "
-                             "(init='random'); the pivot start needs the whole treebank")
+        _check_em_init(model)
         base = latent_context(model, stats, t0)
         with threadpool_limits(limits=1):
             G = GlobalLayout(model, base)
