@@ -61,6 +61,7 @@ def _settings(model) -> tuple:
 def prepare_latent_partition(model, items) -> Partition:
     """A partition of treebank trees as the L-PCFG passes read it: without word-less trees,
     cleaned, unary-collapsed and binarised with the model's ``v`` / ``h`` / ``tag_parent``."""
+    model._validate()
     raw = list(items)
     for k, t in enumerate(raw):
         if not isinstance(t, Tree):
