@@ -62,6 +62,17 @@ def _ppl(model, seqs) -> float:
     return model.perplexity(seqs)
 
 
+def _alone(model, seqs) -> float:
+    """Perplexity of the hidden-state model nearly alone: interpolation weight 0.001 (a floor
+    for the events the spectral model clips to 0)."""
+    w = model.backoff_weight_
+    model.backoff_weight_ = 0.001
+    try:
+        return model.perplexity(seqs)
+    finally:
+        model.backoff_weight_ = w
+
+
 def _enc(seqs) -> Encoded:
     off = np.zeros(len(seqs) + 1, dtype=np.int64)
     off[1:] = np.cumsum([len(s) for s in seqs])
@@ -181,6 +192,7 @@ def tags(args):
         raw, sign = sp.raw_log_probability(test)
         lp = sp.log_probability(test)
         rows.append({"system": "spectral HMM", "m": m, "fit": sp_fit, "test": _ppl(sp, test),
+                     "alone": _alone(sp, test),
                      "dev": d_sp, "settings": f"ridge {ridge:g}, w {w_sp:g}",
                      "raw_nonpositive": int((sign <= 0).sum()),
                      "positive": int(np.isfinite(lp).sum()), "resets": sp.last_resets_})
@@ -192,6 +204,7 @@ def tags(args):
             fit = time.perf_counter() - t0
             lp = full.log_probability(test)
             rows.append({"system": label, "m": m, "fit": fit, "test": _ppl(full, test),
+                         "alone": _alone(full, test),
                          "dev": mdl.perplexity(dev),
                          "settings": f"{its} iterations, w {mdl.backoff_weight_:g}",
                          "per_iteration": full.timings_["em"] / its,
@@ -202,13 +215,15 @@ def tags(args):
               f"at {int(np.argmin(sem.dev_perplexity_))}); within 1% of EM's best: EM at "
               f"iteration {em_1}, spectral-init EM at {sem_1}", flush=True)
     print("\n| system | m | settings (chosen on dev) | fit (s) | dev ppl | test ppl "
-          "| test sequences with p > 0 | per EM iteration (s) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| test ppl, model alone (w 0.001) | test sequences with p > 0 "
+          "| per EM iteration (s) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         pos = f"{r['positive']} / {len(test)}" if "positive" in r else f"{len(test)} / {len(test)}"
         per = f"{r['per_iteration']:.3f}" if "per_iteration" in r else "-"
+        alone = f"{r['alone']:.3f}" if "alone" in r else "-"
         print(f"| {r['system']} | {r['m']} | {r.get('settings', '-')} | {r['fit']:.2f} | "
-              f"{r['dev']:.3f} | {r['test']:.3f} | {pos} | {per} |")
+              f"{r['dev']:.3f} | {r['test']:.3f} | {alone} | {pos} | {per} |")
     for r in rows:
         if "raw_nonpositive" in r:
             print(f"spectral m={r['m']}: raw estimate p(x) <= 0 for {r['raw_nonpositive']} of "
@@ -299,6 +314,7 @@ def brown(args):
         raw, sign = sp.raw_log_probability(test)
         rows.append({"system": "spectral HMM", "m": m, "fit": fit, "dev": d,
                      "test": sp.perplexity(test), "raw_nonpositive": int((sign <= 0).sum()),
+                     "alone": _alone(sp, test),
                      "settings": f"max_vocab {cap}, ridge {ridge:g}, w {sp.backoff_weight_:g}"})
         print(rows[-1], flush=True)
         for method, iters in (("em", args.brown_em_iterations),
@@ -309,16 +325,23 @@ def brown(args):
             fit = time.perf_counter() - t0
             rows.append({"system": f"{method} HMM", "m": m, "fit": fit,
                          "dev": em.perplexity(dev), "test": em.perplexity(test),
+                         "alone": _alone(em, test),
                          "settings": f"max_vocab {cap}, {em.best_iteration_} / {iters} "
                                      f"iterations, w {em.backoff_weight_:g}",
                          "curve": em.dev_perplexity_.tolist(),
                          "per_iteration": em.timings_["em"] / max(iters, 1)})
             print({k: v for k, v in rows[-1].items() if k != "curve"}, flush=True)
-    print("\n| system | m | settings (chosen on dev) | fit (s) | dev ppl | test ppl |")
-    print("|---|---|---|---|---|---|")
+    print("\n| system | m | settings (chosen on dev) | fit (s) | dev ppl | test ppl "
+          "| test ppl, model alone (w 0.001) |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
+        alone = f"{r['alone']:.1f}" if "alone" in r else "-"
         print(f"| {r['system']} | {r['m']} | {r['settings']} | {r['fit']:.1f} | {r['dev']:.1f} "
-              f"| {r['test']:.1f} |")
+              f"| {r['test']:.1f} | {alone} |")
+    for r in rows:
+        if "raw_nonpositive" in r:
+            print(f"spectral m={r['m']}: raw estimate p(x) <= 0 for {r['raw_nonpositive']} of "
+                  f"{len(test)} test sentences")
     RESULTS["brown"] = rows
 
 

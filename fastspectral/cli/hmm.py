@@ -51,7 +51,7 @@ _OPTIONS = (
 )
 
 _SHOWN = {"iterations": "em 100, spectral-em 20 (spectral: unused)",
-          "backoff_weight": "chosen on --dev, else spectral 0.3, EM 0.05",
+          "backoff_weight": "chosen on --dev, else spectral 0.4, EM 0.2",
           "max_vocab": "no cap"}
 
 _FORMATS = ("auto", "text", "tagged", "ptb", "conll")

@@ -22,8 +22,9 @@ METHODS = ("spectral", "em", "spectral-em")
 #: EM iterations when ``iterations=None``
 DEFAULT_ITERATIONS = {"spectral": 0, "em": 100, "spectral-em": 20}
 #: interpolation weight of the Kneser-Ney bigram when ``backoff_weight=None`` and ``fit`` has
-#: no ``dev`` sequences (chosen on the development splits, docs/hmm.md)
-DEFAULT_BACKOFF_WEIGHT = {"spectral": 0.3, "em": 0.05, "spectral-em": 0.05}
+#: no ``dev`` sequences: the weights the WSJ-tag development split chose at m = 40
+#: (docs/hmm.md); EM also scores its development perplexity with it to choose the iteration
+DEFAULT_BACKOFF_WEIGHT = {"spectral": 0.4, "em": 0.2, "spectral-em": 0.2}
 #: the weights tried on ``dev`` sequences when ``backoff_weight=None``
 BACKOFF_GRID = (0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 END = "</s>"
@@ -95,7 +96,7 @@ class HMM(Estimator):
     backoff_weight : float in [0, 1) or None, default None
         Weight ``w`` of the Kneser-Ney bigram in every prediction.  None: chosen among
         :data:`BACKOFF_GRID` on the ``dev`` sequences given to :meth:`fit`, else
-        :data:`DEFAULT_BACKOFF_WEIGHT` (0.3 spectral, 0.05 EM).  With 0, a sequence the model
+        :data:`DEFAULT_BACKOFF_WEIGHT` (0.4 spectral, 0.2 EM).  With 0, a sequence the model
         gives no weight gets probability 0.
     ridge : float, default 1.0
         Spectral learning: the pseudo-inverse ``(U^T P)^+ = V diag(1/s)`` becomes
