@@ -119,7 +119,7 @@ class Lexicon:
         self.rare_threshold = rare_threshold
         self.s1 = s1
         self.s2 = s2
-        self._word_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._word_cache: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._sig_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._punct = None                    # bool per symbol: a punctuation tag (see module doc)
         self._punct_by_tag: dict = {}
@@ -231,12 +231,26 @@ class Lexicon:
         return got
 
     def _word_entry(self, word: str, position: int):
-        """(symbols, P(word | symbol)) for one token."""
+        """(symbols, P(word | symbol)) for one token.
+
+        The entry depends on the position only through ``position == 0`` (the ``-INITC``
+        signatures), so it is cached per word type and that flag, for known and unknown words
+        (the cache is emptied when it reaches :attr:`_CACHE_LIMIT` entries)."""
+        key = (word, position == 0)
+        got = self._word_cache.get(key)
+        if got is not None:
+            return got
+        got = self._compute_entry(word, position)
+        if len(self._word_cache) >= self._CACHE_LIMIT:
+            self._word_cache.clear()
+        self._word_cache[key] = got
+        return got
+
+    #: most cached (word, sentence-initial) entries before the cache is emptied
+    _CACHE_LIMIT = 500_000
+
+    def _compute_entry(self, word: str, position: int):
         known = word in self.word_count
-        if known and position > 0:
-            got = self._word_cache.get(word)
-            if got is not None:
-                return got
         lower = word.lower()
         sig = signature(word, position, lower in self._lower_known and lower != word)
         p_sig = self._p_tag_given_sig(sig)
@@ -254,10 +268,9 @@ class Lexicon:
             dist = self._punctuation_rule(word, known, dist)
         syms = np.flatnonzero((dist > 0) & (self.p_tag > 0)).astype(np.int32)
         probs = dist[syms] * p_w / self.p_tag[syms]
-        got = (syms, probs)
-        if known and position > 0:
-            self._word_cache[word] = got
-        return got
+        syms.flags.writeable = False         # shared by every token of the cached type
+        probs.flags.writeable = False
+        return syms, probs
 
     def is_known(self, word: str) -> bool:
         return word in self.word_count
@@ -270,6 +283,8 @@ class Lexicon:
         distribution, and a (word, tag) pair the lexicon gives zero probability gets the tag's
         unknown-word probability so that the given tag is always usable.
         """
+        if tags is None or tag_symbols is None:
+            return self._untagged_entries(words)
         pos_l, sym_l, prob_l = [], [], []
         open_quotes = 0
         for i, w in enumerate(words):
@@ -294,6 +309,27 @@ class Lexicon:
             return (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
         return (np.concatenate(pos_l), np.concatenate(sym_l).astype(np.int32),
                 np.concatenate(prob_l).astype(np.float64))
+
+    def _untagged_entries(self, words):
+        """:meth:`entries` without given tags: the cached per-type entries concatenated (one
+        Python step per token, no per-token array allocation)."""
+        n = len(words)
+        if not n:
+            return (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
+        entry = self._word_entry
+        got = [entry(w, i) for i, w in enumerate(words)]
+        if self._punct is not None and ("`" in words or "'" in words):
+            open_quotes = 0
+            for i, w in enumerate(words):
+                if w == "`" or w == "'":
+                    syms, probs = got[i]
+                    syms, probs, open_quotes = self._single_quote(
+                        w, words[i - 1] if i else "", syms, probs, open_quotes)
+                    got[i] = (syms, probs)
+        counts = np.fromiter((g[0].shape[0] for g in got), dtype=np.int64, count=n)
+        pos = np.repeat(np.arange(n, dtype=np.int32), counts)
+        return (pos, np.concatenate([g[0] for g in got]).astype(np.int32, copy=False),
+                np.concatenate([g[1] for g in got]).astype(np.float64, copy=False))
 
     def _single_quote(self, word, prev, syms, probs, open_quotes):
         """Entries of ````` / ``'`` by quote pairing (see the module docstring)."""
