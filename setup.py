@@ -1,4 +1,10 @@
-"""Build script: compiles every Cython kernel in fastspectral/_ext with OpenMP."""
+"""Build script: compiles every Cython kernel in fastspectral/_ext with OpenMP.
+
+``FASTSPECTRAL_BOUNDSCHECK=1`` builds the kernels with Cython's run-time checks switched on
+(``boundscheck``, ``wraparound``, ``initializedcheck``; slower, for testing only):
+``tools/check_bounds.sh`` builds that way into a temporary copy and runs the kernel tests.
+The kernel sources carry no such directive themselves, so that this switch decides.
+"""
 import glob
 import os
 import sys
@@ -17,6 +23,7 @@ def _openmp_flags():
 
 
 compile_omp, link_omp = _openmp_flags()
+checks = os.environ.get("FASTSPECTRAL_BOUNDSCHECK", "") not in ("", "0")
 extensions = []
 for pyx in sorted(glob.glob(os.path.join("fastspectral", "_ext", "*.pyx"))):
     name = pyx[:-4].replace(os.sep, ".")
@@ -35,7 +42,7 @@ setup(
     ext_modules=cythonize(
         extensions,
         language_level=3,
-        compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True,
-                             "initializedcheck": False},
+        compiler_directives={"boundscheck": checks, "wraparound": checks, "cdivision": True,
+                             "initializedcheck": checks},
     ),
 )

@@ -12,6 +12,8 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# FASTSPECTRAL_BOUNDSCHECK=1: Cython's run-time checks on, as in setup.py
+checks = os.environ.get("FASTSPECTRAL_BOUNDSCHECK", "") not in ("", "0")
 os.chdir(HERE)
 for pyx in sys.argv[1:]:
     pyx = os.path.relpath(os.path.abspath(pyx), HERE)
@@ -22,5 +24,5 @@ for pyx in sys.argv[1:]:
     setup(name="fastspectral-dev", script_args=["build_ext", "--inplace", "--build-temp",
                                                  os.path.join("build", "tmp-" + name)],
           ext_modules=cythonize([ext], language_level=3, quiet=True,
-                                compiler_directives={"boundscheck": False, "wraparound": False,
-                                                     "cdivision": True, "initializedcheck": False}))
+                                compiler_directives={"boundscheck": checks, "wraparound": checks,
+                                                     "cdivision": True, "initializedcheck": checks}))

@@ -1,4 +1,6 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: language_level=3
+# (boundscheck, wraparound, cdivision and initializedcheck come from setup.py, so that
+# FASTSPECTRAL_BOUNDSCHECK=1 can switch the checks on: a directive here would override it)
 """Compiled chart kernels for PCFGs over a sparse rule index.
 
 This chart engine serves every PCFG-shaped model of fastspectral (the second engine,

@@ -1,4 +1,6 @@
-# cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: language_level=3
+# (boundscheck, wraparound, cdivision and initializedcheck come from setup.py, so that
+# FASTSPECTRAL_BOUNDSCHECK=1 can switch the checks on: a directive here would override it)
 """First-order projective (Eisner) Viterbi decoding of arc-factored scores.
 
 Sentences are packed: sentence ``b`` has ``n_b`` words and its score matrix is the

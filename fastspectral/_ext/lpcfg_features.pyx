@@ -1,4 +1,6 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: language_level=3
+# (boundscheck, wraparound, cdivision and initializedcheck come from setup.py, so that
+# FASTSPECTRAL_BOUNDSCHECK=1 can switch the checks on: a directive here would override it)
 """Inside / outside tree-fragment features of the nodes of binarised trees, as 64-bit keys.
 
 Input: the nodes of many trees concatenated (each tree in preorder) with, per node, its parent,

@@ -1,4 +1,6 @@
-# cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: language_level=3
+# (boundscheck, wraparound, cdivision and initializedcheck come from setup.py, so that
+# FASTSPECTRAL_BOUNDSCHECK=1 can switch the checks on: a directive here would override it)
 """Inside-outside for split head-automaton grammars (SHAG) with state-vector charts.
 
 The model scoring a tree is the product of two split head automata run in lockstep:

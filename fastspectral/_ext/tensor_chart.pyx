@@ -1,4 +1,6 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: language_level=3
+# (boundscheck, wraparound, cdivision and initializedcheck come from setup.py, so that
+# FASTSPECTRAL_BOUNDSCHECK=1 can switch the checks on: a directive here would override it)
 """The tensor chart: inside-outside for latent-variable PCFGs (Cohen et al. 2012, figure 3) over a
 pruned chart, max-recall decoding of its marginals, and the item lists of coarse-to-fine pruning.
 

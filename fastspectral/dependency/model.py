@@ -92,10 +92,15 @@ class SHAGParseStats:
     fallback : int
         Sentences to which the model gives no (finite, non-zero) weight, parsed with the
         always-positive DET+F back-off model instead.
+    too_long : int
+        Sentences whose chart would exceed the memory budget ``max_memory``: parsed with the
+        DET+F back-off model (one operator state) when its chart fits, else given the chain
+        where every word depends on its left neighbour (the first on the root).
     """
 
     sentences: int = 0
     fallback: int = 0
+    too_long: int = 0
 
 
 def _check_int(name, value, low, allow_none=False):
@@ -399,25 +404,74 @@ class SHAGParser(PartitionedFit, Parser):
             yield sents[a:b]
             a = b
 
+    #: memory budget of the charts of :meth:`parse` (see :mod:`fastspectral._memory`): None
+    #: for half the physical memory (or ``$FASTSPECTRAL_MAX_MEMORY``), bytes, a size such as
+    #: ``"2G"``, 0 for no limit; an attribute, not a hyperparameter (it is not saved)
+    max_memory = None
+
     def predict_heads(self, items, *, tags=None, jobs=None, progress=None) -> list[np.ndarray]:
         """Predicted heads (1-based int32 arrays, 0 = root) of each sentence; the arguments are
-        those of :meth:`parse`."""
+        those of :meth:`parse`.
+
+        A sentence whose chart would exceed the memory budget ``max_memory``
+        (:func:`fastspectral._memory.shag_chart_bytes`) is parsed by the DET+F back-off model
+        when its smaller chart fits, else given the chain where every word depends on its left
+        neighbour; a warning names it and ``last_parse_stats_.too_long`` counts it."""
+        from .. import _memory
+
         items = list(items)
         n_threads = self._check_parse_args(items, tags, jobs)
         sents = self._model_view(items, tags)
-        out: list[np.ndarray] = []
+        out: list = [None] * len(sents)
         stats = SHAGParseStats(sentences=len(sents))
-        for chunk in self._chunks(sents):
-            enc = self._encode(chunk, False)
-            res, n_fallback = self._marginals(enc, n_threads)
-            stats.fallback += n_fallback
-            dec = mbr_decode(res.mu, res.pair_off, enc.lengths, self.single_root_, n_threads)
-            out.extend(dec.heads[dec.head_off[b]:dec.head_off[b + 1]].copy()
-                       for b in range(len(chunk)))
-            if progress is not None:
-                progress(len(out), len(sents))
+        budget = _memory.resolve_budget(self.max_memory)
+        K = self.det_.K if self.det_ is not None else 1
+        N = int(self.op_.alpha1.shape[2])
+        need = {k: _memory.shag_chart_bytes(len(s.words), N, K) for k, s in enumerate(sents)}
+        plan = _memory.plan(range(len(sents)), need, budget, n_threads)
+        fb_need = {k: _memory.shag_chart_bytes(len(sents[k].words), 1, self.fallback_.K)
+                   for k in plan.refused}
+        fb_plan = _memory.plan(plan.refused, fb_need, budget, n_threads)
+        if plan.refused:
+            stats.too_long = len(plan.refused)
+            _memory.warn_refused(plan.refused, [s.words for s in sents], need, budget,
+                                 "the DET+F back-off parse (or the left-attached chain when "
+                                 "even that is over the budget)")
+        done = 0
+        # (sentence ids, threads, DET+F back-off only): sentences that fit the budget only
+        # alone are parsed one at a time
+        runs = [(plan.parallel, n_threads, False), (plan.alone, 1, False),
+                (fb_plan.parallel, n_threads, True), (fb_plan.alone, 1, True)]
+        for ids, threads, backoff in runs:
+            for chunk_ids in self._chunks_of(sents, ids):
+                chunk = [sents[k] for k in chunk_ids]
+                enc = self._encode(chunk, False)
+                if backoff:
+                    res = arc_marginals(OperatorSHAG.trivial(self._H, self._M), self.fallback_,
+                                        enc, self.single_root_, threads)
+                else:
+                    res, n_fallback = self._marginals(enc, threads)
+                    stats.fallback += n_fallback
+                dec = mbr_decode(res.mu, res.pair_off, enc.lengths, self.single_root_, threads)
+                for b, k in enumerate(chunk_ids):
+                    out[k] = dec.heads[dec.head_off[b]:dec.head_off[b + 1]].copy()
+                done += len(chunk_ids)
+                if progress is not None:
+                    progress(done, len(sents))
+        for k in fb_plan.refused:
+            out[k] = np.arange(len(sents[k].words), dtype=np.int32)   # word i -> word i - 1
+        if fb_plan.refused and progress is not None:
+            progress(len(sents), len(sents))
         self.last_parse_stats_ = stats
         return out
+
+    def _chunks_of(self, sents, ids):
+        """:meth:`_chunks` of the sentences ``ids``, as lists of ids."""
+        ids = list(ids)
+        pos = 0
+        for chunk in self._chunks([sents[k] for k in ids]):
+            yield ids[pos:pos + len(chunk)]
+            pos += len(chunk)
 
     def parse(self, items, *, tags=None, jobs=None, progress=None) -> list:
         """Parse dependency sentences; returns copies with ``heads`` filled (and ``rels`` set

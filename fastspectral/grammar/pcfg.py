@@ -23,10 +23,12 @@ lexicon's best tags, and ``last_parse_stats_.fallback`` counts those sentences o
 :meth:`PCFG.parse` call.  An empty sentence yields the empty tree ``(TOP )`` (EVALB treats it as
 a skip sentence).
 
-Memory: a chart takes about ``n (n + 1) / 2 * S * 44`` bytes for an n-word sentence and S fine
-symbols (about 0.4 GB for n = 100 with the default WSJ grammar), per thread.  A sentence whose
-chart would exceed ``max_chart_bytes`` (default 4 GiB) is not parsed: it gets the flat fallback
-tree and is counted in ``last_parse_stats_.too_long``.
+Memory: the charts of an n-word sentence take ``C (41 S + 17) + C (40 S_c + 16)`` bytes with
+``C = n (n + 1) / 2`` cells, S fine and S_c coarse symbols (max-recall; about 1.3 GB for n = 100
+with the default WSJ grammar), per thread (:func:`fastspectral._memory.pcfg_chart_bytes`).  A
+sentence whose charts would exceed the budget ``max_memory`` (default: half the physical
+memory; see :mod:`fastspectral._memory` and ``docs/limits.md``) is not parsed: a warning names
+it, it gets the flat fallback tree and is counted in ``last_parse_stats_.too_long``.
 
 Models built on a PCFG (the L-PCFGs of :mod:`fastspectral.lpcfg`, which use it as their pruning,
 lexicon and fallback grammar) go through its public hooks only: :meth:`PCFG.fit_prepared` (fit
@@ -67,13 +69,18 @@ class PCFGParseStats:
     fallback : int
         Sentences the grammar has no parse for (given a flat tree over the best tags).
     too_long : int
-        Sentences whose chart would exceed ``max_chart_bytes`` (given the flat tree, unparsed).
+        Sentences whose chart would exceed the memory budget ``max_memory`` (given the flat
+        tree, unparsed).
     """
 
     sentences: int = 0
     empty: int = 0
     fallback: int = 0
     too_long: int = 0
+
+
+def _chunked(ids, size):
+    return [ids[c:c + size] for c in range(0, len(ids), size)]
 
 
 def _check_sentences(sentences, tags):
@@ -122,9 +129,12 @@ class PCFG(PartitionedFit, Parser):
     jobs : int or None, default None
         Default number of parsing threads (None: every core available,
         :func:`fastspectral._threads.available_cores`).
-    max_chart_bytes : int, default 4 GiB
-        Sentences whose chart would be larger get the flat fallback tree (see the module
-        docstring); 0 or None: no limit.
+
+    The memory budget of parsing is the attribute ``max_memory`` (not a hyperparameter: it
+    belongs to the machine that parses, and is not saved): None (default) for half the physical
+    memory (or ``$FASTSPECTRAL_MAX_MEMORY``), bytes, a size such as ``"2G"``, or 0 for no limit;
+    sentences whose chart would be larger get the flat fallback tree (see the module docstring).
+    ``max_chart_bytes`` is its older name.
 
     Attributes
     ----------
@@ -170,8 +180,7 @@ class PCFG(PartitionedFit, Parser):
     input_kind = "sentences"
 
     def __init__(self, v=2, h=1, tag_parent=True, decode="max-recall", prune_threshold=1e-4,
-                 rare_threshold=1, lex_smoothing=0.5, sig_smoothing=1.0, jobs=None,
-                 max_chart_bytes=4 * 2 ** 30):
+                 rare_threshold=1, lex_smoothing=0.5, sig_smoothing=1.0, jobs=None):
         self.v = v
         self.h = h
         self.tag_parent = tag_parent
@@ -181,7 +190,18 @@ class PCFG(PartitionedFit, Parser):
         self.lex_smoothing = lex_smoothing
         self.sig_smoothing = sig_smoothing
         self.jobs = jobs
-        self.max_chart_bytes = max_chart_bytes
+
+    #: memory budget of the charts of :meth:`parse` (see :mod:`fastspectral._memory`)
+    max_memory = None
+
+    @property
+    def max_chart_bytes(self):
+        """Older name of ``max_memory``."""
+        return self.max_memory
+
+    @max_chart_bytes.setter
+    def max_chart_bytes(self, value):
+        self.max_memory = value
 
     # -- validation ----------------------------------------------------------------------------
     def _validate_params(self):
@@ -323,34 +343,42 @@ class PCFG(PartitionedFit, Parser):
         n_threads = self._check_parse_args(items, tags, jobs)
         sentences, tags = _check_sentences(items, tags)
         out: list = [None] * len(sentences)
-        S = self.grammar_.n_symbols
-        limit = self.max_chart_bytes or float("inf")
-        todo = [k for k, s in enumerate(sentences)
-                if s and len(s) * (len(s) + 1) // 2 * S * 44 <= limit]
-        too_long = [k for k, s in enumerate(sentences)
-                    if s and len(s) * (len(s) + 1) // 2 * S * 44 > limit]
+        from .. import _memory
+
+        mode = _DECODERS[self.decode]
+        g = self.grammar_
+        use_coarse = self.coarse_ is not None and self.prune_threshold is not None
+        # chart memory of every sentence, before anything is allocated (docs/limits.md)
+        budget = _memory.resolve_budget(self.max_memory)
+        n_coarse = self.coarse_.n_symbols if use_coarse else 0
+        need = {k: _memory.pcfg_chart_bytes(len(s), g.n_symbols, n_coarse, mode == VITERBI)
+                for k, s in enumerate(sentences) if s}
+        # longest first: better load balance across threads
+        plan = _memory.plan(sorted(need, key=lambda k: -len(sentences[k])), need, budget,
+                            n_threads)
+        too_long = plan.refused
         for k, s in enumerate(sentences):
             if not s:
                 out[k] = Tree("TOP", [])
         for k in too_long:
             out[k] = flat_tree(sentences[k], self.best_tags(sentences[k], None if tags is None
                                                              else tags[k]), self.root_label_)
-        # longest first: better load balance across threads
-        todo.sort(key=lambda k: -len(sentences[k]))
+        if too_long:
+            _memory.warn_refused(too_long, sentences, need, budget,
+                                 "the flat tree over the best tags")
         stats = PCFGParseStats(sentences=len(sentences),
                                empty=sum(1 for s in sentences if not s), too_long=len(too_long))
-        mode = _DECODERS[self.decode]
-        g = self.grammar_
         cg = g.chart_grammar("max" if mode == VITERBI else "sum")
-        use_coarse = self.coarse_ is not None and self.prune_threshold is not None
         from .._ext.cky import parse_batch
 
         done = 0
         if progress:
             progress(0, len(sentences))
-        chunk = _CHUNK_PER_THREAD * n_threads
-        for c0 in range(0, len(todo), chunk):
-            ids = todo[c0:c0 + chunk]
+        # sentences whose chart fits the budget only alone are parsed one at a time
+        batches = [(ids, n_threads) for ids in _chunked(plan.parallel,
+                                                        _CHUNK_PER_THREAD * n_threads)]
+        batches += [(ids, 1) for ids in _chunked(plan.alone, _CHUNK_PER_THREAD)]
+        for ids, threads in batches:
             sents = [sentences[k] for k in ids]
             stags = None if tags is None else [tags[k] for k in ids]
             lengths, offs, pos, sym, prob = pack_lexical(g, sents, stags)
@@ -362,7 +390,7 @@ class PCFG(PartitionedFit, Parser):
                               coarse_lex_sym=csym, coarse_lex_prob=cprob,
                               threshold=float(self.prune_threshold))
             nodes, noff, counts, logz = parse_batch(cg, lengths, offs, pos, sym, prob, mode,
-                                                    n_threads=n_threads, **kwargs)
+                                                    n_threads=threads, **kwargs)
             for r, k in enumerate(ids):
                 cnt = counts[r]
                 words = sentences[k]

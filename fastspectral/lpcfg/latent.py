@@ -86,6 +86,10 @@ class ParseStats:
         Negative L-PCFG marginals clipped to zero.
     negative_z : int
         Sentences whose L-PCFG total weight ``Z`` was negative.
+    too_long : int
+        Sentences whose charts would exceed the memory budget ``max_memory`` (a flat tree over
+        the best tags, unparsed): the dense coarse chart, known before parsing, or the pruned
+        charts, counted by the tensor kernel as it allocates them.
     """
 
     sentences: int = 0
@@ -96,6 +100,7 @@ class ParseStats:
     items_lpcfg: int = 0
     negative_marginals: int = 0
     negative_z: int = 0
+    too_long: int = 0
 
     def as_dict(self) -> dict:
         """The counters as a dict."""
@@ -196,6 +201,7 @@ class _PrunedCharts:
     pcfg_ss: np.ndarray
     pcfg_mu: np.ndarray
     pcfg_z: np.ndarray
+    over: np.ndarray = None     # sentences whose PCFG pass passed the memory budget
 
 
 # ================================================================================================
@@ -309,6 +315,10 @@ class LatentPCFGBase(Parser):
     """
 
     input_kind = "sentences"
+    #: memory budget of the charts of :meth:`parse` (see :mod:`fastspectral._memory`): None
+    #: for half the physical memory (or ``$FASTSPECTRAL_MAX_MEMORY``), bytes, a size such as
+    #: ``"2G"``, 0 for no limit; an attribute, not a hyperparameter (it is not saved)
+    max_memory = None
 
     # -- shared checks -----------------------------------------------------------------------
     def _check_common_params(self) -> None:
@@ -414,14 +424,16 @@ class LatentPCFGBase(Parser):
 
     # -- parsing -----------------------------------------------------------------------------
     @staticmethod
-    def _run(grammar, ptr, ii, jj, ss, lw, lo, table, lens, jobs):
+    def _run(grammar, ptr, ii, jj, ss, lw, lo, table, lens, jobs, max_bytes=0):
+        """The tensor inside-outside of a batch; ``max_bytes``: per-sentence chart budget
+        (0: none; a sentence over it gets status -2)."""
         from .._ext.tensor_chart import inside_outside_batch
 
         g = grammar
         return inside_outside_batch(
             g.S, g.m, g.bin_parent, g.bin_left, g.bin_right, g.toff, g.T, g.rl_ptr, g.rl_rule,
             g.un_parent, g.un_child, g.uoff, g.U, g.uc_ptr, g.uc_rule, g.c1, g.c1off,
-            lens, ptr, ii, jj, ss, lw, lo, table, n_threads=jobs)
+            lens, ptr, ii, jj, ss, lw, lo, table, n_threads=jobs, max_bytes=int(max_bytes or 0))
 
     def _parse_tables(self) -> _ParseTables:
         """The coarse-to-fine tables of ``pcfg_`` (built on first use, rebuilt after a refit)."""
@@ -442,9 +454,11 @@ class LatentPCFGBase(Parser):
         self._tables = tables
         return tables
 
-    def _coarse_to_fine(self, sents, stags, jobs, coarse_threshold, tables) -> _PrunedCharts:
+    def _coarse_to_fine(self, sents, stags, jobs, coarse_threshold, tables,
+                        max_bytes=0) -> _PrunedCharts:
         """The pruned L-PCFG charts of a batch (coarse PCFG -> PCFG cascade); the coarse pass
-        prunes at ``coarse_threshold`` (None or 0: no coarse pruning)."""
+        prunes at ``coarse_threshold`` (None or 0: no coarse pruning); ``max_bytes``: chart
+        budget of one sentence in the PCFG pass (0: none; ``over`` flags the sentences past it)."""
         from .._ext.tensor_chart import full_items, project_items
         from ..grammar.chart import pack_lexical, posterior_prune
 
@@ -479,10 +493,10 @@ class LatentPCFGBase(Parser):
             safe = np.maximum(lx, 0)
             lw = np.where(lx >= 0, lprob[safe] / smax[ltok[safe]], 0.0)
             lo = np.where(lx >= 0, 0, -1).astype(np.int64)
-            mu, Z, st = self._run(lg, ptr, ii, jj, ss, lw, lo, one, lens, jobs)
-            if np.any(st != 0):
+            mu, Z, st = self._run(lg, ptr, ii, jj, ss, lw, lo, one, lens, jobs, max_bytes)
+            if np.any(st == -1):
                 raise MemoryError(f"chart allocation failed in the {what} pass")
-            return mu, Z
+            return mu, Z, st == -2
 
         # 1. coarse PCFG (v=1, h=0), exhaustive: the PCFG's dense CKY kernel is the fastest for
         #    full charts (measured about as fast as the scalar path of the tensor kernel and
@@ -507,7 +521,7 @@ class LatentPCFGBase(Parser):
         ptr, ii, jj, ss, lx = project_items(lens, ptr, ii, jj, ss, mu, threshold, tables.c2f_ptr,
                                             tables.c2f_sym, tables.fine_is_pre, fl_off, fl_pos,
                                             fl_sym)
-        mu, Zf = run(tables.fine_lg, ptr, ii, jj, ss, lx, fl_prob, fl_tok, "PCFG")
+        mu, Zf, over = run(tables.fine_lg, ptr, ii, jj, ss, lx, fl_prob, fl_tok, "PCFG")
         # 3. L-PCFG items: the PCFG survivors
         S = fg.n_symbols
         ident_ptr = np.arange(S + 1, dtype=np.int32)
@@ -521,13 +535,14 @@ class LatentPCFGBase(Parser):
         return _PrunedCharts(lens=lens, ptr=fptr, ii=fii, jj=fjj, ss=fss, lx=flx,
                              fl_prob=fl_prob, fl_sym=fl_sym, fl_tok=fl_tok, smax=smax,
                              words_flat=words_flat, pcfg_ptr=ptr, pcfg_ii=ii, pcfg_jj=jj,
-                             pcfg_ss=ss, pcfg_mu=mu, pcfg_z=Zf)
+                             pcfg_ss=ss, pcfg_mu=mu, pcfg_z=Zf, over=over)
 
     def _parse_chunk(self, sentences, tags, ids, jobs, stats, out, coarse_threshold, last,
-                     tables):
+                     tables, max_bytes=0, over=None):
         """Parse sentences ``ids`` into ``out`` (counting into ``stats``, the
         :class:`ParseStats` of this call); returns the ids whose pruned PCFG chart has no parse
-        (left for a retry with less pruning) unless ``last``."""
+        (left for a retry with less pruning) unless ``last``.  Sentences whose pruned charts
+        pass ``max_bytes`` (per sentence; 0: no limit) are appended to ``over``, unparsed."""
         from .._ext.tensor_chart import decode_batch
         from ..grammar.chart import flat_tree, nodes_to_tree
 
@@ -537,7 +552,7 @@ class LatentPCFGBase(Parser):
         K = len(fg.classes)
         sents = [sentences[k] for k in ids]
         stags = None if tags is None else [tags[k] for k in ids]
-        ch = self._coarse_to_fine(sents, stags, jobs, coarse_threshold, tables)
+        ch = self._coarse_to_fine(sents, stags, jobs, coarse_threshold, tables, max_bytes)
         lens, ptr, ii, jj, ss, lx = ch.lens, ch.ptr, ch.ii, ch.jj, ch.ss, ch.lx
         pcfg_ok = np.isfinite(ch.pcfg_z) & (ch.pcfg_z > 0)
         safe = np.maximum(lx, 0)
@@ -546,9 +561,11 @@ class LatentPCFGBase(Parser):
         lw = np.where(lx >= 0, probs / ch.smax[ch.fl_tok[safe]], 0.0)
         lo = np.where(lx >= 0, self._leaf_offsets(ch.fl_sym[safe], ch.words_flat[ch.fl_tok[safe]]),
                       -1).astype(np.int64)
-        mu, Z, st = self._run(self.lpcfg_, ptr, ii, jj, ss, lw, lo, self.lex_table_, lens, jobs)
-        if np.any(st != 0):
+        mu, Z, st = self._run(self.lpcfg_, ptr, ii, jj, ss, lw, lo, self.lex_table_, lens, jobs,
+                              max_bytes)
+        if np.any(st == -1):
             raise MemoryError("chart allocation failed in the L-PCFG pass")
+        over_mask = ch.over | (st == -2)
         # mu = alpha beta / Z is a ratio of two estimates; it is used whatever the sign of Z
         # (measured: better than falling back for Z < 0); only Z = 0 or a non-finite Z falls
         # back to the PCFG posteriors
@@ -560,6 +577,10 @@ class LatentPCFGBase(Parser):
         nodes_p = nptr_p = None
         retry = []
         for r, k in enumerate(ids):
+            if over_mask[r]:
+                if over is not None:
+                    over.append(k)
+                continue
             if not pcfg_ok[r] and not last:
                 retry.append(k)
                 continue
@@ -612,9 +633,15 @@ class LatentPCFGBase(Parser):
         list of Tree
             The parses, in order.  The counters of the call are in ``last_parse_stats_``
             (a :class:`ParseStats`).
+
+        Sentences whose charts would exceed the memory budget ``max_memory`` (see
+        :mod:`fastspectral._memory`) are not parsed: a warning names them, they get the flat
+        tree over the best tags and are counted in ``last_parse_stats_.too_long``.
         """
         from threadpoolctl import threadpool_limits
 
+        from .. import _memory
+        from ..grammar.chart import flat_tree
         from ..grammar.pcfg import _check_sentences
 
         if not isinstance(items, (list, tuple, str, bytes)):
@@ -634,24 +661,63 @@ class LatentPCFGBase(Parser):
         done = stats.empty
         chunk = max(1, chunk_size) * n_threads
         coarse = self.coarse_threshold
+        # chart memory: the dense coarse chart is known before parsing; the pruned charts are
+        # counted by the tensor kernel (a sentence over its share comes back in ``over``)
+        budget = _memory.resolve_budget(self.max_memory)
+        n_coarse = self.pcfg_.coarse_.n_symbols
+        need = {k: _memory.lpcfg_chart_bytes(len(sentences[k]), n_coarse) for k in todo}
+        plan = _memory.plan(todo, need, budget, n_threads)
+        refused = list(plan.refused)
+        share = budget // n_threads if budget else 0
+        batches = [(plan.parallel[c:c + chunk], n_threads, share)
+                   for c in range(0, len(plan.parallel), chunk)]
+        batches += [(plan.alone[c:c + max(1, chunk_size)], 1, budget or 0)
+                    for c in range(0, len(plan.alone), max(1, chunk_size))]
+        n_full = len(tables.coarse_un), len(tables.coarse_bin)
+
+        def parse_levels(ids, threads, max_bytes, over):
+            # coarse-to-fine can prune away every fine derivation (the coarse skeleton has
+            # no v=2 refinement): such sentences are redone with a 1000x lower coarse
+            # threshold, then with no coarse pruning at all
+            pending = list(ids)
+            for level in (coarse, (coarse or 0) * 1e-3, None):
+                if not pending:
+                    break
+                if not level and max_bytes:
+                    # unpruned: every coarse item of the chart, about 40 bytes each
+                    big = [k for k in pending if 40 * (len(sentences[k]) * n_full[0] + len(
+                        sentences[k]) * (len(sentences[k]) - 1) // 2 * n_full[1]) > max_bytes]
+                    over.extend(big)
+                    big = set(big)
+                    pending = [k for k in pending if k not in big]
+                last = level is None or not coarse
+                pending = self._parse_chunk(sentences, tags, pending, threads, stats, out,
+                                            level, last, tables, max_bytes, over)
+                if not coarse:
+                    break
+
         with threadpool_limits(limits=1):
-            for c0 in range(0, len(todo), chunk):
-                ids = todo[c0:c0 + chunk]
-                # coarse-to-fine can prune away every fine derivation (the coarse skeleton has
-                # no v=2 refinement): such sentences are redone with a 1000x lower coarse
-                # threshold, then with no coarse pruning at all
-                pending = list(ids)
-                for level in (coarse, (coarse or 0) * 1e-3, None):
-                    if not pending:
-                        break
-                    last = level is None or not coarse
-                    pending = self._parse_chunk(sentences, tags, pending, n_threads, stats, out,
-                                                level, last, tables)
-                    if not coarse:
-                        break
+            for ids, threads, max_bytes in batches:
+                over: list = []
+                parse_levels(ids, threads, max_bytes, over)
+                if over and budget and max_bytes < budget:
+                    # over the share of one thread: parse them alone with the whole budget
+                    again: list = []
+                    parse_levels(over, 1, budget, again)
+                    over = again
+                refused.extend(over)
                 done += len(ids)
                 if progress:
                     progress(done, len(sentences))
+        for k in refused:
+            out[k] = flat_tree(sentences[k], self.pcfg_.best_tags(
+                sentences[k], None if tags is None else tags[k]), self.pcfg_.root_label_)
+        if refused:
+            stats.too_long = len(refused)
+            _memory.warn_refused(refused, sentences, {k: need[k] for k in plan.refused},
+                                 budget, "the flat tree over the best tags")
+            if progress:
+                progress(len(sentences), len(sentences))
         self.last_parse_stats_ = stats
         return out
 

@@ -1,0 +1,172 @@
+"""Chart memory: the parsing budget ``max_memory`` and what each parser's chart needs.
+
+Every parser (:class:`~fastspectral.grammar.pcfg.PCFG`, the L-PCFGs of
+:mod:`fastspectral.lpcfg`, :class:`~fastspectral.dependency.model.SHAGParser`) has a
+``max_memory`` attribute: the bytes its charts may take at once during :meth:`parse`.
+
+* ``None`` (default): the environment variable ``FASTSPECTRAL_MAX_MEMORY`` when set (a size as
+  below), else :data:`DEFAULT_FRACTION` of the machine's physical memory;
+* an int: bytes; a string: a size such as ``"2G"``, ``"512M"``, ``"1.5GiB"`` (powers of 1024);
+* ``0`` or ``"none"``: no limit.
+
+The chart of a sentence is computed before anything is allocated, from its length alone (the
+formulas are in ``docs/limits.md`` and in the ``*_chart_bytes`` functions below).  A sentence
+whose chart does not fit the budget is refused: a warning on the ``fastspectral`` logger names
+it, it gets the parser's documented fallback and is counted in ``last_parse_stats_.too_long``;
+the other sentences go on.  Sentences whose chart fits the budget but not the budget divided
+by the threads are parsed one at a time, so that the threads together stay within it: the
+output never depends on ``jobs``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+__all__ = ["DEFAULT_FRACTION", "ENV_VAR", "parse_size", "format_size", "physical_memory",
+           "resolve_budget", "pcfg_chart_bytes", "lpcfg_chart_bytes", "shag_chart_bytes",
+           "Plan", "plan", "warn_refused"]
+
+#: share of the physical memory the charts may take when ``max_memory`` is not set
+DEFAULT_FRACTION = 0.5
+#: environment variable giving the default budget (``fastspectral parse --max-memory`` sets it
+#: for the Dask workers it starts)
+ENV_VAR = "FASTSPECTRAL_MAX_MEMORY"
+
+_UNITS = {"": 1, "k": 2 ** 10, "m": 2 ** 20, "g": 2 ** 30, "t": 2 ** 40}
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+
+logger = logging.getLogger("fastspectral")
+
+
+def parse_size(text) -> int:
+    """Bytes of a size: an int, or a string ``"2G"``, ``"512M"``, ``"1.5GiB"``, ``"300k"``,
+    ``"1000000"`` (K, M, G, T are powers of 1024; a trailing ``B`` / ``iB`` is allowed);
+    ``"none"`` and ``0`` mean no limit (0).  ``ValueError`` for anything else."""
+    if isinstance(text, bool):
+        raise ValueError(f"not a memory size: {text!r}")
+    if isinstance(text, int):
+        if text < 0:
+            raise ValueError(f"a memory size cannot be negative: {text!r}")
+        return text
+    if isinstance(text, float):
+        if not text >= 0 or text == float("inf"):
+            raise ValueError(f"not a memory size: {text!r}")
+        return int(text)
+    if not isinstance(text, str):
+        raise ValueError(f"not a memory size: {text!r}")
+    if text.strip().lower() in ("none", "unlimited"):
+        return 0
+    m = _SIZE.match(text)
+    if m is None:
+        raise ValueError(f"not a memory size: {text!r} (examples: 2G, 512M, 1.5GiB, 0 for "
+                         "no limit)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def format_size(n: float) -> str:
+    """``n`` bytes as a short human size (``1.5 GiB``)."""
+    for unit, scale in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory (8 GiB when the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2 ** 30
+
+
+def resolve_budget(max_memory) -> int | None:
+    """The budget in bytes of a ``max_memory`` setting (see the module docstring); None when
+    there is no limit."""
+    if max_memory is None:
+        env = os.environ.get(ENV_VAR, "").strip()
+        if env:
+            try:
+                value = parse_size(env)
+            except ValueError:
+                raise ValueError(f"{ENV_VAR}={env!r} is not a memory size") from None
+        else:
+            value = int(DEFAULT_FRACTION * physical_memory())
+    else:
+        value = parse_size(max_memory)
+    return value or None
+
+
+# ---- what a chart needs (bytes allocated before it is filled) ---------------------------------
+def pcfg_chart_bytes(n: int, n_symbols: int, n_coarse: int = 0, viterbi: bool = False) -> int:
+    """Bytes of the CKY charts of an ``n``-word sentence (``cky.parse_one``).
+
+    ``C = n (n + 1) / 2`` cells.  The coarse chart (inside and outside, ``n_coarse`` symbols; 0:
+    no coarse pass) takes ``C (40 n_coarse + 16)``; the fine chart ``C (41 S + 17)`` with
+    max-recall decoding (inside, outside, active lists, pruning mask), ``C (33 S + 9)`` with
+    Viterbi (inside, back-pointers, mask); both are alive at once.  Max-recall decoding adds
+    ``12 (n + 1)^2``.
+    """
+    cells = n * (n + 1) // 2
+    fine = cells * (33 * n_symbols + 9) if viterbi else cells * (41 * n_symbols + 17)
+    coarse = cells * (40 * n_coarse + 16) if n_coarse else 0
+    return fine + coarse + 12 * (n + 1) ** 2
+
+
+def lpcfg_chart_bytes(n: int, n_coarse: int) -> int:
+    """Bytes of the dense coarse chart of an L-PCFG parse (``cky._prune_one``:
+    ``C (40 n_coarse + 16)``, ``C = n (n + 1) / 2`` cells), known before parsing.  The later
+    passes run over the pruned items only: their buffers are counted by the tensor kernel as it
+    allocates them, and a sentence that would pass the budget there is refused too."""
+    cells = n * (n + 1) // 2
+    return cells * (40 * n_coarse + 16)
+
+
+def shag_chart_bytes(n: int, n_states: int, det_states: int) -> int:
+    """Bytes of the SHAG inside-outside charts of an ``n``-word sentence (``shag.pyx``) and its
+    Eisner decoding: ``P = (n + 1)^2`` spans, joint state ``D = N K`` (``N`` operator states,
+    ``K`` deterministic states): ``P (64 D + 32)`` for the eight state-vector charts and four
+    scalar ones, ``P (8 K + 16)`` for the arc weights and marginals, ``44 P`` for Eisner."""
+    P = (n + 1) ** 2
+    return P * (64 * n_states * det_states + 32) + P * (8 * det_states + 16) + 44 * P
+
+
+# ---- planning a parse call ------------------------------------------------------------------
+class Plan:
+    """Sentences of one parse call by how they fit the budget: ``parallel`` (chart within the
+    budget divided by the threads), ``alone`` (within the budget: parsed one at a time),
+    ``refused`` (over the budget)."""
+
+    def __init__(self, parallel, alone, refused, budget):
+        self.parallel = parallel
+        self.alone = alone
+        self.refused = refused
+        self.budget = budget
+
+
+def plan(ids, need, budget, n_threads) -> Plan:
+    """Split the sentence ids ``ids`` by their chart bytes ``need[k]`` (see :class:`Plan`)."""
+    if budget is None:
+        return Plan(list(ids), [], [], None)
+    share = budget // max(1, n_threads)
+    parallel, alone, refused = [], [], []
+    for k in ids:
+        b = need[k]
+        (parallel if b <= share else alone if b <= budget else refused).append(k)
+    return Plan(parallel, alone, refused, budget)
+
+
+def warn_refused(refused, sentences, need: dict, budget, fallback: str, shown: int = 10) -> None:
+    """One warning per refused sentence (the first ``shown``; then one line for the rest);
+    ``need``: sentence id -> chart bytes (None or absent: found by a kernel while parsing)."""
+    for k in refused[:shown]:
+        words = sentences[k]
+        head = " ".join(str(w) for w in list(words)[:6])
+        more = " ..." if len(words) > 6 else ""
+        size = f"{format_size(need[k])} of" if need.get(k) is not None else "more"
+        logger.warning(f"sentence {k + 1} of this batch ({len(words)} words: {head}{more}) needs "
+                       f"{size} chart memory, more than the budget of {format_size(budget)} "
+                       f"(max_memory, --max-memory): not parsed, given {fallback}")
+    if len(refused) > shown:
+        logger.warning(f"{len(refused) - shown} more sentences over the memory budget, given "
+                       f"{fallback}")
