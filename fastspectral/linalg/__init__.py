@@ -12,13 +12,22 @@
 * :func:`mdp2`, :func:`mdp1`, :func:`joint_em` — the matrix decomposition problems
   (:class:`MDP2Result`, :class:`MDP1Result`).
 """
-from .anchors import fast_anchor_words
-from .cca import cca_projection, conditional_means, whiten
-from .mdp import MDP1Result, MDP2Result, joint_em, mdp1, mdp2
-from .svd import randomized_svd, truncated_svd
-from .simplex import frank_wolfe_gram, frank_wolfe_simplex, mixture_weights_em, simplex_objective
+import importlib
 
-__all__ = ["frank_wolfe_simplex", "frank_wolfe_gram", "mixture_weights_em", "simplex_objective",
-           "fast_anchor_words", "cca_projection", "conditional_means", "randomized_svd", "truncated_svd",
-           "whiten",
-           "mdp2", "mdp1", "joint_em", "MDP2Result", "MDP1Result"]
+_HOMES = {
+    "fast_anchor_words": "anchors", "cca_projection": "cca", "conditional_means": "cca",
+    "whiten": "cca", "MDP1Result": "mdp", "MDP2Result": "mdp", "joint_em": "mdp", "mdp1": "mdp",
+    "mdp2": "mdp", "randomized_svd": "svd", "truncated_svd": "svd", "frank_wolfe_gram": "simplex",
+    "frank_wolfe_simplex": "simplex", "mixture_weights_em": "simplex",
+    "simplex_objective": "simplex",
+}
+
+
+def __getattr__(name):  # lazy: importing one submodule does not compile the others' kernels
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'fastspectral.linalg' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
+
+__all__ = sorted(_HOMES)

@@ -10,8 +10,16 @@ projections, smoothing), :mod:`.params` (parameter arrays of the compiled tensor
 inside-outside), :mod:`.exact` (exact-moment estimation for a known L-PCFG, used to check
 theorems 1-2).
 """
-from .spectral import SpectralLPCFG
-from .pivot import PivotLPCFG
-from .em import EMLPCFG
+import importlib
+
+_HOMES = {"SpectralLPCFG": "spectral", "PivotLPCFG": "pivot", "EMLPCFG": "em"}
+
+
+def __getattr__(name):  # lazy: loading a spectral model does not import the EM / pivot learners
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'fastspectral.lpcfg' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
 
 __all__ = ["SpectralLPCFG", "PivotLPCFG", "EMLPCFG"]

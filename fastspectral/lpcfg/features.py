@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..trees.tree import TreeArrays
 
@@ -198,6 +197,8 @@ def feature_matrices(keys: np.ndarray, label: np.ndarray, n_symbols: int, kappa:
     r_sorted = rows[o2]
     indptr = np.zeros(N + 1, dtype=np.int64)
     np.cumsum(np.bincount(r_sorted, minlength=N), out=indptr[1:])
+    import scipy.sparse as sp     # here: parsing with a loaded model needs no SciPy
+
     X = sp.csr_matrix((scale[fid_sorted[o2]], fid_sorted[o2].astype(np.int64), indptr),
                       shape=(N, n_feat))
     return X, row_ptr, col_ptr, node_order, rowpos

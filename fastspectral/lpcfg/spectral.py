@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..base import PartitionedFit
-from .estimate import choose_rank, smoothed_pair, smoothed_triple, truncated_svd
 from .features import default_feature_keys, feature_matrices
 from .latent import LatentArrays, LatentPCFGBase, log_rule_per_word, resolve_random_state
 from .params import LatentGrammar
@@ -243,6 +242,9 @@ class SpectralLPCFG(PartitionedFit, LatentPCFGBase):
     def _estimate(self, nodes, g, n_trees, seed) -> _SpectralEstimate:
         """The spectral estimates of figure 4 of Cohen et al. (2012) on the training ``nodes``
         (see :mod:`fastspectral.lpcfg.estimate`); ``seed``: the randomized SVDs' seed."""
+        # imported here: loading a model to parse needs none of the learner's SVD kit (Numba)
+        from .estimate import choose_rank, smoothed_pair, smoothed_triple, truncated_svd
+
         S = g.n_symbols
         feat = self.features or default_feature_keys
         kin, kout = feat(nodes)
@@ -438,8 +440,13 @@ class SpectralLPCFG(PartitionedFit, LatentPCFGBase):
 
     @classmethod
     def _from_model_file(cls, meta: dict, arrays: dict):
+        from ..io import validate as V
+
         model = super()._from_model_file(meta, arrays)
-        ptr = arrays["sv_ptr"]
-        model.singular_values_ = {int(a): arrays["sv_vals"][ptr[k]:ptr[k + 1]]
-                                  for k, a in enumerate(arrays["sv_syms"])}
+        syms = V.get(arrays, "sv_syms", "int", dtype=np.int64)
+        V.check_index(syms, "sv_syms", 0, model.pcfg_.grammar_.n_symbols)
+        vals = V.check_finite(V.get(arrays, "sv_vals", "float"), "sv_vals")
+        ptr = V.get(arrays, "sv_ptr", "int", shape=(syms.shape[0] + 1,), dtype=np.int64)
+        V.check_offsets(ptr, "sv_ptr", vals.shape[0])
+        model.singular_values_ = {int(a): vals[ptr[k]:ptr[k + 1]] for k, a in enumerate(syms)}
         return model
