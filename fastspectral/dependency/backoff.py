@@ -545,11 +545,48 @@ class BackoffSHAG:
         return meta, arrays
 
     @classmethod
-    def from_arrays(cls, meta: dict, arrays: dict, prefix: str) -> "BackoffSHAG":
-        """Inverse of :meth:`to_arrays`."""
-        m = cls(meta["states"], meta["lexical"], meta["n_tags"], meta["n_words"])
-        for name in meta["levels"]:
-            n_out = m.n_words + 1 if name.startswith("b") else m.n_tags + 1
-            m.levels[name] = BackoffLevel.from_arrays(arrays, f"{prefix}{name}_", n_out)
+    def from_arrays(cls, meta: dict, arrays: dict, prefix: str, n_tags: int | None = None,
+                    n_words: int | None = None) -> "BackoffSHAG":
+        """Inverse of :meth:`to_arrays`, every field and array validated first (model files are
+        untrusted: :mod:`fastspectral.io.validate`): the state kind, the levels the model kind
+        has, each level's keys sorted, distinct and within its context space, its counts
+        finite and >= 0; ``n_tags`` / ``n_words``: the sizes the parser's vocabularies give.
+        A bad one raises :class:`~fastspectral.errors.ModelFileError` naming it."""
+        from ..errors import ModelFileError
+        from ..io import validate as V
+
+        where = f"{prefix}back-off model"
+        if not isinstance(meta, dict) or meta.get("states") not in STATE_KINDS or \
+                not isinstance(meta.get("lexical"), bool):
+            raise ModelFileError(f"{where}: unknown state kind or lexical flag")
+        M = V.meta_int(meta, "n_tags", 1, where)
+        W = V.meta_int(meta, "n_words", 0, where)
+        if (n_tags is not None and M != n_tags) or (n_words is not None and W != n_words):
+            raise ModelFileError(f"{where}: {M} tags / {W} words where the parser has "
+                                 f"{n_tags} / {n_words}")
+        m = cls(meta["states"], meta["lexical"], M, W)
+        H, K = M + 1, m.K
+        # context spaces of the levels (see _ctx_a / _ctx_b)
+        space = ({"a0": (W + 2) * H * 2 * K, "a1": H * 2 * K, "b0": (W + 2) * M * H * 2,
+                  "b1": M * H * 2, "b2": M} if m.lexical else {"a0": H * 2 * K, "abase": 2 * K})
+        names = V.meta_list(meta, "levels", str, where)
+        if sorted(names) != sorted(space):
+            raise ModelFileError(f"{where}: levels {sorted(names)} where a "
+                                 f"{'lexical ' if m.lexical else ''}model has {sorted(space)}")
+        for name in names:
+            n_out = W + 1 if name.startswith("b") else M + 1
+            p = f"{prefix}{name}_"
+            keys = V.get(arrays, p + "keys", "int", dtype=np.int64)
+            V.check_index(keys, p + "keys", 0, space[name] * n_out)
+            V.check_sorted(keys, p + "keys")
+            V.check_nonneg(V.get(arrays, p + "counts", "float", shape=keys.shape), p + "counts")
+            ctx = V.get(arrays, p + "ctxkeys", "int", dtype=np.int64)
+            V.check_index(ctx, p + "ctxkeys", 0, space[name])
+            V.check_sorted(ctx, p + "ctxkeys")
+            if keys.size and not np.isin(keys // n_out, ctx).all():
+                V.fail(p + "keys", "an event whose context is not in ctxkeys")
+            for k in ("ctxtot", "ctxtypes"):
+                V.check_nonneg(V.get(arrays, p + k, "float", shape=ctx.shape), p + k)
+            m.levels[name] = BackoffLevel.from_arrays(arrays, p, n_out)
         return m
 

@@ -562,7 +562,10 @@ class SHAGParser(PartitionedFit, Parser):
     @classmethod
     def _from_model_file(cls, meta: dict, arrays: dict) -> "SHAGParser":
         """Rebuild a parser from a model file's ``meta`` and ``arrays`` (files written by
-        older versions included)."""
+        older versions included); every array is validated first, a bad one raises
+        :class:`~fastspectral.errors.ModelFileError` naming it."""
+        from ..io import validate as V
+
         try:
             if "params" in meta:
                 params = meta["params"]
@@ -579,20 +582,37 @@ class SHAGParser(PartitionedFit, Parser):
             if p.tagset_ not in TAGSETS[1:]:
                 raise ValueError(f"unknown tagset {p.tagset_!r}")
             p.single_root_ = bool(meta["single_root_"])
-            p.tags_ = SymbolVocab(meta["tags"], unk_id=0)
+            p.tags_ = SymbolVocab(V.meta_list(meta, "tags", str), unk_id=0)
             p.words_ = None
             if meta.get("words") is not None:
-                p.words_ = SymbolVocab(meta["words"], unk_id=len(meta["words"]))
-            p.op_ = OperatorSHAG(arrays["op_alpha1"], arrays["op_beta"], arrays["op_A"])
-            p.fallback_ = BackoffSHAG.from_arrays(meta["fallback"], arrays, "fb_")
+                p.words_ = SymbolVocab(V.meta_list(meta, "words", str),
+                                       unk_id=len(meta["words"]))
+            # every array validated before a kernel sees it (fastspectral.io.validate)
+            H, M = len(p.tags_) + 1, len(p.tags_)
+            if M < 1:
+                raise ModelFileError("corrupt shag model file (no tags)")
+            alpha1 = V.get(arrays, "op_alpha1", "float", ndim=3, shape=(H, 2, None),
+                           dtype=np.float64)
+            N = alpha1.shape[2]
+            if not 1 <= N <= 4096:
+                V.fail("op_alpha1", f"{N} operator states")
+            beta = V.get(arrays, "op_beta", "float", ndim=3, shape=(H, 2, N), dtype=np.float64)
+            A = V.get(arrays, "op_A", "float", ndim=5, shape=(H, 2, M, N, N), dtype=np.float64)
+            for name, a in (("op_alpha1", alpha1), ("op_beta", beta), ("op_A", A)):
+                V.check_finite(a, name)
+            p.op_ = OperatorSHAG(alpha1, beta, A)
+            W = len(p.words_) if p.words_ is not None else None
+            p.fallback_ = BackoffSHAG.from_arrays(meta["fallback"], arrays, "fb_", M)
             p.det_ = None
             if meta.get("det") is not None:
-                p.det_ = BackoffSHAG.from_arrays(meta["det"], arrays, "det_")
+                p.det_ = BackoffSHAG.from_arrays(meta["det"], arrays, "det_", M, W)
+                if p.det_.lexical and W is None:
+                    raise ModelFileError("corrupt shag model file (a lexical model without "
+                                         "words)")
             p.fit_time_ = fit_time
             p.fit_info_ = SHAGFitInfo(n_sentences=n_sentences)
+        except ModelFileError:
+            raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ModelFileError(f"corrupt shag model file ({exc!r})") from None
-        H, M = len(p.tags_) + 1, len(p.tags_)
-        if p.op_.alpha1.shape[:2] != (H, 2) or p.op_.A.shape[:3] != (H, 2, M):
-            raise ModelFileError("corrupt shag model file (operator shapes do not match the tags)")
         return p

@@ -190,12 +190,40 @@ class Grammar:
 
     @classmethod
     def from_state(cls, meta, arrays, prefix: str = ""):
+        """The grammar of a :meth:`to_state` pair (arrays named ``prefix + name``), every array
+        validated first (:mod:`fastspectral.io.validate`: dtypes, shapes, symbol ids in range,
+        probabilities finite and >= 0); :class:`~fastspectral.errors.ModelFileError` naming the
+        array otherwise."""
+        from ..errors import ModelFileError
+        from ..io import validate as V
+
+        if not isinstance(meta, dict):
+            raise ModelFileError(f"{prefix}grammar: no grammar description")
+        symbols = V.meta_list(meta, "symbols", str, where=f"{prefix}grammar")
+        S = len(symbols)
+        if S == 0:
+            raise ModelFileError(f"{prefix}grammar: no symbols")
         a = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
-        lex = Lexicon.from_state(meta["lexicon"], a)
-        return cls(list(meta["symbols"]), a["is_preterminal"].astype(bool), a["root_prob"],
-                   a["bin_parent"].astype(np.int32), a["bin_left"].astype(np.int32),
-                   a["bin_right"].astype(np.int32), a["bin_prob"], a["un_parent"].astype(np.int32),
-                   a["un_child"].astype(np.int32), a["un_prob"], lex)
+
+        def sym(name, n=None):
+            x = V.get(arrays, prefix + name, "int", shape=None if n is None else (n,),
+                      dtype=np.int32)
+            return V.check_index(x, prefix + name, 0, S)
+
+        def prob(name, n):
+            x = V.get(arrays, prefix + name, "float", shape=(n,), dtype=np.float64)
+            return V.check_nonneg(x, prefix + name)
+
+        is_pre = V.get(arrays, prefix + "is_preterminal", "bool", shape=(S,)).astype(bool)
+        root = prob("root_prob", S)
+        bp = sym("bin_parent")
+        nb = bp.shape[0]
+        bl, br, bpr = sym("bin_left", nb), sym("bin_right", nb), prob("bin_prob", nb)
+        up = sym("un_parent")
+        nu = up.shape[0]
+        uc, upr = sym("un_child", nu), prob("un_prob", nu)
+        lex = Lexicon.from_state(meta.get("lexicon"), a, n_symbols=S, prefix=prefix)
+        return cls(list(symbols), is_pre, root, bp, bl, br, bpr, up, uc, upr, lex)
 
     def summary(self) -> dict:
         return {"symbols": self.n_symbols, "preterminals": int(self.is_preterminal.sum()),

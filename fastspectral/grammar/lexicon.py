@@ -372,10 +372,40 @@ class Lexicon:
         return meta, arrays
 
     @classmethod
-    def from_state(cls, meta, arrays):
-        lex = cls(meta["n_symbols"], meta["rare_threshold"], meta["s1"], meta["s2"])
-        words = meta["words"]
-        sigs = meta["signatures"]
+    def from_state(cls, meta, arrays, n_symbols: int | None = None, prefix: str = ""):
+        """The lexicon of a :meth:`to_state` pair, every field and array validated first
+        (:mod:`fastspectral.io.validate`; ``n_symbols``: the grammar's symbol count the lexicon
+        must have; ``prefix``: the arrays' prefix in the model file, for messages)."""
+        from ..errors import ModelFileError
+        from ..io import validate as V
+
+        where = f"{prefix}lexicon"
+        if not isinstance(meta, dict):
+            raise ModelFileError(f"{where}: no lexicon description")
+        S = V.meta_int(meta, "n_symbols", 1, where)
+        if n_symbols is not None and S != n_symbols:
+            raise ModelFileError(f"{where}: {S} symbols where the grammar has {n_symbols}")
+        words = V.meta_list(meta, "words", str, where)
+        sigs = V.meta_list(meta, "signatures", str, where)
+        V.meta_int(meta, "n_tokens", 1, where)
+        V.meta_int(meta, "rare_threshold", 0, where)
+        V.meta_float(meta, "s1", 0.0, where)
+        V.meta_float(meta, "s2", 0.0, where)
+
+        def table(name, cols, ranges):
+            x = V.get(arrays, name, "int", ndim=2, shape=(None, cols), dtype=np.int64)
+            for c, hi in enumerate(ranges):
+                V.check_index(x[:, c], prefix + name, 0, hi, f"column {c}")
+            V.check_nonneg(x[:, -1], prefix + name, "counts")
+            return x
+
+        wc = V.get(arrays, "lex_word_count", "int", shape=(len(words),), dtype=np.int64)
+        V.check_nonneg(wc, prefix + "lex_word_count")
+        table("lex_tag_word", 3, (S, len(words)))
+        table("lex_tag_count", 2, (S,))
+        table("lex_rare_tag_sig", 3, (S, len(sigs)))
+        table("lex_rare_tag", 2, (S,))
+        lex = cls(S, meta["rare_threshold"], meta["s1"], meta["s2"])
         word_count = {w: int(c) for w, c in zip(words, arrays["lex_word_count"])}
         tag_word = {(int(t), words[w]): int(c) for t, w, c in arrays["lex_tag_word"]}
         tag_count = {int(t): int(c) for t, c in arrays["lex_tag_count"]}

@@ -454,20 +454,28 @@ class PCFG(PartitionedFit, Parser):
         return meta, arrays
 
     @classmethod
-    def from_state(cls, meta, arrays):
+    def from_state(cls, meta, arrays, prefix: str = ""):
         """The fitted model of a :meth:`state` ``(meta, arrays)`` pair (e.g. read from a file;
-        states written by older versions, with ``fit_seconds``, are read too)."""
+        states written by older versions, with ``fit_seconds``, are read too).  ``prefix``: the
+        prefix of its array names in ``arrays`` (models that embed a PCFG).  Every array is
+        validated (:meth:`Grammar.from_state`); a bad one raises
+        :class:`~fastspectral.errors.ModelFileError` naming it."""
         try:
             model = cls(**cls._params_from_file(meta["params"]))
-            model.grammar_ = Grammar.from_state(meta["grammar"], arrays, "fine_")
+            model._validate_params()
+            model.grammar_ = Grammar.from_state(meta["grammar"], arrays, prefix + "fine_")
             model.coarse_ = None
             if "coarse" in meta:
-                model.coarse_ = Grammar.from_state(meta["coarse"], arrays, "coarse_")
+                model.coarse_ = Grammar.from_state(meta["coarse"], arrays, prefix + "coarse_")
                 model.proj_ = cls._projection(model.grammar_, model.coarse_)
             model.root_label_ = meta["root_label"]
+            if not isinstance(model.root_label_, str):
+                raise ValueError("root_label is not a string")
             model.n_train_trees_ = meta["n_train_trees"]
             model.fit_time_ = meta["fit_time"] if "fit_time" in meta else meta["fit_seconds"]
-        except (KeyError, TypeError, ValueError) as exc:
+        except ModelFileError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ModelFileError(f"corrupt PCFG model state ({exc!r})") from None
         return model
 

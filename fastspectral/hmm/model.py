@@ -517,7 +517,11 @@ class HMM(Estimator):
         from ..lm.kneser_ney import KneserNeyBigramLM
 
         try:
-            f = lambda k: np.ascontiguousarray(arrays[k], dtype=np.float64)  # noqa: E731
+            from ..io import validate as V
+
+            # every float array: numeric and finite (shapes are checked below)
+            f = lambda k: V.check_finite(V.get(arrays, k, "float", ndim=None,  # noqa: E731
+                                               dtype=np.float64), k)
             model = cls(**cls._params_from_file(meta["params"]))
             model.symbols_ = SymbolTable(meta["symbols"], bool(meta["lowercase"]))
             M = len(model.symbols_)
@@ -541,8 +545,9 @@ class HMM(Estimator):
                 op = _sp.SpectralOperators(f("alpha1"), f("A"), f("beta"), f("c"), f("W"),
                                            f("fallback"), f("singular_values"))
                 n = op.n_states
-                if op.A.shape != (K1, n, n) or op.W.shape != (K1, n) or \
-                        op.fallback.shape != (K1, n) or op.beta.shape != (n,):
+                if op.alpha1.shape != (n,) or op.A.shape != (K1, n, n) or \
+                        op.W.shape != (K1, n) or op.fallback.shape != (K1, n) or \
+                        op.beta.shape != (n,) or op.c.shape != (n,):
                     raise ValueError("operator shapes do not match the symbols")
                 model.operators_ = op
                 model.n_states_ = n

@@ -126,9 +126,11 @@ def load_model_file(path, expected_kind: str | None = None):
                     arrays[k] = z[k]
     except ModelFileError:
         raise
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, UnicodeDecodeError,
-            json.JSONDecodeError) as exc:
-        raise ModelFileError(f"{path}: not a readable fastspectral model file ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - only the file's bytes are parsed here: a flipped
+        # byte can make zipfile / numpy's header parser raise anything (BadZipFile, ValueError,
+        # EOFError, tokenize.TokenError, SyntaxError, MemoryError for a claimed huge shape ...)
+        raise ModelFileError(f"{path}: not a readable fastspectral model file "
+                             f"({type(exc).__name__}: {exc})") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
         raise ModelFileError(f"{path}: not a fastspectral model file")
     version = header.get("version")

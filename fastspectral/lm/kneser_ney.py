@@ -322,9 +322,19 @@ class KneserNeyBigramLM(PartitionedFit, Estimator):
             model._validate_params()
             model.vocab_ = Vocabulary(meta["vocab"], bool(model.lowercase), int(model.min_count))
             n = len(model.vocab_)
-            model.counts_ = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
-                                          shape=(n, n))
+            # the sparse counts, validated before scipy sees them (fastspectral.io.validate)
+            from ..io import validate as V
+
+            indptr = V.get(arrays, "indptr", "int", shape=(n + 1,), dtype=np.int64)
+            indices = V.get(arrays, "indices", "int", dtype=np.int64)
+            V.check_offsets(indptr, "indptr", indices.shape[0])
+            V.check_index(indices, "indices", 0, n)
+            data = V.get(arrays, "data", "float", shape=indices.shape)
+            V.check_nonneg(data, "data")
+            model.counts_ = sp.csr_matrix((data, indices, indptr), shape=(n, n))
             model.fit_time_ = float(meta.get("fit_time", 0.0))
+        except ModelFileError:
+            raise
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelFileError(f"corrupt Kneser-Ney model file ({exc})") from None
         model._finish()

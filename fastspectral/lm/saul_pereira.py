@@ -495,11 +495,18 @@ class LatentBigramLM(PartitionedFit, Estimator):
             model = cls(**cls._params_from_file(meta["params"]))
             model._validate_params()
             model.vocab_ = Vocabulary(meta["vocab"], bool(model.lowercase), int(model.min_count))
-            model.r_ = np.ascontiguousarray(arrays["r"], dtype=np.float64)
-            model.s_ = np.ascontiguousarray(arrays["s"], dtype=np.float64)
-            model.anchors_ = arrays["anchors"].astype(np.int64)
-            model.train_loglik_ = arrays["train_loglik"]
-            model.dev_perplexity_ = arrays["dev_perplexity"]
+            # every array validated before use (fastspectral.io.validate)
+            from ..io import validate as V
+
+            n, m = len(model.vocab_), int(model.n_states)
+            model.r_ = V.check_finite(V.get(arrays, "r", "float", ndim=2, shape=(n, m),
+                                            dtype=np.float64), "r")
+            model.s_ = V.check_finite(V.get(arrays, "s", "float", ndim=2, shape=(n, m),
+                                            dtype=np.float64), "s")
+            model.anchors_ = V.check_index(V.get(arrays, "anchors", "int", dtype=np.int64),
+                                           "anchors", 0, n)
+            model.train_loglik_ = V.get(arrays, "train_loglik", "float")
+            model.dev_perplexity_ = V.get(arrays, "dev_perplexity", "float")
             model.best_iteration_ = int(meta["best_iteration"])
             # older files stored the resolved iteration count as the parameter itself
             model.iterations_ = int(meta["iterations"]) if "iterations" in meta else \
@@ -511,6 +518,8 @@ class LatentBigramLM(PartitionedFit, Estimator):
             m = int(model.n_states)
             if model.r_.shape != (n, m) or model.s_.shape != (n, m):
                 raise ValueError("parameter shapes do not match the vocabulary")
+        except ModelFileError:
+            raise
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelFileError(f"corrupt latent bigram model file ({exc})") from None
         return model

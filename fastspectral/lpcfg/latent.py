@@ -798,18 +798,55 @@ class LatentPCFGBase(Parser):
 
     @classmethod
     def _from_model_file(cls, meta: dict, arrays: dict):
+        """The model of a model file's ``(meta, arrays)``; every array is validated before use
+        (:mod:`fastspectral.io.validate`), a bad one raises
+        :class:`~fastspectral.errors.ModelFileError` naming it."""
+        from ..errors import ModelFileError
         from ..grammar.pcfg import PCFG
 
-        model = cls(**cls._params_from_file(meta["params"]))
-        parr = {k[len("pcfg_"):]: v for k, v in arrays.items() if k.startswith("pcfg_")}
-        model._install(PCFG.from_state(meta["pcfg"], parr), LatentArrays(
-            lpcfg=LatentGrammar.from_arrays(arrays, "lpcfg_"), vocab=list(meta["vocab"]),
-            lex_keys=arrays["lex_keys"], lex_off=arrays["lex_off"],
-            lex_count=arrays["lex_count"], lex_rare_off=arrays["lex_rare_off"],
-            lex_table=arrays["lex_table"], tag_count=arrays["tag_count"],
-            log_rule_per_word=float(meta["log_rule_per_word"]),
-            sym_counts=arrays["sym_counts"]))
-        model.n_train_trees_ = meta["n_train_trees"]
-        # files written before the estimator reshaping call the fit time "fit_seconds"
-        model.fit_time_ = meta.get("fit_time", meta.get("fit_seconds"))
+        try:
+            model = cls(**cls._params_from_file(meta["params"]))
+            model._check_common_params()
+            pcfg = PCFG.from_state(meta["pcfg"], arrays, "pcfg_")
+            lpcfg = LatentGrammar.from_arrays(arrays, "lpcfg_", pcfg.grammar_.n_symbols)
+            lex = _validated_lexical(meta, arrays, lpcfg.m)
+            model._install(pcfg, LatentArrays(lpcfg=lpcfg, **lex))
+            model.n_train_trees_ = meta["n_train_trees"]
+            # files written before the estimator reshaping call the fit time "fit_seconds"
+            model.fit_time_ = meta.get("fit_time", meta.get("fit_seconds"))
+        except ModelFileError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            what = f"missing entry {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise ModelFileError(f"corrupt {cls.kind!r} model file ({what})") from None
         return model
+
+
+def _validated_lexical(meta: dict, arrays: dict, m: np.ndarray) -> dict:
+    """The lexical arrays of an L-PCFG model file, validated against the latent sizes ``m``:
+    the keys ``symbol * (V + 1) + word`` sorted and in range, every vector offset (per key and
+    the rare-word one per symbol, -1 for none) inside ``lex_table``, counts >= 0."""
+    from ..io import validate as V
+
+    S = m.shape[0]
+    vocab = V.meta_list(meta, "vocab", str)
+    V1 = len(vocab) + 1
+    table = V.get(arrays, "lex_table", "float", dtype=np.float64)
+    V.check_finite(table, "lex_table")
+    keys = V.get(arrays, "lex_keys", "int", dtype=np.int64)
+    V.check_index(keys, "lex_keys", 0, S * V1)
+    V.check_sorted(keys, "lex_keys")
+    if keys.size and np.any(keys % V1 == len(vocab)):
+        V.fail("lex_keys", "a key names no word of the vocabulary")
+    K = keys.shape[0]
+    off = V.get(arrays, "lex_off", "int", shape=(K,), dtype=np.int64)
+    V.check_spans(off, m[keys // V1], "lex_off", table.shape[0])
+    count = V.check_nonneg(V.get(arrays, "lex_count", "float", shape=(K,)), "lex_count")
+    rare = V.get(arrays, "lex_rare_off", "int", shape=(S,), dtype=np.int64)
+    V.check_spans(rare, m, "lex_rare_off", table.shape[0], allow_missing=True)
+    tag_count = V.check_nonneg(V.get(arrays, "tag_count", "float", shape=(S,)), "tag_count")
+    sym_counts = V.check_nonneg(V.get(arrays, "sym_counts", "float", shape=(S,)), "sym_counts")
+    lrw = V.meta_float(meta, "log_rule_per_word", -np.inf)
+    return dict(vocab=list(vocab), lex_keys=keys, lex_off=off, lex_count=count,
+                lex_rare_off=rare, lex_table=table, tag_count=tag_count,
+                log_rule_per_word=lrw, sym_counts=sym_counts)

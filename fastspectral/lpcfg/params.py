@@ -107,15 +107,50 @@ class LatentGrammar:
         return {prefix + k: getattr(self, k) for k in names}
 
     @classmethod
-    def from_arrays(cls, arrays: dict, prefix: str = "") -> "LatentGrammar":
-        """Inverse of :meth:`arrays`."""
-        g = lambda k: arrays[prefix + k]  # noqa: E731
-        m = g("m")
-        c1off = g("c1off")
-        c1 = g("c1")
+    def from_arrays(cls, arrays: dict, prefix: str = "", n_symbols: int | None = None
+                    ) -> "LatentGrammar":
+        """Inverse of :meth:`arrays`, every array validated first (model files are untrusted:
+        :mod:`fastspectral.io.validate`): latent sizes 1 .. 32767 (``n_symbols`` of them when
+        given), rule symbols in range, parameter arrays finite and exactly as long as the state
+        counts make them, root offsets inside ``c1``; a bad array raises
+        :class:`~fastspectral.errors.ModelFileError` naming it."""
+        from ..errors import ModelFileError
+        from ..io import validate as V
+
+        name = lambda k: prefix + k  # noqa: E731
+        m = V.get(arrays, name("m"), "int", dtype=np.int64)
+        S = m.shape[0]
+        if S == 0 or (n_symbols is not None and S != n_symbols):
+            V.fail(name("m"), f"{S} latent sizes where the grammar has {n_symbols} symbols")
+        V.check_index(m, name("m"), 1, 32768)
+
+        def sym(k, n=None):
+            x = V.get(arrays, name(k), "int", shape=None if n is None else (n,), dtype=np.int32)
+            return V.check_index(x, name(k), 0, S)
+
+        def params(k, size):
+            x = V.get(arrays, name(k), "float", dtype=np.float64)
+            V.check_finite(x, name(k))
+            if x.shape[0] != size:
+                V.fail(name(k), f"{x.shape[0]} values where the latent sizes need {size}")
+            return x
+
+        bp = sym("bin_parent")
+        R = bp.shape[0]
+        bl, br = sym("bin_left", R), sym("bin_right", R)
+        T = params("T", int((m[bp] * m[bl] * m[br]).sum()))
+        up = sym("un_parent")
+        uc = sym("un_child", up.shape[0])
+        U = params("U", int((m[up] * m[uc]).sum()))
+        c1off = V.get(arrays, name("c1off"), "int", shape=(S,), dtype=np.int64)
+        c1 = V.get(arrays, name("c1"), "float", dtype=np.float64)
+        V.check_finite(c1, name("c1"))
+        V.check_spans(c1off, m, name("c1off"), c1.shape[0], allow_missing=True)
         roots = {int(a): c1[c1off[a]:c1off[a] + m[a]] for a in np.flatnonzero(c1off >= 0)}
-        return cls(m, g("bin_parent"), g("bin_left"), g("bin_right"), g("T"), g("un_parent"),
-                   g("un_child"), g("U"), roots)
+        try:
+            return cls(m, bp, bl, br, T, up, uc, U, roots)
+        except ValueError as exc:
+            raise ModelFileError(f"{prefix}grammar: {exc}") from None
 
     # ---- scoring one tree (Python; used by tests and benchmarks, not on the parsing path) ----
     def tree_weight(self, node_sym, node_left, node_right, node_leaf) -> float:

@@ -1,0 +1,169 @@
+"""Checks of the arrays of a loaded model file, before any kernel sees them.
+
+A model file is untrusted input: an edited or corrupted array must give a
+:class:`~fastspectral.errors.ModelFileError` naming the array at load time, never an
+``IndexError`` traceback or a crash of a compiled kernel later.  Each learner's
+``_from_model_file`` / ``from_state`` calls these helpers on every array it reads: dtype kind,
+number of dimensions and shape, index ranges, offsets into parameter arrays, finite values.
+Every check is vectorised and O(size of the array), run once per load.
+
+The helpers take the array ``name`` as written in the file (with its prefix, e.g.
+``fine_bin_parent``) so that the message points at it::
+
+    fastspectral: error: wsj.pcfg: array 'fine_bin_parent': entry 17 is 90210, outside 0 .. 811
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ModelFileError
+
+__all__ = ["fail", "get", "check_index", "check_offsets", "check_finite", "check_nonneg",
+           "check_len", "check_sorted", "check_spans", "meta_list", "meta_int", "meta_float"]
+
+_KINDS = {"int": "iu", "float": "fiu", "bool": "biu", "any": "biuf"}
+
+
+def fail(name: str, message: str):
+    """Raise the :class:`ModelFileError` of array (or field) ``name``."""
+    raise ModelFileError(f"array {name!r}: {message}")
+
+
+def get(arrays: dict, name: str, kind: str = "any", ndim: int | None = 1, shape=None,
+        dtype=None) -> np.ndarray:
+    """Array ``name`` of ``arrays`` checked for its dtype ``kind`` (``"int"``, ``"float"``
+    (integers accepted), ``"bool"`` (0/1 integers accepted), ``"any"`` numeric), number of
+    dimensions and ``shape`` (a tuple, ``None`` entries free); returned converted to ``dtype``
+    when given (C-contiguous)."""
+    if name not in arrays:
+        raise ModelFileError(f"array {name!r} is missing")
+    a = np.asarray(arrays[name])
+    if a.dtype.kind not in _KINDS[kind]:
+        fail(name, f"dtype {a.dtype} where {kind} values are expected")
+    if ndim is not None and a.ndim != ndim:
+        fail(name, f"{a.ndim} dimensions where {ndim} are expected")
+    if shape is not None:
+        if len(shape) != a.ndim or any(s is not None and s != t for s, t in zip(shape, a.shape)):
+            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            fail(name, f"shape {a.shape} where {want} is expected")
+    if kind == "bool" and a.size and a.dtype.kind != "b" and (a.min() < 0 or a.max() > 1):
+        fail(name, "values other than 0 and 1 in a boolean array")
+    if dtype is not None:
+        if np.dtype(dtype).kind in "iu" and a.dtype.kind in "iu" and a.size:
+            info = np.iinfo(dtype)
+            if a.min() < info.min or a.max() > info.max:
+                fail(name, f"values outside the range of {np.dtype(dtype).name}")
+        a = np.ascontiguousarray(a, dtype=dtype)
+    return a
+
+
+def _first_bad(bad: np.ndarray) -> int:
+    return int(np.flatnonzero(bad.ravel())[0])
+
+
+def check_index(a: np.ndarray, name: str, lo: int, hi: int, where: str = "") -> np.ndarray:
+    """Every entry of the integer array ``a`` lies in ``lo .. hi - 1`` (``where``: which part
+    of the array ``a`` is, for the message, e.g. ``"column 0"``)."""
+    if a.size:
+        bad = (a < lo) | (a >= hi)
+        if bad.any():
+            k = _first_bad(bad)
+            fail(name, f"{where + ', ' if where else ''}entry {k} is {a.ravel()[k]}, outside "
+                       f"{lo} .. {hi - 1}")
+    return a
+
+
+def check_len(a: np.ndarray, name: str, n: int, what: str = "") -> np.ndarray:
+    """``a`` has ``n`` entries (first axis)."""
+    if a.shape[0] != n:
+        fail(name, f"{a.shape[0]} entries where {n} are expected" + (f" ({what})" if what else ""))
+    return a
+
+
+def check_finite(a: np.ndarray, name: str) -> np.ndarray:
+    """No NaN or infinity in ``a``."""
+    if a.size and a.dtype.kind == "f":
+        bad = ~np.isfinite(a)
+        if bad.any():
+            k = _first_bad(bad)
+            fail(name, f"entry {k} is {a.ravel()[k]} (not finite)")
+    return a
+
+
+def check_nonneg(a: np.ndarray, name: str, where: str = "") -> np.ndarray:
+    """Finite and >= 0 (probabilities, counts)."""
+    check_finite(a, name)
+    if a.size:
+        bad = a < 0
+        if bad.any():
+            k = _first_bad(bad)
+            fail(name, f"{where + ', ' if where else ''}entry {k} is {a.ravel()[k]} (negative)")
+    return a
+
+
+def check_sorted(a: np.ndarray, name: str, strict: bool = True) -> np.ndarray:
+    """``a`` is increasing (``strict``) or non-decreasing (search keys)."""
+    if a.shape[0] > 1:
+        d = np.diff(a)
+        bad = d <= 0 if strict else d < 0
+        if bad.any():
+            k = _first_bad(bad)
+            fail(name, f"not sorted{' without repeats' if strict else ''} (entries {k} and "
+                       f"{k + 1})")
+    return a
+
+
+def check_offsets(a: np.ndarray, name: str, n_entries: int) -> np.ndarray:
+    """A CSR pointer array: starts at 0, never decreases, ends at ``n_entries``."""
+    if a.shape[0] == 0 or a[0] != 0:
+        fail(name, "an offset array must start at 0")
+    check_sorted(a, name, strict=False)
+    if a[-1] != n_entries:
+        fail(name, f"ends at {a[-1]} where the data has {n_entries} entries")
+    return a
+
+
+def check_spans(off: np.ndarray, size: np.ndarray, name: str, total: int,
+                allow_missing: bool = False) -> np.ndarray:
+    """Every block ``[off[k], off[k] + size[k])`` lies inside an array of ``total`` entries
+    (``off[k] = -1`` means "no block" when ``allow_missing``)."""
+    if off.size:
+        used = off >= 0 if allow_missing else np.ones(off.shape, dtype=bool)
+        if not allow_missing and (off < 0).any():
+            k = _first_bad(off < 0)
+            fail(name, f"entry {k} is {off[k]} (a negative offset)")
+        if allow_missing and (off < -1).any():
+            k = _first_bad(off < -1)
+            fail(name, f"entry {k} is {off[k]} (an offset must be -1 or >= 0)")
+        bad = used & (off.astype(np.int64) + size.astype(np.int64) > total)
+        if bad.any():
+            k = _first_bad(bad)
+            fail(name, f"entry {k}: offset {off[k]} + {size[k]} values runs past the {total} "
+                       "values of its parameter array")
+    return off
+
+
+# ---- meta fields ---------------------------------------------------------------------------
+def meta_list(meta: dict, key: str, item=str, where: str = "meta") -> list:
+    """``meta[key]``: a list whose entries are all of type ``item``."""
+    v = meta.get(key) if isinstance(meta, dict) else None
+    if not isinstance(v, list) or not all(isinstance(x, item) and not isinstance(x, bool)
+                                          for x in v):
+        raise ModelFileError(f"{where} field {key!r}: not a list of {item.__name__}")
+    return v
+
+
+def meta_int(meta: dict, key: str, lo: int = 0, where: str = "meta") -> int:
+    """``meta[key]``: an integer >= ``lo``."""
+    v = meta.get(key) if isinstance(meta, dict) else None
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise ModelFileError(f"{where} field {key!r}: {v!r} is not an integer >= {lo}")
+    return v
+
+
+def meta_float(meta: dict, key: str, lo: float = 0.0, where: str = "meta") -> float:
+    """``meta[key]``: a finite number >= ``lo``."""
+    v = meta.get(key) if isinstance(meta, dict) else None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < lo:
+        raise ModelFileError(f"{where} field {key!r}: {v!r} is not a finite number >= {lo}")
+    return float(v)
