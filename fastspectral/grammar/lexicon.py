@@ -401,10 +401,16 @@ class Lexicon:
 
         wc = V.get(arrays, "lex_word_count", "int", shape=(len(words),), dtype=np.int64)
         V.check_nonneg(wc, prefix + "lex_word_count")
-        table("lex_tag_word", 3, (S, len(words)))
-        table("lex_tag_count", 2, (S,))
+        tw = table("lex_tag_word", 3, (S, len(words)))
+        tc = table("lex_tag_count", 2, (S,))
         table("lex_rare_tag_sig", 3, (S, len(sigs)))
         table("lex_rare_tag", 2, (S,))
+        # the counts of one training set: every table sums to the tokens
+        for name, total in (("lex_word_count", wc.sum()), ("lex_tag_word", tw[:, 2].sum()),
+                            ("lex_tag_count", tc[:, 1].sum())):
+            if int(total) != meta["n_tokens"]:
+                V.fail(prefix + name, f"counts sum to {int(total)}, not to the "
+                                      f"{meta['n_tokens']} training tokens")
         lex = cls(S, meta["rare_threshold"], meta["s1"], meta["s2"])
         word_count = {w: int(c) for w, c in zip(words, arrays["lex_word_count"])}
         tag_word = {(int(t), words[w]): int(c) for t, w, c in arrays["lex_tag_word"]}

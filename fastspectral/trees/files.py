@@ -27,6 +27,7 @@ import gzip
 import io
 import os
 import sys
+import zlib
 from typing import Iterator
 
 from ..errors import FormatError
@@ -66,10 +67,25 @@ def open_binary(path):
 
 
 def raw_lines(source) -> Iterator:
-    """Yield the raw lines (``bytes`` or ``str``, terminators kept) of a source."""
+    """Yield the raw lines (``bytes`` or ``str``, terminators kept) of a source.
+
+    A gzip file that is truncated or corrupt raises :class:`FormatError` naming the file and
+    the line being read when the compressed data broke off."""
     if is_path(source):
         with open_binary(source) as fh:
-            yield from fh
+            if not isinstance(fh, gzip.GzipFile):
+                yield from fh
+                return
+            n = 0
+            try:
+                for line in fh:
+                    n += 1
+                    yield line
+            except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+                what = "truncated" if isinstance(exc, EOFError) else "corrupt"
+                raise FormatError(f"{what} gzip file: {exc} (reading line {n + 1}; lines 1-{n} "
+                                  "were read)" if n else f"{what} gzip file: {exc}",
+                                  os.fspath(source), n + 1) from None
     elif isinstance(source, (bytes, bytearray)):
         raise TypeError("a bytes object is not a valid source: pass a path, an open file or "
                         "an iterable of lines")

@@ -14,7 +14,11 @@ Trees are returned exactly as written (no cleaning; see :mod:`fastspectral.trees
 Errors (all :class:`~fastspectral.errors.FormatError` naming file and 1-based line):
 
 * unbalanced brackets: an extra ``)`` (line of the bracket) or a tree still open at end of file
-  (line where that tree started);
+  (line where that tree started); a tree not closed when a line starting with ``(`` at column 0
+  (a new tree) comes, and the file then fails, is reported as ``tree starting on line A is not
+  closed before the tree starting on line B`` at line B - 1 (the missing ``)`` is in lines
+  A .. B - 1, usually the last);
+* a truncated or corrupt ``.gz`` file (the file and the line reached);
 * an empty node ``()`` or a labelled node with no children ``(NP)``;
 * an unlabelled node inside a tree (only a root may be unlabelled);
 * a node mixing a word with subtrees, or holding two words;
@@ -23,6 +27,7 @@ Errors (all :class:`~fastspectral.errors.FormatError` naming file and 1-based li
 """
 from __future__ import annotations
 
+from ..errors import FormatError
 from .files import iter_lines, open_output, source_name
 from .tree import BracketParser, Tree
 
@@ -38,13 +43,31 @@ def read_ptb(source, *, encoding: str = "utf-8"):
     :class:`~fastspectral.errors.FormatError` with the file name and line (see module docstring);
     an empty tree ``()`` is an error.
     """
-    parser = BracketParser(source_name(source))
+    name = source_name(source)
+    parser = BracketParser(name)
     feed = parser.feed
-    for lineno, line in iter_lines(source, encoding):
-        done = feed(line, lineno)
-        if done:
-            yield from done
-    parser.finish()
+    # first line starting with '(' at column 0 while a tree is still open: in a well-formed
+    # file that is a new tree, so an error of the open tree is reported against it
+    suspect = None
+    lineno = 0
+    try:
+        for lineno, line in iter_lines(source, encoding):
+            if parser.stack and suspect is None and line.startswith("("):
+                suspect = lineno
+            done = feed(line, lineno)
+            if not parser.stack:
+                suspect = None
+            if done:
+                yield from done
+        lineno += 1                     # finish(): the end of the input
+        parser.finish()
+    except FormatError as exc:
+        if suspect is None or exc.path != name or lineno < suspect:
+            raise
+        start = parser.start_line
+        raise FormatError(f"tree starting on line {start} is not closed before the tree "
+                          f"starting on line {suspect} (a ')' missing in lines {start}-"
+                          f"{suspect - 1}?)", name, suspect - 1) from None
 
 
 def write_brackets(trees, dest, *, encoding: str = "utf-8") -> int:
