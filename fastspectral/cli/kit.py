@@ -28,7 +28,8 @@ from ..errors import FastSpectralError, FormatError
 __all__ = ["CommandError", "option", "renamed_flag", "class_default", "build_estimator",
            "read_training_data", "describe", "logger", "setup_logging", "is_stdio",
            "require_file", "require_output_path", "add_states", "add_markov", "add_jobs",
-           "add_seed", "add_iterations"]
+           "add_seed", "add_iterations", "memory_size", "add_max_memory", "apply_max_memory",
+           "max_memory_env"]
 
 logger = logging.getLogger("fastspectral")
 
@@ -101,6 +102,60 @@ def add_jobs(g, cls):
     option(g, "--jobs", cls, "jobs", type=positive_int, metavar="N",
            help="default number of parsing threads stored in the model",
            show_default="every available core at parse time")
+
+
+def memory_size(text: str) -> int:
+    """argparse type of a memory size (``2G``, ``512M``, ``0`` = no limit): bytes."""
+    from .._memory import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_max_memory(g) -> None:
+    """``--max-memory SIZE``: the chart memory budget of parsing (:mod:`fastspectral._memory`)."""
+    g.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE",
+                   help="memory the parse charts may take at once, e.g. 2G or 512M (0: no "
+                        "limit; default: half the physical memory, or $FASTSPECTRAL_MAX_MEMORY); "
+                        "a longer sentence is not parsed: a warning names it and it gets the "
+                        "model's fallback (docs/limits.md)")
+
+
+def apply_max_memory(args, model) -> None:
+    """Hand ``--max-memory`` to a loaded model."""
+    value = getattr(args, "max_memory", None)
+    if value is not None and hasattr(model, "max_memory"):
+        model.max_memory = value
+
+
+class max_memory_env:
+    """Context manager: ``--max-memory`` in ``$FASTSPECTRAL_MAX_MEMORY`` while worker processes
+    are started and run (local Dask workers inherit the environment and load the model
+    themselves), the previous value restored afterwards."""
+
+    def __init__(self, args):
+        self.value = getattr(args, "max_memory", None)
+        self.old = None
+
+    def __enter__(self):
+        from .._memory import ENV_VAR
+
+        self.old = os.environ.get(ENV_VAR)
+        if self.value is not None:
+            os.environ[ENV_VAR] = str(self.value)
+        return self
+
+    def __exit__(self, *exc):
+        from .._memory import ENV_VAR
+
+        if self.value is not None:
+            if self.old is None:
+                os.environ.pop(ENV_VAR, None)
+            else:
+                os.environ[ENV_VAR] = self.old
+        return False
 
 
 def add_seed(g, cls):

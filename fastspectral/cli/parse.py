@@ -82,6 +82,7 @@ def add_parse_command(sub, common, fmt) -> None:
     p.add_argument("--chunk-size", type=positive_int, default=None, metavar="N",
                    help=f"sentences parsed and written at a time, one Dask task (default: "
                         f"{PARSE_CHUNK}; {DASK_CHUNK} with Dask)")
+    kit.add_max_memory(p)
     g = p.add_argument_group("Dask (pip install 'fastspectral[dask]')")
     d = g.add_mutually_exclusive_group()
     d.add_argument("--scheduler", metavar="ADDRESS", default=None,
@@ -136,6 +137,7 @@ def cmd_parse(args) -> int:
     if args.resume and kit.is_stdio(args.output):
         raise kit.CommandError("--resume needs an output file (-o OUTPUT)")
     model = load(args.model)
+    kit.apply_max_memory(args, model)
     kind = getattr(model, "input_kind", "sentences")
     if kind == "sentences":
         return _parse_sentences(args, model)
@@ -171,6 +173,7 @@ def _parse_files(args, inputs, to_folder) -> int:
                  os.path.abspath(args.model))
 
     tagged = {"auto": None, "yes": True, "no": False}[args.tagged]
+    memory = kit.max_memory_env(args).__enter__()   # local workers read --max-memory from it
     client, cluster, started = _dask_client(args) if args.scheduler or args.dask_workers \
         else (None, None, 0.0)
     bar = kit.make_progress(args, "parsing")
@@ -192,6 +195,7 @@ def _parse_files(args, inputs, to_folder) -> int:
             client.close()
         if cluster is not None:
             cluster.close()
+        memory.__exit__(None, None, None)
     for path in res.complete:
         kit.logger.info(f"{path} is complete: kept")
     if res.interrupted:
