@@ -2,7 +2,7 @@
 context model (:class:`fastspectral.unsupervised.CCMParser`)."""
 from __future__ import annotations
 
-from .._argtypes import int_at_least, positive_int
+from .._argtypes import positive_int
 from . import kit
 from .atm import read as read   # noqa: F401  (trees or word/TAG lines, like train atm)
 
@@ -24,7 +24,7 @@ def add_arguments(parser, cls) -> None:
     kit.add_iterations(g, cls)
     kit.option(g, "--init", cls, "init", choices=("split-uniform", "random"),
                help="initialiser: Klein & Manning's, or random (restarts)")
-    kit.option(g, "--smoothing", cls, "smoothing", type=float, metavar="L",
+    kit.option(g, "--pseudo-count", cls, "pseudo_count", type=float, metavar="L",
                help="pseudo-count of every yield and context")
     kit.option(g, "--tagset", cls, "tagset", choices=("universal", "as-is"),
                help="map Penn tags to the universal tagset, or keep the tags")
@@ -32,4 +32,3 @@ def add_arguments(parser, cls) -> None:
                help="learn from sentences of at most N words (punctuation removed)",
                show_default="every length")
     kit.add_seed(g, cls)
-    del int_at_least

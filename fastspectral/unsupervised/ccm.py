@@ -22,7 +22,7 @@ class CCMParser(Parser):
     ``x_ij`` its context (the tags before and after, or the sentence boundaries).  EM: the
     E-step is inside-outside over the binary trees with span factors
     ``phi = P(a|c) P(x|c) / (P(a|d) P(x|d))`` (compiled, log space, O(n^3)); the M-step counts
-    the constituent posteriors (and their complements for distituents), add-``smoothing``
+    the constituent posteriors (and their complements for distituents), add-``pseudo_count``
     smoothed.  Spans of length >= 1 are modelled (empty spans are not).  ``init``: the
     split-uniform initialiser of Klein & Manning (first M-step from the bracket posteriors of
     trees whose every split is uniform), or ``"random"``: Dirichlet(1) initial parameters seeded
@@ -34,7 +34,7 @@ class CCMParser(Parser):
     iterations : int
         EM iterations.
     init : {"split-uniform", "random"}
-    smoothing : float
+    pseudo_count : float
         Pseudo-count added to every yield and context count of both classes.
     tagset : {"universal", "as-is"}
     max_length : int or None
@@ -67,11 +67,11 @@ class CCMParser(Parser):
     kind = "ccm"
     input_kind = "sentences"
 
-    def __init__(self, iterations=40, init="split-uniform", smoothing=0.01, tagset="as-is",
+    def __init__(self, iterations=40, init="split-uniform", pseudo_count=0.01, tagset="as-is",
                  max_length=10, random_state=0):
         self.iterations = iterations
         self.init = init
-        self.smoothing = smoothing
+        self.pseudo_count = pseudo_count
         self.tagset = tagset
         self.max_length = max_length
         self.random_state = random_state
@@ -82,9 +82,9 @@ class CCMParser(Parser):
             raise ValueError(f"iterations must be an integer >= 0, got {it!r}")
         if self.init not in INITS:
             raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
-        if isinstance(self.smoothing, bool) or not isinstance(self.smoothing, (int, float)) or \
-                not self.smoothing > 0:
-            raise ValueError(f"smoothing must be a number > 0, got {self.smoothing!r}")
+        if isinstance(self.pseudo_count, bool) or not isinstance(self.pseudo_count, (int, float)) or \
+                not self.pseudo_count > 0:
+            raise ValueError(f"pseudo_count must be a number > 0, got {self.pseudo_count!r}")
         check_tagset(self.tagset)
         ml = self.max_length
         if ml is not None and (isinstance(ml, bool) or not isinstance(ml, (int, np.integer))
@@ -129,7 +129,7 @@ class CCMParser(Parser):
         hashes, yid = np.unique(H, return_inverse=True)
         yid = yid.astype(np.int64)
         n_ctx = (T + 2) * (T + 2)
-        lam = float(self.smoothing)
+        lam = float(self.pseudo_count)
         post = split_uniform_posteriors(offsets)
         if self.init == "random":
             rng = np.random.default_rng(self.random_state)
