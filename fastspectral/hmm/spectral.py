@@ -112,21 +112,6 @@ class HankelData:
         return _coo(np.concatenate(rows), np.concatenate(cols), self.n_rows, self.n_cols,
                     1.0 / self.n_seq)
 
-    def gap_hankel(self) -> sp.csr_matrix:
-        """``Q[s, p] = sum_a E #(p a s)`` (a one-symbol gap between prefix and suffix)."""
-        t = self.tok
-        p1, p2, s1, s2 = self.p1[t - 1], self.p2[t - 1], self.s1[t], self.s2[t]
-        rows = [s1]
-        cols = [p1]
-        m = p2 >= 0
-        rows.append(s1[m]); cols.append(p2[m])
-        m = s2 >= 0
-        rows.append(s2[m]); cols.append(p1[m])
-        m = (s2 >= 0) & (p2 >= 0)
-        rows.append(s2[m]); cols.append(p2[m])
-        return _coo(np.concatenate(rows), np.concatenate(cols), self.n_rows, self.n_cols,
-                    1.0 / self.n_seq)
-
     def prefix_counts(self) -> np.ndarray:
         """``n[p] = E #(p)``: occurrences of every basis prefix, per sequence."""
         keep = self.F != self.M + 1
