@@ -9,6 +9,7 @@ of this script
 1. ``fastspectral parse MODEL INPUT -o local.trees --jobs 2`` (one process, 2 OpenMP threads),
 2. ``fastspectral parse MODEL INPUT -o dask.trees --dask-workers 2`` (a LocalCluster of 2
    worker processes x 1 thread, started by the command; chunks of 500 sentences are tasks),
+   ``--rounds`` times, the order alternating, with the load average seen during each run,
 
 each as a child process: whole-process wall time (start-up, cluster, model load, parse, write)
 and the parse phase's sentences/s from the command's own status line; the two outputs must be
@@ -33,16 +34,25 @@ STATUS = re.compile(r"parsed (\d+) sentences.* in ([\d.]+) s \(([\d.]+) sentence
 
 
 def run_child(cmd):
-    """(wall seconds, status line) of a child process."""
+    """(wall seconds, status line, mean 1-minute load average) of a child process."""
+    load = [os.getloadavg()[0]]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    while True:
+        try:
+            proc.wait(timeout=15)
+            break
+        except subprocess.TimeoutExpired:
+            load.append(os.getloadavg()[0])
     wall = time.perf_counter() - t0
+    proc.stderr_text = proc.stderr.read()
+    proc.stderr.close()
     if proc.returncode != 0:
-        sys.stderr.write(proc.stderr)
+        sys.stderr.write(proc.stderr_text)
         raise SystemExit(f"{' '.join(cmd)} failed (exit {proc.returncode})")
-    line = [x for x in proc.stderr.splitlines() if "parsed" in x][-1]
+    line = [x for x in proc.stderr_text.splitlines() if "parsed" in x][-1]
     print(line, flush=True)
-    return wall, line
+    return wall, line, sum(load) / len(load)
 
 
 def task_overhead(model, work, workers, n_tasks):
@@ -78,6 +88,8 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=2, help="threads of the local run")
     ap.add_argument("--overhead-tasks", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="pairs of runs (the order alternates: local first, then Dask first)")
     ap.add_argument("--workdir", default=None, help="keep the files here (default: a temp dir)")
     args = ap.parse_args(argv)
 
@@ -97,36 +109,46 @@ def main(argv=None):
             fh.write(sents[i % len(sents)] + "\n")
     fs = [sys.executable, "-m", "fastspectral", "parse", model, inp]
     local_out, dask_out = os.path.join(work, "local.trees"), os.path.join(work, "dask.trees")
-    local_wall, local_line = run_child(fs + ["-o", local_out, "--jobs", str(args.jobs)])
-    dask_wall, dask_line = run_child(fs + ["-o", dask_out, "--dask-workers", str(args.workers)])
-    with open(local_out, "rb") as a, open(dask_out, "rb") as b:
-        identical = a.read() == b.read()
-    assert identical, "the Dask output differs from the local one"
+    local_cmd = fs + ["-o", local_out, "--jobs", str(args.jobs)]
+    dask_cmd = fs + ["-o", dask_out, "--dask-workers", str(args.workers)]
+    runs = []          # (name, wall, status line, load)
+    for r in range(args.rounds):
+        order = [("local", local_cmd), ("dask", dask_cmd)]
+        for name, cmd in (order if r % 2 == 0 else order[::-1]):
+            runs.append((name, *run_child(cmd)))
+        with open(local_out, "rb") as a, open(dask_out, "rb") as b:
+            identical = a.read() == b.read()
+        assert identical, "the Dask output differs from the local one"
     per_task = task_overhead(model, work, args.workers, args.overhead_tasks)
 
     n = args.sentences
-    lp, dp = STATUS.search(local_line), STATUS.search(dask_line)
-    tasks = int(re.search(r"(\d+) tasks", dask_line).group(1))
-    ready = float(re.search(r"cluster ready in ([\d.]+) s", dask_line).group(1))
     print()
     print(f"PCFG v={v} h={h}; WSJ section 22 ({len(sents)} sentences) repeated to {n:,}; "
-          f"both runs in one script run, one after the other, on this machine "
-          f"({os.cpu_count()} cores, shared); outputs byte-identical: {identical}")
+          f"{args.rounds} round(s) in one script run, local and Dask one after the other "
+          f"(order alternating), on this machine ({os.cpu_count()} cores, shared with other "
+          f"work: the load average during each run is shown); outputs byte-identical")
     print()
     print("| run | whole process (s) | parse phase (s) | sentences/s (parse) | "
-          "sentences/s (whole) |")
-    print("|---|---:|---:|---:|---:|")
-    print(f"| local, --jobs {args.jobs} | {local_wall:.1f} | {float(lp.group(2)):.1f} | "
-          f"{float(lp.group(3)):.1f} | {n / local_wall:.1f} |")
-    print(f"| Dask LocalCluster {args.workers} workers x 1 thread ({tasks} tasks of 500) | "
-          f"{dask_wall:.1f} | {float(dp.group(2)):.1f} | {float(dp.group(3)):.1f} | "
-          f"{n / dask_wall:.1f} |")
+          "sentences/s (whole) | load avg |")
+    print("|---|---:|---:|---:|---:|---:|")
+    tasks = ready = parse_s = None
+    for name, wall, line, load in runs:
+        m = STATUS.search(line)
+        if name == "dask":
+            tasks = int(re.search(r"(\d+) tasks", line).group(1))
+            ready = float(re.search(r"cluster ready in ([\d.]+) s", line).group(1))
+            parse_s = float(m.group(2))
+            label = (f"Dask LocalCluster {args.workers} workers x 1 thread ({tasks} tasks; "
+                     f"cluster ready in {ready:.1f} s)")
+        else:
+            label = f"local, --jobs {args.jobs}"
+        print(f"| {label} | {wall:.1f} | {float(m.group(2)):.1f} | {float(m.group(3)):.1f} | "
+              f"{n / wall:.1f} | {load:.1f} |")
     print()
-    print(f"cluster start (in the Dask run): {ready:.2f} s; overhead per task "
-          f"({args.overhead_tasks} tasks without parsing work): {1000 * per_task:.1f} ms of "
-          f"wall time, i.e. {100 * per_task * tasks / float(dp.group(2)):.2f} % of the parse "
-          f"phase for its {tasks} tasks")
-
+    print(f"overhead per task ({args.overhead_tasks} tasks without parsing work through "
+          f"parse_files, {args.workers} workers): {1000 * per_task:.1f} ms of wall time, i.e. "
+          f"{100 * per_task * tasks / parse_s:.2f} % of the last Dask parse phase for its "
+          f"{tasks} tasks")
 
 if __name__ == "__main__":
     main()
