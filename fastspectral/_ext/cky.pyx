@@ -457,15 +457,18 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
                             if rv != 0.0:
                                 A = g.bl_parent[r]
                                 if mk == NULL or mk[A] != 0:
-                                    # a product that underflows to 0 adds nothing; it must not
-                                    # list A either, or A is listed again by the next
-                                    # contribution (and overruns touched / act: issue 11)
+                                    if acc[A] != 0.0:
+                                        acc[A] += g.bl_prob[r] * lv * rv
+                                        nw += 1
+                                        continue
+                                    # first contribution to A in this cell: list A, unless the
+                                    # product underflows to 0 (then A would be listed again by
+                                    # the next one, overrunning touched / act: issue 11)
                                     val = g.bl_prob[r] * lv * rv
-                                    if val != 0.0:
-                                        if acc[A] == 0.0 and c.ntouch < S:
-                                            c.touched[c.ntouch] = A
-                                            c.ntouch += 1
-                                        acc[A] += val
+                                    if val != 0.0 and c.ntouch < S:
+                                        c.touched[c.ntouch] = A
+                                        c.ntouch += 1
+                                        acc[A] = val
                                         nw += 1
             if nw > 0:
                 finish_inside_cell(g, c, cell, E, vit, False)
