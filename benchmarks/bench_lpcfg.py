@@ -37,7 +37,7 @@ def _run(name, model, train, sents, gold, jobs):
     stats = getattr(model, "last_parse_stats_", {})
     return {"name": name, "f1": res.fmeasure, "recall": res.recall, "precision": res.precision,
             "fit_cpu": fit_cpu, "fit_wall": fit_wall, "parse_s": dt, "sps": len(sents) / dt,
-            "stats": stats}
+            "stats": stats, "evalb_errors": res.all.n_error, "aborted": res.aborted}
 
 
 def main(argv=None):
@@ -75,12 +75,13 @@ def main(argv=None):
         print(rows[-1], flush=True)
     print()
     print("| model | EVALB F1 | recall | precision | training CPU-s | parsing sentences/s "
-          f"({args.jobs} threads) | PCFG fallbacks |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+          f"({args.jobs} threads) | PCFG fallbacks | EVALB length-mismatch sentences |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        fb = r["stats"].get("fallback_pcfg", "")
+        fb = getattr(r["stats"], "fallback_pcfg", "")
+        err = f"{r['evalb_errors']}{' (report aborted)' if r['aborted'] else ''}"
         print(f"| {r['name']} | {r['f1']:.2f} | {r['recall']:.2f} | {r['precision']:.2f} | "
-              f"{r['fit_cpu']:.2f} | {r['sps']:.1f} | {fb} |")
+              f"{r['fit_cpu']:.2f} | {r['sps']:.1f} | {fb} | {err} |")
     sys.stdout.flush()
 
 

@@ -57,7 +57,9 @@ def main(argv=None):
                          r.tagging_accuracy, train_s, len(sents) / parse_s,
                          model.last_parse_stats_.fallback))
             print(f"v,h={setting}: F1 {r.fmeasure:.2f} (<=40 {r.le40.fmeasure:.2f}) "
-                  f"train {train_s:.1f}s parse {len(sents) / parse_s:.1f} sent/s", flush=True)
+                  f"train {train_s:.1f}s parse {len(sents) / parse_s:.1f} sent/s; EVALB "
+                  f"length-mismatch sentences {r.all.n_error}{' (aborted)' if r.aborted else ''}",
+                  flush=True)
     print()
     print(f"| v,h | symbols | binary rules | F1 all | F1 <=40 | tag acc | train s | sent/s ({args.jobs} threads) | no parse |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -178,7 +178,9 @@ def main(argv=None):
             t0 = time.perf_counter()
             model.parse(sents, jobs=th)
             extra[f"parse_sps_{th}t"] = round(len(sents) / (time.perf_counter() - t0), 1)
-        row = {"m": m, "model": name, "f1_22": round(evaluate(gold, pred).fmeasure, 2),
+        res22 = evaluate(gold, pred)
+        row = {"m": m, "model": name, "f1_22": round(res22.fmeasure, 2),
+               "evalb_errors_22": res22.all.n_error, "evalb_aborted_22": res22.aborted,
                "f1_22_nodev": round(_f1(gold[args.dev_size:], pred[args.dev_size:]), 2),
                "dev_f1": None if dev_f1 is None else round(dev_f1, 2),
                "em_iterations": best_it, "train_s": round(train_s, 1),
