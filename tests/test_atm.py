@@ -155,3 +155,21 @@ def test_cli_train_parse_eval(tmp_path, synthetic):
     report = run("eval", gold, out, "--unlabelled", "--max-length", "10", "--by-length")
     assert report.rstrip().splitlines()[-1].startswith("Bracketing FMeasure = ")
     assert "<= 40" in report
+
+
+def test_sentences_beyond_the_decoder_limit_get_the_right_branching_tree():
+    """1,000 words: the O(n^4) decoder is not run (issue 11: long sentences parse or are
+    refused cleanly); the fallback is the right-branching tree, counted."""
+    from fastspectral.synthetic import LatentPCFG
+    from fastspectral.unsupervised.atm import ATMParser
+    from fastspectral.unsupervised.ccm import branching_tree
+
+    g = LatentPCFG.default(n_states=2, seed=0)
+    trees = g.sample(200, seed=3)
+    model = ATMParser().fit(trees)
+    words = [w for t in trees for w in t.leaves()][:1000]
+    tags = [p for t in trees for _, p in t.pos()][:1000]
+    out = model.parse([words, words[:20]], tags=[tags, tags[:20]])
+    assert model.last_parse_stats_ == {"sentences": 2, "too_long": 1}
+    assert str(out[0]) == str(branching_tree(words, tags, "right"))
+    assert out[1].leaves() == words[:20]

@@ -1,6 +1,8 @@
 """Unsupervised constituency parsing with additive tree metrics (Parikh, Cohen & Xing 2014)."""
 from __future__ import annotations
 
+import logging
+
 import time
 
 import numpy as np
@@ -287,11 +289,18 @@ class ATMParser(Parser):
             return first_verb
         return -1
 
+    #: sentences with more words (punctuation removed) than this get the right-branching tree
+    #: instead of the O(n^4) minimal-tree decoder (a documented fallback, counted in
+    #: ``last_parse_stats_``; 200 words take about a second)
+    max_parse_words = 200
+
     def parse(self, items, *, tags=None, jobs=None, progress=None, top_splits=None):
         """Parse tokenised sentences; returns unlabelled trees (``X`` nodes, the tags as
         pre-terminals).  ``top_splits`` (one int per sentence, the words left of the top
         bracket after punctuation removal; 0 or -1: none) overrides the heuristic: the oracle
-        top bracket of the paper's analysis (see :func:`~.common.gold_top_split`)."""
+        top bracket of the paper's analysis (see :func:`~.common.gold_top_split`).  Sentences
+        longer than :attr:`max_parse_words` get the right-branching tree (a warning on the
+        ``fastspectral`` logger; ``last_parse_stats_["too_long"]`` counts them)."""
         self._check_parse_args(items, tags, jobs)
         items = list(items)
         if top_splits is not None and len(top_splits) != len(items):
@@ -300,12 +309,20 @@ class ATMParser(Parser):
         tindex = {t: i for i, t in enumerate(self.tags_)}
         fallback = tindex.get("NOUN", 0)
         offsets, tag_ids, force, rows = [0], [], [], []
+        long_rows: set = set()
         for s, words in enumerate(items):
             orig, utags = self._sentence_tags(list(words), None if tags is None else tags[s])
             keep = strip_punctuation(orig)
-            tag_ids.extend(tindex.get(utags[i], fallback) for i in keep)
+            if len(keep) > self.max_parse_words:
+                long_rows.add(s)
+                keep_for_batch = []
+            else:
+                keep_for_batch = keep
+            tag_ids.extend(tindex.get(utags[i], fallback) for i in keep_for_batch)
             offsets.append(len(tag_ids))
-            if top_splits is not None:
+            if s in long_rows:
+                force.append(-1)
+            elif top_splits is not None:
                 k = int(top_splits[s])
                 force.append(k if 1 <= k < len(keep) else -1)
             else:
@@ -319,12 +336,21 @@ class ATMParser(Parser):
                             np.asarray(force, np.int64), out)
         trees = []
         for s, (words, orig, keep) in enumerate(rows):
-            a = offsets[s] - s
-            n = len(keep)
-            trees.append(build_tree(list(words), orig, keep, out[a:a + max(n - 1, 0)]))
+            if s in long_rows:
+                from .ccm import branching_tree
+
+                logging.getLogger("fastspectral").warning(
+                    f"sentence {s + 1} ({len(keep)} words without punctuation) is longer than "
+                    f"{self.max_parse_words}: right-branching tree")
+                trees.append(branching_tree(list(words), orig, "right"))
+            else:
+                a = offsets[s] - s
+                n = len(keep)
+                trees.append(build_tree(list(words), orig, keep, out[a:a + max(n - 1, 0)]))
             if progress is not None:
                 progress(s + 1, len(items))
         self.last_costs_ = costs
+        self.last_parse_stats_ = {"sentences": len(items), "too_long": len(long_rows)}
         return trees
 
     # ------------------------------------------------------------------------------------------
