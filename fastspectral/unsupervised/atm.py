@@ -315,7 +315,7 @@ class ATMParser(Parser):
             keep = strip_punctuation(orig)
             if len(keep) > self.max_parse_words:
                 long_rows.add(s)
-                keep_for_batch = []
+                keep_for_batch = keep[:1]       # one word: no node, offsets stay aligned
             else:
                 keep_for_batch = keep
             tag_ids.extend(tindex.get(utags[i], fallback) for i in keep_for_batch)
