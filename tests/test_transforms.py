@@ -9,8 +9,9 @@ from fastspectral.trees.transforms import (base_label, binarize, clean, collapse
                                            is_intermediate, prepare, restore_unary,
                                            strip_function_tags, unprepare)
 from fastspectral.trees.tree import Tree
+from conftest import data_path
 
-DATA = "/work/shared/data/ptb"
+DATA = str(data_path("ptb"))
 SAMPLE = os.path.join(DATA, "wsj-sample.mrg")
 WSJ22 = os.path.join(DATA, "wsj22.trees")
 needs_data = pytest.mark.skipif(not (os.path.exists(SAMPLE) and os.path.exists(WSJ22)),
