@@ -598,18 +598,16 @@ def test_prm_file_and_objects(tmp_path):
     assert res.all.complete == 1
 
 
-def test_speed_1700_sentences():
+def test_scores_all_1700_sentences():
+    """(Speed lives in benchmarks/, not in timed assertions.)"""
     need(WSJ22)
     gold = WSJ22.read_text().splitlines()
     # a prediction that differs: drop every third bracket label to X
     pred = [line.replace("(NP (", "(X (", 1) if i % 3 == 0 else line
             for i, line in enumerate(gold)]
-    t = time.perf_counter()
     res = evaluate(gold, pred)
-    elapsed = time.perf_counter() - t
     assert res.all.n_valid == len(gold) == 1700
     assert 0 < res.recall < 100
-    assert elapsed < 3.0, f"scoring 1,700 sentences took {elapsed:.2f}s"
 
 
 # ------------------------------------------------------------------ properties (hypothesis)

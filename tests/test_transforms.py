@@ -1,6 +1,5 @@
 """Tests for fastspectral.trees.transforms: clean, unary collapse, binarisation and their inverses."""
 import os
-import time
 
 import pytest
 
@@ -186,7 +185,6 @@ def _check_binary(b):
 
 @needs_data
 def test_roundtrip_whole_sample_and_wsj22():
-    t0 = time.perf_counter()
     raw = list(read_ptb(SAMPLE)) + list(read_ptb(WSJ22))
     assert len(raw) == 3914 + 1700
     cleaned = [clean(t) for t in raw]
@@ -211,8 +209,6 @@ def test_roundtrip_whole_sample_and_wsj22():
     assert n_inter[1, 0] < n_inter[1, 1] < n_inter[2, 1] < n_inter[2, 2] < n_inter[3, None]
     for t, c in zip(raw[:500], cleaned[:500]):
         assert unprepare(prepare(t, 2, 1)) == c
-    # whole pipeline comfortably fast (generous bound for a loaded 2-core machine)
-    assert time.perf_counter() - t0 < 60
 
 
 @needs_data
