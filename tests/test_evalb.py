@@ -7,7 +7,6 @@ import gzip
 import io
 import random
 import re
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings

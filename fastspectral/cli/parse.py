@@ -313,7 +313,7 @@ def _run_chunks(args, chunks, parse_chunk, write_chunk, total, records) -> int:
     elapsed = time.perf_counter() - t0
     rate = n_parsed / elapsed if elapsed > 0 else float("inf")
     if interrupted is not None:
-        where = f"; continue with --resume" if out.tmp else ""
+        where = "; continue with --resume" if out.tmp else ""
         kit.logger.warning(f"interrupted: {done} sentences written to "
                            f"{out.tmp or 'the output'}{where}")
         return 130

@@ -1,7 +1,6 @@
 """Eigenwords: CCA word embeddings (the one-step CCA of Dhillon, Foster & Ungar 2011)."""
 from __future__ import annotations
 
-import math
 import time
 from collections import Counter
 
