@@ -2,7 +2,6 @@
 or tagged sentences, punctuation removal, tag ids, and building the output trees."""
 from __future__ import annotations
 
-
 from ..trees.tree import Tree
 from ..trees.universal_tags import is_punctuation_tag, to_universal
 
