@@ -10,6 +10,12 @@ from pathlib import Path
 
 import pytest
 
+# Subprocesses started by the tests (`python -m fastspectral ...`, `python -c ...`) run with the
+# repository as their working directory; without this, Python would put that directory first on
+# sys.path and import the *source* tree (whose compiled kernels exist only after an in-place
+# build) instead of the installed package.  (Python >= 3.11; ignored by 3.10.)
+os.environ.setdefault("PYTHONSAFEPATH", "1")
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("FASTSPECTRAL_SHARED", REPO.parent / "shared"))
 DATA = Path(os.environ.get("FASTSPECTRAL_DATA", SHARED / "data"))
