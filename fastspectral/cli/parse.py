@@ -280,6 +280,7 @@ def _chunks(iterable, size):
 
 def _run_chunks(args, chunks, parse_chunk, write_chunk, total, records) -> int:
     """Parse and write chunk by chunk into a SafeOutput; returns the exit status."""
+    from ..dask.parse import durable_write     # no Dask import
     from ..io.output import SafeOutput
 
     skip = SafeOutput.resume_point(args.output, records=records) if args.resume else 0
@@ -298,7 +299,7 @@ def _run_chunks(args, chunks, parse_chunk, write_chunk, total, records) -> int:
                 def progress(k, _total=None, _base=base):
                     bar(_base + k, total)
 
-                out.write(write_chunk(chunk, parse_chunk(chunk, progress)))
+                durable_write(out, write_chunk(chunk, parse_chunk(chunk, progress)))
                 done += len(chunk)
                 n_parsed += len(chunk)
                 bar(n_parsed, total)
