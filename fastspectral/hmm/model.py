@@ -16,7 +16,8 @@ from . import spectral as _sp
 from .data import FIELDS, Encoded, SymbolTable, check_sequences, encode
 
 __all__ = ["HMM", "METHODS", "DEFAULT_ITERATIONS", "DEFAULT_BACKOFF_WEIGHT",
-           "BACKOFF_GRID"]
+           "BACKOFF_GRID", "RIDGE_GRID", "MIXING_GRID", "DEFAULT_RIDGE", "DEFAULT_MIXING",
+           "SPECTRAL_FLOOR", "NEGATIVE"]
 
 METHODS = ("spectral", "em", "spectral-em")
 #: EM iterations when ``iterations=None``
@@ -26,7 +27,19 @@ DEFAULT_ITERATIONS = {"spectral": 0, "em": 100, "spectral-em": 20}
 #: (docs/hmm.md); EM also scores its development perplexity with it to choose the iteration
 DEFAULT_BACKOFF_WEIGHT = {"spectral": 0.4, "em": 0.2, "spectral-em": 0.2}
 #: the weights tried on ``dev`` sequences when ``backoff_weight=None``
-BACKOFF_GRID = (0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+BACKOFF_GRID = (0.0, 0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+#: spectral ridges tried on ``dev`` sequences when ``ridge=None`` (else :data:`DEFAULT_RIDGE`)
+RIDGE_GRID = (0.5, 1.0, 2.0, 3.0, 5.0)
+DEFAULT_RIDGE = 1.0
+#: state mixings tried on ``dev`` sequences when ``state_mixing=None`` (else
+#: :data:`DEFAULT_MIXING`, the value the WSJ-tag development split chose at m = 40)
+MIXING_GRID = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+DEFAULT_MIXING = 0.3
+#: uniform share of every spectral prediction, so that the spectral model alone
+#: (``backoff_weight=0``) gives every sequence a positive probability
+SPECTRAL_FLOOR = 1e-3
+#: how the spectral model makes its event weights non-negative
+NEGATIVE = ("abs", "clip")
 END = "</s>"
 
 
@@ -98,10 +111,23 @@ class HMM(Estimator):
         :data:`BACKOFF_GRID` on the ``dev`` sequences given to :meth:`fit`, else
         :data:`DEFAULT_BACKOFF_WEIGHT` (0.4 spectral, 0.2 EM).  With 0, a sequence the model
         gives no weight gets probability 0.
-    ridge : float, default 1.0
+    ridge : float or None, default 1.0
         Spectral learning: the pseudo-inverse ``(U^T P)^+ = V diag(1/s)`` becomes
         ``V diag(s / (s^2 + lam^2))``, ``lam = ridge / sqrt(#sequences)`` (the order of the
-        Hankel block's sampling noise; 0 is HKZ's plain pseudo-inverse).
+        Hankel block's sampling noise; 0 is HKZ's plain pseudo-inverse).  None: chosen among
+        :data:`RIDGE_GRID` on the ``dev`` sequences (perplexity of the spectral model alone),
+        else :data:`DEFAULT_RIDGE`.
+    state_mixing : float in [0, 1) or None, default None
+        Spectral scoring (a stabilised streaming filter): after each symbol ``x`` the state is
+        ``(1 - s) B_x v / (b_inf^T B_x v) + s f_x``, ``f_x`` the averaged state after ``x``
+        (``U^T P[:, x]``, normalised), which keeps the filter near the span of states the
+        training data reached.  None: chosen among :data:`MIXING_GRID` on the ``dev``
+        sequences (with the ridge), else :data:`DEFAULT_MIXING`.
+    negative : {"abs", "clip"}, default "abs"
+        Spectral scoring: the weights ``b_inf^T B_x v`` of the next events are made
+        non-negative by their absolute values (the fix for negative spectral marginals of
+        Cohen et al. 2013) or by clipping at 0; then renormalised and mixed with the uniform
+        distribution (share :data:`SPECTRAL_FLOOR`).
     max_basis : int, default 512
         Length-2 prefixes and suffixes added to the Hankel basis (0: HKZ's single symbols).
     min_count : int, default 1
@@ -133,6 +159,9 @@ class HMM(Estimator):
         The Kneser-Ney bigram of the interpolation.
     backoff_weight_ : float
         The interpolation weight used.
+    ridge_, state_mixing_ : float
+        The spectral ridge and state mixing used (``ridge_`` None and ``state_mixing_`` 0 for
+        the EM methods).
     train_loglik_, dev_perplexity_ : ndarray
         EM: per-event training log-likelihood of the parameters entering each iteration, and
         the development perplexity before EM and after each iteration (when ``dev`` is given).
@@ -175,7 +204,8 @@ class HMM(Estimator):
 
     def __init__(self, n_states: int = 16, method: str = "spectral", field: str = "word",
                  iterations: int | None = None, backoff_weight: float | None = None,
-                 ridge: float = 1.0, max_basis: int = 512, min_count: int = 1,
+                 ridge: float | None = 1.0, state_mixing: float | None = None,
+                 negative: str = "abs", max_basis: int = 512, min_count: int = 1,
                  max_vocab: int | None = None, lowercase: bool = False,
                  random_state: int | None = 0):
         self.n_states = n_states
@@ -184,6 +214,8 @@ class HMM(Estimator):
         self.iterations = iterations
         self.backoff_weight = backoff_weight
         self.ridge = ridge
+        self.state_mixing = state_mixing
+        self.negative = negative
         self.max_basis = max_basis
         self.min_count = min_count
         self.max_vocab = max_vocab
@@ -200,7 +232,13 @@ class HMM(Estimator):
         _check_int("iterations", self.iterations, 0, allow_none=True)
         if self.backoff_weight is not None:
             _check_float("backoff_weight", self.backoff_weight, 0.0, 1.0)
-        _check_float("ridge", self.ridge, 0.0)
+        if self.ridge is not None:
+            _check_float("ridge", self.ridge, 0.0)
+        if self.state_mixing is not None:
+            _check_float("state_mixing", self.state_mixing, 0.0, 1.0)
+        if self.negative not in NEGATIVE:
+            raise ValueError(f"negative must be one of {', '.join(NEGATIVE)}, "
+                             f"not {self.negative!r}")
         _check_int("max_basis", self.max_basis, 0)
         _check_int("min_count", self.min_count, 1)
         _check_int("max_vocab", self.max_vocab, 1, allow_none=True)
@@ -257,11 +295,11 @@ class HMM(Estimator):
             t0 = time.perf_counter()
             H = _sp.hankel_data(enc, M, int(self.max_basis))
             timings["hankel"] = time.perf_counter() - t0
+        self.state_mixing_ = 0.0
+        self.ridge_ = None
         if self.method == "spectral":
             t0 = time.perf_counter()
-            self.operators_ = _sp.learn_operators(enc, M, int(self.n_states),
-                                                  int(self.max_basis), float(self.ridge),
-                                                  random_state=seed, hankel=H)
+            self._fit_spectral(enc, M, H, seed, dev_full)
             self.n_states_ = self.operators_.n_states
             timings["spectral"] = time.perf_counter() - t0
         else:
@@ -288,6 +326,30 @@ class HMM(Estimator):
         self.timings_ = timings
         self.fit_time_ = time.perf_counter() - t_start
         return self
+
+    def _fit_spectral(self, enc, M, H, seed, dev_full) -> None:
+        """Operators, ridge and state mixing: those set, else chosen on ``dev_full`` by the
+        perplexity of the spectral model alone (``backoff_weight=0``), else the defaults."""
+        has_dev = dev_full is not None and dev_full.n_sequences > 0
+        ridges = [float(self.ridge)] if self.ridge is not None else \
+            (list(RIDGE_GRID) if has_dev else [DEFAULT_RIDGE])
+        mixings = [float(self.state_mixing)] if self.state_mixing is not None else \
+            (list(MIXING_GRID) if has_dev else [DEFAULT_MIXING])
+        best = None
+        for ridge in ridges:
+            op = _sp.learn_operators(enc, M, int(self.n_states), int(self.max_basis), ridge,
+                                     random_state=seed, hankel=H)
+            if len(ridges) * len(mixings) == 1:
+                best = (0.0, ridge, mixings[0], op)
+                break
+            self.operators_ = op
+            for mix in mixings:
+                self.state_mixing_ = mix
+                with np.errstate(divide="ignore"):
+                    score = -float(np.log(self._model_probs(dev_full)).sum())
+                if best is None or score < best[0]:
+                    best = (score, ridge, mix, op)
+        _, self.ridge_, self.state_mixing_, self.operators_ = best
 
     def _fit_smoother(self, enc: Encoded) -> None:
         """The Kneser-Ney bigram over this model's symbols (``fastspectral.lm``)."""
@@ -319,6 +381,15 @@ class HMM(Estimator):
         w[1:K + 1] = 1.0
         self.rare_weight_ = w
         self.n_latent_symbols_ = K + 1
+
+    def _floor(self) -> np.ndarray:
+        """The spectral model's uniform share, spread over the latent events that can occur
+        (latent symbol 0 only when it emits some symbol, i.e. when there are rare symbols)."""
+        K1 = self.n_latent_symbols_
+        ok = np.ones(K1 + 1)
+        if not self.rare_weight_[0] > 0 and not (K1 < len(self.rare_weight_)):
+            ok[0] = 0.0
+        return SPECTRAL_FLOOR * ok / ok.sum()
 
     def _latent(self, full: Encoded) -> Encoded:
         """``full`` with every symbol beyond the cap mapped to latent symbol 0."""
@@ -396,7 +467,9 @@ class HMM(Estimator):
         no event a positive weight; the n-gram then predicts alone)."""
         enc = self._latent(full)
         if self.operators_ is not None:
-            q, resets = _sp.spectral_conditionals(self.operators_, enc)
+            q, resets = _sp.spectral_conditionals(
+                self.operators_, enc, absolute=self.negative == "abs",
+                mixing=self.state_mixing_, floor=self._floor())
             self.last_resets_ = int(resets.sum())
         else:
             q = _em.filtering(enc, self.start_, self.trans_, self.emit_)
@@ -467,13 +540,16 @@ class HMM(Estimator):
         n, M, K1 = full.n_sequences, len(self.symbols_), self.n_latent_symbols_
         if self.operators_ is not None:
             op = self.operators_
-            V = _sp.spectral_prefix_states(op, enc)
+            V = _sp.spectral_prefix_states(op, enc, absolute=self.negative == "abs",
+                                           mixing=self.state_mixing_)
             g = np.empty((n, K1 + 1))
             g[:, :K1] = V @ op.W.T
             g[:, K1] = V @ op.beta
-            g = np.clip(g, 0.0, None)
+            g = np.abs(g) if self.negative == "abs" else np.clip(g, 0.0, None)
             Z = g.sum(axis=1, keepdims=True)
-            ql = np.where(Z > 0, g / np.where(Z > 0, Z, 1.0), np.nan)
+            fl = self._floor()
+            ql = np.where(Z > 0, (1.0 - fl.sum()) * g / np.where(Z > 0, Z, 1.0) + fl[None, :],
+                          np.nan)
         else:
             ql = _em.prefix_states(enc, self.start_, self.trans_, self.emit_) @ self.emit_
         # latent symbols -> symbols (rarer symbols share latent symbol 0), then the end
@@ -499,6 +575,7 @@ class HMM(Estimator):
                 "lowercase": bool(self.symbols_.lowercase),
                 "n_latent_symbols": self.n_latent_symbols_,
                 "backoff_weight": self.backoff_weight_, "best_iteration": self.best_iteration_,
+                "state_mixing": self.state_mixing_, "ridge": self.ridge_,
                 "fit_time": self.fit_time_, "smoother": kn_meta}
         arrays = {"kn_" + k: v for k, v in kn_arrays.items()}
         arrays["rare_weight"] = self.rare_weight_
@@ -523,6 +600,8 @@ class HMM(Estimator):
             f = lambda k: V.check_finite(V.get(arrays, k, "float", ndim=None,  # noqa: E731
                                                dtype=np.float64), k)
             model = cls(**cls._params_from_file(meta["params"]))
+            if "negative" not in meta["params"]:     # files before the option: clipping
+                model.negative = "clip"
             model.symbols_ = SymbolTable(meta["symbols"], bool(meta["lowercase"]))
             M = len(model.symbols_)
             kn = KneserNeyBigramLM._from_model_file(
@@ -534,6 +613,8 @@ class HMM(Estimator):
             if model.rare_weight_.shape != (M,) or not 1 <= K1 <= M:
                 raise ValueError("rare-symbol weights do not match the symbols")
             model.backoff_weight_ = float(meta["backoff_weight"])
+            model.state_mixing_ = float(meta.get("state_mixing", 0.0))
+            model.ridge_ = None if meta.get("ridge") is None else float(meta["ridge"])
             model.best_iteration_ = int(meta["best_iteration"])
             model.fit_time_ = float(meta["fit_time"])
             model.train_loglik_ = np.asarray(arrays["train_loglik"], dtype=np.float64)

@@ -342,102 +342,99 @@ def learn_operators(enc: Encoded, M: int, n_states: int, max_basis: int = 32,
 
 
 # ---------------------------------------------------------------------------- scoring kernels
+@njit(cache=True)
+def _event_weights(v, Wt, beta, g, absolute):  # pragma: no cover - numba
+    """``g[a] = c^T B_a v`` for every symbol ``a`` and ``g[M] = beta^T v`` (the end), made
+    non-negative (``|g|`` when ``absolute``, else clipped at 0); returns their sum."""
+    N, M = Wt.shape
+    for a in range(M + 1):
+        g[a] = 0.0
+    for j in range(N):
+        vj = v[j]
+        wj = Wt[j]
+        for a in range(M):
+            g[a] += wj[a] * vj
+        g[M] += beta[j] * vj
+    Z = 0.0
+    for a in range(M + 1):
+        if absolute:
+            g[a] = abs(g[a])
+        elif g[a] < 0.0:
+            g[a] = 0.0
+        Z += g[a]
+    return Z
+
+
+@njit(cache=True)
+def _advance(v, nv, x, A, Wt, fallback, mixing, reset, Z):  # pragma: no cover - numba
+    """The state after symbol ``x``: ``(1 - mixing) B_x v / (c^T B_x v) + mixing f_x``
+    (``f_x`` the averaged state after ``x``), or ``f_x`` when ``|c^T B_x v|`` is at most
+    ``reset * Z``; returns 1 for a reset, else 0."""
+    N = v.shape[0]
+    gx = 0.0
+    for j in range(N):
+        gx += Wt[j, x] * v[j]
+    if Z > 0.0 and abs(gx) > reset * Z:
+        Ax = A[x]
+        for r in range(N):
+            acc = 0.0
+            for j in range(N):
+                acc += Ax[r, j] * v[j]
+            nv[r] = (1.0 - mixing) * acc / gx + mixing * fallback[x, r]
+        for r in range(N):
+            v[r] = nv[r]
+        return 0
+    for r in range(N):
+        v[r] = fallback[x, r]
+    return 1
+
+
 @njit(cache=True, parallel=True)
-def _conditionals(offsets, ids, v0, A, Wt, beta, fallback, reset):  # pragma: no cover - numba
+def _conditionals(offsets, ids, v0, A, Wt, beta, fallback, reset, absolute, mixing,
+                  floor):  # pragma: no cover - numba
     """Per event (every token, then the end of its sequence, sequence by sequence): the
-    clipped, renormalised spectral conditional probability (NaN when no event has positive
-    weight); per sequence the number of state resets.  ``Wt = W^T`` ([N, M])."""
+    stabilised spectral conditional probability ``(1 - sum floor) g_x / sum g + floor[x]``;
+    per sequence the number of state resets.  ``Wt = W^T`` ([N, M]); ``floor`` [M + 1]."""
     n = len(offsets) - 1
     N, M = Wt.shape
     q = np.empty(len(ids) + n)
     resets = np.zeros(n, dtype=np.int64)
+    share = floor.sum()
     for i in prange(n):
         v = v0.copy()
-        g = np.empty(M)
+        g = np.empty(M + 1)
         nv = np.empty(N)
         s0 = offsets[i]
         T = offsets[i + 1] - s0
         e0 = s0 + i
         for t in range(T + 1):
-            # g = W v (all symbols) and the stop weight
-            for a in range(M):
-                g[a] = 0.0
-            for j in range(N):
-                vj = v[j]
-                wj = Wt[j]
-                for a in range(M):
-                    g[a] += wj[a] * vj
-            gs = 0.0
-            for j in range(N):
-                gs += beta[j] * v[j]
-            Z = max(gs, 0.0)
-            for a in range(M):
-                if g[a] > 0.0:
-                    Z += g[a]
-            gx = gs if t == T else g[ids[s0 + t]]
+            Z = _event_weights(v, Wt, beta, g, absolute)
+            x = M if t == T else ids[s0 + t]
             if Z > 0.0:
-                q[e0 + t] = max(gx, 0.0) / Z
+                q[e0 + t] = (1.0 - share) * g[x] / Z + floor[x]
             else:
-                q[e0 + t] = np.nan
+                q[e0 + t] = np.nan if share == 0.0 else floor[x] / share
             if t == T:
                 break
-            x = ids[s0 + t]
-            if Z > 0.0 and gx > reset * Z:
-                Ax = A[x]
-                for r in range(N):
-                    acc = 0.0
-                    for j in range(N):
-                        acc += Ax[r, j] * v[j]
-                    nv[r] = acc / gx
-                for r in range(N):
-                    v[r] = nv[r]
-            else:
-                resets[i] += 1
-                for r in range(N):
-                    v[r] = fallback[x, r]
+            resets[i] += _advance(v, nv, x, A, Wt, fallback, mixing, reset, Z)
     return q, resets
 
 
 @njit(cache=True, parallel=True)
-def _final_states(offsets, ids, v0, A, Wt, beta, fallback, reset):  # pragma: no cover - numba
-    """The normalised state after each whole sequence (the streaming state of
-    :func:`_conditionals`).  ``Wt = W^T`` ([N, M])."""
+def _final_states(offsets, ids, v0, A, Wt, beta, fallback, reset, absolute,
+                  mixing):  # pragma: no cover - numba
+    """The state after each whole sequence (the streaming state of :func:`_conditionals`).
+    ``Wt = W^T`` ([N, M])."""
     n = len(offsets) - 1
     N, M = Wt.shape
     out = np.empty((n, N))
     for i in prange(n):
         v = v0.copy()
         nv = np.empty(N)
-        g = np.empty(M)
+        g = np.empty(M + 1)
         for t in range(offsets[i], offsets[i + 1]):
-            x = ids[t]
-            for a in range(M):
-                g[a] = 0.0
-            for j in range(N):
-                vj = v[j]
-                wj = Wt[j]
-                for a in range(M):
-                    g[a] += wj[a] * vj
-            Z = 0.0
-            for j in range(N):
-                Z += beta[j] * v[j]
-            Z = max(Z, 0.0)
-            for a in range(M):
-                if g[a] > 0.0:
-                    Z += g[a]
-            gx = g[x]
-            if Z > 0.0 and gx > reset * Z:
-                Ax = A[x]
-                for r in range(N):
-                    acc = 0.0
-                    for j in range(N):
-                        acc += Ax[r, j] * v[j]
-                    nv[r] = acc / gx
-                for r in range(N):
-                    v[r] = nv[r]
-            else:
-                for r in range(N):
-                    v[r] = fallback[x, r]
+            Z = _event_weights(v, Wt, beta, g, absolute)
+            _advance(v, nv, ids[t], A, Wt, fallback, mixing, reset, Z)
         out[i] = v
     return out
 
@@ -480,18 +477,29 @@ def _raw_log_probability(offsets, ids, alpha1, A, beta):  # pragma: no cover - n
     return logp, sign
 
 
-def spectral_conditionals(op: SpectralOperators, enc: Encoded, reset: float = _RESET):
-    """``(q, resets)``: per event (token, then the end of the sequence) the spectral
-    conditional probability (clipped and renormalised; NaN where no event has positive
-    weight) and per sequence the number of state resets (see the module docstring)."""
+def spectral_conditionals(op: SpectralOperators, enc: Encoded, reset: float = _RESET,
+                          absolute: bool = True, mixing: float = 0.0, floor=None):
+    """``(q, resets)``: per event (token, then the end of the sequence) the stabilised
+    spectral conditional probability and per sequence the number of state resets (see the
+    module docstring: event weights ``|c^T B_x v|`` (``absolute``) or clipped at 0, the state
+    mixed with the averaged state after each symbol (``mixing``), plus ``floor[x]`` (a
+    share of probability per event, [M + 1]; None: none); NaN where no event has weight and
+    there is no floor)."""
+    M = op.A.shape[0]
+    floor = np.zeros(M + 1) if floor is None else np.asarray(floor, dtype=np.float64)
+    if floor.shape != (M + 1,):
+        raise ValueError(f"floor must have {M + 1} entries, not {floor.shape}")
     return _conditionals(enc.offsets, enc.ids, op.start_state(), op.A,
-                         np.ascontiguousarray(op.W.T), op.beta, op.fallback, float(reset))
+                         np.ascontiguousarray(op.W.T), op.beta, op.fallback, float(reset),
+                         bool(absolute), float(mixing), floor)
 
 
-def spectral_prefix_states(op: SpectralOperators, enc: Encoded, reset: float = _RESET):
-    """The normalised state after each sequence of ``enc`` (read as a prefix)."""
+def spectral_prefix_states(op: SpectralOperators, enc: Encoded, reset: float = _RESET,
+                           absolute: bool = True, mixing: float = 0.0):
+    """The state after each sequence of ``enc`` (read as a prefix)."""
     return _final_states(enc.offsets, enc.ids, op.start_state(), op.A,
-                         np.ascontiguousarray(op.W.T), op.beta, op.fallback, float(reset))
+                         np.ascontiguousarray(op.W.T), op.beta, op.fallback, float(reset),
+                         bool(absolute), float(mixing))
 
 
 def raw_log_probability(op: SpectralOperators, enc: Encoded):
