@@ -1,0 +1,387 @@
+# cython: language_level=3
+# (boundscheck, wraparound, cdivision and initializedcheck come from setup.py)
+"""k-best first-order projective (Eisner) decoding: Huang & Chiang (2005), Algorithm 3.
+
+L. Huang and D. Chiang, "Better k-best parsing", IWPT 2005, section 4, Algorithm 3 ("lazy
+k-best"), applied to the hypergraph of Eisner's (1996) first-order algorithm.  Sentences are
+packed as in :mod:`fastspectral._ext.eisner`: sentence ``b`` has ``n_b`` words and the
+``(n_b+1) x (n_b+1)`` row-major arc scores ``S[h, m]`` at ``scores[off[b]:]``.
+
+The hypergraph.  Vertices are the Eisner items over spans ``s <= t`` of positions ``0..n``:
+
+* ``C0(s,t)`` complete, head ``t``:  edges ``k in [s, t-1]``:  ``C0(s,k) + I0(k,t)``
+* ``C1(s,t)`` complete, head ``s``:  edges ``k in [s+1, t]``:  ``I1(s,k) + C1(k,t)``
+* ``I0(s,t)`` incomplete, arc ``t -> s`` (``s > 0``): edges ``k in [s, t-1]``:
+  ``C1(s,k) + C0(k+1,t) + S[t,s]``
+* ``I1(s,t)`` incomplete, arc ``s -> t``: the same tails, ``+ S[s,t]`` (with a single root,
+  ``I1(0,t)`` only has ``k = 0``: the root's one modifier)
+* axioms ``C0(s,s) = C1(s,s) = 0``; the goal is ``C1(0,n)``.
+
+Every tree has exactly one derivation, so the k best derivations of the goal are the k best
+trees.  A Viterbi pass (bottom-up, as in ``eisner.pyx``) gives each vertex's best derivation
+``D_1(v)``.  ``LazyKthBest(v, j)`` (Algorithm 3) builds the candidate heap ``cand[v]`` of ``v``
+only when its second best is first asked for: every incoming edge with tail ranks ``(1, 1)``
+except the Viterbi edge, whose successors are added as for any derivation popped.  Before the
+``(j+1)``-th derivation is popped, ``LazyNext`` pushes the successors of the ``j``-th: for an
+edge with tail ranks ``(a, b)``, ``(a, b+1)`` always and ``(a+1, b)`` only when ``b = 1``; every
+rank pair is then reached from exactly one predecessor of larger or equal score, so the heap
+needs no duplicate check (the usual duplicate-free order of a 2-D grid).  Each tail's needed
+rank is computed recursively (``LazyKthBest(tail, rank)``), so only the vertices on the way to
+the top-k derivations ever get a heap.
+
+Outputs: ``count[b]`` trees (``<= k``; fewer when the sentence has fewer projective trees of
+finite score), tree ``r`` of sentence ``b`` at ``heads[hoff[b] + r * n_b :]`` (1-based, 0 =
+root) with score ``kscores[b * k + r]``, best first.  Sentences run in parallel (OpenMP), one
+private chart each.
+"""
+import numpy as np
+cimport numpy as cnp
+from cython.parallel import prange
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.math cimport INFINITY
+
+cnp.import_array()
+
+DEF C0 = 0
+DEF C1 = 1
+DEF I0 = 2
+DEF I1 = 3
+
+
+cdef struct Deriv:
+    double score
+    int k          # the edge: split point
+    int j1, j2     # 0-based ranks of the tail derivations
+
+
+cdef struct Vertex:
+    Deriv* d       # derivations found, best first (d[0]: the Viterbi derivation)
+    int nd, capd
+    Deriv* cand    # max-heap of candidate derivations
+    int nc, capc
+    int heap_ready # cand[v] built
+    int expanded   # successors of d[nd-1] already pushed
+
+
+cdef struct Chart:
+    int n1
+    int single_root
+    int failed     # out of memory
+    const double* S
+    double* best   # Viterbi score of each vertex
+    int* bk        # Viterbi edge of each vertex
+    Vertex* v
+
+
+cdef inline int _vid(int s, int t, int typ, int n1) noexcept nogil:
+    return ((s * n1 + t) << 2) | typ
+
+
+cdef inline void _tails(int s, int t, int typ, int k, int n1, int* a, int* b) noexcept nogil:
+    if typ == C0:
+        a[0] = _vid(s, k, C0, n1); b[0] = _vid(k, t, I0, n1)
+    elif typ == C1:
+        a[0] = _vid(s, k, I1, n1); b[0] = _vid(k, t, C1, n1)
+    else:
+        a[0] = _vid(s, k, C1, n1); b[0] = _vid(k + 1, t, C0, n1)
+
+
+cdef inline double _weight(const Chart* c, int s, int t, int typ) noexcept nogil:
+    if typ == I1:
+        return c.S[s * c.n1 + t]
+    if typ == I0:
+        return c.S[t * c.n1 + s]
+    return 0.0
+
+
+cdef inline void _edge_range(const Chart* c, int s, int t, int typ, int* lo, int* hi) noexcept nogil:
+    """Split points ``lo..hi`` (inclusive) of the incoming edges; ``hi < lo``: none."""
+    if s == t:
+        lo[0] = 1; hi[0] = 0
+    elif typ == C0:
+        lo[0] = s; hi[0] = t - 1
+    elif typ == C1:
+        lo[0] = s + 1; hi[0] = t
+    elif typ == I0 and s == 0:
+        lo[0] = 1; hi[0] = 0          # the root is never a modifier
+    else:
+        lo[0] = s; hi[0] = t - 1
+        if s == 0 and c.single_root:
+            hi[0] = 0
+
+
+cdef void _viterbi(Chart* c) noexcept nogil:
+    """Bottom-up 1-best of every vertex (``best``, ``bk``), exactly Eisner's recursions."""
+    cdef int n1 = c.n1
+    cdef int w, s, t, typ, k, lo, hi, a, b, bestk, ii
+    cdef double v, bestv, wt
+    for s in range(n1):
+        for typ in range(4):
+            c.best[_vid(s, s, typ, n1)] = 0.0 if typ <= C1 else -INFINITY
+            c.bk[_vid(s, s, typ, n1)] = -1
+    for w in range(1, n1):
+        for s in range(0, n1 - w):
+            t = s + w
+            for ii in range(4):     # incomplete items (I0, I1) first: complete ones use them
+                typ = (ii + 2) & 3
+                _edge_range(c, s, t, typ, &lo, &hi)
+                bestv = -INFINITY
+                bestk = -1
+                wt = _weight(c, s, t, typ)
+                for k in range(lo, hi + 1):
+                    _tails(s, t, typ, k, n1, &a, &b)
+                    v = c.best[a] + c.best[b]
+                    if v > bestv:
+                        bestv = v
+                        bestk = k
+                c.best[_vid(s, t, typ, n1)] = bestv + wt if bestk >= 0 else -INFINITY
+                c.bk[_vid(s, t, typ, n1)] = bestk
+
+
+cdef int _push_d(Chart* c, Vertex* V, Deriv x) noexcept nogil:
+    cdef Deriv* p
+    cdef int cap
+    if V.nd == V.capd:
+        cap = 4 if V.capd == 0 else 2 * V.capd
+        p = <Deriv*> realloc(V.d, cap * sizeof(Deriv))
+        if p == NULL:
+            c.failed = 1
+            return 0
+        V.d = p
+        V.capd = cap
+    V.d[V.nd] = x
+    V.nd += 1
+    return 1
+
+
+cdef inline int _better(Deriv* x, Deriv* y) noexcept nogil:
+    """Heap order: higher score first; ties by split point and ranks (deterministic)."""
+    if x.score != y.score:
+        return x.score > y.score
+    if x.k != y.k:
+        return x.k < y.k
+    if x.j1 != y.j1:
+        return x.j1 < y.j1
+    return x.j2 < y.j2
+
+
+cdef int _heap_push(Chart* c, Vertex* V, Deriv x) noexcept nogil:
+    cdef Deriv* p
+    cdef int cap, i, parent
+    cdef Deriv tmp
+    if V.nc == V.capc:
+        cap = 8 if V.capc == 0 else 2 * V.capc
+        p = <Deriv*> realloc(V.cand, cap * sizeof(Deriv))
+        if p == NULL:
+            c.failed = 1
+            return 0
+        V.cand = p
+        V.capc = cap
+    i = V.nc
+    V.cand[i] = x
+    V.nc += 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if _better(&V.cand[i], &V.cand[parent]):
+            tmp = V.cand[i]; V.cand[i] = V.cand[parent]; V.cand[parent] = tmp
+            i = parent
+        else:
+            break
+    return 1
+
+
+cdef Deriv _heap_pop(Vertex* V) noexcept nogil:
+    cdef Deriv top = V.cand[0]
+    cdef Deriv tmp
+    cdef int i = 0, l, r, m
+    V.nc -= 1
+    V.cand[0] = V.cand[V.nc]
+    while True:
+        l = 2 * i + 1
+        r = l + 1
+        m = i
+        if l < V.nc and _better(&V.cand[l], &V.cand[m]):
+            m = l
+        if r < V.nc and _better(&V.cand[r], &V.cand[m]):
+            m = r
+        if m == i:
+            break
+        tmp = V.cand[i]; V.cand[i] = V.cand[m]; V.cand[m] = tmp
+        i = m
+    return top
+
+
+cdef inline double _dscore(Chart* c, int vid, int j) noexcept nogil:
+    return c.v[vid].d[j].score
+
+
+cdef void _push_candidate(Chart* c, Vertex* V, int vid, int k, int j1, int j2) noexcept nogil:
+    """Push edge ``k`` with tail ranks ``(j1, j2)`` when both tails have that many derivations."""
+    cdef int typ = vid & 3
+    cdef int cell = vid >> 2
+    cdef int s = cell // c.n1
+    cdef int t = cell - s * c.n1
+    cdef int a, b
+    cdef Deriv x
+    _tails(s, t, typ, k, c.n1, &a, &b)
+    if not _kth(c, a, j1) or not _kth(c, b, j2):
+        return
+    x.score = _weight(c, s, t, typ) + _dscore(c, a, j1) + _dscore(c, b, j2)
+    if x.score == -INFINITY:
+        return
+    x.k = k; x.j1 = j1; x.j2 = j2
+    _heap_push(c, V, x)
+
+
+cdef void _lazy_next(Chart* c, Vertex* V, int vid, Deriv* last) noexcept nogil:
+    """Successors of ``last`` (LazyNext), duplicate-free: ``(a, b+1)``; ``(a+1, b)`` if b = 0."""
+    cdef int k = last.k, j1 = last.j1, j2 = last.j2
+    _push_candidate(c, V, vid, k, j1, j2 + 1)
+    if j2 == 0:
+        _push_candidate(c, V, vid, k, j1 + 1, j2)
+
+
+cdef int _kth(Chart* c, int vid, int j) noexcept nogil:
+    """LazyKthBest(v, j): make sure ``D(v)`` holds ``j + 1`` derivations; 0 when it cannot."""
+    cdef Vertex* V = &c.v[vid]
+    cdef int typ, cell, s, t, lo, hi, k
+    cdef Deriv x, last
+    if j < V.nd:
+        return 1
+    if c.failed:
+        return 0
+    if V.nd == 0:                       # the Viterbi derivation
+        if c.best[vid] == -INFINITY:
+            return 0
+        x.score = c.best[vid]; x.k = c.bk[vid]; x.j1 = 0; x.j2 = 0
+        if not _push_d(c, V, x):
+            return 0
+        V.expanded = 0
+        if j == 0:
+            return 1
+    if c.bk[vid] < 0:                   # an axiom: one derivation
+        return 0
+    if not V.heap_ready:                # GetCandidates(v): every other edge at ranks (0, 0)
+        V.heap_ready = 1
+        typ = vid & 3
+        cell = vid >> 2
+        s = cell // c.n1
+        t = cell - s * c.n1
+        _edge_range(c, s, t, typ, &lo, &hi)
+        for k in range(lo, hi + 1):
+            if k != V.d[0].k:
+                _push_candidate(c, V, vid, k, 0, 0)
+    while V.nd <= j:
+        if not V.expanded:
+            last = V.d[V.nd - 1]
+            V.expanded = 1
+            _lazy_next(c, V, vid, &last)
+            V = &c.v[vid]
+        if V.nc == 0 or c.failed:
+            return 0
+        x = _heap_pop(V)
+        if not _push_d(c, V, x):
+            return 0
+        V.expanded = 0
+    return 1
+
+
+cdef void _extract(Chart* c, int vid, int j, int* heads, int* stack) noexcept nogil:
+    """The heads of derivation ``j`` of ``vid`` (explicit stack of (vertex, rank) pairs)."""
+    cdef int top = 1, typ, cell, s, t, a, b
+    cdef Deriv* x
+    stack[0] = vid; stack[1] = j
+    while top > 0:
+        top -= 1
+        vid = stack[2 * top]; j = stack[2 * top + 1]
+        if not _kth(c, vid, j):        # rank 0 of a tail may not be materialised yet
+            continue
+        x = &c.v[vid].d[j]
+        if x.k < 0:
+            continue
+        typ = vid & 3
+        cell = vid >> 2
+        s = cell // c.n1
+        t = cell - s * c.n1
+        if typ == I0:
+            heads[s - 1] = t
+        elif typ == I1:
+            heads[t - 1] = s
+        _tails(s, t, typ, x.k, c.n1, &a, &b)
+        stack[2 * top] = a; stack[2 * top + 1] = x.j1; top += 1
+        stack[2 * top] = b; stack[2 * top + 1] = x.j2; top += 1
+
+
+cdef int _kbest_one(const double* S, int n, int K, int single_root, int* heads,
+                    double* scores) noexcept nogil:
+    """The ``K`` best trees of one sentence; returns how many were found (-1: no memory)."""
+    cdef int n1 = n + 1
+    cdef Py_ssize_t nv = 4 * <Py_ssize_t> n1 * n1
+    cdef Chart c
+    cdef int r, i, found = 0, goal
+    cdef int* stack
+    c.n1 = n1
+    c.single_root = single_root
+    c.failed = 0
+    c.S = S
+    c.best = <double*> malloc(nv * sizeof(double))
+    c.bk = <int*> malloc(nv * sizeof(int))
+    c.v = <Vertex*> calloc(nv, sizeof(Vertex))
+    stack = <int*> malloc(2 * (4 * n1 + 8) * sizeof(int))
+    if c.best == NULL or c.bk == NULL or c.v == NULL or stack == NULL:
+        free(c.best); free(c.bk); free(c.v); free(stack)
+        return -1
+    if n == 0:
+        found = 0
+    else:
+        _viterbi(&c)
+        goal = _vid(0, n, C1, n1)
+        for r in range(K):
+            if not _kth(&c, goal, r):
+                break
+            scores[r] = c.v[goal].d[r].score
+            for i in range(n):
+                heads[r * n + i] = -1
+            _extract(&c, goal, r, &heads[r * n], stack)
+            found += 1
+    for i in range(nv):
+        free(c.v[i].d)
+        free(c.v[i].cand)
+    if c.failed:
+        found = -1
+    free(c.best); free(c.bk); free(c.v); free(stack)
+    return found
+
+
+def kbest_batch(const double[::1] scores, const cnp.int64_t[::1] off,
+                const cnp.int32_t[::1] lengths, const cnp.int64_t[::1] hoff, int k,
+                cnp.int32_t[::1] heads, double[::1] kscores, cnp.int32_t[::1] count,
+                int single_root=0, int nthreads=1):
+    """The ``k`` best projective trees of a packed batch (see the module docstring).
+
+    ``hoff[b]``: offset of sentence ``b``'s ``k * n_b`` head slots in ``heads``;
+    ``kscores[b * k + r]``: score of its tree ``r``; ``count[b]``: trees found (``-1`` when
+    the chart could not be allocated).
+    """
+    cdef Py_ssize_t B = lengths.shape[0]
+    cdef Py_ssize_t b
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    if off.shape[0] < B or hoff.shape[0] < B or count.shape[0] < B:
+        raise ValueError("offset arrays shorter than the batch")
+    if kscores.shape[0] < B * k:
+        raise ValueError("kscores shorter than batch * k")
+    if nthreads < 1:
+        nthreads = 1
+    for b in range(B):
+        if lengths[b] < 0 or lengths[b] > 4096 or off[b] < 0 or hoff[b] < 0:
+            raise ValueError("sentence %d: length or offsets out of range" % b)
+        if off[b] + (<cnp.int64_t> lengths[b] + 1) * (lengths[b] + 1) > scores.shape[0]:
+            raise ValueError("score block of sentence %d runs past the score array" % b)
+        if hoff[b] + <cnp.int64_t> k * lengths[b] > heads.shape[0]:
+            raise ValueError("head block of sentence %d runs past the head array" % b)
+    with nogil:
+        for b in prange(B, num_threads=nthreads, schedule="dynamic"):
+            count[b] = _kbest_one(&scores[off[b]], lengths[b], k, single_root,
+                                  <int*> &heads[hoff[b]], &kscores[b * k])
+    return None

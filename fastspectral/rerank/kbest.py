@@ -1,0 +1,106 @@
+"""k-best projective decoding of arc-factored scores (Huang & Chiang 2005, Algorithm 3).
+
+The compiled kernel :mod:`fastspectral._ext.kbest_eisner` runs the lazy k-best algorithm over
+the hypergraph of Eisner's first-order algorithm; sentences of a batch run in parallel.
+``scores[h, m]`` is the score of the arc head ``h`` -> modifier ``m`` over positions ``0..n``
+(0 = the root), exactly as for :func:`fastspectral.dependency.eisner.eisner`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..base import check_jobs
+
+__all__ = ["KBest", "kbest_packed", "kbest_batch", "kbest"]
+
+
+@dataclass
+class KBest:
+    """The k best trees of a batch of sentences (:func:`kbest_packed`).
+
+    Attributes
+    ----------
+    heads : ndarray of int32
+        All trees' heads (1-based, 0 = root): tree ``r`` of sentence ``b`` is
+        ``heads[head_off[b] + r * n_b : head_off[b] + (r + 1) * n_b]``.
+    head_off : ndarray of int64
+        Offsets of the sentences' ``k * n_b`` head slots (length ``B + 1``).
+    scores : ndarray of float64, shape (B, k)
+        Score of each tree, best first (``-inf`` past ``count[b]``).
+    count : ndarray of int32
+        Trees found per sentence (``<= k``: fewer when the sentence has fewer projective trees).
+    lengths : ndarray of int32
+        Words per sentence.
+    k : int
+        Trees asked for per sentence.
+    """
+
+    heads: np.ndarray
+    head_off: np.ndarray
+    scores: np.ndarray
+    count: np.ndarray
+    lengths: np.ndarray
+    k: int
+
+    def trees(self, b: int) -> np.ndarray:
+        """The ``(count[b], n_b)`` heads of sentence ``b``'s trees, best first (a view)."""
+        n = int(self.lengths[b])
+        c = int(self.count[b])
+        a = int(self.head_off[b])
+        return self.heads[a:a + c * n].reshape(c, n)
+
+
+def _kernel():
+    from .._ext import kbest_eisner as _k  # compiled Cython kernel
+    return _k
+
+
+def kbest_packed(scores: np.ndarray, pair_off: np.ndarray, lengths: np.ndarray, k: int,
+                 single_root: bool = False, jobs=None) -> KBest:
+    """The ``k`` best projective trees of packed score blocks (Huang & Chiang 2005, Alg. 3).
+
+    Sentence ``b`` (``lengths[b]`` words) has its ``(n+1)^2`` row-major arc scores at
+    ``scores[pair_off[b]:]`` (the layout of :func:`fastspectral.dependency.eisner.
+    eisner_packed`).  ``jobs``: threads (None: every core available).
+    """
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"k must be an integer >= 1, not {k!r}")
+    lengths = np.ascontiguousarray(lengths, dtype=np.int32)
+    B = len(lengths)
+    head_off = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(lengths.astype(np.int64) * k, out=head_off[1:])
+    heads = np.full(int(head_off[-1]), -1, dtype=np.int32)
+    out = np.full(B * k, -np.inf)
+    count = np.zeros(B, dtype=np.int32)
+    _kernel().kbest_batch(np.ascontiguousarray(scores, dtype=np.float64),
+                          np.ascontiguousarray(pair_off[:B], dtype=np.int64), lengths,
+                          head_off, k, heads, out, count, int(bool(single_root)),
+                          check_jobs(jobs))
+    if (count < 0).any():
+        raise MemoryError("k-best Eisner: cannot allocate the chart of sentence "
+                          f"{int(np.nonzero(count < 0)[0][0]) + 1}")
+    return KBest(heads, head_off, out.reshape(B, k), count, lengths, k)
+
+
+def kbest_batch(score_mats, k: int, single_root: bool = False, jobs=None):
+    """The ``k`` best trees of each ``(n+1) x (n+1)`` score matrix: a list of
+    ``(heads (c, n) int32, scores (c,))`` pairs, best first."""
+    mats = [np.asarray(S, dtype=np.float64) for S in score_mats]
+    for S in mats:
+        if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] < 1:
+            raise ValueError("each score matrix must be square (n+1) x (n+1)")
+    lengths = np.array([S.shape[0] - 1 for S in mats], dtype=np.int32)
+    pair_off = np.zeros(len(mats) + 1, dtype=np.int64)
+    np.cumsum([S.size for S in mats], out=pair_off[1:])
+    flat = np.concatenate([S.ravel() for S in mats]) if mats else np.zeros(0)
+    res = kbest_packed(flat, pair_off, lengths, k, single_root, jobs)
+    return [(res.trees(b).copy(), res.scores[b, :res.count[b]].copy()) for b in range(len(mats))]
+
+
+def kbest(scores, k: int, single_root: bool = False):
+    """The ``k`` best projective trees of one ``(n+1) x (n+1)`` score matrix:
+    ``(heads (c, n), scores (c,))``, best first (``c <= k``)."""
+    return kbest_batch([scores], k, single_root=single_root, jobs=1)[0]

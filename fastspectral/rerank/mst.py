@@ -1,0 +1,459 @@
+"""``MSTParser``: first-order arc-factored discriminative dependency parser (McDonald et al. 2005).
+
+Arc scores are ``w . f(h -> m)`` over the hashed MSTParser features of
+:mod:`fastspectral.rerank.features`; trees are decoded with the compiled first-order Eisner
+algorithm (:func:`fastspectral.dependency.eisner.eisner_packed`) and, for re-ranking, with the
+compiled lazy k-best Eisner (:func:`fastspectral.rerank.kbest.kbest_packed`).  Training is the
+averaged perceptron (Collins 2002) in mini-batches: each batch is scored and decoded in
+parallel with the weights of the batch's start, then updated (the mini-batch perceptron of
+Zhao & Huang 2013; ``minibatch=1`` is Collins's online perceptron).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..base import Parser
+from ..errors import ModelFileError
+from .features import FIRST_ID, NONE_ID, ROOT_ID, UNK_ID, arc_scores, perceptron_update
+
+__all__ = ["MSTParser", "MSTFitInfo", "Encoded", "copy_with_heads", "numba_threads"]
+
+
+class numba_threads:
+    """Run Numba's parallel kernels with ``n`` threads inside the block (capped by Numba's
+    pool), restoring the previous count after."""
+
+    def __init__(self, n: int):
+        self.n = int(n)
+
+    def __enter__(self):
+        import numba
+
+        self.old = numba.get_num_threads()
+        numba.set_num_threads(max(1, min(self.n, numba.config.NUMBA_NUM_THREADS)))
+        return self
+
+    def __exit__(self, *exc):
+        import numba
+
+        numba.set_num_threads(self.old)
+        return False
+
+
+@dataclass
+class Encoded:
+    """Token ids of a batch of sentences, each with the root at its position 0.
+
+    ``W, P, F`` (int64): word, tag and 5-prefix ids; sentence ``b`` (``lengths[b]`` words)
+    occupies ``tok_off[b] .. tok_off[b] + lengths[b]`` (its root first).  ``pair_off[b]``:
+    offset of its ``(n+1)^2`` arc-score block.
+    """
+
+    W: np.ndarray
+    P: np.ndarray
+    F: np.ndarray
+    tok_off: np.ndarray
+    lengths: np.ndarray
+    pair_off: np.ndarray
+
+    def subset(self, idx) -> "Encoded":
+        """The sentences ``idx`` (in that order), re-packed."""
+        idx = np.asarray(idx, dtype=np.int64)
+        lengths = self.lengths[idx]
+        starts = self.tok_off[idx]
+        sel = _ranges(starts, lengths.astype(np.int64) + 1)
+        return _packed(self.W[sel], self.P[sel], self.F[sel], lengths)
+
+
+@dataclass
+class MSTFitInfo:
+    """Training details of :meth:`MSTParser.fit` (``fit_info_``): training sentences and the
+    wrong heads of each epoch (before that batch's update)."""
+
+    n_sentences: int = 0
+    errors: list = field(default_factory=list)
+
+
+def _ranges(starts, sizes) -> np.ndarray:
+    """Concatenated ``arange(starts[i], starts[i] + sizes[i])`` (vectorised)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    total = int(sizes.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    off = np.zeros(len(sizes), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=off[1:])
+    return np.repeat(np.asarray(starts, dtype=np.int64) - off, sizes) + np.arange(total)
+
+
+def _packed(W, P, F, lengths) -> Encoded:
+    lengths = np.ascontiguousarray(lengths, dtype=np.int32)
+    n1 = lengths.astype(np.int64) + 1
+    tok_off = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(n1, out=tok_off[1:])
+    pair_off = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(n1 * n1, out=pair_off[1:])
+    return Encoded(np.ascontiguousarray(W, np.int64), np.ascontiguousarray(P, np.int64),
+                   np.ascontiguousarray(F, np.int64), tok_off, lengths, pair_off)
+
+
+def _lookup(vocab: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """Ids of ``items`` in the sorted array ``vocab`` (``FIRST_ID + position``; unknown:
+    ``UNK_ID``), vectorised."""
+    if len(vocab) == 0:
+        return np.full(len(items), UNK_ID, dtype=np.int64)
+    pos = np.searchsorted(vocab, items)
+    pos = np.minimum(pos, len(vocab) - 1)
+    return np.where(vocab[pos] == items, pos + FIRST_ID, UNK_ID).astype(np.int64)
+
+
+def copy_with_heads(s, heads):
+    """A copy of sentence ``s`` with ``heads`` (relations set to ``"_"`` where it has them)."""
+    hl = [int(x) for x in heads]
+    if dataclasses.is_dataclass(s):
+        names = {f.name for f in dataclasses.fields(s)}
+        kw = {"heads": hl}
+        if "rels" in names:
+            kw["rels"] = ["_"] * len(hl)
+        return dataclasses.replace(s, **kw)
+    c = copy.copy(s)
+    c.heads = hl
+    return c
+
+
+def _check_int(name, value, low):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, not {value!r}")
+    return int(value)
+
+
+class MSTParser(Parser):
+    """First-order arc-factored dependency parser trained with the averaged perceptron.
+
+    Parameters
+    ----------
+    epochs : int, default 10
+        Passes of the perceptron over the training data.
+    minibatch : int, default 8
+        Sentences decoded in parallel with the same weights before each update (1: the online
+        perceptron).
+    bits : int, default 22
+        The features are hashed into ``2**bits`` weights (16..28).
+    tagset : {"auto", "upos", "xpos"}, default "auto"
+        The POS column (as :class:`~fastspectral.dependency.SHAGParser`): UPOS for Universal
+        Dependencies treebanks, else the fine tags.
+    single_root : bool or None, default None
+        Trees with exactly one root child; None: learnt from the training data.
+    random_state : int or None, default 0
+        Seed of the order in which each epoch visits the training sentences.
+    jobs : int or None, default None
+        Threads of parsing and of the training batches (None: every core available).
+
+    Attributes
+    ----------
+    weights_ : ndarray of float64
+        The averaged feature weights (``2**bits``).
+    words_, tags_, prefixes_ : ndarray of str
+        The sorted vocabularies of the training words, tags and 5-character prefixes.
+    tagset_ : str
+        The tag column used.
+    single_root_ : bool
+        Whether parses have exactly one root child.
+    fit_time_ : float
+        Seconds of the last :meth:`fit`.
+    fit_info_ : MSTFitInfo
+        Training sentences and wrong heads per epoch.
+
+    References
+    ----------
+    R. McDonald, K. Crammer and F. Pereira, "Online large-margin training of dependency
+    parsers", ACL 2005 (the first-order model and its features, table 1).  M. Collins,
+    "Discriminative training methods for hidden Markov models", EMNLP 2002 (the averaged
+    perceptron).  J. Eisner, COLING 1996 (decoding).  L. Huang and D. Chiang, "Better k-best
+    parsing", IWPT 2005 (:meth:`kbest`).
+
+    Examples
+    --------
+    >>> from fastspectral.rerank import MSTParser
+    >>> from fastspectral.trees.conll import DepSentence
+    >>> def sent(text, heads):
+    ...     words, tags = zip(*(w.split("/") for w in text.split()))
+    ...     return DepSentence(words=words, xpos=tags, heads=heads)
+    >>> train = [sent("the/DT dog/NN barks/VBZ", [2, 3, 0]),
+    ...          sent("a/DT cat/NN sleeps/VBZ", [2, 3, 0]),
+    ...          sent("dogs/NNS bark/VBP", [2, 0]),
+    ...          sent("the/DT big/JJ dog/NN sleeps/VBZ", [3, 3, 4, 0])] * 5
+    >>> parser = MSTParser(epochs=5, bits=16).fit(train)
+    >>> parser.parse([sent("a/DT big/JJ cat/NN barks/VBZ", [-1, -1, -1, -1])])[0].heads
+    [3, 3, 4, 0]
+    """
+
+    kind = "mst"
+    input_kind = "dependency"
+
+    def __init__(self, epochs: int = 10, minibatch: int = 8, bits: int = 22,
+                 tagset: str = "auto", single_root: bool | None = None,
+                 random_state: int | None = 0, jobs: int | None = None):
+        self.epochs = epochs
+        self.minibatch = minibatch
+        self.bits = bits
+        self.tagset = tagset
+        self.single_root = single_root
+        self.random_state = random_state
+        self.jobs = jobs
+
+    # ------------------------------------------------------------------ helpers
+    def _validate_params(self) -> None:
+        from ..dependency.data import TAGSETS
+
+        _check_int("epochs", self.epochs, 1)
+        _check_int("minibatch", self.minibatch, 1)
+        if _check_int("bits", self.bits, 16) > 28:
+            raise ValueError(f"bits must be an integer in 16..28, not {self.bits!r}")
+        if self.tagset not in TAGSETS:
+            raise ValueError(f"tagset must be one of {', '.join(TAGSETS)}, not {self.tagset!r}")
+        if self.single_root not in (None, True, False):
+            raise ValueError(f"single_root must be None, True or False, not {self.single_root!r}")
+        if self.random_state is not None:
+            _check_int("random_state", self.random_state, 0)
+        if self.jobs is not None:
+            _check_int("jobs", self.jobs, 1)
+
+    def _view(self, sents, tags=None, need_heads=False) -> list:
+        """``sents`` seen through the model's tag column (or the given ``tags``), checked."""
+        from ..dependency.data import _TagView, check_sentence, with_tagset
+
+        if tags is None:
+            view = with_tagset(sents, self.tagset_)
+        else:
+            view = []
+            for i, (s, t) in enumerate(zip(sents, tags)):
+                if t is None:
+                    view.extend(with_tagset([s], self.tagset_))
+                    continue
+                t = list(t)
+                if len(t) != len(s.words):
+                    raise ValueError(f"sentence {i + 1}: {len(t)} tags for {len(s.words)} words")
+                view.append(_TagView(s.words, t, getattr(s, "heads", None),
+                                     getattr(s, "line", None)))
+        for i, s in enumerate(view):
+            check_sentence(s, i, need_heads=need_heads)
+        return view
+
+    def _encode_view(self, view) -> Encoded:
+        """Token ids of sentences already seen through the tag column (vectorised)."""
+        lengths = np.fromiter((len(s.words) for s in view), dtype=np.int32, count=len(view))
+        words = np.array(list(itertools.chain.from_iterable(s.words for s in view)), dtype=str)
+        tags = np.array(list(itertools.chain.from_iterable(s.tags for s in view)), dtype=str)
+        if len(words) == 0:
+            words = np.zeros(0, dtype="<U1")
+            tags = np.zeros(0, dtype="<U1")
+        n_tok = int(lengths.sum()) + len(lengths)
+        is_root = np.zeros(n_tok, dtype=bool)
+        if len(lengths):
+            starts = np.zeros(len(lengths), dtype=np.int64)
+            np.cumsum(lengths[:-1].astype(np.int64) + 1, out=starts[1:])
+            is_root[starts] = True
+        out = []
+        for vocab, items in ((self.words_, words), (self.tags_, tags),
+                             (self.prefixes_, words.astype("<U5"))):
+            a = np.full(n_tok, ROOT_ID, dtype=np.int64)
+            a[~is_root] = _lookup(vocab, items)
+            out.append(a)
+        return _packed(out[0], out[1], out[2], lengths)
+
+    def encode(self, sents, tags=None) -> Encoded:
+        """The fitted parser's token ids of ``sents`` (heads not needed)."""
+        self._check_fitted()
+        return self._encode_view(self._view(list(sents), tags))
+
+    def arc_scores(self, enc: Encoded, jobs=None) -> np.ndarray:
+        """The packed ``(n+1)^2`` arc-score blocks of ``enc`` (layout of ``enc.pair_off``)."""
+        out = np.empty(int(enc.pair_off[-1]), dtype=np.float64)
+        with numba_threads(self._threads(jobs)):
+            arc_scores(self.weights_, enc.W, enc.P, enc.F, enc.tok_off, enc.lengths,
+                       enc.pair_off, out)
+        return out
+
+    def _threads(self, jobs) -> int:
+        from ..base import check_jobs
+        return check_jobs(jobs if jobs is not None else self.jobs)
+
+    # ------------------------------------------------------------------ training
+    def fit(self, sents) -> "MSTParser":
+        """Learn the weights from dependency sentences (``words``, tags, ``heads``); returns
+        self."""
+        from ..dependency.data import choose_tagset, with_tagset
+        from ..dependency.eisner import eisner_packed
+
+        self._validate_params()
+        sents = list(sents)
+        if not sents:
+            raise ValueError("cannot fit an MSTParser on an empty treebank")
+        t0 = time.perf_counter()
+        self.tagset_ = choose_tagset(sents) if self.tagset == "auto" else self.tagset
+        view = self._view(with_tagset(sents, self.tagset_), need_heads=True)
+        words = np.array(list(itertools.chain.from_iterable(s.words for s in view)), dtype=str)
+        tags = np.array(list(itertools.chain.from_iterable(s.tags for s in view)), dtype=str)
+        self.words_ = np.unique(words)
+        self.tags_ = np.unique(tags)
+        self.prefixes_ = np.unique(words.astype("<U5"))
+        if self.single_root is None:
+            self.single_root_ = all(sum(1 for h in s.heads if h == 0) == 1 for s in view)
+        else:
+            self.single_root_ = bool(self.single_root)
+        enc = self._encode_view(view)
+        gold = np.array(list(itertools.chain.from_iterable(s.heads for s in view)),
+                        dtype=np.int32)
+        head_off = np.zeros(len(view) + 1, dtype=np.int64)
+        np.cumsum(enc.lengths, out=head_off[1:])
+        size = 1 << int(self.bits)
+        w = np.zeros(size)
+        u = np.zeros(size)
+        rng = np.random.default_rng(self.random_state)
+        threads = self._threads(None)
+        B = int(self.minibatch)
+        c = 1.0
+        info = MSTFitInfo(n_sentences=len(view))
+        self.weights_ = w
+        for _ in range(int(self.epochs)):
+            order = rng.permutation(len(view))
+            wrong = 0
+            for a in range(0, len(order), B):
+                idx = order[a:a + B]
+                sub = enc.subset(idx)
+                scores = self.arc_scores(sub, threads)
+                pred = eisner_packed(scores, sub.pair_off, sub.lengths, self.single_root_,
+                                     threads)
+                g = gold[_ranges(head_off[idx], enc.lengths[idx])]
+                wrong += perceptron_update(w, u, c, sub.W, sub.P, sub.F, sub.tok_off,
+                                           sub.lengths, g, pred.heads, pred.head_off, 1.0)
+                c += 1.0
+            info.errors.append(int(wrong))
+        self.weights_ = w - u / c
+        self.fit_time_ = time.perf_counter() - t0
+        self.fit_info_ = info
+        return self
+
+    # ------------------------------------------------------------------ parsing
+    def _batches(self, enc: Encoded, max_pairs: int = 1 << 22):
+        """Index arrays of consecutive sentences with at most ``max_pairs`` arc scores."""
+        sizes = (enc.lengths.astype(np.int64) + 1) ** 2
+        a = 0
+        n = len(sizes)
+        cum = np.concatenate([[0], np.cumsum(sizes)])
+        while a < n:
+            b = int(np.searchsorted(cum, cum[a] + max_pairs, side="right")) - 1
+            b = max(b, a + 1)
+            yield np.arange(a, min(b, n))
+            a = b
+
+    def predict_heads(self, items, *, tags=None, jobs=None, progress=None) -> list:
+        """Predicted heads (int32 arrays, 1-based, 0 = root) of each sentence."""
+        from ..dependency.eisner import eisner_packed
+
+        items = list(items)
+        threads = self._check_parse_args(items, tags, jobs)
+        enc = self._encode_view(self._view(items, tags))
+        out = []
+        for idx in self._batches(enc):
+            sub = enc.subset(idx)
+            res = eisner_packed(self.arc_scores(sub, threads), sub.pair_off, sub.lengths,
+                                self.single_root_, threads)
+            out.extend(np.split(res.heads, res.head_off[1:-1]))
+            if progress is not None:
+                progress(len(out), len(items))
+        return out
+
+    def parse(self, items, *, tags=None, jobs=None, progress=None) -> list:
+        """Parse dependency sentences; returns copies with ``heads`` filled (``rels`` "_").
+
+        Parameters
+        ----------
+        items : list of DepSentence
+            Sentences with words and POS tags (their heads are ignored).
+        tags : list of lists of str, optional
+            POS tags to parse with instead of the sentences' own (one list per sentence).
+        jobs : int, optional
+            Threads (None: the model's ``jobs``, else every core available).
+        progress : callable, optional
+            ``progress(done, total)`` after each batch.
+        """
+        items = list(items)
+        heads = self.predict_heads(items, tags=tags, jobs=jobs, progress=progress)
+        return [copy_with_heads(s, h) for s, h in zip(items, heads)]
+
+    def kbest(self, items, k: int = 50, *, tags=None, jobs=None):
+        """The ``k`` best trees of each sentence under the model
+        (:class:`~fastspectral.rerank.kbest.KBest`, scores = the model's tree scores)."""
+        from .kbest import KBest, kbest_packed
+
+        items = list(items)
+        threads = self._check_parse_args(items, tags, jobs)
+        enc = self._encode_view(self._view(items, tags))
+        parts = []
+        for idx in self._batches(enc):
+            sub = enc.subset(idx)
+            parts.append(kbest_packed(self.arc_scores(sub, threads), sub.pair_off, sub.lengths,
+                                      k, self.single_root_, threads))
+        if len(parts) == 1:
+            return parts[0]
+        heads = np.concatenate([p.heads for p in parts]) if parts else np.zeros(0, np.int32)
+        lengths = enc.lengths
+        head_off = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths.astype(np.int64) * int(k), out=head_off[1:])
+        scores = (np.concatenate([p.scores for p in parts]) if parts
+                  else np.zeros((0, int(k))))
+        count = (np.concatenate([p.count for p in parts]) if parts
+                 else np.zeros(0, np.int32))
+        return KBest(heads, head_off, scores, count, lengths, int(k))
+
+    # ------------------------------------------------------------------ model files
+    def _model_file(self):
+        nz = np.flatnonzero(self.weights_)
+        meta = {"params": self.get_params(), "tagset_": self.tagset_,
+                "single_root_": bool(self.single_root_), "words": self.words_.tolist(),
+                "tags": self.tags_.tolist(), "prefixes": self.prefixes_.tolist(),
+                "fit_time": self.fit_time_, "n_sentences": self.fit_info_.n_sentences,
+                "errors": list(self.fit_info_.errors)}
+        return meta, {"weight_index": nz.astype(np.int64), "weight_value": self.weights_[nz]}
+
+    @classmethod
+    def _from_model_file(cls, meta: dict, arrays: dict) -> "MSTParser":
+        from ..dependency.data import TAGSETS
+        from ..io import validate as V
+
+        try:
+            p = cls(**cls._params_from_file(meta["params"]))
+            p._validate_params()
+            p.tagset_ = meta["tagset_"]
+            if p.tagset_ not in TAGSETS[1:]:
+                raise ValueError(f"unknown tagset {p.tagset_!r}")
+            p.single_root_ = bool(meta["single_root_"])
+            for name in ("words", "tags", "prefixes"):
+                vocab = np.array(V.meta_list(meta, name, str), dtype=str)
+                if len(vocab) > 1 and not (vocab[1:] > vocab[:-1]).all():
+                    raise ModelFileError(f"meta {name!r}: not sorted")
+                setattr(p, name + "_", vocab)
+            size = 1 << int(p.bits)
+            idx = V.get(arrays, "weight_index", "int", dtype=np.int64)
+            val = V.get(arrays, "weight_value", "float", dtype=np.float64)
+            V.check_len(val, "weight_value", len(idx))
+            V.check_index(idx, "weight_index", 0, size)
+            V.check_finite(val, "weight_value")
+            w = np.zeros(size)
+            w[idx] = val
+            p.weights_ = w
+            p.fit_time_ = float(meta.get("fit_time", 0.0))
+            p.fit_info_ = MSTFitInfo(int(meta.get("n_sentences", 0)),
+                                     [int(x) for x in meta.get("errors", [])])
+        except ModelFileError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ModelFileError(f"corrupt mst model file ({exc!r})") from None
+        return p
