@@ -107,6 +107,7 @@ register("lexical", "fastspectral.lexical.model:LexicalDisambiguator", "dependen
 register("eigenwords", "fastspectral.embeddings.eigenwords:Eigenwords", "sequences", train={"eigenwords": {}}, cli="fastspectral.cli.eigenwords")
 register("atm", "fastspectral.unsupervised.atm:ATMParser", "sentences", train={"atm": {}}, cli="fastspectral.cli.atm")
 register("ccm", "fastspectral.unsupervised.ccm:CCMParser", "sentences", train={"ccm": {}}, cli="fastspectral.cli.ccm")
+register("latent-dep", "fastspectral.latentdep.model:LatentDependencyModel", "dependency", train={"latent-dep": {}}, cli="fastspectral.cli.latentdep")
 
 
 # ---- look-ups ------------------------------------------------------------------------------

@@ -1,0 +1,46 @@
+"""``fastspectral train latent-dep TREEBANK -o MODEL``: options of the spectral latent-variable
+dependency model (:class:`fastspectral.latentdep.LatentDependencyModel`)."""
+from __future__ import annotations
+
+from .._argtypes import positive_int
+from . import kit
+
+DESCRIPTION = ("spectral latent-variable dependency model (Dhillon, Rodu, Collins, Foster & "
+               "Ungar 2012): p-hat(words | tree) from eigenwords; scores trees (a re-ranking "
+               "feature), does not parse")
+
+EPILOG = """\
+input: a dependency treebank (CoNLL-U, CoNLL-X, Malt-TAB; PTB trees are converted with
+Collins head rules).  Without --embeddings, eigenwords of dimension --dim are learned from the
+training words; 'fastspectral train eigenwords' learns them from a larger corpus.
+
+'fastspectral parse MODEL TREES' writes TREES unchanged with a comment
+'# latent_dep_log_prob = L' (log |p-hat|) before each sentence.
+
+examples:
+  fastspectral train eigenwords brown-tagged.txt wsj-sample.mrg -o en.eigenwords --dim 30
+  fastspectral train latent-dep wsj-train.dp -o wsj.ldep --embeddings en.eigenwords --states 8
+  fastspectral parse wsj.ldep candidates.conllx -o scored.conllx
+"""
+
+
+def add_arguments(parser, cls) -> None:
+    g = parser.add_argument_group("latent-dep options")
+    kit.option(g, "--states", cls, "n_states", type=positive_int, metavar="M",
+               help="hidden states m (at most the eigenword dimension)")
+    kit.option(g, "--embeddings", cls, "embeddings", metavar="FILE",
+               help="eigenword file (fastspectral train eigenwords), or 'one-hot'",
+               show_default="eigenwords learned on the training words")
+    kit.option(g, "--dim", cls, "dim", type=positive_int, metavar="K",
+               help="dimension of the eigenwords learned without --embeddings")
+    kit.option(g, "--ridge", cls, "ridge", type=float, metavar="R",
+               help="ridge of the pseudo-inverses, relative to the largest singular value")
+    kit.add_seed(g, cls)
+    kit.add_jobs(g, cls)
+
+
+def build(args, cls, preset):
+    emb = getattr(args, "embeddings", None)
+    if emb is not None and emb != "one-hot":
+        kit.require_file(emb, "embeddings file")
+    return kit.build_estimator(args, cls, preset)

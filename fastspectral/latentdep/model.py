@@ -1,0 +1,428 @@
+"""The spectral latent-variable dependency model (Dhillon, Rodu, Collins, Foster & Ungar 2012).
+
+Model (section 2).  The structure ``y`` of a dependency tree is given; each word ``x_i`` has a
+hidden state ``h_i``; roots draw their state from ``pi``, a left (right) child from its head's
+state by ``T_L`` (``T_R``), each word from its state by ``O``.  The model scores
+``p(x | y)``: for re-ranking the k-best trees of one sentence the words are the same and only
+``y`` changes.
+
+Word representation.  Word ``x`` is its eigenword ``u(x)`` (``k`` dimensions, the dictionary
+``U`` of :mod:`fastspectral.embeddings`; learned from the training words when no file is
+given).  ``M = E[u(x) | h]`` (``k x m``) must have rank ``m``.  What is estimated is the model
+with the emission ``p(x | h)`` replaced by its smoothed version ``u(x)^T M[:, h]`` (exactly
+``p(x | h)`` for one-hot representations, ``embeddings="one-hot"``): a constant factor per word
+for a fixed ``u``, which cancels between trees of the same sentence.
+
+Observable parameters (section 3.3; the paper's text was not at hand, so the construction below
+is ours, in the notation of the issue, and is verified against brute force in the tests).
+Sums run over the training trees; ``L(i)`` / ``R(i)`` are the left / right children of ``i``::
+
+    Sigma_d = sum_{arcs i -> j, direction d} u(x_j) u(x_i)^T                       (eq. 1)
+    W       = top-m right singular vectors of [Sigma_L; Sigma_R]  (range of M)      (eq. 2)
+    V_d     = top-m left singular vectors of Sigma_d             (range of M T_d)
+    mu      = mean of u(x_r) over root words r;       c_1 = W^T mu                   (eq. 3)
+    K       = sum_i sum_{l in L(i), r in R(i)} u(x_l) (x) u(x_i) (x) u(x_r)         (eq. 4)
+                (the trigram tensor: left child, head, right child)
+    Delta_L = sum_i |L(i)| sum_{r in R(i)} V_R^T u(x_r) (W^T u(x_i))^T              (eq. 5)
+    Delta_R = sum_i |R(i)| sum_{l in L(i)} V_L^T u(x_l) (W^T u(x_i))^T
+    E_L[:, :, j] = Delta_L^+  K(V_R, W, W e_j)     (the left slot contracted with W e_j)  (eq. 6)
+    E_R[:, :, j] = Delta_R^+  K(W e_j, W, V_L)^T-ordered: rows V_L^T u(x_l), cols W^T u(x_i)
+    D(x) c_inf = W^T u(x)                                                           (eq. 7)
+
+Under the model, with ``A = W^T M``, ``E_d[:, :, j] = A^-T diag(T_d^T M^T W e_j) A^T`` and
+``c_1 = A pi``: the recursion of Algorithm 1 (:func:`fastspectral.latentdep.kernels.tree_log_prob`)
+then computes ``eta_i = A^-T beta_i`` for the inside vector ``beta_i[h] = p(subtree words |
+h_i = h)``, and ``c_1 . eta_root = p(x | y)``.  The node weights hidden in ``K`` and ``Delta``
+cancel, so any set of nodes (here those with children on both sides) estimates them.
+``Delta^+`` is a ridge pseudo-inverse (``ridge`` relative to the largest singular value).
+
+Negative estimates.  Finite samples can make ``p-hat`` negative (or zero).  :meth:`log_prob`
+returns ``log |p-hat|`` and, with ``return_sign=True``, the sign; ``p-hat == 0`` gives
+``log_floor``.  For re-ranking use ``log |p-hat|`` (plus the sign as a second feature): on real
+data negative values are rare for the gold-like trees and mark implausible ones.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..base import Parser
+
+__all__ = ["LatentDependencyModel"]
+
+ONE_HOT = "one-hot"
+
+
+class LatentDependencyModel(Parser):
+    """Spectral latent-variable dependency model: ``p-hat(words | tree)`` from eigenwords.
+
+    Parameters
+    ----------
+    n_states : int
+        ``m``: hidden states (at most the dimension of the word vectors).
+    embeddings : str, Eigenwords or None
+        Eigenword dictionary: a file written by ``fastspectral train eigenwords``, a fitted
+        :class:`~fastspectral.embeddings.Eigenwords`, ``"one-hot"`` (indicator vectors of the
+        training words: exact probabilities, small vocabularies only), or None: eigenwords of
+        dimension ``dim`` learned from the training sentences' words.
+    dim : int
+        Dimension of the eigenwords learned when ``embeddings`` is None.
+    ridge : float
+        Ridge of the pseudo-inverses of ``Delta_L`` / ``Delta_R``, relative to their largest
+        singular value.
+    log_floor : float
+        ``log_prob`` of a tree whose estimate is exactly 0 (or not finite).
+    random_state : int
+        Seed of the randomized SVDs (and of the eigenwords learned).
+    jobs : int or None
+        Threads of ``log_prob`` (None: every core available).
+
+    Attributes
+    ----------
+    words_ : list of str -- the vocabulary (``words_[0]`` is the unknown word)
+    leaf_ : ndarray (len(words_), m) -- ``D(x) c_inf = W^T u(x)`` of each word
+    E_L_, E_R_ : ndarray (m, m, m) -- the edge operators
+    c1_ : ndarray (m,) -- the root functional
+    singular_values_ : ndarray (m,) -- of ``[Sigma_L; Sigma_R]``
+    lowercase_ : bool -- words are lower-cased before look-up
+    fit_time_ : float
+
+    References
+    ----------
+    Paramveer S. Dhillon, Jordan Rodu, Michael Collins, Dean P. Foster and Lyle H. Ungar
+    (2012).  Spectral Dependency Parsing with Latent Variables.  EMNLP-CoNLL 2012, 205-213.
+
+    Examples
+    --------
+    >>> from fastspectral.latentdep.synthetic import LatentDependencyGenerator
+    >>> g = LatentDependencyGenerator(n_states=2, n_words=6, seed=0)
+    >>> model = LatentDependencyModel(n_states=2, embeddings="one-hot").fit(g.sample(2000))
+    >>> test = g.sample(3, seed=9)
+    >>> lp = model.log_prob(test)
+    >>> bool(np.all(np.abs(lp - g.log_prob(test)) < 0.5))
+    True
+    >>> model.log_prob(test[:1] * 2, heads=[test[0].heads, [0] + [1] * (len(test[0]) - 1)]).shape
+    (2,)
+    """
+
+    kind = "latent-dep"
+    input_kind = "dependency"
+
+    def __init__(self, n_states=8, embeddings=None, dim=30, ridge=1e-3, log_floor=-1e4,
+                 random_state=0, jobs=None):
+        self.n_states = n_states
+        self.embeddings = embeddings
+        self.dim = dim
+        self.ridge = ridge
+        self.log_floor = log_floor
+        self.random_state = random_state
+        self.jobs = jobs
+
+    # ------------------------------------------------------------------------------------------
+    def _check_params(self):
+        for name in ("n_states", "dim"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        if not isinstance(self.ridge, (int, float)) or isinstance(self.ridge, bool) or \
+                not self.ridge >= 0:
+            raise ValueError(f"ridge must be a number >= 0, got {self.ridge!r}")
+        if not isinstance(self.log_floor, (int, float)) or not np.isfinite(self.log_floor):
+            raise ValueError(f"log_floor must be a finite number, got {self.log_floor!r}")
+
+    @staticmethod
+    def _check_sentences(sentences, what="fit"):
+        from ..trees.conll import DepSentence
+
+        if isinstance(sentences, (str, bytes)) or isinstance(sentences, DepSentence):
+            raise TypeError(f"{what} takes a list of DepSentence objects")
+        sentences = list(sentences)
+        for s in sentences:
+            if not isinstance(s, DepSentence):
+                raise TypeError(f"{what} takes DepSentence objects (fastspectral.trees.conll), "
+                                f"got {type(s).__name__}")
+        return sentences
+
+    def _features(self, sentences):
+        """``(words, F, lowercase)``: the vocabulary, its feature matrix (``None`` = one-hot)."""
+        from ..embeddings.eigenwords import Eigenwords, load_embeddings
+
+        emb = self.embeddings
+        if isinstance(emb, str) and emb == ONE_HOT:
+            from collections import Counter
+            counts = Counter(w for s in sentences for w in s.words)
+            words = ["<unk>"] + sorted(counts, key=lambda w: (-counts[w], w))
+            return words, None, False
+        if emb is None:
+            ew = Eigenwords(dim=int(self.dim), random_state=self.random_state)
+            ew.fit([s.words for s in sentences])
+        else:
+            ew = load_embeddings(emb)
+        return list(ew.words_), np.ascontiguousarray(ew.embeddings_, np.float64), \
+            bool(ew.lowercase)
+
+    def _ids(self, sentences, index, lowercase):
+        """Vocabulary ids of every token (one look-up per distinct sentence object)."""
+        cache: dict[int, np.ndarray] = {}
+        out = []
+        for s in sentences:
+            key = id(s)
+            ids = cache.get(key)
+            if ids is None:
+                ws = s.words
+                if lowercase:
+                    ids = np.fromiter((index.get(w.lower(), 0) for w in ws), np.int64, len(ws))
+                else:
+                    ids = np.fromiter((index.get(w, 0) for w in ws), np.int64, len(ws))
+                cache[key] = ids
+            out.append(ids)
+        return out
+
+    @staticmethod
+    def _structure(sentences, heads=None):
+        """``(offsets, parent)``: token ranges and local 0-based heads (-1 roots)."""
+        lens = np.fromiter((len(s.words) for s in sentences), np.int64, len(sentences))
+        offsets = np.zeros(len(sentences) + 1, np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        src = heads if heads is not None else [s.heads for s in sentences]
+        if len(src) == 0:
+            return offsets, np.zeros(0, np.int64)
+        parent = np.concatenate([np.asarray(h, np.int64).reshape(-1) for h in src]) - 1
+        if parent.shape[0] != offsets[-1]:
+            bad = [i for i, (h, n) in enumerate(zip(src, lens)) if len(h) != n][0]
+            raise ValueError(f"heads[{bad}] has {len(src[bad])} entries for a sentence of "
+                             f"{lens[bad]} words")
+        return offsets, parent
+
+    def _raise_invalid(self, sentences, status, heads):
+        from .kernels import STATUS_CYCLE, STATUS_NOROOT
+
+        bad = int(np.flatnonzero(status)[0])
+        why = {STATUS_CYCLE: "a cycle", STATUS_NOROOT: "no root"}.get(
+            int(status[bad]), "a head out of range (or unknown)")
+        where = f"heads[{bad}]" if heads is not None else f"sentence {bad + 1}"
+        line = getattr(sentences[bad], "line", None)
+        if heads is None and line is not None:
+            where += f" (line {line})"
+        raise ValueError(f"{where} is not a dependency tree: {why}")
+
+    # ------------------------------------------------------------------------------------------
+    def fit(self, sentences):
+        """Estimate the observable parameters from dependency trees (DepSentence objects)."""
+        from ..linalg.svd import randomized_svd
+        from .kernels import check_trees
+
+        t0 = time.perf_counter()
+        self._check_params()
+        sentences = self._check_sentences(sentences)
+        if not sentences or not any(len(s.words) for s in sentences):
+            raise ValueError("no training trees")
+        m = int(self.n_states)
+        words, F, lowercase = self._features(sentences)
+        index = {w: i for i, w in enumerate(words)}
+        V = len(words)
+        k = V if F is None else F.shape[1]
+        if m > k:
+            raise ValueError(f"n_states={m} exceeds the dimension of the word vectors ({k})")
+        offsets, parent = self._structure(sentences)
+        status = check_trees(offsets, parent)
+        if status.any():
+            self._raise_invalid(sentences, status, None)
+        ids = np.concatenate(self._ids(sentences, index, lowercase))
+        N = ids.shape[0]
+        sent_of = np.repeat(np.arange(len(sentences)), np.diff(offsets))
+        tok = np.arange(N)
+        has_head = parent >= 0
+        gpar = np.where(has_head, offsets[sent_of] + parent, -1)
+        left = has_head & (tok < gpar)
+        right = has_head & (tok > gpar)
+
+        def pair_counts(mask):          # C[x_child, x_head] (V x V, sparse)
+            return sp.csr_matrix((np.ones(int(mask.sum())), (ids[mask], ids[gpar[mask]])),
+                                 shape=(V, V))
+
+        def feat(C):                    # F^T C F (k x k), or C itself for one-hot
+            return C if F is None else np.asarray(F.T @ (C @ F))
+
+        Sig_L, Sig_R = feat(pair_counts(left)), feat(pair_counts(right))      # eq. 1
+        stack = sp.vstack([Sig_L, Sig_R]).tocsr() if F is None else np.vstack([Sig_L, Sig_R])
+        rs = self.random_state if self.random_state is not None else 0
+        _, s_all, Wt = self._svd(stack, m, rs, randomized_svd)                  # eq. 2
+        W = Wt.T                                                                  # k x m
+        V_L = self._svd(Sig_L, m, rs, randomized_svd)[0]
+        V_R = self._svd(Sig_R, m, rs, randomized_svd)[0]
+        # projected word vectors: W^T u(x), V_d^T u(x)  (V x m tables)
+        if F is None:
+            PW, PL, PR = W, V_L, V_R
+        else:
+            PW, PL, PR = F @ W, F @ V_L, F @ V_R
+        roots = ~has_head
+        mu_w = PW[ids[roots]].mean(axis=0)                                        # eq. 3
+        # children sums per head: sum_{l in L(i)} W^T u(x_l) etc. (sparse N x N adjacency)
+        A_L = sp.csr_matrix((np.ones(int(left.sum())), (gpar[left], tok[left])), shape=(N, N))
+        A_R = sp.csr_matrix((np.ones(int(right.sum())), (gpar[right], tok[right])), shape=(N, N))
+        nL = np.asarray(A_L.sum(axis=1)).ravel()
+        nR = np.asarray(A_R.sum(axis=1)).ravel()
+        both = (nL > 0) & (nR > 0)
+        if both.sum() < m:
+            raise ValueError(f"too few nodes with both left and right children "
+                             f"({int(both.sum())}) to estimate {m} states")
+        Hw = PW[ids]
+        SLw, SRw = A_L @ Hw, A_R @ Hw                  # W-projected child sums
+        SLv, SRv = A_L @ PL[ids], A_R @ PR[ids]        # V_d-projected child sums
+        b = np.flatnonzero(both)
+        # eq. 4-6: K contracted with (V_R, W, W) and (V_L, W, W); Delta_L / Delta_R
+        K_L = np.einsum("na,nb,nj->abj", SRv[b], Hw[b], SLw[b])
+        K_R = np.einsum("na,nb,nj->abj", SLv[b], Hw[b], SRw[b])
+        D_L = (SRv[b] * nL[b, None]).T @ Hw[b]
+        D_R = (SLv[b] * nR[b, None]).T @ Hw[b]
+        E_L = np.einsum("ac,cbj->abj", self._pinv(D_L), K_L)
+        E_R = np.einsum("ac,cbj->abj", self._pinv(D_R), K_R)
+        self.words_ = words
+        self.leaf_ = np.ascontiguousarray(PW, np.float64)
+        self.E_L_ = np.ascontiguousarray(E_L, np.float64)
+        self.E_R_ = np.ascontiguousarray(E_R, np.float64)
+        self.c1_ = np.ascontiguousarray(mu_w, np.float64)
+        self.singular_values_ = np.asarray(s_all[:m], np.float64)
+        self.lowercase_ = bool(lowercase)
+        self._index = index
+        self.fit_time_ = time.perf_counter() - t0
+        return self
+
+    @staticmethod
+    def _svd(X, m, seed, randomized_svd):
+        if sp.issparse(X) and min(X.shape) > 500:
+            return randomized_svd(X, m, random_state=seed)
+        Xd = X.toarray() if sp.issparse(X) else np.asarray(X)
+        U, s, Vt = np.linalg.svd(Xd, full_matrices=False)
+        return U[:, :m], s[:m], Vt[:m]
+
+    def _pinv(self, D):
+        U, s, Vt = np.linalg.svd(D)
+        lam = float(self.ridge) * (s[0] if s.size else 0.0)
+        inv = np.where(s > 0, s / (s * s + lam * lam), 0.0)
+        return (Vt.T * inv) @ U.T
+
+    # ------------------------------------------------------------------------------------------
+    def log_prob(self, sentences, heads=None, *, return_sign=False, jobs=None):
+        """``log |p-hat(words | tree)|`` of each sentence (Algorithm 1, one compiled call).
+
+        Parameters
+        ----------
+        sentences : list of DepSentence
+            The sentences (their words; their heads unless ``heads`` is given).
+        heads : list of int arrays, optional
+            One head array per sentence (CoNLL convention: 1-based, 0 = root) scored instead
+            of the sentence's own heads.  With a single sentence and several head arrays, every
+            array is scored on that sentence (a k-best list).
+        return_sign : bool
+            Also return the sign of ``p-hat`` (+1 / -1; 0 where the estimate is 0).
+        jobs : int, optional
+            Threads (default: the model's ``jobs``, else every core).
+
+        Returns
+        -------
+        ndarray of float64 (one per tree), or ``(log_abs, sign)`` with ``return_sign``.
+        ``p-hat == 0`` (or a non-finite estimate) gives ``log_floor``.
+        """
+        from .._threads import available_cores  # noqa: F401  (thread count policy)
+        from ..base import check_jobs
+        from .kernels import tree_log_prob
+
+        self._check_fitted()
+        sentences = self._check_sentences(sentences, "log_prob")
+        if heads is not None:
+            if isinstance(heads, np.ndarray) and heads.ndim == 1:
+                raise TypeError("heads is a list of head arrays, one per tree")
+            heads = list(heads)
+            if len(sentences) == 1 and len(heads) != 1:
+                sentences = sentences * len(heads)
+            if len(heads) != len(sentences):
+                raise ValueError(f"{len(heads)} head arrays for {len(sentences)} sentences")
+        offsets, parent = self._structure(sentences, heads)
+        ids = self._ids(sentences, self._lookup(), self.lowercase_)
+        words = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+        n_threads = check_jobs(jobs if jobs is not None else self.jobs)
+        import numba
+        old = numba.get_num_threads()
+        numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
+        try:
+            logabs, sign, status = tree_log_prob(offsets, parent, words, self.leaf_,
+                                                 self.E_L_, self.E_R_, self.c1_)
+        finally:
+            numba.set_num_threads(old)
+        if status.any():
+            self._raise_invalid(sentences, status, heads)
+        bad = ~np.isfinite(logabs)
+        if bad.any():
+            logabs[bad] = float(self.log_floor)
+            sign[bad] = 0.0
+        return (logabs, sign) if return_sign else logabs
+
+    def log_likelihood(self, sentences) -> float:
+        """Sum of ``log |p-hat|`` over ``sentences`` (their own trees)."""
+        return float(self.log_prob(sentences).sum())
+
+    def _lookup(self):
+        idx = getattr(self, "_index", None)
+        if idx is None:
+            idx = self._index = {w: i for i, w in enumerate(self.words_)}
+        return idx
+
+    def parse(self, items, *, tags=None, jobs=None, progress=None) -> list:
+        """Score the given trees: this model does not search for trees.  Returns copies of
+        ``items`` with their heads unchanged and a comment ``# latent_dep_log_prob = L``
+        (``log |p-hat|``, with ``# latent_dep_sign = -1`` when the estimate is negative), so
+        ``fastspectral parse MODEL TREES`` annotates a treebank.  Sentences without heads
+        (unparsed input) are a ValueError."""
+        import copy
+
+        n_threads = self._check_parse_args(items, tags, jobs)
+        items = self._check_sentences(items, "parse")
+        for i, s in enumerate(items):
+            if any(h < 0 for h in s.heads):
+                where = f"line {s.line}" if s.line is not None else f"sentence {i + 1}"
+                raise ValueError(f"{where}: latent-dep scores given trees; this sentence has "
+                                 "no heads (parse it with a parser first)")
+        logp, sign = self.log_prob(items, return_sign=True, jobs=n_threads)
+        out = []
+        for s, lp, sg in zip(items, logp, sign):
+            t = copy.copy(s)
+            t.comments = [c for c in s.comments if not c.startswith("# latent_dep_")]
+            t.comments.append(f"# latent_dep_log_prob = {lp:.6f}")
+            if sg < 0:
+                t.comments.append("# latent_dep_sign = -1")
+            out.append(t)
+        if progress is not None:
+            progress(len(out), len(out))
+        return out
+
+    # ------------------------------------------------------------------------------------------
+    def _model_file(self):
+        params = self.get_params(deep=False)
+        if params["embeddings"] is not None and not isinstance(params["embeddings"], str):
+            params["embeddings"] = None          # an object: its file name is not known
+        meta = {"params": params, "words": list(self.words_), "lowercase": self.lowercase_,
+                "fit_time": self.fit_time_}
+        return meta, {"leaf": self.leaf_, "E_L": self.E_L_, "E_R": self.E_R_, "c1": self.c1_,
+                      "singular_values": self.singular_values_}
+
+    @classmethod
+    def _from_model_file(cls, meta, arrays):
+        model = cls(**cls._params_from_file(meta["params"]))
+        words = [str(w) for w in meta["words"]]
+        leaf = np.ascontiguousarray(arrays["leaf"], np.float64)
+        m = leaf.shape[1] if leaf.ndim == 2 else -1
+        E_L = np.ascontiguousarray(arrays["E_L"], np.float64)
+        E_R = np.ascontiguousarray(arrays["E_R"], np.float64)
+        c1 = np.ascontiguousarray(arrays["c1"], np.float64)
+        if leaf.ndim != 2 or leaf.shape[0] != len(words) or not words or \
+                E_L.shape != (m, m, m) or E_R.shape != (m, m, m) or c1.shape != (m,):
+            raise ValueError("latent-dep arrays do not match the vocabulary / states")
+        model.words_, model.leaf_, model.E_L_, model.E_R_, model.c1_ = words, leaf, E_L, E_R, c1
+        model.singular_values_ = np.asarray(arrays["singular_values"], np.float64)
+        model.lowercase_ = bool(meta["lowercase"])
+        model.fit_time_ = float(meta["fit_time"])
+        return model
