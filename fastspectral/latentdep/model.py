@@ -13,8 +13,11 @@ with the emission ``p(x | h)`` replaced by its smoothed version ``u(x)^T M[:, h]
 ``p(x | h)`` for one-hot representations, ``embeddings="one-hot"``): a constant factor per word
 for a fixed ``u``, which cancels between trees of the same sentence.
 
-Observable parameters (section 3.3; the paper's text was not at hand, so the construction below
-is ours, in the notation of the issue, and is verified against brute force in the tests).
+Observable parameters (section 3.3).  The paper's full text was not at hand, so the construction
+below is derived here from the observable-operator method (Hsu, Kakade & Zhang 2009; Cohen et
+al. 2012), with the paper's names for the quantities; the ``(eq. n)`` labels number the
+equations of this docstring, not the paper's.  It is checked against brute-force summation over
+hidden states in ``tests/test_latentdep.py``.
 Sums run over the training trees; ``L(i)`` / ``R(i)`` are the left / right children of ``i``::
 
     Sigma_d = sum_{arcs i -> j, direction d} u(x_j) u(x_i)^T                       (eq. 1)
@@ -25,8 +28,9 @@ Sums run over the training trees; ``L(i)`` / ``R(i)`` are the left / right child
                 (the trigram tensor: left child, head, right child)
     Delta_L = sum_i |L(i)| sum_{r in R(i)} V_R^T u(x_r) (W^T u(x_i))^T              (eq. 5)
     Delta_R = sum_i |R(i)| sum_{l in L(i)} V_L^T u(x_l) (W^T u(x_i))^T
-    E_L[:, :, j] = Delta_L^+  K(V_R, W, W e_j)     (the left slot contracted with W e_j)  (eq. 6)
-    E_R[:, :, j] = Delta_R^+  K(W e_j, W, V_L)^T-ordered: rows V_L^T u(x_l), cols W^T u(x_i)
+    E_L[:, :, j] = Delta_L^+ K_L[:, :, j],  K_L[a, b, j] = K(W[:, j], W[:, b], V_R[:, a])    (eq. 6)
+                   (K's slots: left child, head, right child)
+    E_R[:, :, j] = Delta_R^+ K_R[:, :, j],  K_R[a, b, j] = K(V_L[:, a], W[:, b], W[:, j])
     D(x) c_inf = W^T u(x)                                                           (eq. 7)
 
 Under the model, with ``A = W^T M``, ``E_d[:, :, j] = A^-T diag(T_d^T M^T W e_j) A^T`` and
@@ -202,11 +206,13 @@ class LatentDependencyModel(Parser):
         bad = int(np.flatnonzero(status)[0])
         why = {STATUS_CYCLE: "a cycle", STATUS_NOROOT: "no root"}.get(
             int(status[bad]), "a head out of range (or unknown)")
-        where = f"heads[{bad}]" if heads is not None else f"sentence {bad + 1}"
+        if heads is not None:
+            raise ValueError(f"heads[{bad}] is not a dependency tree: {why}")
         line = getattr(sentences[bad], "line", None)
-        if heads is None and line is not None:
-            where += f" (line {line})"
-        raise ValueError(f"{where} is not a dependency tree: {why}")
+        if line is not None:             # a sentence read from a file: the CLI adds the path
+            from ..errors import FormatError
+            raise FormatError(f"sentence {bad + 1} is not a dependency tree: {why}", None, line)
+        raise ValueError(f"sentence {bad + 1} is not a dependency tree: {why}")
 
     # ------------------------------------------------------------------------------------------
     def fit(self, sentences):

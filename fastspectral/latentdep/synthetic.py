@@ -155,8 +155,11 @@ class LatentDependencyGenerator:
         parent = np.concatenate([np.asarray(s.heads, np.int64) - 1 for s in sentences])
         logabs, sign, status = tree_log_prob(offsets, parent, np.concatenate(ids), leaf, E_L,
                                              E_R, c1)
-        assert (status == 0).all() and (sign > 0).all()
-        return logabs
+        if (status != 0).any():
+            raise ValueError("not a dependency tree")
+        if emission is None or (sign > 0).all():
+            return logabs
+        raise ValueError("the emission gives non-positive tree probabilities")
 
     def brute_force_prob(self, sentence, emission=None) -> float:
         """``p(x | y)`` by summing over all ``m ** n`` state assignments (tiny trees only)."""

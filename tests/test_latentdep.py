@@ -1,0 +1,175 @@
+"""The spectral latent-variable dependency model (Dhillon et al. 2012): the recursion against
+brute force, the observable operators against the true model, consistency of the estimates,
+model files, bad input."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fastspectral.latentdep.kernels import tree_log_prob
+from fastspectral.latentdep.model import LatentDependencyModel
+from fastspectral.latentdep.synthetic import LatentDependencyGenerator
+from fastspectral.trees.conll import DepSentence
+
+
+def _arrays(g, sents):
+    ids = g._word_ids(sents)
+    off = np.zeros(len(sents) + 1, np.int64)
+    off[1:] = np.cumsum([len(x) for x in ids])
+    par = np.concatenate([np.asarray(s.heads, np.int64) - 1 for s in sents])
+    return off, par, np.concatenate(ids)
+
+
+@pytest.fixture(scope="module")
+def gen():
+    return LatentDependencyGenerator(n_states=3, n_words=10, seed=0)
+
+
+@pytest.fixture(scope="module")
+def tiny(gen):
+    sents = [s for s in gen.sample(200, seed=5) if 2 <= len(s.words) <= 6]
+    # and a hand-made one with left and right children at several levels, two roots
+    sents.append(DepSentence(words=["w1", "w2", "w3", "w4", "w5", "w6"],
+                             heads=[3, 3, 0, 3, 6, 0]))
+    assert len(sents) >= 10
+    return sents[:15]
+
+
+def test_recursion_equals_brute_force(gen, tiny):
+    """Algorithm 1 (hidden-state basis: the true model) == the sum over all state tuples."""
+    brute = np.array([gen.brute_force_prob(s) for s in tiny])
+    np.testing.assert_allclose(np.exp(gen.log_prob(tiny)), brute, rtol=1e-10)
+
+
+@pytest.mark.parametrize("k", [None, 5])
+def test_population_operators_equal_brute_force(gen, tiny, k):
+    """The observable operators of section 3.3 built from the true moments reproduce p(x | y)
+    (one-hot words) or its smoothed version (k-dimensional word vectors) exactly."""
+    F = np.eye(gen.n_words) if k is None else \
+        np.random.default_rng(1).normal(size=(gen.n_words, k))
+    leaf, E_L, E_R, c1, smooth = gen.population_operators(F)
+    if k is None:
+        np.testing.assert_allclose(smooth, gen.O, atol=1e-12)
+    logabs, sign, status = tree_log_prob(*_arrays(gen, tiny), leaf, E_L, E_R, c1)
+    assert (status == 0).all()
+    brute = np.array([gen.brute_force_prob(s, emission=smooth) for s in tiny])
+    np.testing.assert_allclose(sign * np.exp(logabs), brute, rtol=1e-8)
+    # a wrong operator (E_L and E_R swapped) does not
+    logabs2, sign2, _ = tree_log_prob(*_arrays(gen, tiny), leaf, E_R, E_L, c1)
+    assert not np.allclose(sign2 * np.exp(logabs2), brute, rtol=1e-3)
+
+
+def test_estimates_converge_to_the_true_probabilities(gen):
+    """p-hat -> p(x | y): the median relative error shrinks with the sample and is small at
+    30k trees (the estimator with E_L / E_R swapped, or without the Delta inverse, is far)."""
+    test = gen.sample(300, seed=99)
+    truth = gen.log_prob(test)
+    errs = {}
+    for n in (2000, 30000):
+        model = LatentDependencyModel(n_states=3, embeddings="one-hot").fit(gen.sample(n, seed=1))
+        lp, sg = model.log_prob(test, return_sign=True)
+        errs[n] = float(np.median(np.abs(sg * np.exp(lp - truth) - 1)))
+    assert errs[30000] < 0.1, errs
+    assert errs[30000] < 0.6 * errs[2000], errs
+    # the same statistics with the directions exchanged are not the model
+    model.E_L_, model.E_R_ = model.E_R_.copy(), model.E_L_.copy()
+    lp, sg = model.log_prob(test, return_sign=True)
+    assert np.median(np.abs(sg * np.exp(lp - truth) - 1)) > 3 * errs[30000]
+
+
+def test_low_dimensional_words_estimate_the_smoothed_model():
+    """With k < V word vectors the estimate converges to the model with emission F M."""
+    g = LatentDependencyGenerator(n_states=2, n_words=12, seed=3)
+    F = np.random.default_rng(2).random((12, 4))     # non-negative: q(x | y) > 0
+    from fastspectral.embeddings import Eigenwords
+
+    ew = Eigenwords(dim=4, lowercase=False)
+    ew.words_, ew.embeddings_ = ["<unk>"] + g.words, np.vstack([np.zeros(4), F])
+    ew.counts_ = np.ones(13, np.int64)
+    ew.singular_values_, ew.fit_time_ = np.ones(4), 0.0
+    test = g.sample(300, seed=8)
+    truth = g.log_prob(test, emission=F @ (F.T @ g.O))
+    model = LatentDependencyModel(n_states=2, embeddings=ew).fit(g.sample(30000, seed=4))
+    lp, sg = model.log_prob(test, return_sign=True)
+    assert np.median(np.abs(sg * np.exp(lp - truth) - 1)) < 0.1
+
+
+def test_heads_override_and_kbest_broadcast(gen, tmp_path):
+    model = LatentDependencyModel(n_states=3, embeddings="one-hot").fit(gen.sample(3000, seed=2))
+    s = [x for x in gen.sample(50, seed=3) if len(x.words) >= 4][0]
+    n = len(s.words)
+    chain = list(range(0, n))                        # word i+1 heads word i+2...: a chain
+    flat = [0] + [1] * (n - 1)
+    one = model.log_prob([s, s], heads=[chain, flat])
+    np.testing.assert_array_equal(model.log_prob([s], heads=[chain, flat]), one)
+    np.testing.assert_array_equal(model.log_prob([s]), model.log_prob([s], heads=[s.heads]))
+    assert one[0] != one[1]
+    # the true model tells the sampled tree from a flat one more often than not
+    sents = [x for x in gen.sample(300, seed=4) if len(x.words) >= 4]
+    own = model.log_prob(sents)
+    flat_lp = model.log_prob(sents, heads=[[0] + [1] * (len(x.words) - 1) for x in sents])
+    assert np.mean(own > flat_lp) > 0.6
+    # model file round trip
+    model.save(tmp_path / "m.ldep")
+    import fastspectral
+    back = fastspectral.load(tmp_path / "m.ldep")
+    np.testing.assert_array_equal(back.log_prob(sents), own)
+
+
+def test_bad_input(gen):
+    model = LatentDependencyModel(n_states=3, embeddings="one-hot").fit(gen.sample(500, seed=2))
+    s = DepSentence(words=["w1", "w2", "w3"], heads=[2, 3, 0])
+    with pytest.raises(ValueError, match="cycle"):
+        model.log_prob([s], heads=[[2, 1, 0]])
+    with pytest.raises(ValueError, match="out of range"):
+        model.log_prob([s], heads=[[4, 0, 0]])
+    with pytest.raises(ValueError, match="no root"):
+        model.log_prob([s], heads=[[2, 3, 1]])
+    with pytest.raises(ValueError, match="entries"):
+        model.log_prob([s], heads=[[0, 1]])
+    with pytest.raises(TypeError):
+        model.log_prob(["w1 w2"])
+    with pytest.raises(ValueError, match="n_states"):
+        LatentDependencyModel(n_states=0).fit([s])
+    with pytest.raises(ValueError, match="exceeds"):
+        LatentDependencyModel(n_states=5, embeddings="one-hot").fit([s])
+    with pytest.raises(ValueError, match=r"line 7: sentence 1 is not a dependency tree: a cycle"):
+        bad = DepSentence(words=["a", "b", "c"], heads=[0, 3, 2])
+        bad.line = 7
+        LatentDependencyModel(n_states=1, embeddings="one-hot").fit([bad])
+    unparsed = DepSentence(words=["w1", "w2"], heads=[-1, -1])
+    with pytest.raises(ValueError, match="no heads"):
+        model.parse([unparsed])
+    # unknown words share <unk>'s vector
+    assert np.isfinite(model.log_prob([DepSentence(words=["zz", "w1"], heads=[0, 1])])).all()
+
+
+def test_cli_train_parse_and_one_line_errors(gen, tmp_path):
+    from fastspectral.trees.conll import write_conllu
+
+    tb = tmp_path / "t.conllu"
+    with open(tb, "w") as f:
+        write_conllu(gen.sample(1500, seed=6), f)
+    out = tmp_path / "m.ldep"
+    run = lambda *a: subprocess.run([sys.executable, "-m", "fastspectral", *a],
+                                    capture_output=True, text=True)
+    r = run("train", "latent-dep", str(tb), "-o", str(out), "--states", "3", "--dim", "6")
+    assert r.returncode == 0, r.stderr
+    scored = tmp_path / "s.conllu"
+    r = run("parse", str(out), str(tb), "-o", str(scored))
+    assert r.returncode == 0, r.stderr
+    assert scored.read_text().count("# latent_dep_log_prob = ") == 1500
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("1\ta\t_\t_\t_\t_\t0\t_\t_\t_\n2\tb\t_\t_\t_\t_\t3\t_\t_\t_\n"
+                   "3\tc\t_\t_\t_\t_\t2\t_\t_\t_\n\n")
+    r = run("train", "latent-dep", str(bad), "-o", str(tmp_path / "x.ldep"), "--states", "1",
+            "--embeddings", "one-hot")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"{bad}:1: sentence 1 is not a dependency tree: a cycle" in r.stderr, r.stderr
+    r = run("train", "latent-dep", str(tb), "-o", str(tmp_path / "y.ldep"), "--embeddings",
+            str(tmp_path / "missing.ew"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
