@@ -7,8 +7,9 @@ import time
 
 import numpy as np
 
-from ..base import Parser
+from ..base import Parser, PartitionedFit
 from ..trees.universal_tags import is_punctuation_tag
+from . import _vectors
 from .common import (build_tree, check_tagset, map_tags, strip_punctuation, tagged_sentences)
 
 __all__ = ["ATMParser"]
@@ -20,7 +21,7 @@ _EPS = 1e-12
 TOP_BRACKETS = ("verb", "punct-verb", "none")
 
 
-class ATMParser(Parser):
+class ATMParser(PartitionedFit, Parser):
     """Spectral unsupervised constituency parser with additive tree metrics.
 
     Learning (Algorithm 1 of the paper): every word ``j`` of a sentence is observed through its
@@ -56,11 +57,20 @@ class ATMParser(Parser):
         ``m``: the singular values in the spectral distance.
     bandwidth : float
         ``gamma`` of the kernel (in words of distance; 1 or less: no smoothing across distances).
-    embeddings : str or Eigenwords or None
-        The word vectors: an eigenword file (``fastspectral train eigenwords``) or object;
-        None learns eigenwords of ``embedding_dim`` dimensions on the training words.
+    embeddings : str or Eigenwords or BrownClusters or None
+        The observed word vectors, learned elsewhere: a file or a fitted object of
+        :class:`~fastspectral.embeddings.Eigenwords` (``fastspectral train eigenwords``) or
+        :class:`~fastspectral.embeddings.brown_clusters.BrownClusters`; None learns the
+        vectors of kind ``vectors`` on the training words.
     embedding_dim : int
-        Dimension of the eigenwords learned when ``embeddings`` is None.
+        Dimension of the vectors learned when ``embeddings`` is None (eigenwords; Brown
+        clusters: the bits kept).
+    vectors : {"eigenwords", "brown"}
+        The vectors learned when ``embeddings`` is None: eigenwords (CCA, Dhillon et al.
+        2011) or Brown-cluster bit vectors (Brown et al. 1992; +-1 per bit of the word's
+        cluster path, words seen once share the zero vector).
+    brown_clusters : int
+        Clusters of the Brown vectors learned when ``embeddings`` is None.
     tagset : {"universal", "as-is"}
         Tags mapped to the universal tagset of Petrov et al. (Penn tags expected), or kept.
     center : bool
@@ -109,8 +119,11 @@ class ATMParser(Parser):
     input_kind = "sentences"
 
     def __init__(self, dim=2, bandwidth=4.0, embeddings=None, embedding_dim=30,
-                 tagset="universal", center=False, top_bracket="verb", random_state=0):
+                 vectors="eigenwords", brown_clusters=100, tagset="universal", center=False,
+                 top_bracket="verb", random_state=0):
         self.dim = dim
+        self.vectors = vectors
+        self.brown_clusters = brown_clusters
         self.bandwidth = bandwidth
         self.embeddings = embeddings
         self.embedding_dim = embedding_dim
@@ -128,72 +141,58 @@ class ATMParser(Parser):
                 not self.bandwidth > 0:
             raise ValueError(f"bandwidth must be a number > 0, got {self.bandwidth!r}")
         check_tagset(self.tagset)
+        if self.vectors not in _vectors.VECTORS:
+            raise ValueError(f"vectors must be one of {_vectors.VECTORS}, got {self.vectors!r}")
+        for name in ("embedding_dim", "brown_clusters"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
         if self.top_bracket not in TOP_BRACKETS:
             raise ValueError(f"top_bracket must be one of {TOP_BRACKETS}, got "
                              f"{self.top_bracket!r}")
 
     def fit(self, items):
         """Learn the anchor distances from tagged sentences: trees (their words and tags only)
-        or ``(words, tags)`` pairs."""
+        or ``(words, tags)`` pairs.  The same passes as :meth:`fit_partitions` on one
+        partition (:meth:`sufficient_statistics`, :meth:`fit_statistics`)."""
         t0 = time.perf_counter()
         self._check_params()
-        sents = tagged_sentences(items)
-        if not sents:
-            raise ValueError("no sentences to learn from")
-        from ..embeddings.eigenwords import Eigenwords, load_embeddings
-
-        mapped = [map_tags(tags, self.tagset) for _, tags in sents]   # bad tags fail first
-        if self.embeddings is None:
-            ew = Eigenwords(dim=int(self.embedding_dim), window=2, min_count=1,
-                            random_state=self.random_state).fit([w for w, _ in sents])
-        else:
-            ew = load_embeddings(self.embeddings)
-        # words and tags without punctuation, tag ids
-        tagnames, tindex = [], {}
-        tag_ids, vec_ids, offsets = [], [], [0]
-        lex = {}
-        for (words, tags), utags in zip(sents, mapped):
-            keep = strip_punctuation(tags)
-            kw = [words[i] for i in keep]
-            for w, t in zip(words, utags):
-                lex.setdefault(w, {}).setdefault(t, 0)
-                lex[w][t] += 1
-            for i in keep:
-                t = utags[i]
-                if t not in tindex:
-                    tindex[t] = len(tagnames)
-                    tagnames.append(t)
-                tag_ids.append(tindex[t])
-            vec_ids.extend(ew.ids(kw).tolist())
-            offsets.append(len(tag_ids))
-        T = len(tagnames)
-        if T == 0:
-            raise ValueError("no words left after removing punctuation")
-        offsets = np.asarray(offsets, np.int64)
-        tag_ids = np.asarray(tag_ids, np.int64)
-        vec_ids = np.asarray(vec_ids, np.int64)
-        from ._atm_kernels import anchor_sums, count_anchor_pairs
-
-        Dm = MAX_DISTANCE
-        N, Nd = count_anchor_pairs(offsets, tag_ids, T, Dm)
-        slot = np.full(N.shape, -1, np.int64)
-        occ = N > 0
-        slot[occ] = np.arange(int(occ.sum()))
-        vecs = np.ascontiguousarray(ew.embeddings_, dtype=np.float64)
-        S, A, B, Sd, Ad = anchor_sums(offsets, tag_ids, vec_ids, vecs, slot, Dm,
-                                      int(occ.sum()), T)
-        self.tags_ = tagnames
-        from .._blas import blas_single_thread
-
-        with blas_single_thread():      # many small products: threads only add overhead
-            self.distances_ = self._distances(N, Nd, slot, S, A, B, Sd, Ad)
-        self.anchor_counts_ = N
-        self.lexicon_words_ = list(lex)
-        self.lexicon_tags_ = [max(v.items(), key=lambda kv: (kv[1], kv[0]))[0]
-                              for v in lex.values()]
-        self.n_sentences_ = len(sents)
+        part = self.prepare_partition(items)
+        context = None
+        while True:
+            context = self.fit_statistics(self.sufficient_statistics(part, context), context)
+            if context is None:
+                break
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    # -- learning from partitions (the statistics protocol of fastspectral.base) -------------
+    def prepare_partition(self, items):
+        """The tagged sentences of ``items`` (universal tags mapped, punctuation marked)."""
+        from ..base import Partition
+
+        sents = tagged_sentences(items)
+        mapped = [map_tags(tags, self.tagset) for _, tags in sents]   # bad tags fail here
+        return Partition((sents, mapped), len(sents))
+
+    def _learns_vectors(self):
+        return self.embeddings is None
+
+    def sufficient_statistics(self, items, context=None):
+        """The mergeable statistics of a partition for one pass (see :class:`ATMStatistics`):
+        pass 1 counts words, tags and (word, tag) pairs; pass 2 the co-occurrences of the
+        observed vectors' learner (eigenwords: word-context counts; Brown: bigram counts) and
+        the word pairs per anchor; pass 3 the sums ``x_j x_k^T`` per anchor."""
+        self._check_params()
+        part = self._as_partition(items)
+        sents, mapped = part.data
+        return _vectors.atm_statistics(self, sents, mapped, part.cache, context)
+
+    def fit_statistics(self, stats, context=None):
+        """Estimate from merged statistics; returns the context of the next pass, or None
+        when fitted."""
+        self._check_params()
+        return _vectors.atm_fit_statistics(self, stats, context)
 
     def _distances(self, N, Nd, slot, S, A, B, Sd, Ad):
         """The spectral distance (eq. 5) of every anchor from the smoothed sums."""

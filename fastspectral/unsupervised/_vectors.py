@@ -1,0 +1,262 @@
+"""The additive-tree-metric parser's statistics as mergeable sums (the statistics protocol of
+:mod:`fastspectral.base`; docs/scale.md), and its observed vectors.
+
+Three passes, each a sum over sentences, so that a partitioned corpus gives the model ``fit``
+gives on the whole corpus:
+
+1. counts of words, of the (universal) tags of the non-punctuation words and of (word, tag)
+   pairs: the vocabulary of the observed vectors, the tag inventory (first-seen order) and
+   the lexicon;
+2. the co-occurrence counts the vectors are learned from (eigenwords: word x context-word
+   counts, Dhillon et al. 2011; Brown clusters: word bigram counts, Brown et al. 1992), and
+   the word pairs per anchor ``(tag_j, tag_k, k - j)``; the SVD (or the clustering) runs once,
+   on the merged counts;
+3. per anchor the sums ``sum x_j x_k^T`` (and the first moments), per tag ``sum x_j x_j^T``:
+   the kernel-smoothed covariances and the spectral distances (Parikh, Cohen & Xing 2014,
+   section 3.4 and eq. 5) are computed from the merged sums.
+
+With ``embeddings`` given (a file or a fitted object) the vectors are not learned and pass 2
+counts only the anchors.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..base import Statistics
+from .common import strip_punctuation
+
+__all__ = ["ATMStatistics", "atm_statistics", "atm_fit_statistics", "load_vectors",
+           "eigenword_vocabulary", "eigenword_cooccurrence", "eigenwords_from_cooccurrence"]
+
+VECTORS = ("eigenwords", "brown")
+
+
+class ATMStatistics(Statistics):
+    """One pass's statistics of :class:`~fastspectral.unsupervised.ATMParser` (fields by
+    pass: see the module docstring); ``pass_`` and ``settings`` must agree to merge."""
+
+    _same = ("pass_", "settings")
+
+    def __init__(self, pass_, settings, **fields):
+        self.pass_ = pass_
+        self.settings = settings
+        for k, v in fields.items():
+            setattr(self, k, v)
+
+
+def _settings(model):
+    p = model.get_params()
+    emb = p["embeddings"]
+    p["embeddings"] = emb if emb is None or isinstance(emb, str) else id(emb)
+    return tuple(sorted((k, repr(v)) for k, v in p.items()))
+
+
+# ------------------------------------------------------------------------- eigenword pieces
+def eigenword_vocabulary(counts, min_count=1, vocabulary=50000, context_vocabulary=5000):
+    """The word and context vocabularies of :class:`~fastspectral.embeddings.Eigenwords` from
+    merged word counts (most frequent first, ties by the word)."""
+    from ..embeddings.eigenwords import BOS, EOS, UNK
+
+    ranked = [w for w, c in sorted(counts.items(), key=lambda x: (-x[1], x[0]))
+              if c >= min_count][:vocabulary]
+    return [UNK] + ranked, [UNK, BOS, EOS] + ranked[:context_vocabulary]
+
+
+def eigenword_cooccurrence(sents, words, ctx_words, window=2):
+    """The word x (offset, context word) counts of Dhillon et al.'s one-step CCA over
+    ``sents`` (lower-cased word lists), as :class:`~fastspectral.embeddings.Eigenwords` counts
+    them: a sparse matrix, a sum over sentences."""
+    index = {w: i for i, w in enumerate(words)}
+    cindex = {w: i for i, w in enumerate(ctx_words)}
+    nc = len(ctx_words)
+    h = int(window)
+    wid, cid, valid = [], [], []
+    for s in sents:
+        wid.extend([0] * h + [index.get(w, 0) for w in s] + [0] * h)
+        cid.extend([1] * h + [cindex.get(w, 0) for w in s] + [2] * h)
+        valid.extend([False] * h + [True] * len(s) + [False] * h)
+    wid, cid = np.asarray(wid, np.int64), np.asarray(cid, np.int64)
+    pos = np.flatnonzero(np.asarray(valid, dtype=bool))
+    offsets = [o for o in range(-h, h + 1) if o != 0]
+    rows = np.concatenate([wid[pos]] * len(offsets)) if len(pos) else np.zeros(0, np.int64)
+    cols = np.concatenate([k * nc + cid[pos + o] for k, o in enumerate(offsets)]) \
+        if len(pos) else np.zeros(0, np.int64)
+    Q = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(words), len(offsets) * nc))
+    Q.sum_duplicates()
+    return Q
+
+
+def eigenwords_from_cooccurrence(Q, words, counts, dim, random_state=0, normalize=True):
+    """The fitted :class:`~fastspectral.embeddings.Eigenwords` (``window=2``, ``min_count=1``)
+    of merged co-occurrence counts: the SVD of the CCA-whitened counts, once."""
+    from ..embeddings.eigenwords import Eigenwords
+    from ..linalg.cca import whiten
+    from ..linalg.svd import randomized_svd
+
+    Omega, p_f, _ = whiten(Q)
+    k = min(int(dim) + 1, min(Omega.shape) - 1)
+    if k < 2:
+        raise ValueError(f"too few distinct words ({len(words) - 1}) for dim={dim}")
+    U, s, _ = randomized_svd(Omega, k, random_state=random_state)
+    scale = np.zeros_like(p_f)
+    scale[p_f > 0] = 1.0 / np.sqrt(p_f[p_f > 0])
+    E = U[:, 1:] * scale[:, None]
+    if E.shape[1] < dim:
+        E = np.hstack([E, np.zeros((E.shape[0], dim - E.shape[1]))])
+    if normalize:
+        norm = np.linalg.norm(E, axis=1)
+        E = E / np.where(norm > 0, norm, 1.0)[:, None]
+    ew = Eigenwords(dim=int(dim), window=2, min_count=1, random_state=random_state)
+    index = {w: i for i, w in enumerate(words)}
+    ew.words_ = list(words)
+    ew.embeddings_ = np.ascontiguousarray(E, dtype=np.float64)
+    ew.counts_ = np.asarray([sum(c for w, c in counts.items() if w not in index)] +
+                            [counts[w] for w in words[1:]], dtype=np.int64)
+    ew.singular_values_ = np.pad(s[1:], (0, int(dim) - len(s[1:])))
+    ew._index = index
+    ew.fit_time_ = 0.0
+    return ew
+
+
+def load_vectors(source):
+    """Observed vectors: a fitted :class:`~fastspectral.embeddings.Eigenwords` or
+    :class:`~fastspectral.embeddings.brown_clusters.BrownClusters`, or the model file of
+    one."""
+    from ..embeddings.brown_clusters import BrownClusters
+    from ..embeddings.eigenwords import Eigenwords
+
+    if isinstance(source, (Eigenwords, BrownClusters)):
+        source._check_fitted()
+        return source
+    if not isinstance(source, (str, bytes)) and not hasattr(source, "__fspath__"):
+        raise TypeError("embeddings must be a path, an Eigenwords or a BrownClusters, got "
+                        f"{type(source).__name__}")
+    from ..io.modelfile import load_model_file
+
+    kind, meta, arrays = load_model_file(source)
+    if kind == BrownClusters.kind:
+        return BrownClusters._from_model_file(meta, arrays)
+    return Eigenwords.load(source)
+
+
+# ------------------------------------------------------------------------------- the passes
+def _encode(sents, mapped, tindex, vectors):
+    """Offsets, tag ids and vector ids of the non-punctuation words."""
+    offsets, tag_ids, vec_ids = [0], [], []
+    for (words, tags), utags in zip(sents, mapped):
+        keep = strip_punctuation(tags)
+        tag_ids.extend(tindex[utags[i]] for i in keep)
+        if vectors is not None:
+            vec_ids.extend(vectors.ids([words[i] for i in keep]).tolist())
+        offsets.append(len(tag_ids))
+    return (np.asarray(offsets, np.int64), np.asarray(tag_ids, np.int64),
+            np.asarray(vec_ids, np.int64))
+
+
+def atm_statistics(model, sents, mapped, cache, context):
+    """One partition's :class:`ATMStatistics` for the pass of ``context``."""
+    from ._atm_kernels import anchor_sums, count_anchor_pairs
+    from .atm import MAX_DISTANCE
+
+    settings = _settings(model)
+    if context is None:                                          # pass 1: counts
+        words: Counter = Counter()
+        if model.embeddings is None:
+            for w, _ in sents:
+                words.update(x.lower() for x in w)
+        tags: Counter = Counter()
+        lex: Counter = Counter()
+        for (w, t), u in zip(sents, mapped):
+            for i in strip_punctuation(t):
+                tags[u[i]] += 1
+            lex.update(zip(w, u))
+        return ATMStatistics(1, settings, words=words, tags=tags, lex=lex, n=len(sents))
+    tindex = {t: i for i, t in enumerate(context["tags"])}
+    T = len(tindex)
+    if context["pass"] == 2:                                     # pass 2: co-occurrences
+        offsets, tag_ids, _ = _encode(sents, mapped, tindex, None)
+        N, Nd = count_anchor_pairs(offsets, tag_ids, T, MAX_DISTANCE)
+        co = None
+        if context.get("vocab") is not None:
+            low = [[x.lower() for x in w] for w, _ in sents]
+            if model.vectors == "brown":
+                from ..embeddings.brown_clusters import bigram_counts
+                co = bigram_counts(low, {w: i for i, w in enumerate(context["vocab"])}, False)
+            else:
+                co = eigenword_cooccurrence(low, context["vocab"], context["ctx_vocab"], 2)
+        return ATMStatistics(2, settings, N=N, Nd=Nd, co=co)
+    # pass 3: sums per anchor
+    vectors = context["vectors"]
+    offsets, tag_ids, vec_ids = _encode(sents, mapped, tindex, vectors)
+    vecs = np.ascontiguousarray(vectors.embeddings_, dtype=np.float64)
+    S, A, B, Sd, Ad = anchor_sums(offsets, tag_ids, vec_ids, vecs, context["slot"],
+                                  MAX_DISTANCE, context["n_slots"], T)
+    return ATMStatistics(3, settings, S=S, A=A, B=B, Sd=Sd, Ad=Ad)
+
+
+def atm_fit_statistics(model, stats, context):
+    """The estimate of merged statistics: the next pass's context, or None (fitted)."""
+    if not isinstance(stats, ATMStatistics):
+        raise TypeError(f"expected ATMStatistics, got {type(stats).__name__}")
+    if stats.settings != _settings(model):
+        raise ValueError("these statistics were computed with other ATM settings")
+    want = 1 if context is None else context["pass"]
+    if stats.pass_ != want:
+        raise ValueError(f"statistics of pass {stats.pass_} given for pass {want}")
+    if stats.pass_ == 1:
+        if stats.n == 0:
+            raise ValueError("no sentences to learn from")
+        tagnames = list(stats.tags)
+        if not tagnames:
+            raise ValueError("no words left after removing punctuation")
+        lex: dict = {}
+        for (w, t), c in stats.lex.items():
+            lex.setdefault(w, {})[t] = c
+        model.lexicon_words_ = list(lex)
+        model.lexicon_tags_ = [max(v.items(), key=lambda kv: (kv[1], kv[0]))[0]
+                               for v in lex.values()]
+        model.n_sentences_ = int(stats.n)
+        model.tags_ = tagnames
+        ctx = {"pass": 2, "tags": tagnames, "vocab": None}
+        if model.embeddings is None:
+            if not stats.words:
+                raise ValueError("no words to learn the vectors from")
+            if model.vectors == "brown":
+                from ..embeddings.brown_clusters import brown_vocabulary
+                ctx["vocab"] = brown_vocabulary(stats.words, 2)
+            else:
+                ctx["vocab"], ctx["ctx_vocab"] = eigenword_vocabulary(stats.words)
+            ctx["word_counts"] = stats.words
+        return ctx
+    if stats.pass_ == 2:
+        if context["vocab"] is None:
+            vectors = load_vectors(model.embeddings)
+        elif model.vectors == "brown":
+            from ..embeddings.brown_clusters import BrownClusters
+            vectors = BrownClusters(n_clusters=int(model.brown_clusters), min_count=1,
+                                    dim=int(model.embedding_dim)).fit_counts(
+                context["vocab"], stats.co)
+        else:
+            vectors = eigenwords_from_cooccurrence(stats.co, context["vocab"],
+                                                   context["word_counts"],
+                                                   int(model.embedding_dim),
+                                                   model.random_state)
+        N = stats.N
+        slot = np.full(N.shape, -1, np.int64)
+        occ = N > 0
+        slot[occ] = np.arange(int(occ.sum()))
+        return {"pass": 3, "tags": context["tags"], "vectors": vectors, "slot": slot,
+                "n_slots": int(occ.sum()), "N": N, "Nd": stats.Nd}
+    # pass 3
+    from .._blas import blas_single_thread
+
+    with blas_single_thread():      # many small products: threads only add overhead
+        model.distances_ = model._distances(context["N"], context["Nd"], context["slot"],
+                                            stats.S, stats.A, stats.B, stats.Sd, stats.Ad)
+    model.anchor_counts_ = context["N"]
+    if not hasattr(model, "fit_time_"):
+        model.fit_time_ = 0.0
+    return None
