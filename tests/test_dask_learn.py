@@ -13,7 +13,7 @@ distributed = pytest.importorskip("distributed", reason="Dask is an optional ext
                                                         "'fastspectral[dask]'")
 
 from fastspectral.synthetic import LatentPCFG  # noqa: E402
-from test_partial_fit import assert_same_model, split  # noqa: E402
+from test_partial_fit import assert_same_arrays, assert_same_model, split  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -47,17 +47,23 @@ def _fit_both(make, items, parts, client):
 
 
 @pytest.mark.parametrize("k", [2, 7])
-@pytest.mark.parametrize("name", ["pcfg", "spectral", "em"])
+@pytest.mark.parametrize("name", ["pcfg", "spectral", "em", "pivot", "pivot-em"])
 def test_constituency_learners(client, wsj_trees, name, k):
     from fastspectral import PCFG
-    from fastspectral.lpcfg import EMLPCFG, SpectralLPCFG
+    from fastspectral.lpcfg import EMLPCFG, PivotLPCFG, SpectralLPCFG
 
     make = {"pcfg": lambda: PCFG(jobs=1), "spectral": lambda: SpectralLPCFG(jobs=1),
-            "em": lambda: EMLPCFG(n_states=4, iterations=3, jobs=1)}[name]
+            "em": lambda: EMLPCFG(n_states=4, iterations=3, jobs=1),
+            "pivot": lambda: PivotLPCFG(n_states=4, jobs=1),
+            "pivot-em": lambda: EMLPCFG(n_states=4, init="pivot", iterations=2, jobs=1)}[name]
     a, b = _fit_both(make, wsj_trees, split(wsj_trees, k), client)
-    assert_same_model(a, b, exact=(name == "pcfg"))
+    if name == "pivot":
+        assert_same_arrays(a, b)          # integer statistics: arrays bit for bit
+    else:
+        assert_same_model(a, b, exact=(name == "pcfg"))
     assert b.partitioned_fit_["partitions"] == k
-    assert len(b.partitioned_fit_["passes"]) == {"pcfg": 1, "spectral": 4, "em": 4}[name]
+    assert len(b.partitioned_fit_["passes"]) == {"pcfg": 1, "spectral": 4, "em": 4, "pivot": 2,
+                                                 "pivot-em": 4}[name]
     s = [t.leaves() for t in wsj_trees[:30]]
     assert [str(t) for t in a.parse(s)] == [str(t) for t in b.parse(s)]
 
@@ -144,13 +150,30 @@ def test_train_command_on_the_cluster(client, tmp_path, synthetic_trees):
     assert client.status == "running"
 
 
+def test_train_pivot_em_on_the_cluster(client, tmp_path, synthetic_trees):
+    """``train pivot-em A B --scheduler``: the model of ``train pivot-em cat(A, B)``."""
+    from fastspectral.cli import main
+    from fastspectral.lpcfg import EMLPCFG
+    from fastspectral.trees.ptb import write_brackets
+
+    a, b, ab = tmp_path / "a.mrg", tmp_path / "b.mrg", tmp_path / "ab.mrg"
+    write_brackets(synthetic_trees[:100], a)
+    write_brackets(synthetic_trees[100:], b)
+    write_brackets(synthetic_trees, ab)
+    opts = ["-q", "--states", "2", "--iterations", "2"]
+    assert main(["train", "pivot-em", str(a), str(b), "-o", str(tmp_path / "dask.m"),
+                 "--scheduler", client.scheduler.address] + opts) == 0
+    assert main(["train", "pivot-em", str(ab), "-o", str(tmp_path / "local.m")] + opts) == 0
+    assert_same_model(EMLPCFG.load(tmp_path / "local.m"), EMLPCFG.load(tmp_path / "dask.m"),
+                      exact=False)
+
+
 def test_errors(client, synthetic_trees):
-    from fastspectral import PCFG
+    from fastspectral import PCFG, models
     from fastspectral.dask import fit_partitioned
-    from fastspectral.lpcfg import PivotLPCFG
 
     with pytest.raises(TypeError, match="cannot learn from partitions"):
-        fit_partitioned(PivotLPCFG(), [synthetic_trees], client)
+        fit_partitioned(models.model_class("ccm")(), [synthetic_trees], client)
     with pytest.raises(ValueError, match="split_every"):
         fit_partitioned(PCFG(), [synthetic_trees], client, split_every=1)
     with pytest.raises(ValueError, match="no partitions"):

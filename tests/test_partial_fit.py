@@ -61,6 +61,15 @@ def assert_same_model(a, b, exact: bool):
             np.testing.assert_allclose(y, x, rtol=1e-10, atol=1e-12 * scale, err_msg=key)
 
 
+def assert_same_arrays(a, b):
+    """Equal model-file meta (floats within rtol 1e-10: the log rule probability per word is a
+    sum taken in another order) and bit-for-bit equal arrays."""
+    assert_same_model(a, b, exact=False)
+    (_, aa), (_, ab) = model_file(a), model_file(b)
+    for key in aa:
+        assert np.array_equal(np.asarray(aa[key]), np.asarray(ab[key])), key
+
+
 @pytest.fixture(scope="module")
 def synthetic_trees():
     return LatentPCFG.default(n_states=2, seed=0).sample(400, seed=1)
@@ -138,9 +147,9 @@ def test_learners_with_the_protocol():
     from fastspectral.dask.learn import learnable
 
     have = {k for k, e in models.REGISTRY.items() if learnable(e.load_class()())}
-    assert {"pcfg", "spectral-lpcfg", "em-lpcfg", "shag", "latent-bigram-lm",
+    assert {"pcfg", "spectral-lpcfg", "pivot-lpcfg", "em-lpcfg", "shag", "latent-bigram-lm",
             "kneser-ney-bigram-lm"} <= have
-    assert "pivot-lpcfg" not in have
+    assert "ccm" not in have
     assert isinstance(models.model_class("pcfg")(), PartitionedFit)
 
 
@@ -206,11 +215,91 @@ def test_em_lpcfg_tol_stops_at_the_same_iteration(synthetic_trees):
     assert_same_model(a, b, exact=False)
 
 
-def test_em_lpcfg_pivot_start_is_refused(synthetic_trees):
+@pytest.mark.parametrize("k", [1, 2, 7])
+def test_pivot_lpcfg(wsj_trees, k):
+    from fastspectral.lpcfg import PivotLPCFG
+
+    a = PivotLPCFG(n_states=4, jobs=1).fit(wsj_trees)
+    b = PivotLPCFG(n_states=4, jobs=1).fit_partitions(split(wsj_trees, k))
+    # the pivot statistics are integer counts: the merged counts are the treebank's
+    assert_same_arrays(a, b)
+    assert b.anchored_states_ == a.anchored_states_
+    assert np.array_equal(b.mixture_iterations_, a.mixture_iterations_)
+    s = sentences_of(wsj_trees)
+    assert [str(t) for t in a.parse(s)] == [str(t) for t in b.parse(s)]
+
+
+@pytest.mark.parametrize("k", [1, 2, 7])
+def test_pivot_em_lpcfg(wsj_trees, k):
     from fastspectral.lpcfg import EMLPCFG
 
-    with pytest.raises(ValueError, match="random start"):
-        EMLPCFG(init="pivot", n_states=2).fit_partitions(split(synthetic_trees, 2))
+    kw = dict(n_states=4, init="pivot", iterations=3, jobs=1)
+    a = EMLPCFG(**kw).fit(wsj_trees)
+    b = EMLPCFG(**kw).fit_partitions(split(wsj_trees, k))
+    assert b.n_iter_ == a.n_iter_ == 3
+    np.testing.assert_allclose([h[1] for h in b.history_], [h[1] for h in a.history_],
+                               rtol=1e-10)
+    assert_same_model(a, b, exact=False)
+    s = sentences_of(wsj_trees)
+    assert [str(t) for t in a.parse(s)] == [str(t) for t in b.parse(s)]
+
+
+def test_pivot_start_without_iterations_and_pivot_options(synthetic_trees):
+    """``iterations=0`` is the pivot start itself (arrays bit for bit); ``pivot_options`` reach the
+    pivot pass (other feature pairs, another seed); an empty partition adds nothing."""
+    from fastspectral.lpcfg import EMLPCFG, PivotLPCFG
+
+    parts = [synthetic_trees[:150], [], synthetic_trees[150:]]
+    kw = dict(n_states=2, min_count=5, init="pivot", iterations=0, jobs=1,
+              pivot_options={"feature_pairs": ((1, 1), (2, 2)), "random_state": 3})
+    a = EMLPCFG(**kw).fit(synthetic_trees)
+    b = EMLPCFG(**kw).fit_partitions(parts)
+    assert b.n_iter_ == a.n_iter_ == 0
+    assert_same_arrays(a, b)
+    c = PivotLPCFG(n_states=2, min_count=5, jobs=1).fit_partitions(parts)
+    assert_same_arrays(PivotLPCFG(n_states=2, min_count=5, jobs=1).fit(synthetic_trees), c)
+
+
+def test_pivot_counts_merge_to_the_treebank_counts(synthetic_trees):
+    """Merged per-partition pivot counts equal the counts of the whole treebank, row for row;
+    counts of another pass (another context) refuse to merge."""
+    from fastspectral.lpcfg import PivotLPCFG
+    from fastspectral.lpcfg.pivot import PivotCounts
+
+    model = PivotLPCFG(n_states=2, min_count=5, jobs=1)
+    parts = [model.prepare_partition(p) for p in split(synthetic_trees, 3)]
+    whole = model.prepare_partition(synthetic_trees)
+    ctx = model.fit_statistics(Statistics.merge_all(model.sufficient_statistics(p)
+                                                    for p in parts))
+    stats = [model.sufficient_statistics(p, ctx) for p in parts]
+    assert all(isinstance(x, PivotCounts) for x in stats)
+    merged = Statistics.merge_all(stats)
+    one = model.sufficient_statistics(whole, ctx)
+    for name in ("types", "type_count", "items", "item_count"):
+        assert np.array_equal(getattr(merged, name), getattr(one, name)), name
+    assert merged.type_count.sum() == one.type_count.sum() > 0
+    assert stats[0].type_count.sum() < merged.type_count.sum()      # merge left them alone
+    other = model.fit_statistics(Statistics.merge_all(model.sufficient_statistics(p)
+                                                      for p in parts))
+    with pytest.raises(ValueError, match="different settings"):
+        stats[0] + model.sufficient_statistics(parts[1], other)
+    with pytest.raises(ValueError, match="another model or pass"):
+        model.fit_statistics(model.sufficient_statistics(parts[1], other), ctx)
+
+
+def test_pivot_alignment_of_unanchored_states_is_canonical():
+    """States the reference pair did not anchor have equal posteriors: any matching of them is
+    optimal, so the pivot method keeps them in order (rounding in the sums cannot reorder
+    them, which would relabel the states of ``fit`` and of merged partitions differently)."""
+    from fastspectral.lpcfg.pivot import _align
+
+    rng = np.random.default_rng(0)
+    new = rng.dirichlet(np.ones(4), size=50)
+    ref = np.repeat(rng.dirichlet(np.ones(4), size=50)[:, :1], 4, axis=1)   # nothing anchored
+    assert list(_align(ref, new, 0)) == [0, 1, 2, 3]
+    ref2 = new[:, [1, 0, 2, 2]]                       # two anchored states, two unanchored
+    perm = _align(ref2, new, 2)
+    assert list(perm[:2]) == [1, 0] and list(perm[2:]) == [2, 3]
 
 
 SHAG_SETTINGS = [{}, {"method": "em", "iterations": 3}, {"method": "det+f"},
@@ -305,7 +394,7 @@ def test_empty_data_is_refused():
 # ------------------------------------------------------------------------------------------------
 # the command line: train KIND A B == train KIND cat(A, B)
 # ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kind", ["pcfg", "spectral"])
+@pytest.mark.parametrize("kind", ["pcfg", "spectral", "pivot", "pivot-em"])
 def test_train_on_two_files_equals_their_concatenation(tmp_path, synthetic_trees, kind):
     from fastspectral.cli import main
     from fastspectral.io.modelfile import load_model_file
@@ -315,7 +404,8 @@ def test_train_on_two_files_equals_their_concatenation(tmp_path, synthetic_trees
     write_brackets(synthetic_trees[:150], a)
     write_brackets(synthetic_trees[150:], b)
     write_brackets(synthetic_trees, ab)
-    opts = ["--states", "2"] if kind == "spectral" else []
+    opts = [] if kind == "pcfg" else ["--states", "2"]
+    opts += ["--iterations", "2"] if kind == "pivot-em" else []
     assert main(["train", kind, str(a), str(b), "-o", str(tmp_path / "two.m"), "-q"] + opts) == 0
     assert main(["train", kind, str(ab), "-o", str(tmp_path / "one.m"), "-q"] + opts) == 0
     k1, m1, a1 = load_model_file(tmp_path / "two.m")
@@ -336,6 +426,6 @@ def test_train_dask_options_refuse_models_without_the_protocol(tmp_path, synthet
     a = tmp_path / "a.mrg"
     write_brackets(synthetic_trees[:50], a)
     # the check comes before any cluster is started
-    assert main(["train", "pivot", str(a), "-o", str(tmp_path / "m"), "-q",
+    assert main(["train", "ccm", str(a), "-o", str(tmp_path / "m"), "-q",
                  "--dask-workers", "1"]) == 2
     assert "cannot learn from partitions" in capsys.readouterr().err

@@ -33,6 +33,13 @@ Algorithm (per fitted treebank; symbols, rules, state counts and lexical classes
    ``p(h1 | a) = sum_rules P(rule | a) p(h1 | rule)``, likewise for unary rules and emissions
    ``q(k | p, h)``, and ``pi(a, h) = P(root = a) p(h | a at the root)``.
 
+Statistics.  Everything the three steps read from the treebank is in :class:`PivotCounts`
+(:func:`pivot_counts`): integer counts of node types (symbol and the inside / outside feature
+keys of every pair: ``Q^a`` and the alignment of step 1) and of the evidence items of step 2.
+``fit`` estimates from the counts of the whole treebank; learning from partitions
+(:mod:`fastspectral.lpcfg.stats`) from the merged counts of the partitions, which are the same
+integers: the same model, bit for bit.
+
 Parsing is that of every L-PCFG (:class:`~fastspectral.lpcfg.latent.LatentPCFGBase`:
 coarse-to-fine, compiled tensor inside-outside, max-recall).
 """
@@ -48,12 +55,13 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from .._blas import blas_single_thread
+from ..base import PartitionedFit, Statistics
 from .latent import LatentPCFGBase, _check_int, resolve_random_state
 from .latent_params import (LatentLayout, LatentParams, latent_arrays, m_step, set_threads,
                             state_counts, uniform_counts)
 
-__all__ = ["PivotLPCFG", "PivotEstimate", "MixtureEM", "SymbolDecomposition",
-           "group_mixture_em", "symbol_decomposition"]
+__all__ = ["PivotLPCFG", "PivotEstimate", "PivotCounts", "MixtureEM", "SymbolDecomposition",
+           "group_mixture_em", "pivot_counts", "pivot_estimate", "symbol_decomposition"]
 
 
 @dataclass
@@ -265,11 +273,13 @@ def _dense_ids(label, keys):
     return local
 
 
-def symbol_decomposition(f, g, m, anchor_min_count=10, seed=0, em_iterations=100):
+def symbol_decomposition(f, g, m, anchor_min_count=10, seed=0, em_iterations=100,
+                         weight=None):
     """MDP 1 on the (f, g) co-occurrences of one symbol's nodes.
 
     Step 1 of figure 1 of Cohen & Collins (2014) for one symbol: ``f``, ``g`` are the local
-    inside / outside feature ids (0..) of its nodes, ``m`` its states.  Returns a
+    inside / outside feature ids (0..) of its nodes (or of node types, each counted
+    ``weight`` times: integer counts, None: one each), ``m`` its states.  Returns a
     :class:`SymbolDecomposition`: ``r`` (``n_f x m``, ``r(f | h)``), ``s`` (``n_g x m``,
     ``s(g | h) = sum_h' t(h' | h) s'(g | h')`` in the same numbering, eq. 3) and ``k`` the number
     of anchored states (states ``k..m-1`` get the marginals).
@@ -278,7 +288,8 @@ def symbol_decomposition(f, g, m, anchor_min_count=10, seed=0, em_iterations=100
 
     nf = int(f.max()) + 1
     ng = int(g.max()) + 1
-    Q = sp.csr_matrix((np.ones(len(f)), (f, g)), shape=(nf, ng))
+    w = np.ones(len(f)) if weight is None else np.asarray(weight, dtype=np.float64)
+    Q = sp.csr_matrix((w, (f, g)), shape=(nf, ng))
     Q.sum_duplicates()
     rowm = np.asarray(Q.sum(axis=1)).ravel()
     colm = np.asarray(Q.sum(axis=0)).ravel()
@@ -298,94 +309,270 @@ def symbol_decomposition(f, g, m, anchor_min_count=10, seed=0, em_iterations=100
     return SymbolDecomposition(r, s, k)
 
 
-def _align(post_ref, post_new):
-    """Permutation ``perm`` with ``post_new[:, perm]`` best matching ``post_ref`` (Hungarian)."""
+def _align(post_ref, post_new, k_ref):
+    """Permutation ``perm`` with ``post_new[:, perm]`` best matching ``post_ref`` (Hungarian).
+
+    The reference's states ``k_ref..m-1`` are not anchored: their posteriors are identical
+    (the marginals), so any order of the states matched to them is optimal; they are kept in
+    increasing order, so that the order does not depend on rounding in the sums."""
     from scipy.optimize import linear_sum_assignment
 
     C = post_ref.T @ post_new
     _, cols = linear_sum_assignment(-C)
+    k = int(k_ref) if k_ref >= 2 else 0
+    cols[k:] = np.sort(cols[k:])
     return cols
 
 
 
 
-def _evidence(layout: LatentLayout, kin, kout, feature_pairs, anchor_min_count, seed,
-              mdp_em_iterations):
+# ------------------------------------------------------------------------------------------------
+# the sufficient statistics: integer counts of node types and of evidence items
+# ------------------------------------------------------------------------------------------------
+#: item kinds of :class:`PivotCounts` (column 0 of ``items``)
+_BINARY, _UNARY, _LEXICAL, _ROOT = 0, 1, 2, 3
+
+
+def _count_rows(tab: np.ndarray, cnt=None):
+    """The distinct rows of the int64 table ``tab`` (sorted lexicographically, first column
+    first) and their counts (``cnt``: the weights of the rows, None: one each)."""
+    tab = np.ascontiguousarray(tab, dtype=np.int64)
+    n = tab.shape[0]
+    if cnt is None:
+        cnt = np.ones(n, dtype=np.int64)
+    if n == 0:
+        return tab, np.asarray(cnt, dtype=np.int64)
+    order = np.lexsort(tab.T[::-1])
+    st = tab[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = np.any(st[1:] != st[:-1], axis=1)
+    idx = np.flatnonzero(new)
+    return st[idx], np.add.reduceat(np.asarray(cnt, dtype=np.int64)[order], idx)
+
+
+class PivotCounts(Statistics):
+    """The sufficient statistics of the pivot method (Cohen & Collins 2014, figure 1): integer
+    counts, so that merged partitions give exactly the counts of the whole treebank.
+
+    ``types`` / ``type_count``: the distinct rows ``(label, f_1..f_P, g_1..g_P)`` of the nodes
+    whose symbol has several states (``f_p``, ``g_p``: the inside and outside feature keys of
+    feature pair ``p``) with their counts: the co-occurrence matrices ``Q^a`` of every pair
+    (step 1) and the alignment of the pairs' state numberings are sums over them.
+
+    ``items`` / ``item_count``: the distinct rows ``(kind, group, pair, k1, k2, k3)`` of the
+    evidence of step 2 with their counts: binary rules (``group`` the rule, keys: the parent's
+    outside feature, the children's inside features), unary rules (parent outside, child
+    inside), lexical classes (the leaf's outside feature) and roots (the root's inside feature);
+    the key of a node whose symbol has one state is 0 (its evidence is the constant 1).
+
+    Keys are the compiled tree-fragment feature keys over the treebank's global symbol, rule and
+    word ids (:func:`~fastspectral.lpcfg.features.default_feature_keys`).
+    """
+
+    _same = ("settings",)
+
+    def __init__(self, settings, types, type_count, items, item_count):
+        self.settings = settings
+        self.types, self.type_count = types, type_count
+        self.items, self.item_count = items, item_count
+
+    def update(self, other):
+        if type(other) is not type(self):
+            raise TypeError(f"cannot merge {type(other).__name__} into {type(self).__name__}")
+        if other.settings != self.settings:
+            raise ValueError(f"cannot merge PivotCounts computed with different settings "
+                             f"({self.settings!r} != {other.settings!r})")
+        self.types, self.type_count = _count_rows(np.concatenate([self.types, other.types]),
+                                                  np.concatenate([self.type_count,
+                                                                  other.type_count]))
+        self.items, self.item_count = _count_rows(np.concatenate([self.items, other.items]),
+                                                  np.concatenate([self.item_count,
+                                                                  other.item_count]))
+        return self
+
+
+def pivot_counts(nodes, g, m, lexrow, feature_pairs, settings=None) -> PivotCounts:
+    """The :class:`PivotCounts` of treebank nodes.
+
+    Parameters
+    ----------
+    nodes : NodeData
+        The nodes (:func:`~fastspectral.lpcfg.features.extract_nodes`) over the ids of the
+        whole treebank.
+    g : Grammar
+        The fine grammar of the treebank.
+    m : numpy.ndarray
+        Latent states of every symbol.
+    lexrow : numpy.ndarray
+        Per node its lexical-class row of the treebank (``(tag, class)``; -1: not a leaf).
+    feature_pairs : sequence of (int, int)
+        As :class:`PivotLPCFG`.
+    settings : optional
+        What the counts were computed with (statistics of other settings do not merge).
+    """
+    from .features import default_feature_keys
+
+    pairs = [tuple(int(x) for x in p) for p in feature_pairs]
+    P = len(pairs)
+    N = int(nodes.n_nodes)
+    w = 1 + 2 * P
+    if N == 0:
+        e = np.zeros(0, dtype=np.int64)
+        return PivotCounts(settings, np.zeros((0, w), np.int64), e,
+                           np.zeros((0, 6), np.int64), e.copy())
+    kin, kout = default_feature_keys(nodes)
+    kin = np.asarray(kin, dtype=np.int64)
+    kout = np.asarray(kout, dtype=np.int64)
+    label = nodes.label.astype(np.int64)
+    m = np.asarray(m, dtype=np.int64)
+    multi = m[label] > 1
+    is_pre = np.asarray(g.is_preterminal, dtype=bool)[label]
+    # pre-terminals have no children: their inside feature is the word (template 1)
+    fk = [np.where(is_pre, kin[:, 0], kin[:, ci]) for ci, _ in pairs]
+    gk = [kout[:, co] for _, co in pairs]
+    types, tcnt = _count_rows(np.column_stack([label[multi]] + [f[multi] for f in fk] +
+                                              [x[multi] for x in gk]))
+    fz = [np.where(multi, f, 0) for f in fk]
+    gz = [np.where(multi, x, 0) for x in gk]
+    left = nodes.left.astype(np.int64)
+    right = nodes.right.astype(np.int64)
+    rule = nodes.rule.astype(np.int64)
+    urule = nodes.urule.astype(np.int64)
+    bn = np.flatnonzero(rule >= 0)
+    un = np.flatnonzero(urule >= 0)
+    lf = np.flatnonzero(nodes.word >= 0)
+    rt = np.flatnonzero(nodes.parent < 0)
+    zb, zu, zl, zr = (np.zeros(len(x), dtype=np.int64) for x in (bn, un, lf, rt))
+    blocks = []
+    for p in range(P):
+        blocks.append(np.column_stack([zb + _BINARY, rule[bn], zb + p, gz[p][bn],
+                                       fz[p][left[bn]], fz[p][right[bn]]]))
+        blocks.append(np.column_stack([zu + _UNARY, urule[un], zu + p, gz[p][un],
+                                       fz[p][left[un]], zu]))
+        blocks.append(np.column_stack([zl + _LEXICAL, np.asarray(lexrow, np.int64)[lf],
+                                       zl + p, gz[p][lf], zl, zl]))
+        blocks.append(np.column_stack([zr + _ROOT, label[rt], zr + p, fz[p][rt], zr, zr]))
+    items, icnt = _count_rows(np.concatenate(blocks))
+    return PivotCounts(settings, types, tcnt, items, icnt)
+
+
+class _KeyOffsets:
+    """Evidence offsets of (label, feature key) pairs of one feature pair, inside or outside:
+    sorted ``(lab, key)`` with their offset in the evidence array."""
+
+    def __init__(self):
+        self.lab, self.key, self.off = [], [], []
+
+    def add(self, a, keys, offsets):
+        self.lab.append(np.full(len(keys), a, dtype=np.int64))
+        self.key.append(keys)
+        self.off.append(offsets)
+
+    def done(self):
+        cat = (lambda x: np.concatenate(x) if x else np.zeros(0, dtype=np.int64))
+        self.lab, self.key, self.off = cat(self.lab), cat(self.key), cat(self.off)
+        return self
+
+    def lookup(self, lab, key, multi):
+        """The offsets of the queries (0, the constant evidence, where ``multi`` is False)."""
+        out = np.zeros(len(lab), dtype=np.int64)
+        q = np.flatnonzero(multi)
+        if q.size == 0:
+            return out
+        # (lab, key) is sorted: as int64 codes lab * U + rank(key), sorted too
+        ukeys = np.unique(self.key)
+        U = max(1, ukeys.shape[0])
+        table = self.lab * U + np.searchsorted(ukeys, self.key)
+        kq = key[q]
+        rank = np.minimum(np.searchsorted(ukeys, kq), U - 1)
+        pos = np.minimum(np.searchsorted(table, lab[q] * U + rank), max(0, len(table) - 1))
+        if len(table) == 0 or np.any(self.lab[pos] != lab[q]) or np.any(self.key[pos] != kq):
+            raise ValueError("pivot statistics: an item's feature is not among the node types "
+                             "(were the counts computed on other data?)")
+        out[q] = self.off[pos]
+        return out
+
+
+def _evidence(m, stats: PivotCounts, P, anchor_min_count, seed, mdp_em_iterations):
     """Evidence vectors of step 2, stored once per (symbol, feature value).
 
-    Returns ``(E, in_off, out_off, anchored)``: the flat evidence array (``E[0] = 1`` is the
-    evidence of one-state symbols), per feature pair every node's offset of its inside vector
-    ``r(f(n) | .)`` and outside vector ``s(g(n) | .)`` (rescaled to max 1: the convex EM is
-    invariant to a per-item scale), and the anchored states per symbol (first pair)."""
-    lay = layout
-    label = lay.label
-    m = lay.m
-    N = lay.N
-    pairs = [tuple(int(x) for x in p) for p in feature_pairs]
+    Returns ``(E, ins, outs, anchored)``: the flat evidence array (``E[0] = 1`` is the evidence
+    of one-state symbols), per feature pair the offsets of the inside vectors ``r(f | .)`` and
+    the outside vectors ``s(g | .)`` of every (symbol, feature key) (rescaled to max 1: the
+    convex EM is invariant to a per-item scale), and the anchored states per symbol (first
+    pair).  Reads only the node types of ``stats``: ``Q^a`` of pair ``p`` is the sum of the
+    type counts at (inside id, outside id), the alignment of pair ``p`` to the first pair the
+    count-weighted sum of the products of the types' posteriors."""
+    types, tcnt = stats.types, stats.type_count
+    label = types[:, 0]
+    S = len(m)
+    ptr = np.searchsorted(label, np.arange(S + 1))     # types sorted by label first
     chunks = [np.ones(1)]
     pos = 1
-    in_all, out_all = [], []
+    ins, outs = [], []
     post_ref = {}
     anchored = {}
-    order = np.argsort(label, kind="stable")
-    ptr = np.zeros(lay.S + 1, dtype=np.int64)
-    np.cumsum(np.bincount(label, minlength=lay.S), out=ptr[1:])
-    # pre-terminals have no children: their inside feature is the word (template 1)
-    is_pre = lay.g.is_preterminal[label]
-    for pi_, (ci, co) in enumerate(pairs):
-        fid = _dense_ids(label, np.where(is_pre, kin[:, 0], kin[:, ci]))
-        gid = _dense_ids(label, kout[:, co])
-        in_off = np.zeros(N, dtype=np.int64)
-        out_off = np.zeros(N, dtype=np.int64)
+    for pi_ in range(P):
+        kin, kout = _KeyOffsets(), _KeyOffsets()
         for a in np.flatnonzero(m > 1):
-            idx = order[ptr[a]:ptr[a + 1]]
-            if idx.size == 0:
+            r0, r1 = int(ptr[a]), int(ptr[a + 1])
+            if r1 == r0:
                 continue
             ma = int(m[a])
-            dec = symbol_decomposition(fid[idx], gid[idx], ma, anchor_min_count, seed + int(a),
-                                       mdp_em_iterations)
+            fkeys, fid = np.unique(types[r0:r1, 1 + pi_], return_inverse=True)
+            gkeys, gid = np.unique(types[r0:r1, 1 + P + pi_], return_inverse=True)
+            fid, gid = fid.ravel(), gid.ravel()
+            w = tcnt[r0:r1]
+            dec = symbol_decomposition(fid, gid, ma, anchor_min_count, seed + int(a),
+                                       mdp_em_iterations, weight=w)
             r, s, k = dec.r, dec.s, dec.k
             if pi_ == 0:
                 anchored[int(a)] = k
-            post = r[fid[idx]] * s[gid[idx]]
+            post = r[fid] * s[gid]
             post /= np.maximum(post.sum(1, keepdims=True), 1e-300)
             if pi_ == 0:
-                post_ref[int(a)] = post
+                post_ref[int(a)] = post * w[:, None]
             elif k >= 2:
-                perm = _align(post_ref[int(a)], post)
+                perm = _align(post_ref[int(a)], post, anchored[int(a)])
                 r, s = r[:, perm], s[:, perm]
             r = r / np.maximum(r.max(1, keepdims=True), 1e-300)
             s = s / np.maximum(s.max(1, keepdims=True), 1e-300)
             chunks.append(r.ravel())
-            in_off[idx] = pos + fid[idx] * ma
+            kin.add(a, fkeys, pos + np.arange(len(fkeys), dtype=np.int64) * ma)
             pos += r.size
             chunks.append(s.ravel())
-            out_off[idx] = pos + gid[idx] * ma
+            kout.add(a, gkeys, pos + np.arange(len(gkeys), dtype=np.int64) * ma)
             pos += s.size
-        in_all.append(in_off)
-        out_all.append(out_off)
-    return np.concatenate(chunks), in_all, out_all, anchored
+        ins.append(kin.done())
+        outs.append(kout.done())
+    return np.concatenate(chunks), ins, outs, anchored
 
 
-def _solve(grp, e1, e2, e3, m1, m2, m3, E, max_iter, tol, jobs) -> MixtureEM:
+def _solve(grp, e1, e2, e3, m1, m2, m3, E, max_iter, tol, jobs, weight) -> MixtureEM:
     """Convex EM over de-duplicated items (identical evidence triples are counted once with
-    their multiplicity as weight)."""
+    their summed count as weight)."""
     key = np.stack([grp, e1, e2, e3], axis=1)
-    uniq, cnt = np.unique(key, axis=0, return_counts=True)
+    uniq, inv = np.unique(key, axis=0, return_inverse=True)
+    cnt = np.bincount(inv.ravel(), weights=np.asarray(weight, dtype=np.float64),
+                      minlength=uniq.shape[0])
     return group_mixture_em(uniq[:, 0], uniq[:, 1], uniq[:, 2], uniq[:, 3], m1, m2, m3, E,
-                            weight=cnt.astype(np.float64), max_iter=max_iter, tol=tol, jobs=jobs)
+                            weight=cnt, max_iter=max_iter, tol=tol, jobs=jobs)
 
 
-def pivot_estimate(layout: LatentLayout, *, feature_pairs=((1, 1), (0, 0), (3, 3)),
-                   anchor_min_count=10, mixture_iterations=30, mixture_tol=1e-5,
-                   mdp_em_iterations=100, parent_smoothing=0.0, seed=0,
-                   jobs=None) -> PivotEstimate:
+def pivot_estimate(layout, *, stats: PivotCounts | None = None,
+                   feature_pairs=((1, 1), (0, 0), (3, 3)), anchor_min_count=10,
+                   mixture_iterations=30, mixture_tol=1e-5, mdp_em_iterations=100,
+                   parent_smoothing=0.0, seed=0, jobs=None) -> PivotEstimate:
     """The pivot estimates of Cohen & Collins (2014), figure 1, on a treebank layout.
 
     Parameters
     ----------
     layout : LatentLayout
-        The training treebank with its state counts.
+        The training treebank with its state counts (with ``stats``, any layout of its
+        parameters: :class:`~fastspectral.lpcfg.stats.GlobalLayout` built from merged counts).
+    stats : PivotCounts, optional
+        The treebank's statistics (:func:`pivot_counts`; merged partitions' counts are the
+        whole treebank's); None: counted from ``layout``'s nodes.
     feature_pairs, anchor_min_count, mixture_iterations, mixture_tol
         As :class:`PivotLPCFG`.
     mdp_em_iterations, parent_smoothing
@@ -399,56 +586,64 @@ def pivot_estimate(layout: LatentLayout, *, feature_pairs=((1, 1), (0, 0), (3, 3
     -------
     PivotEstimate
     """
-    from .features import default_feature_keys
-
     t0 = time.perf_counter()
     lay = layout
-    kin, kout = default_feature_keys(lay.nodes)
-    E, ins, outs, anchored = _evidence(lay, kin, kout, feature_pairs, anchor_min_count, seed,
-                                       mdp_em_iterations)
-    t1 = time.perf_counter()
-    P = len(ins)
     m = lay.m
+    if stats is None:
+        stats = pivot_counts(lay.nodes, lay.g, m, lay.lexrow, feature_pairs)
+    P = len(tuple(feature_pairs))
+    if stats.types.shape[1] != 1 + 2 * P:
+        raise ValueError(f"pivot statistics of {(stats.types.shape[1] - 1) // 2} feature "
+                         f"pair(s), expected {P}")
+    E, ins, outs, anchored = _evidence(m, stats, P, anchor_min_count, seed, mdp_em_iterations)
+    t1 = time.perf_counter()
     counts = lay.zeros()
-    R = len(lay.bin_parent)
+    items, weight = stats.items, stats.item_count
+    kind, grp, pair = items[:, 0], items[:, 1], items[:, 2]
 
-    def solve(grp, e1, e2, e3, m1, m2, m3):
-        return _solve(grp, e1, e2, e3, m1, m2, m3, E, mixture_iterations, mixture_tol, jobs)
+    def offsets(sel, tables, lab, col):
+        """Evidence offsets of the keys in column ``col`` of the items ``sel`` (symbols
+        ``lab``), looked up in the inside or outside tables of each item's pair."""
+        out = np.zeros(len(sel), dtype=np.int64)
+        multi = m[lab] > 1
+        for p in range(P):
+            q = pair[sel] == p
+            out[q] = tables[p].lookup(lab[q], items[sel[q], col], multi[q])
+        return out
 
-    # binary rules: one item per (node, feature pair)
-    rn = lay.rnodes
-    grp = np.tile(np.repeat(np.arange(R, dtype=np.int64), np.diff(lay.rptr)), P)
-    e1 = np.concatenate([outs[p][rn] for p in range(P)])
-    e2 = np.concatenate([ins[p][lay.left[rn]] for p in range(P)])
-    e3 = np.concatenate([ins[p][lay.right[rn]] for p in range(P)])
-    res_b = solve(grp, e1, e2, e3, m[lay.bin_parent], m[lay.bin_left], m[lay.bin_right])
+    def solve(sel, e1, e2, e3, m1, m2, m3):
+        return _solve(grp[sel], e1, e2, e3, m1, m2, m3, E, mixture_iterations, mixture_tol,
+                      jobs, weight[sel])
+
+    ones = np.ones(max(lay.S, len(lay.lex_sym)), np.int64)
+    # binary rules: an item per (node, feature pair): s(g | h1, a) r(f2 | h2, b) r(f3 | h3, c)
+    sel = np.flatnonzero(kind == _BINARY)
+    r = grp[sel]
+    res_b = solve(sel, offsets(sel, outs, lay.bin_parent[r], 3),
+                  offsets(sel, ins, lay.bin_left[r], 4), offsets(sel, ins, lay.bin_right[r], 5),
+                  m[lay.bin_parent], m[lay.bin_left], m[lay.bin_right])
     counts.T[:] = res_b.t * np.repeat(lay.bin_count, np.diff(res_b.toff))
     # unary rules
-    un = lay.un_nodes
     Un = len(lay.un_parent)
     if Un:
-        grp = np.tile(lay.urule[un], P)
-        e1 = np.concatenate([outs[p][un] for p in range(P)])
-        e2 = np.concatenate([ins[p][lay.left[un]] for p in range(P)])
-        res = solve(grp, e1, e2, np.zeros_like(e1), m[lay.un_parent], m[lay.un_child],
-                    np.ones(Un, np.int64))
+        sel = np.flatnonzero(kind == _UNARY)
+        u = grp[sel]
+        res = solve(sel, offsets(sel, outs, lay.un_parent[u], 3),
+                    offsets(sel, ins, lay.un_child[u], 4), np.zeros(len(sel), np.int64),
+                    m[lay.un_parent], m[lay.un_child], ones[:Un])
         counts.U[:] = res.t * np.repeat(lay.un_count, np.diff(res.toff))
     # lexical classes p -> k: outside evidence only
-    lf = lay.leaf_nodes
     nrow = len(lay.lex_sym)
-    grp = np.tile(lay.lexrow[lf], P)
-    e1 = np.concatenate([outs[p][lf] for p in range(P)])
-    zero = np.zeros_like(e1)
-    res = solve(grp, e1, zero, zero, m[lay.lex_sym], np.ones(nrow, np.int64),
-                np.ones(nrow, np.int64))
+    sel = np.flatnonzero(kind == _LEXICAL)
+    zero = np.zeros(len(sel), np.int64)
+    res = solve(sel, offsets(sel, outs, lay.lex_sym[grp[sel]], 3), zero, zero,
+                m[lay.lex_sym], ones[:nrow], ones[:nrow])
     counts.L[:] = res.t * np.repeat(lay.lex_count, np.diff(res.toff))
     # roots: inside evidence only (groups = symbols)
-    rt = lay.root_nodes
     S = lay.S
-    grp = np.tile(lay.label[rt], P)
-    e1 = np.concatenate([ins[p][rt] for p in range(P)])
-    zero = np.zeros_like(e1)
-    res = solve(grp, e1, zero, zero, m, np.ones(S, np.int64), np.ones(S, np.int64))
+    sel = np.flatnonzero(kind == _ROOT)
+    zero = np.zeros(len(sel), np.int64)
+    res = solve(sel, offsets(sel, ins, grp[sel], 3), zero, zero, m, ones[:S], ones[:S])
     counts.c1[:] = res.t * np.repeat(lay.root_count, m)
     # step 3: normalisation (section 6.1)
     params = m_step(lay, counts, parent_smoothing)
@@ -513,7 +708,7 @@ def _fill_dead_states(lay: LatentLayout, params: LatentParams, spread: LatentPar
 
 
 
-class PivotLPCFG(LatentPCFGBase):
+class PivotLPCFG(PartitionedFit, LatentPCFGBase):
     """Latent-variable PCFG estimated by the pivot (anchor) method of Cohen & Collins (2014).
 
     Step 1 decomposes the inside/outside feature co-occurrences of every symbol under the
@@ -656,9 +851,10 @@ class PivotLPCFG(LatentPCFGBase):
                 and 0.0 <= self.parent_smoothing < 1.0):
             raise ValueError(f"parent_smoothing must be in [0, 1), got {self.parent_smoothing!r}")
 
-    def _learn(self, layout: LatentLayout, seed: int) -> PivotEstimate:
-        """The pivot estimates on ``layout`` with this model's settings (validated)."""
-        return pivot_estimate(layout, feature_pairs=self.feature_pairs,
+    def _learn(self, layout: LatentLayout, seed: int, stats=None) -> PivotEstimate:
+        """The pivot estimates on ``layout`` (from ``stats``, the treebank's
+        :class:`PivotCounts`, when given) with this model's settings (validated)."""
+        return pivot_estimate(layout, stats=stats, feature_pairs=self.feature_pairs,
                               anchor_min_count=self.anchor_min_count,
                               mixture_iterations=self.mixture_iterations,
                               mixture_tol=self.mixture_tol,
@@ -698,6 +894,33 @@ class PivotLPCFG(LatentPCFGBase):
         self.n_train_trees_ = prep.n_trees
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    # -- learning from partitions (the statistics protocol of fastspectral.base) -------------
+    def prepare_partition(self, items):
+        """A partition of treebank trees cleaned and binarised once for every pass."""
+        from .stats import prepare_latent_partition
+
+        return prepare_latent_partition(self, items)
+
+    def sufficient_statistics(self, items, context=None):
+        """The mergeable statistics of a partition: the treebank counts (first pass), then
+        the :class:`PivotCounts` over the treebank's ids (see :mod:`fastspectral.lpcfg.stats`)."""
+        from .stats import latent_counts, pivot_statistics
+
+        part = self._as_partition(items)
+        if context is None:
+            self._validate()
+            return latent_counts(self, part)
+        return pivot_statistics(self, part, context)
+
+    def fit_statistics(self, stats, context=None):
+        """The symbol tables and layout (after the first pass), then the pivot estimate from
+        the merged :class:`PivotCounts` (the model ``fit`` gives on the concatenated
+        partitions, bit for bit: the counts are integers); returns the next pass's context,
+        or None once fitted."""
+        from .stats import pivot_fit_statistics
+
+        return pivot_fit_statistics(self, stats, context, time.perf_counter())
 
     @classmethod
     def _params_from_file(cls, params: dict) -> dict:

@@ -25,11 +25,22 @@ pass 0 (every L-PCFG)
     per (tag, word) and per rare word the sums of projections, and the log rule probability
     per word; merged, they give the tensors exactly as ``fit``'s averages over all nodes.
 
-:class:`~fastspectral.lpcfg.em.EMLPCFG` (random start)
-    pass 1, 2, ...: one EM iteration each: the E-step (expected counts and log-likelihood)
-    of each partition with the current parameters (the context), summed; the M-step on the
-    sums.  The lexical rows (tag, word class) of a partition are a subset of the treebank's:
-    its parameters are gathered from, and its counts scattered into, the global rows.
+:class:`~fastspectral.lpcfg.pivot.PivotLPCFG` (Cohen & Collins 2014, figure 1)
+    pass 1, :class:`~fastspectral.lpcfg.pivot.PivotCounts`: integer counts of node types
+    ``(symbol, inside and outside feature keys of every feature pair)`` (the co-occurrence
+    matrices ``Q^a`` of step 1 and the alignment of the pairs are sums over them) and of the
+    evidence items of step 2 (per rule, lexical row and root: the feature keys of the node and
+    its children).  The merged counts are exactly the treebank's, so the estimate (MDP 1, the
+    convex EM, the normalisation: :func:`~fastspectral.lpcfg.pivot.pivot_estimate`, which
+    ``fit`` runs on the same counts) is ``fit``'s, bit for bit.
+
+:class:`~fastspectral.lpcfg.em.EMLPCFG`
+    (``init="pivot"``: the pivot pass first, its estimate mixed with the uniform spread is the
+    start) pass 1, 2, ...: one EM iteration each: the E-step (expected counts and
+    log-likelihood) of each partition with the current parameters (the context), summed; the
+    M-step on the sums.  The lexical rows (tag, word class) of a partition are a subset of the
+    treebank's: its parameters are gathered from, and its counts scattered into, the global
+    rows.
 """
 from __future__ import annotations
 
@@ -47,7 +58,8 @@ from ..trees.tree import Tree
 from .features import extract_nodes, word_class
 
 __all__ = ["LatentCounts", "LatentContext", "FeatureCounts", "OmegaCounts", "SpectralMoments",
-           "EMCounts", "prepare_latent_partition", "latent_counts", "latent_context"]
+           "EMCounts", "PivotContext", "prepare_latent_partition", "latent_counts",
+           "latent_context", "pivot_statistics"]
 
 
 # ================================================================================================
@@ -946,14 +958,9 @@ def _partition_layout(model, part: Partition, ctx: EMContext):
     return got
 
 
-def _check_em_init(model) -> None:
-    if model.init != "random":
-        raise ValueError("EMLPCFG learns from partitions from a random start only "
-                         "(init='random'); the pivot start needs the whole treebank")
-
-
 def em_statistics(model, part: Partition, context):
-    """One partition's statistics: pass 0's counts, then its E-step."""
+    """One partition's statistics: pass 0's counts, the pivot counts (``init="pivot"``),
+    then its E-step."""
     import numba
     from threadpoolctl import threadpool_limits
 
@@ -961,8 +968,9 @@ def em_statistics(model, part: Partition, context):
 
     if context is None:
         model._validate()
-        _check_em_init(model)
         return latent_counts(model, part)
+    if isinstance(context, PivotContext):
+        return pivot_statistics(model, part, context)
     with threadpool_limits(limits=1):
         lay, lidx = _partition_layout(model, part, context)
         G = context.layout
@@ -976,24 +984,28 @@ def em_statistics(model, part: Partition, context):
 
 
 def em_fit_statistics(model, stats, context, t0: float):
-    """The initial parameters (after pass 0) or one M-step; installs the model after the last
-    iteration and returns None then, else the next pass's context."""
+    """The initial parameters (after pass 0: the random start; after the pivot pass: the pivot
+    start) or one M-step; installs the model after the last iteration and returns None then,
+    else the next pass's context."""
     from threadpoolctl import threadpool_limits
 
     from .latent_params import LatentParams, m_step, uniform_counts
 
     if context is None:
         model._validate()
-        _check_em_init(model)
         base = latent_context(model, stats, t0)
         with threadpool_limits(limits=1):
             G = GlobalLayout(model, base)
+            if model.init == "pivot":          # the next pass counts the pivot statistics
+                return _pivot_context(base, G, model._pivot_model(base.seed))
             params = m_step(G, uniform_counts(G, model.noise, base.seed))
-        ctx = EMContext(base, G, params, 1, [], None, time.perf_counter())
-        if model.n_iterations == 0:
-            _install_em(model, ctx, t0)
-            return None
-        return ctx
+        return _em_start(model, base, G, params, t0)
+    if isinstance(context, PivotContext):      # the pivot start (EMLPCFG._initial_params)
+        est = pivot_estimate_of(stats, context)
+        G = context.layout
+        with threadpool_limits(limits=1):
+            params = est.params.mix(m_step(G, uniform_counts(G)), model.init_mix)
+        return _em_start(model, context.base, G, params, t0, context.t_start)
     if not isinstance(stats, EMCounts):
         raise TypeError(f"expected EMCounts, got {type(stats).__name__}")
     if stats.settings != _em_settings(model) or stats.iteration != context.iteration:
@@ -1015,6 +1027,19 @@ def em_fit_statistics(model, stats, context, t0: float):
     return ctx
 
 
+def _em_start(model, base: LatentContext, G: GlobalLayout, params, t0: float,
+              t_learn: float | None = None):
+    """The context of EM's first iteration from the initial ``params`` (None, with the model
+    installed, when no iteration is asked for); ``t_learn``: when the learning began (the
+    origin of the history's seconds; None: now)."""
+    ctx = EMContext(base, G, params, 1, [], None,
+                    time.perf_counter() if t_learn is None else t_learn)
+    if model.n_iterations == 0:
+        _install_em(model, ctx, t0)
+        return None
+    return ctx
+
+
 def _install_em(model, ctx: EMContext, t0: float) -> None:
     model._install(ctx.base.pcfg, ctx.layout.arrays(ctx.params))
     model.params_ = ctx.params
@@ -1022,3 +1047,100 @@ def _install_em(model, ctx: EMContext, t0: float) -> None:
     model.n_iter_ = len(ctx.history)
     model.n_train_trees_ = ctx.base.n_trees
     model.fit_time_ = time.perf_counter() - t0
+
+
+# ================================================================================================
+# the pivot method (PivotLPCFG; EMLPCFG's pivot start): one pass of integer counts
+# ================================================================================================
+class PivotContext:
+    """Context of the pivot pass: pass 0's context, the global layout (states, lexical rows),
+    the :class:`~fastspectral.lpcfg.pivot.PivotLPCFG` whose options the pass uses (the model
+    itself, or the pivot start of an EM model) and its resolved seed."""
+
+    def __init__(self, base: LatentContext, layout: GlobalLayout, pivot, seed: int):
+        self.base = base
+        self.layout = layout
+        self.pivot = pivot
+        self.seed = int(seed)
+        self.token = uuid.uuid4().hex
+        self.t_start = time.perf_counter()     # EM's history counts the pivot start's time
+        self.settings = (tuple(tuple(int(x) for x in p) for p in pivot.feature_pairs),
+                         self.token)
+
+
+def _pivot_context(base: LatentContext, G: GlobalLayout, pivot) -> PivotContext:
+    from .latent import resolve_random_state
+
+    pivot._validate()
+    return PivotContext(base, G, pivot, resolve_random_state(pivot.random_state))
+
+
+def _lexical_rows(nodes, G: GlobalLayout) -> np.ndarray:
+    """Per node its row of the treebank's lexical classes ``(tag, class)`` (-1: not a leaf),
+    as :class:`~fastspectral.lpcfg.latent_params.LatentLayout` numbers them on the whole
+    treebank."""
+    rows = np.full(nodes.n_nodes, -1, dtype=np.int64)
+    pre = np.flatnonzero(nodes.word >= 0)
+    if pre.size == 0:
+        return rows
+    V = G.V
+    w = nodes.word[pre].astype(np.int64)
+    key = nodes.label[pre].astype(np.int64) * (V + 1) + np.where(G.rare_word[w], V, w)
+    k = np.minimum(np.searchsorted(G.lex_key, key), max(0, len(G.lex_key) - 1))
+    if len(G.lex_key) == 0 or np.any(G.lex_key[k] != key):
+        raise ValueError("a partition has a (tag, word class) that is not in the merged counts")
+    rows[pre] = k
+    return rows
+
+
+def pivot_statistics(model, part: Partition, context: PivotContext):
+    """A partition's :class:`~fastspectral.lpcfg.pivot.PivotCounts` over the treebank's ids
+    (the pass after pass 0 of ``PivotLPCFG`` and of ``EMLPCFG(init="pivot")``)."""
+    from threadpoolctl import threadpool_limits
+
+    from .pivot import pivot_counts
+
+    with threadpool_limits(limits=1):
+        nodes = context.base.nodes(part)
+        G = context.layout
+        return pivot_counts(nodes, context.base.grammar, G.m, _lexical_rows(nodes, G),
+                            context.pivot.feature_pairs, context.settings)
+
+
+def pivot_estimate_of(stats, context: PivotContext):
+    """The :class:`~fastspectral.lpcfg.pivot.PivotEstimate` of merged pivot counts."""
+    from threadpoolctl import threadpool_limits
+
+    from .pivot import PivotCounts
+
+    if not isinstance(stats, PivotCounts):
+        raise TypeError(f"expected PivotCounts, got {type(stats).__name__}")
+    if stats.settings != context.settings:
+        raise ValueError("these pivot statistics were computed for another model or pass")
+    with threadpool_limits(limits=1):
+        return context.pivot._learn(context.layout, context.seed, stats=stats)
+
+
+def pivot_fit_statistics(model, stats, context, t0: float):
+    """``PivotLPCFG.fit_statistics``: the pivot context after pass 0; the estimate, installed,
+    after the pivot pass (returns None then)."""
+    from threadpoolctl import threadpool_limits
+
+    if context is None:
+        model._validate()
+        base = latent_context(model, stats, t0)
+        with threadpool_limits(limits=1):
+            return _pivot_context(base, GlobalLayout(model, base), model)
+    if not isinstance(context, PivotContext):
+        raise TypeError(f"expected a PivotContext, got {type(context).__name__}")
+    est = pivot_estimate_of(stats, context)
+    G = context.layout
+    with threadpool_limits(limits=1):
+        model._install(context.base.pcfg, G.arrays(est.params))
+    model.params_ = est.params
+    model.anchored_states_ = est.anchored_states
+    model.mixture_iterations_ = est.mixture_iterations
+    model.decomposition_time_ = est.decomposition_seconds
+    model.n_train_trees_ = context.base.n_trees
+    model.fit_time_ = time.perf_counter() - t0
+    return None
