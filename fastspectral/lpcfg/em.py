@@ -315,15 +315,17 @@ class EMLPCFG(PartitionedFit, LatentPCFGBase):
         return prepare_latent_partition(self, items)
 
     def sufficient_statistics(self, items, context=None):
-        """The mergeable statistics of a partition: the treebank counts (first pass), then
+        """The mergeable statistics of a partition: the treebank counts (first pass), the
+        pivot counts (``init="pivot"``: :class:`~fastspectral.lpcfg.pivot.PivotCounts`), then
         one E-step per pass with the parameters of ``context`` (see
-        :mod:`fastspectral.lpcfg.stats`; random start only)."""
+        :mod:`fastspectral.lpcfg.stats`)."""
         from .stats import em_statistics
 
         return em_statistics(self, self._as_partition(items), context)
 
     def fit_statistics(self, stats, context=None):
-        """The initial parameters, then one M-step per pass on the merged expected counts:
+        """The initial parameters (the random start, or the pivot estimate of the merged pivot
+        counts mixed as in ``fit``), then one M-step per pass on the merged expected counts:
         the next pass's context, or None once fitted (the model ``fit`` gives on the
         concatenated partitions; no ``callback``)."""
         from .stats import em_fit_statistics
