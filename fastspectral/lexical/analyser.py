@@ -10,12 +10,29 @@ a given analyser knows: it proposes the analyses seen with training words of the
 (the longest suffix of up to ``max_suffix`` letters seen with at least ``min_types`` word
 types), the lemma rewritten by the ending rule of the training pair (``dogs -> dog``: strip one
 letter) and, for vocalised corpora, the vocalised form left undiacritised.
+
+For *vocalised* corpora (Arabic) the guesser works by analogy on whole word shapes instead:
+a training pair ``(token, label)`` gives the *shape* ``(vocalisation pattern, lemma rule,
+UPOS, XPOS, FEATS)`` — the diacritics of its vocalised form letter by letter
+(:func:`~fastspectral.lexical.data.vocal_pattern`) and an edit rule from the vocalised form to
+the vocalised lemma (strip a prefix and a suffix around their longest common substring, add
+the lemma's own prefix and suffix: ``اَلمُعَارِضِينَ -> مُعَارِض``).  Shapes are indexed by keys
+of decreasing precision that all keep the token's length — the *skeleton* (every letter but
+alef, waw, ya, alef maqsura, ta marbuta and the hamza forms replaced by ``C``: the template of
+Arabic morphology) with the first letter and the last two, the skeleton with the last two /
+the last letter, then the length with the last two / last letter, then the length alone —
+and an unknown token gets the most frequent shapes of its finest keys (``max_guesses`` in
+all): the pattern is put onto its letters (:func:`~fastspectral.lexical.data.revocalize`) and
+the lemma rule applied to the result.  On PADT this puts the gold label (vocalised form and
+lemma included) among the candidates of about half of the unknown tokens, where the
+undiacritised guess could never be right.
 """
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from functools import lru_cache
 
-from .data import undiacritize
+from .data import revocalize, undiacritize, vocal_pattern
 
 __all__ = ["normalise_analyses", "SuffixGuesser"]
 
@@ -65,6 +82,55 @@ def _lemma_rule(token: str, lemma: str) -> tuple:
     return (lower, len(base) - k, lemma[k:])
 
 
+_LETTER = "\u00b7"
+#: letters an Arabic skeleton keeps (long vowels, alef maqsura, ta marbuta, hamza forms)
+_SKELETON_KEEP = frozenset("\u0627\u0648\u064a\u0649\u0629\u0621\u0623\u0625\u0622\u0624"
+                           "\u0626")
+
+
+def _skeleton(token: str) -> str:
+    return "".join(c if c in _SKELETON_KEEP else "C" for c in token)
+
+
+def _shape_keys(token: str) -> tuple:
+    """The keys of a token, finest first (see the module docstring); all keep the length."""
+    sk = _skeleton(token)
+    n = len(token)
+    return (("s3", sk, token[:1], token[-2:]), ("s2", sk, token[-2:]), ("s1", sk, token[-1:]),
+            ("l2", n, token[-2:]), ("l1", n, token[-1:]), ("l0", n))
+
+
+@lru_cache(maxsize=1 << 17)
+def _word_shape(token: str, label: tuple):
+    """``(vocalisation pattern, lemma rule, UPOS, XPOS, FEATS)`` of a training pair (None when
+    the vocalised form does not spell the token)."""
+    lemma, upos, xpos, feats, vocalised = label
+    pattern = vocal_pattern(vocalised)
+    if pattern.count(_LETTER) != len(token):
+        return None
+    return (pattern, _vocalised_lemma_rule(vocalised, lemma), upos, xpos, feats)
+
+
+def _vocalised_lemma_rule(form: str, lemma: str) -> tuple:
+    """``(strip_front, strip_back, add_front, add_back)``: lemma = add_front +
+    form[strip_front:len - strip_back] + add_back around the longest common substring of the
+    vocalised form and the lemma (the whole lemma is added when they share nothing)."""
+    from difflib import SequenceMatcher
+
+    m = SequenceMatcher(None, form, lemma, autojunk=False).find_longest_match(
+        0, len(form), 0, len(lemma))
+    if m.size == 0:
+        return (len(form), 0, lemma, "")
+    return (m.a, len(form) - m.a - m.size, lemma[:m.b], lemma[m.b + m.size:])
+
+
+def _apply_lemma_rule(form: str, rule: tuple) -> str:
+    a, b, front, back = rule
+    if a + b > len(form):
+        return ""
+    return front + form[a:len(form) - b] + back
+
+
 class SuffixGuesser:
     """Analyses of unknown tokens from the endings of training words (see the module
     docstring).
@@ -77,17 +143,23 @@ class SuffixGuesser:
         Analyses proposed per token (the most frequent for the ending, by word types).
     min_types : int
         An ending must have been seen with this many word types to be used.
+    max_vocalised_guesses : int
+        Analyses proposed per token by the shape analogy of vocalised corpora.
     """
 
-    def __init__(self, max_suffix: int = 4, max_guesses: int = 8, min_types: int = 2):
+    def __init__(self, max_suffix: int = 4, max_guesses: int = 8, min_types: int = 2,
+                 max_vocalised_guesses: int = 16):
         self.max_suffix = max_suffix
         self.max_guesses = max_guesses
         self.min_types = min_types
+        self.max_vocalised_guesses = max_vocalised_guesses
         self.table: dict = {}
 
     def fit(self, pairs, vocalised: bool) -> "SuffixGuesser":
         """``pairs``: ``(token, label)`` of every distinct pair seen in training."""
         self.vocalised = vocalised
+        if vocalised:
+            return self._fit_shapes(pairs)
         counts: dict = defaultdict(Counter)
         types: dict = defaultdict(set)
         for token, label in pairs:
@@ -103,7 +175,39 @@ class SuffixGuesser:
                       for s, c in counts.items() if len(types[s]) >= self.min_types or s == ""}
         return self
 
+    # -- vocalised corpora: analogy on word shapes ---------------------------------------------
+    def _fit_shapes(self, pairs) -> "SuffixGuesser":
+        counts: dict = defaultdict(Counter)
+        for token, label in pairs:
+            shape = _word_shape(token, label)
+            if shape is not None:
+                for key in _shape_keys(token):
+                    counts[key][shape] += 1
+        n = self.max_vocalised_guesses
+        self.table = {k: [sh for sh, _ in c.most_common(n)] for k, c in counts.items()}
+        return self
+
+    def _guess_shapes(self, token: str) -> list[tuple]:
+        out: list = []
+        seen: set = set()
+        n = self.max_vocalised_guesses
+        for key in _shape_keys(token):
+            for pattern, rule, upos, xpos, feats in self.table.get(key, ()):
+                vocalised = revocalize(token, pattern)
+                lemma = _apply_lemma_rule(vocalised, rule)
+                if not lemma:
+                    continue
+                label = (lemma, upos, xpos, feats, vocalised)
+                if label not in seen:
+                    seen.add(label)
+                    out.append(label)
+                    if len(out) >= n:
+                        return out
+        return out
+
     def __call__(self, token: str) -> list[tuple]:
+        if self.vocalised:
+            return self._guess_shapes(token) if token else []
         for k in range(min(self.max_suffix, len(token) - 1), -1, -1):
             shapes = self.table.get(token[len(token) - k:] if k else "")
             if shapes:

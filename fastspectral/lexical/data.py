@@ -37,6 +37,7 @@ LABEL_FIELDS = ("lemma", "upos", "xpos", "feats", "vocalised")
 #: the characters :func:`undiacritize` removes (a regular-expression class)
 DIACRITICS = "\u064B-\u0652\u0670\u0640"
 _DIACRITICS_RE = re.compile(f"[{DIACRITICS}]")
+_NOT_DIACRITIC_RE = re.compile(f"[^{DIACRITICS}]")
 #: sentences per document when the corpus names no documents
 DOC_BLOCK = 20
 _PLACEHOLDER = "\u00b7"
@@ -60,7 +61,7 @@ def vocal_pattern(vocalised: str) -> str:
     """The vocalisation of a vocalised form: its diacritics, every other character replaced by
     ``·`` (``"كَتَبَ"`` -> ``"·َ·َ·َ"``).  With the undiacritised token it gives the form back
     (:func:`revocalize`)."""
-    return "".join(c if _DIACRITICS_RE.match(c) else _PLACEHOLDER for c in vocalised)
+    return _NOT_DIACRITIC_RE.sub(_PLACEHOLDER, vocalised)
 
 
 def revocalize(token: str, pattern: str) -> str:

@@ -64,29 +64,61 @@ def _fclass(n, n_bins):  # pragma: no cover - numba
 
 
 @njit(cache=True)
-def _gather(F, row_tok, vals, g_col, g_target, col_base, ftot, indptr, indices, counts,
-            fcount, n_bins, beta, cls):  # pragma: no cover - numba
-    """beta[r, g] = beta*_{f, v} of group g (template column, target) for row r, and the
-    frequency class of the feature."""
-    R = row_tok.shape[0]
+def _design_kernel(F, ptr, vals, g_col, g_target, col_base, ftot, indptr, indices, counts,
+                   fcount, n_bins, tok_block, width, centre, data, col,
+                   rowptr):  # pragma: no cover - numba
+    """The template part of the stage-2 design matrix straight into CSR arrays: for the rows
+    ``ptr[j]:ptr[j+1]`` of token ``j``, beta*_g of every group ``g`` (template, target) in the
+    column of its frequency class, minus the mean over the token's rows (``centre``); zeros
+    are left out.  Returns the number of stored entries."""
+    n_tok = ptr.shape[0] - 1
     G = g_col.shape[0]
-    for r in range(R):
-        i = row_tok[r]
-        for g in range(G):
-            beta[r, g] = 0.0
-            cls[r, g] = 0
-            f = F[i, g_col[g]]
-            m = g_target[g]
-            v = vals[r, m]
-            if f < 0 or v < 0:
-                continue
-            fr = col_base[g_col[g]] + f
-            n = fcount[fr]
-            if n == 0:
-                continue
-            c = _lookup(indptr, indices, counts, m * ftot + fr, v)
-            cls[r, g] = _fclass(n, n_bins)
-            beta[r, g] = c / n
+    maxr = 0
+    for j in range(n_tok):
+        if ptr[j + 1] - ptr[j] > maxr:
+            maxr = ptr[j + 1] - ptr[j]
+    beta = np.zeros((maxr, G))
+    cls = np.zeros((maxr, G), np.int64)
+    k = 0
+    rowptr[0] = 0
+    for j in range(n_tok):
+        r0 = ptr[j]
+        nr = ptr[j + 1] - r0
+        for q in range(nr):
+            r = r0 + q
+            for g in range(G):
+                beta[q, g] = 0.0
+                cls[q, g] = 0
+                f = F[j, g_col[g]]
+                m = g_target[g]
+                v = vals[r, m]
+                if f < 0 or v < 0:
+                    continue
+                fr = col_base[g_col[g]] + f
+                n = fcount[fr]
+                if n == 0:
+                    continue
+                c = _lookup(indptr, indices, counts, m * ftot + fr, v)
+                cls[q, g] = _fclass(n, n_bins)
+                beta[q, g] = c / n
+        if centre and nr > 0:
+            for g in range(G):
+                mean = 0.0
+                for q in range(nr):
+                    mean += beta[q, g]
+                mean /= nr
+                for q in range(nr):
+                    beta[q, g] -= mean
+        shift = tok_block[j] * width
+        for q in range(nr):
+            for g in range(G):
+                b = beta[q, g]
+                if b > 1e-12 or b < -1e-12:
+                    data[k] = b
+                    col[k] = g * n_bins + cls[q, g] + shift
+                    k += 1
+            rowptr[r0 + q + 1] = k
+    return k
 
 
 @njit(cache=True, parallel=True)
@@ -328,13 +360,25 @@ class Tables:
         rows = (Fi.astype(np.int64) + col_base[None, :])[valid]
         tok = np.broadcast_to(np.arange(len(idx))[:, None], Fi.shape)[valid]
         fcount = np.bincount(rows, minlength=ftot).astype(np.int32)
+        # (feature, label) counts once; every target's (feature, value) counts follow from
+        # them by mapping labels to values (far fewer pairs than tokens x templates)
+        n_lab = int(V[idx, 0].max()) + 1 if len(idx) else 1
+        pair = rows * n_lab + V[idx[tok], 0].astype(np.int64)
+        upair, pcount = np.unique(pair, return_counts=True)
+        prow = upair // n_lab
+        plab = upair - prow * n_lab
+        lab_values = np.zeros((n_lab, n_targets), dtype=np.int64)
+        lab_values[V[idx, 0]] = V[idx]
         indptr_parts = [np.zeros(1, dtype=np.int64)]
         ind_parts, cnt_parts = [], []
         offset = 0
         targets = set(int(t) for t in targets)
         for m in range(n_targets):
             if m in targets:
-                a = _csr_counts(rows, V[idx[tok], m], (ftot, int(n_values[m])))
+                a = sp.csr_matrix((pcount.astype(np.int32), (prow, lab_values[plab, m])),
+                                  shape=(ftot, int(n_values[m])))
+                a.sum_duplicates()
+                a.sort_indices()
                 indptr_parts.append(a.indptr[1:].astype(np.int64) + offset)
                 ind_parts.append(a.indices.astype(np.int32))
                 cnt_parts.append(a.data.astype(np.int32))
@@ -547,28 +591,26 @@ def design(tables: Tables, F, cols, ptr, vals, spec: RankerSpec, n_bins: int, S,
     R, G = len(row_tok), len(g_col)
     D = len(spec.doc_targets)
     width = G * n_bins + D
-    beta = np.empty((R, G), dtype=np.float64)
-    cls = np.empty((R, G), dtype=np.int64)
-    _gather(F, row_tok, vals, g_col, g_target, tables.col_base, tables.ftot, tables.indptr,
-            tables.indices, tables.counts, tables.fcount, n_bins, beta, cls)
-    if D:
+    shape = (R, spec.blocks * width)
+    tok_block = np.asarray(tok_block, dtype=np.int64)
+    data = np.empty(R * G, dtype=np.float64)
+    colx = np.empty(R * G, dtype=np.int32)
+    rowptr = np.empty(R + 1, dtype=np.int64)
+    nnz = _design_kernel(np.ascontiguousarray(F), ptr, np.ascontiguousarray(vals), g_col,
+                         g_target, tables.col_base, tables.ftot, tables.indptr, tables.indices,
+                         tables.counts, tables.fcount, n_bins, tok_block, width, bool(centre),
+                         data, colx, rowptr)
+    X = sp.csr_matrix((data[:nnz].copy(), colx[:nnz].copy(), rowptr), shape=shape)
+    if D and R:
         doc = np.column_stack([tables.doc_scores(m, S, qloc[row_tok], vals[:, m])
                                for m in spec.doc_targets])
-    else:
-        doc = np.zeros((R, 0))
-    if centre and R:
-        beta = _centre(beta, ptr)
-        doc = _centre(doc, ptr)
-    shift = tok_block[row_tok] * width
-    nz = np.abs(beta) > 1e-12
-    r_idx, g_idx = np.nonzero(nz)
-    nzd = np.abs(doc) > 1e-12
-    d_r, d_k = np.nonzero(nzd)
-    data = np.concatenate([beta[nz], doc[nzd]])
-    rows = np.concatenate([r_idx, d_r])
-    colsx = np.concatenate([g_idx * n_bins + cls[r_idx, g_idx] + shift[r_idx],
-                            G * n_bins + d_k + shift[d_r]])
-    return sp.csr_matrix((data, (rows, colsx)), shape=(R, spec.blocks * width))
+        if centre:
+            doc = _centre(doc, ptr)
+        shift = tok_block[row_tok] * width
+        nzd = np.abs(doc) > 1e-12
+        d_r, d_k = np.nonzero(nzd)
+        X = X + sp.csr_matrix((doc[nzd], (d_r, G * n_bins + d_k + shift[d_r])), shape=shape)
+    return X
 
 
 def unpack(spec: RankerSpec, coef, n_cols: int, n_bins: int):

@@ -52,16 +52,15 @@ def parse_features(spec) -> tuple[str, ...]:
     return tuple(n for n in TEMPLATES if n in names)
 
 
-def _template_strings(name: str, tokens: list, starts: list) -> list:
-    n = len(tokens)
-    if name == "Freq":
-        return tokens
-    if name == "Prefix2":
-        return [t[:2] for t in tokens]
-    if name == "Suffix2":
-        return [t[-2:] for t in tokens]
-    if name == "Suffix3":
-        return [t[-3:] for t in tokens]
+def _type_ids(tokens: list) -> tuple[np.ndarray, list]:
+    """``(ids, types)``: the id of every token's type (first-seen order) and the types."""
+    index: dict = {}
+    ids = np.fromiter((index.setdefault(t, len(index)) for t in tokens), dtype=np.int64,
+                      count=len(tokens))
+    return ids, list(index)
+
+
+def _boundaries(n: int, starts) -> tuple[np.ndarray, np.ndarray]:
     first = np.zeros(n, dtype=bool)
     last = np.zeros(n, dtype=bool)
     s = np.asarray(starts[:-1], dtype=np.int64)
@@ -69,16 +68,46 @@ def _template_strings(name: str, tokens: list, starts: list) -> list:
     ok = e > s
     first[s[ok]] = True
     last[e[ok] - 1] = True
+    return first, last
+
+
+def _type_string(name: str, t: str) -> str:
+    """The string of template ``name`` for a token of type ``t`` (its neighbour's type for the
+    Prev/Next templates)."""
+    if name in ("Freq", "PrevWord", "NextWord"):
+        return t
+    if name == "Prefix2":
+        return t[:2]
+    if name == "Suffix2":
+        return t[-2:]
+    if name == "Suffix3":
+        return t[-3:]
+    return t[:1] if name.endswith("First") else t[-1:]
+
+
+def _template_values(name: str, per_type: np.ndarray, ids: np.ndarray, first, last, start,
+                     end) -> np.ndarray:
+    """The values (``per_type[type]``, or a neighbour's, ``start``/``end`` at the sentence
+    boundaries) of template ``name`` for every token: vectorised over tokens."""
+    own = per_type[ids]
+    if not name.startswith(("Prev", "Next")):
+        return own
+    out = np.empty_like(own)
     if name.startswith("Prev"):
-        nb = ["<s>" if first[i] else tokens[i - 1] for i in range(n)]
+        out[1:] = own[:-1]
+        out[first] = start
     else:
-        nb = ["</s>" if last[i] else tokens[i + 1] for i in range(n)]
-    kind = name[4:]
-    if kind == "Word":
-        return nb
-    if kind == "First":
-        return [w if w in ("<s>", "</s>") else w[:1] for w in nb]
-    return [w if w in ("<s>", "</s>") else w[-1:] for w in nb]
+        out[:-1] = own[1:]
+        out[last] = end
+    return out
+
+
+def _template_strings(name: str, tokens: list, starts: list) -> list:
+    """The strings of template ``name`` for every token (reference implementation)."""
+    ids, types = _type_ids(tokens)
+    first, last = _boundaries(len(tokens), starts)
+    per_type = np.array([_type_string(name, t) for t in types] or [""], dtype=object)
+    return _template_values(name, per_type, ids, first, last, "<s>", "</s>").tolist()
 
 
 class FeatureSpace:
@@ -109,23 +138,28 @@ class FeatureSpace:
         return self._index
 
     def fit(self, tokens: list, starts: list) -> "FeatureSpace":
+        ids, types = _type_ids(tokens)
+        first, last = _boundaries(len(tokens), starts)
         vocabs = []
         for name in self.names:
-            seen: dict = {}
-            for s in _template_strings(name, tokens, starts):
-                if s not in seen:
-                    seen[s] = len(seen)
-            vocabs.append(list(seen))
+            per_type = np.array([_type_string(name, t) for t in types] or [""], dtype=object)
+            strings = _template_values(name, per_type, ids, first, last, "<s>", "</s>")
+            vocabs.append(list(dict.fromkeys(strings.tolist())))
         self.vocabs = vocabs
         self._index = None
         return self
 
     def transform(self, tokens: list, starts: list) -> np.ndarray:
-        """``(n_tokens, n_templates)`` int32 ids, ``-1`` for strings not seen in training."""
+        """``(n_tokens, n_templates)`` int32 ids, ``-1`` for strings not seen in training
+        (one pass over the tokens; the templates are looked up once per word type)."""
+        ids, types = _type_ids(tokens)
+        first, last = _boundaries(len(tokens), starts)
         out = np.empty((len(tokens), len(self.names)), dtype=np.int32)
         for col, (name, idx) in enumerate(zip(self.names, self.index())):
             get = idx.get
-            out[:, col] = np.fromiter((get(s, -1) for s in
-                                       _template_strings(name, tokens, starts)),
-                                      dtype=np.int32, count=len(tokens))
+            per_type = np.fromiter((get(_type_string(name, t), -1) for t in types),
+                                   dtype=np.int32, count=len(types))
+            if len(tokens):
+                out[:, col] = _template_values(name, per_type, ids, first, last,
+                                               get("<s>", -1), get("</s>", -1))
         return out

@@ -1,0 +1,111 @@
+"""Tests of the compiled stage-1/stage-2 pieces of fastspectral.lexical (Shah et al. 2010) and
+of the shape-analogy guesser of vocalised corpora."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastspectral.lexical import engine as E
+from fastspectral.lexical.analyser import SuffixGuesser, _vocalised_lemma_rule
+from fastspectral.lexical.data import corpus_from_sentences
+from fastspectral.lexical.model import _stage2_rows, candidates, train
+from fastspectral.trees.conll import DepSentence
+
+from test_lexical import synthetic
+
+
+def _prepared():
+    lr = train(synthetic(300, 5), rankers=("M_uni",), C=1.0)
+    corpus = corpus_from_sentences(synthetic(60, 6), False)
+    F = lr.fs.transform(corpus.tokens, corpus.sent_starts)
+    c = candidates(lr.tables, lr.space, lr.fs, lr.guesser, corpus.tokens, F)
+    return lr, corpus, F, c
+
+
+def test_tables_counts_equal_brute_force_counts():
+    lr, *_ = _prepared()
+    t = lr.tables
+    sents = synthetic(300, 5)
+    corpus = corpus_from_sentences(sents, False)
+    F = lr.fs.transform(corpus.tokens, corpus.sent_starts)
+    V = lr.space.lv[[lr.space.label_index[lab] for lab in corpus.labels]]
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        col = int(rng.integers(F.shape[1]))
+        m = int(rng.integers(V.shape[1]))
+        i = int(rng.integers(len(corpus)))
+        f, v = F[i, col], V[i, m]
+        want = int(np.sum((F[:, col] == f) & (V[:, m] == v)))
+        row = m * t.ftot + t.col_base[col] + f
+        lo, hi = t.indptr[row], t.indptr[row + 1]
+        got = dict(zip(t.indices[lo:hi].tolist(), t.counts[lo:hi].tolist())).get(int(v), 0)
+        assert got == want
+        assert t.fcount[t.col_base[col] + f] == int(np.sum(F[:, col] == f))
+
+
+@pytest.mark.parametrize("centre", [True, False])
+def test_design_matrix_times_lambda_is_the_eq6_score(centre):
+    """The compiled design rows (stage 2) and the compiled scorer (prediction) agree: X @ lambda
+    is eq. 6 (minus each token's mean when centred)."""
+    lr, corpus, F, c = _prepared()
+    spec = E.RankerSpec("t", -1, tuple(range(lr.space.n_targets)), (), False, 2)
+    ptr, vals = E.row_values(c, -1, lr.space.n_targets)
+    n_bins = 5
+    rng = np.random.default_rng(1)
+    lam, lam_doc = E.uniform_weights(spec, len(lr.cols), n_bins)
+    lam = rng.normal(size=lam.shape)
+    blocks = rng.integers(0, 2, len(ptr) - 1)
+    X = E.design(lr.tables, F, lr.cols, ptr, vals, spec, n_bins, None, None, blocks, centre)
+    ranker = E.Ranker(spec, lam, lam_doc * 0, 0.0)
+    s = E.score(lr.tables, F, lr.cols, ptr, vals, ranker, n_bins, None, None, blocks)
+    if centre:
+        s = E._centre(s, ptr)
+    assert np.allclose(X @ lam.ravel(), s)
+
+
+def test_vocalised_lemma_rule_strips_prefix_and_suffix():
+    rule = _vocalised_lemma_rule("اَلمُعَارِضِينَ", "مُعَارِض")
+    assert rule == (3, 4, "", "")
+
+
+def test_vocalised_guesser_transfers_pattern_and_lemma_rule():
+    """An unknown vocalised word gets the vocalisation and lemma of training words of the same
+    shape (same skeleton and ending), not its bare letters."""
+    pairs = [("المعارضين", ("مُعَارِض", "ADJ", "A-----MP2D", "Case=Gen", "اَلمُعَارِضِينَ")),
+             ("المقاتلين", ("مُقَاتِل", "ADJ", "A-----MP2D", "Case=Gen", "اَلمُقَاتِلِينَ"))]
+    g = SuffixGuesser().fit(pairs, vocalised=True)
+    out = g("المقاومين")
+    assert ("مُقَاوِم", "ADJ", "A-----MP2D", "Case=Gen", "اَلمُقَاوِمِينَ") in out
+    assert g("") == []
+
+
+def test_stage2_rows_keep_ambiguous_tokens_with_one_gold():
+    lr, corpus, F, c = _prepared()
+    gold = lr.space.lv[[lr.space.label_index.get(lab, 0) for lab in corpus.labels]]
+    keep, ptr, vals, y = _stage2_rows(c, -1, gold, lr.space.n_targets, "unknown",
+                                      len(lr.scheme.names))
+    assert len(keep) > 0 and np.all(np.diff(ptr) >= 2)
+    for j in range(len(keep)):
+        assert y[ptr[j]:ptr[j + 1]].sum() == 1.0
+
+
+def test_templates_vectorised_equal_the_per_token_definition():
+    from fastspectral.lexical.features import TEMPLATES, FeatureSpace
+    sents = synthetic(40, 7)
+    corpus = corpus_from_sentences(sents, False)
+    toks, starts = corpus.tokens, list(corpus.sent_starts)
+    fs = FeatureSpace.for_features(TEMPLATES).fit(toks, starts)
+    F = fs.transform(toks, starts)
+    sent_of = np.searchsorted(np.asarray(starts), np.arange(len(toks)), side="right") - 1
+    for col, name in enumerate(fs.names):
+        for i, t in enumerate(toks):
+            first = i == starts[sent_of[i]]
+            last = i == starts[sent_of[i] + 1] - 1
+            nb = ("<s>" if first else toks[i - 1]) if name.startswith("Prev") else \
+                ("</s>" if last else toks[i + 1])
+            want = {"Freq": t, "Prefix2": t[:2], "Suffix2": t[-2:], "Suffix3": t[-3:],
+                    "PrevWord": nb, "NextWord": nb}.get(name)
+            if want is None:
+                want = nb if nb in ("<s>", "</s>") else (nb[:1] if name.endswith("First")
+                                                         else nb[-1:])
+            assert fs.vocabs[col][F[i, col]] == want
