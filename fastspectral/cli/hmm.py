@@ -37,10 +37,16 @@ _OPTIONS = (
      "what each token contributes: its word or its POS tag (upos / xpos: a CoNLL column)"),
     ("--iterations", "iterations", {"type": nonneg_int, "metavar": "K"},
      "EM iterations"),
+    ("--tol", "tol", {"type": nonneg_float, "metavar": "T"},
+     "EM: stop when an iteration gains less than T nats per event of training likelihood"),
     ("--backoff-weight", "backoff_weight", {"type": unit_interval, "metavar": "W"},
      "weight of the Kneser-Ney bigram interpolated into every prediction"),
     ("--ridge", "ridge", {"type": nonneg_float, "metavar": "R"},
      "spectral: ridge of the pseudo-inverse, in units of the Hankel block's sampling noise"),
+    ("--state-mixing", "state_mixing", {"type": unit_interval, "metavar": "S"},
+     "spectral: share of the averaged state after each symbol mixed into the filter state"),
+    ("--negative", "negative", {"choices": ("abs", "clip")},
+     "spectral: negative event weights made positive by absolute value or clipped at 0"),
     ("--max-basis", "max_basis", {"type": nonneg_int, "metavar": "B"},
      "spectral: length-2 prefixes and suffixes in the Hankel basis"),
     ("--min-count", "min_count", {"type": positive_int, "metavar": "C"},
@@ -51,7 +57,8 @@ _OPTIONS = (
 )
 
 _SHOWN = {"iterations": "em 100, spectral-em 20 (spectral: unused)",
-          "backoff_weight": "chosen on --dev, else spectral 0.4, EM 0.2",
+          "backoff_weight": "chosen on --dev, else spectral 0.05, EM 0.2",
+          "state_mixing": "chosen on --dev, else 0.3", "tol": "none: all iterations",
           "max_vocab": "no cap"}
 
 _FORMATS = ("auto", "text", "tagged", "ptb", "conll")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -223,9 +224,8 @@ class SymbolTable:
         """The symbols seen at least ``min_count`` times, the ``max_vocab`` most frequent of
         them (``None``: all), most frequent first (ties in string order), after ``<unk>``.
         The strings ``<unk>``, ``<s>`` and ``</s>`` are read as the unknown symbol."""
-        counts: Counter = Counter()
-        for s in sequences:
-            counts.update(t.lower() for t in s) if lowercase else counts.update(s)
+        flat = chain.from_iterable(sequences)          # counted at C speed
+        counts: Counter = Counter(map(str.lower, flat) if lowercase else flat)
         for r in _RESERVED:
             counts.pop(r, None)
         kept = sorted((w for w, c in counts.items() if c >= min_count),
@@ -278,6 +278,22 @@ class Encoded:
         return Encoded(off, self.ids[pos])
 
 
+def frame_ids(enc: Encoded, ids: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """The sequences of ``enc`` with token values ``ids`` (aligned with ``enc.ids``), each
+    framed as ``start x_1 .. x_T stop``, concatenated."""
+    n = enc.n_sequences
+    total = len(ids) + 2 * n
+    F = np.empty(total, dtype=np.int64)
+    fs = enc.offsets[:-1] + 2 * np.arange(n)
+    F[fs] = start
+    F[fs + enc.lengths + 1] = stop
+    body = np.ones(total, dtype=bool)
+    body[fs] = False
+    body[fs + enc.lengths + 1] = False
+    F[body] = ids
+    return F
+
+
 def encode(sequences, table: SymbolTable) -> Encoded:
     """Flat ``(offsets, ids)`` of ``sequences`` (lists of strings) under ``table``."""
     lens = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
@@ -285,10 +301,10 @@ def encode(sequences, table: SymbolTable) -> Encoded:
     np.cumsum(lens, out=off[1:])
     if len(sequences) == 0 or off[-1] == 0:
         return Encoded(off, np.zeros(0, dtype=np.int64))
-    get = table.index.get
+    flat = chain.from_iterable(sequences)
     if table.lowercase:
-        flat = (get(t.lower(), 0) for s in sequences for t in s)
-    else:
-        flat = (get(t, 0) for s in sequences for t in s)
-    ids = np.fromiter(flat, dtype=np.int64, count=int(off[-1]))
+        flat = map(str.lower, flat)
+    # dict.get mapped over the flat tokens: no Python-level loop body per token
+    ids = np.fromiter(map(table.index.get, flat, repeat(0)), dtype=np.int64,
+                      count=int(off[-1]))
     return Encoded(off, ids)

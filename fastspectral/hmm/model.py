@@ -13,7 +13,7 @@ from ..base import Estimator
 from ..errors import ModelFileError
 from . import em as _em
 from . import spectral as _sp
-from .data import FIELDS, Encoded, SymbolTable, check_sequences, encode
+from .data import FIELDS, Encoded, SymbolTable, check_sequences, encode, frame_ids
 
 __all__ = ["HMM", "METHODS", "DEFAULT_ITERATIONS", "DEFAULT_BACKOFF_WEIGHT",
            "BACKOFF_GRID", "RIDGE_GRID", "MIXING_GRID", "DEFAULT_RIDGE", "DEFAULT_MIXING",
@@ -25,7 +25,7 @@ DEFAULT_ITERATIONS = {"spectral": 0, "em": 100, "spectral-em": 20}
 #: interpolation weight of the Kneser-Ney bigram when ``backoff_weight=None`` and ``fit`` has
 #: no ``dev`` sequences: the weights the WSJ-tag development split chose at m = 40
 #: (docs/hmm.md); EM also scores its development perplexity with it to choose the iteration
-DEFAULT_BACKOFF_WEIGHT = {"spectral": 0.4, "em": 0.2, "spectral-em": 0.2}
+DEFAULT_BACKOFF_WEIGHT = {"spectral": 0.05, "em": 0.2, "spectral-em": 0.2}
 #: the weights tried on ``dev`` sequences when ``backoff_weight=None``
 BACKOFF_GRID = (0.0, 0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 #: spectral ridges tried on ``dev`` sequences when ``ridge=None`` (else :data:`DEFAULT_RIDGE`)
@@ -106,10 +106,13 @@ class HMM(Estimator):
         EM iterations (None: 100 for ``"em"``, 20 for ``"spectral-em"``; unused by
         ``"spectral"``).  With ``dev`` sequences, the iteration with the best development
         perplexity is kept.
+    tol : float or None, default None
+        EM: stop early when an iteration raises the training log-likelihood by less than
+        ``tol`` nats per event (None: run all ``iterations``).
     backoff_weight : float in [0, 1) or None, default None
         Weight ``w`` of the Kneser-Ney bigram in every prediction.  None: chosen among
         :data:`BACKOFF_GRID` on the ``dev`` sequences given to :meth:`fit`, else
-        :data:`DEFAULT_BACKOFF_WEIGHT` (0.4 spectral, 0.2 EM).  With 0, a sequence the model
+        :data:`DEFAULT_BACKOFF_WEIGHT` (0.05 spectral, 0.2 EM).  With 0, a sequence the model
         gives no weight gets probability 0.
     ridge : float or None, default 1.0
         Spectral learning: the pseudo-inverse ``(U^T P)^+ = V diag(1/s)`` becomes
@@ -167,6 +170,8 @@ class HMM(Estimator):
         the development perplexity before EM and after each iteration (when ``dev`` is given).
     best_iteration_ : int
         The EM iteration kept.
+    iterations_run_ : int
+        EM iterations run (fewer than ``iterations`` when ``tol`` stopped them).
     fit_time_ : float
         Seconds spent in the last :meth:`fit`.
     timings_ : dict
@@ -204,14 +209,16 @@ class HMM(Estimator):
 
     def __init__(self, n_states: int = 16, method: str = "spectral", field: str = "word",
                  iterations: int | None = None, backoff_weight: float | None = None,
-                 ridge: float | None = 1.0, state_mixing: float | None = None,
-                 negative: str = "abs", max_basis: int = 512, min_count: int = 1,
+                 tol: float | None = None, ridge: float | None = 1.0,
+                 state_mixing: float | None = None, negative: str = "abs",
+                 max_basis: int = 512, min_count: int = 1,
                  max_vocab: int | None = None, lowercase: bool = False,
                  random_state: int | None = 0):
         self.n_states = n_states
         self.method = method
         self.field = field
         self.iterations = iterations
+        self.tol = tol
         self.backoff_weight = backoff_weight
         self.ridge = ridge
         self.state_mixing = state_mixing
@@ -230,6 +237,8 @@ class HMM(Estimator):
         if self.field not in FIELDS:
             raise ValueError(f"field must be one of {', '.join(FIELDS)}, not {self.field!r}")
         _check_int("iterations", self.iterations, 0, allow_none=True)
+        if self.tol is not None:
+            _check_float("tol", self.tol, 0.0)
         if self.backoff_weight is not None:
             _check_float("backoff_weight", self.backoff_weight, 0.0, 1.0)
         if self.ridge is not None:
@@ -290,6 +299,7 @@ class HMM(Estimator):
         self.train_loglik_ = np.zeros(0)
         self.dev_perplexity_ = np.zeros(0)
         self.best_iteration_ = 0
+        self.iterations_run_ = 0
         H = None
         if self.method in ("spectral", "spectral-em"):
             t0 = time.perf_counter()
@@ -352,13 +362,32 @@ class HMM(Estimator):
         _, self.ridge_, self.state_mixing_, self.operators_ = best
 
     def _fit_smoother(self, enc: Encoded) -> None:
-        """The Kneser-Ney bigram over this model's symbols (``fastspectral.lm``)."""
-        from ..lm.kneser_ney import KneserNeyBigramLM
+        """The Kneser-Ney bigram over this model's symbols (``fastspectral.lm``), built from
+        the encoded ids: the vocabulary, bigram counts and discounts ``KneserNeyBigramLM.fit``
+        gives on the symbol strings (tested equal), without re-reading the strings."""
+        import time as _time
 
-        syms = np.asarray(self.symbols_.symbols, dtype=object)
-        off = enc.offsets
-        sents = [list(syms[enc.ids[off[i]:off[i + 1]]]) for i in range(enc.n_sequences)]
-        kn = KneserNeyBigramLM(min_count=1, lowercase=False).fit(sents)
+        from ..lm.kneser_ney import BOS, EOS, UNK, KneserNeyBigramLM, Vocabulary, bigram_matrix
+
+        t0 = _time.perf_counter()
+        syms = self.symbols_.symbols
+        M = len(syms)
+        counts = np.bincount(enc.ids, minlength=M)
+        seen = [i for i in range(1, M) if counts[i] > 0]
+        seen.sort(key=lambda i: (-counts[i], syms[i]))
+        kn = KneserNeyBigramLM(min_count=1, lowercase=False)
+        kn.vocab_ = Vocabulary([BOS, EOS, UNK] + [syms[i] for i in seen], lowercase=False,
+                               min_count=1)
+        kid = np.full(M, 2, dtype=np.int64)
+        kid[np.asarray(seen, dtype=np.int64)] = 3 + np.arange(len(seen))
+        n = enc.n_sequences
+        framed = frame_ids(enc, kid[enc.ids], 0, 1)      # <s> x </s>
+        starts = enc.offsets[1:] + 2 * np.arange(1, n + 1) - 1   # the </s> of every sequence
+        keep = np.ones(len(framed) - 1, dtype=bool)
+        keep[starts[:-1]] = False                       # no bigram from </s> to the next <s>
+        kn.counts_ = bigram_matrix(framed[:-1][keep], framed[1:][keep], len(kn.vocab_))
+        kn._finish()
+        kn.fit_time_ = _time.perf_counter() - t0
         self._set_smoother(kn)
 
     def _set_smoother(self, kn) -> None:
@@ -423,9 +452,18 @@ class HMM(Estimator):
             best = (dev_ppl(start, trans, emit), 0, start, trans, emit)
             dev_hist.append(best[0])
         n_events = enc.n_events
+        tol = None if self.tol is None else float(self.tol)
+        self.iterations_run_ = iters
         for it in range(1, iters + 1):
             start, trans, emit, ll = _em.em_step(enc, start, trans, emit)
             train_ll.append(ll / n_events)
+            if tol is not None and len(train_ll) >= 2 and train_ll[-1] - train_ll[-2] < tol:
+                # the step into the current parameters gained less than tol: converged
+                # (train_ll[-1] is the log-likelihood of the parameters entering this step)
+                start, trans, emit = prev
+                self.iterations_run_ = it - 1
+                break
+            prev = (start, trans, emit)
             if dev_hist:
                 p = dev_ppl(start, trans, emit)
                 dev_hist.append(p)
@@ -434,7 +472,7 @@ class HMM(Estimator):
         if dev_hist:
             _, self.best_iteration_, start, trans, emit = best
         else:
-            self.best_iteration_ = iters
+            self.best_iteration_ = self.iterations_run_
         timings["em"] = time.perf_counter() - t0
         self.start_, self.trans_, self.emit_ = start, trans, emit
         self.train_loglik_ = np.asarray(train_ll)
