@@ -3,12 +3,13 @@
 
     python benchmarks/bench_dask_learn.py                  # PCFG and spectral L-PCFG
     python benchmarks/bench_dask_learn.py --learners pcfg --repeat 2
+    python benchmarks/bench_dask_learn.py --learners pivot-em --repeat 1   # Pivot+EM m=16, 4 it.
 
 The treebank ``../shared/data/ptb/wsj-sample.mrg`` is written ``--repeat`` times into a
 temporary folder (deleted at the end; never into the repository): once as one file (the local
 run reads it) and as two files of ``repeat / 2`` copies each, with the same trees in the same
 order (the Dask run reads one file per worker, as ``fastspectral train KIND FILE... --dask-workers
-2`` does).  Every measured run is a fresh process (``--one``), so that its peak resident memory
+2`` does; with an odd ``--repeat`` the trees are split in two halves).  Every measured run is a fresh process (``--one``), so that its peak resident memory
 (``ru_maxrss``) is its own; the runs being compared are made one after the other in the same
 invocation of this script (the machine's cores are shared with other jobs: compare only the
 numbers of one run).
@@ -44,19 +45,31 @@ def _maxrss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _make(learner):
+def _cpu_s() -> float:
+    """CPU-seconds (user + system) of this process so far."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _make(learner, states=None, iterations=4):
     if learner == "pcfg":
         from fastspectral import PCFG
         return PCFG(jobs=1)
     if learner == "spectral":
         from fastspectral.lpcfg import SpectralLPCFG
-        return SpectralLPCFG(jobs=1)
+        return SpectralLPCFG(jobs=1) if states is None else SpectralLPCFG(n_states=states, jobs=1)
+    if learner == "pivot":          # fastspectral train pivot --states 16
+        from fastspectral.lpcfg import PivotLPCFG
+        return PivotLPCFG(n_states=states or 16, jobs=1)
+    if learner == "pivot-em":       # fastspectral train pivot-em --states 16 --iterations 4
+        from fastspectral.lpcfg import EMLPCFG
+        return EMLPCFG(n_states=states or 16, init="pivot", iterations=iterations, jobs=1)
     raise SystemExit(f"unknown learner {learner}")
 
 
 def run_one(args) -> dict:
     """One measured run in this (fresh) process; prints a JSON line."""
-    model = _make(args.learner)
+    model = _make(args.learner, args.states, args.iterations)
     t0 = time.perf_counter()
     out = {"learner": args.learner, "mode": args.one}
     if args.one == "local":
@@ -64,10 +77,11 @@ def run_one(args) -> dict:
 
         trees = list(read_ptb(args.files[0]))
         t1 = time.perf_counter()
+        c1 = _cpu_s()
         model.fit(trees)
         t2 = time.perf_counter()
         out.update(trees=len(trees), read_s=t1 - t0, fit_s=t2 - t1, total_s=t2 - t0,
-                   peak_mb=_maxrss_mb())
+                   peak_mb=_maxrss_mb(), fit_cpu_s=_cpu_s() - c1)
     else:
         import logging
 
@@ -82,12 +96,15 @@ def run_one(args) -> dict:
         parts = read_partitions(client, args.files)
         n = sum(client.gather(client.map(len, parts)))
         t2 = time.perf_counter()
+        c2, w2 = _cpu_s(), client.run(_cpu_s)
         fit_partitioned(model, parts, client)
         t3 = time.perf_counter()
+        c3, w3 = _cpu_s(), client.run(_cpu_s)
         workers = client.run(_maxrss_mb)
         out.update(trees=n, cluster_start_s=t1 - t0, read_s=t2 - t1, fit_s=t3 - t2,
                    total_s=t3 - t1, passes=model.partitioned_fit_["passes"],
-                   peak_mb=_maxrss_mb(), worker_peak_mb=sorted(workers.values()))
+                   peak_mb=_maxrss_mb(), worker_peak_mb=sorted(workers.values()),
+                   fit_cpu_s=c3 - c2, worker_fit_cpu_s=sorted(w3[w] - w2[w] for w in w3))
         del parts
         client.close()
         cluster.close()
@@ -131,8 +148,11 @@ def _same_models(pa, pb, sentences) -> tuple[bool, str]:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--learners", nargs="+", default=["pcfg", "spectral"],
-                    choices=["pcfg", "spectral"])
-    ap.add_argument("--repeat", type=int, default=10, help="copies of the WSJ sample (even)")
+                    choices=["pcfg", "spectral", "pivot", "pivot-em"])
+    ap.add_argument("--repeat", type=int, default=10, help="copies of the WSJ sample")
+    ap.add_argument("--states", type=int, default=None,
+                    help="latent states of the L-PCFGs (default: 8 spectral, 16 pivot)")
+    ap.add_argument("--iterations", type=int, default=4, help="EM iterations of pivot-em")
     ap.add_argument("--one", choices=["local", "dask"], help=argparse.SUPPRESS)
     ap.add_argument("--learner", help=argparse.SUPPRESS)
     ap.add_argument("--files", nargs="+", help=argparse.SUPPRESS)
@@ -141,8 +161,8 @@ def main():
     if args.one:
         run_one(args)
         return
-    if args.repeat < 2 or args.repeat % 2:
-        raise SystemExit("--repeat must be an even number >= 2")
+    if args.repeat < 1:
+        raise SystemExit("--repeat must be >= 1")
     sample = DATA / "ptb" / "wsj-sample.mrg"
     if not sample.exists():
         raise SystemExit(f"{sample} is absent")
@@ -158,14 +178,25 @@ def main():
         whole = tmp / "wsj-x.mrg"
         halves = [tmp / "wsj-x-part0.mrg", tmp / "wsj-x-part1.mrg"]
         whole.write_text(text * args.repeat, encoding="utf-8")
-        for h in halves:
-            h.write_text(text * (args.repeat // 2), encoding="utf-8")
+        if args.repeat % 2 == 0:
+            for h in halves:
+                h.write_text(text * (args.repeat // 2), encoding="utf-8")
+        else:                       # the trees of the whole file, cut in two halves
+            from fastspectral.trees.ptb import write_brackets
+
+            trees = list(read_ptb(whole))
+            write_brackets(trees[:len(trees) // 2], halves[0])
+            write_brackets(trees[len(trees) // 2:], halves[1])
+            del trees
         for learner in args.learners:
             res = {}
             for mode, files in (("local", [whole]), ("dask", halves)):
                 save = tmp / f"{learner}-{mode}.model"
                 cmd = [sys.executable, __file__, "--one", mode, "--learner", learner,
-                       "--save", str(save), "--files", *map(str, files)]
+                       "--save", str(save), "--iterations", str(args.iterations),
+                       "--files", *map(str, files)]
+                if args.states is not None:
+                    cmd += ["--states", str(args.states)]
                 proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(tmp))
                 if proc.returncode != 0:
                     sys.stderr.write(proc.stderr)
@@ -199,6 +230,9 @@ def main():
                            for i, (s, e) in enumerate(da["passes"]))
         print(f"{learner} dask: cluster start {da['cluster_start_s']:.1f} s (not counted); "
               f"{passes}")
+        wcpu = " + ".join(f"{c:.1f}" for c in da["worker_fit_cpu_s"])
+        print(f"{learner} fit CPU-seconds: local {res['local']['fit_cpu_s']:.1f}; dask client "
+              f"{da['fit_cpu_s']:.1f}, workers {wcpu}")
     if not all(r[2] for r in rows):
         raise SystemExit("the models differ")
 
