@@ -107,6 +107,8 @@ register("lexical", "fastspectral.lexical.model:LexicalDisambiguator", "dependen
 register("eigenwords", "fastspectral.embeddings.eigenwords:Eigenwords", "sequences", train={"eigenwords": {}}, cli="fastspectral.cli.eigenwords")
 register("atm", "fastspectral.unsupervised.atm:ATMParser", "sentences", train={"atm": {}}, cli="fastspectral.cli.atm")
 register("ccm", "fastspectral.unsupervised.ccm:CCMParser", "sentences", train={"ccm": {}}, cli="fastspectral.cli.ccm")
+register("mst", "fastspectral.rerank.mst:MSTParser", "dependency", train={"mst": {}}, cli="fastspectral.cli.mst")
+register("rerank-dep", "fastspectral.rerank.model:RerankDepParser", "dependency", train={"rerank-dep": {}}, cli="fastspectral.cli.rerank")
 register("latent-dep", "fastspectral.latentdep.model:LatentDependencyModel", "dependency", train={"latent-dep": {}}, cli="fastspectral.cli.latentdep")
 
 

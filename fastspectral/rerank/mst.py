@@ -391,11 +391,16 @@ class MSTParser(Parser):
     def kbest(self, items, k: int = 50, *, tags=None, jobs=None):
         """The ``k`` best trees of each sentence under the model
         (:class:`~fastspectral.rerank.kbest.KBest`, scores = the model's tree scores)."""
-        from .kbest import KBest, kbest_packed
 
         items = list(items)
         threads = self._check_parse_args(items, tags, jobs)
-        enc = self._encode_view(self._view(items, tags))
+        return self.kbest_encoded(self._encode_view(self._view(items, tags)), k, threads)
+
+    def kbest_encoded(self, enc: Encoded, k: int, jobs=None):
+        """:meth:`kbest` of sentences already encoded (:meth:`encode`)."""
+        from .kbest import KBest, kbest_packed
+
+        threads = self._threads(jobs)
         parts = []
         for idx in self._batches(enc):
             sub = enc.subset(idx)

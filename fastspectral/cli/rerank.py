@@ -1,0 +1,54 @@
+"""``fastspectral train rerank-dep``: base parser, jack-knifed k-best lists, spectral model
+and re-ranker in one model file (Dhillon et al. 2012, section 4;
+:class:`fastspectral.rerank.RerankDepParser`)."""
+from __future__ import annotations
+
+from .._argtypes import positive_int
+from . import kit
+from .mst import add_common
+
+DESCRIPTION = ("k-best re-ranking dependency parser with spectral tree probabilities "
+               "(Dhillon et al. 2012)")
+
+EPILOG = """\
+The base parser (fastspectral train mst) gives k-best lists; the re-ranker learns from
+jack-knifed lists of the training data; with --features base+spectral it also reads log
+p-hat of the latent dependency model (fastspectral train latent-dep), trained on the same
+treebank (with --embeddings FILE: an eigenword dictionary, 'fastspectral train eigenwords').
+'fastspectral parse MODEL INPUT --no-rerank' gives the base parser's trees.
+
+examples:
+  fastspectral train rerank-dep wsj.dp -o wsj.rerank --k 50 --features base+spectral
+  fastspectral train rerank-dep wsj.dp -o wsj.rerank --embeddings en.eigenwords
+  fastspectral parse wsj.rerank test.conllu -o parsed.conllu [--no-rerank]
+"""
+
+
+def add_arguments(parser, cls) -> None:
+    from ..rerank.model import FEATURES
+
+    g = parser.add_argument_group("re-ranker (Dhillon et al. 2012, section 4)")
+    kit.option(g, "--k", cls, "k", type=positive_int, metavar="K", help="trees per k-best list")
+    kit.option(g, "--features", cls, "features", choices=FEATURES,
+               help="re-ranker features: the paper's baseline features and the base score "
+                    "(base), also log p-hat of the spectral model (base+spectral)")
+    kit.option(g, "--folds", cls, "folds", type=positive_int, metavar="F",
+               help="jack-knife folds of the training lists")
+    kit.option(g, "--rerank-epochs", cls, "rerank_epochs", type=positive_int, metavar="N",
+               help="averaged-perceptron epochs of the re-ranker")
+    kit.option(g, "--rerank-bits", cls, "rerank_bits", type=positive_int, metavar="B",
+               help="hash the re-ranker's features into 2**B weights (16..28)")
+    g.add_argument("--embeddings", metavar="FILE", default=None,
+                   help="eigenword dictionary of the spectral model (default: learnt from "
+                        "the treebank's words)")
+    add_common(parser.add_argument_group("base parser (McDonald et al. 2005)"), cls)
+
+
+def build(args, cls, preset):
+    model = kit.build_estimator(args, cls, preset)
+    if getattr(args, "embeddings", None) is not None:
+        kit.require_file(args.embeddings, "embeddings file")
+        if model.features != "base+spectral":
+            raise kit.CommandError("--embeddings needs --features base+spectral")
+        model.spectral_params = {**(model.spectral_params or {}), "embeddings": args.embeddings}
+    return model

@@ -1,0 +1,475 @@
+"""``RerankDepParser``: base parser + k-best lists + spectral model + re-ranker in one model
+(Dhillon et al. 2012, section 4).
+
+Training (:meth:`RerankDepParser.fit`):
+
+1. jack-knifed k-best lists of the training data (section 4.3): the treebank is cut into
+   ``folds`` contiguous parts; an :class:`~fastspectral.rerank.mst.MSTParser` trained on the
+   other parts gives each part its ``k`` best trees;
+2. with ``features="base+spectral"``, the latent dependency model of section 3
+   (``fastspectral.latentdep``, kind ``latent-dep``) scores every candidate with
+   ``log p-hat``, jack-knifed the same way (a model that has seen a tree would favour it);
+3. the averaged-perceptron re-ranker (:mod:`fastspectral.rerank.reranker`) learns from the
+   lists;
+4. the base parser and the spectral model are trained once more on the whole treebank: they
+   make the lists of new sentences.
+
+Parsing: the base parser's ``k`` best trees, re-ranked; ``rerank = False`` (``fastspectral
+parse --no-rerank``) returns the base parser's best tree.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..base import Parser, check_jobs
+from ..errors import ModelFileError
+from .mst import MSTParser, _check_int, copy_with_heads, numba_threads
+from .reranker import RerankData, correct_counts, rerank_epoch, score_candidates
+
+__all__ = ["RerankDepParser", "RerankFitInfo", "TrainingLists", "FEATURES"]
+
+#: the re-ranker's feature sets
+FEATURES = ("base", "base+spectral")
+#: model-file prefixes of the sub-models
+_MST, _SPEC = "mst.", "spec."
+
+
+@dataclass
+class TrainingLists:
+    """The re-ranker's training data (:meth:`RerankDepParser.training_lists`): the packed
+    jack-knifed lists, their log p-hat (or None), each candidate's correct heads, the tokens
+    counted and the seconds taken."""
+
+    data: RerankData
+    logp: np.ndarray | None
+    correct: np.ndarray
+    n_tokens: int
+    seconds: dict
+
+
+@dataclass
+class RerankFitInfo:
+    """Training details of :meth:`RerankDepParser.fit` (``fit_info_``): seconds of each piece
+    (``mst``: the final base parser; ``jackknife``: the fold parsers and their k-best lists;
+    ``spectral``: the spectral models and their scores; ``rerank``: the re-ranker) and the
+    lists predicted wrong in each re-ranker epoch."""
+
+    n_sentences: int = 0
+    seconds: dict = field(default_factory=dict)
+    mistakes: list = field(default_factory=list)
+    oracle_uas: float = 0.0
+
+
+def _spectral_class():
+    from .. import models
+
+    try:
+        return models.model_class("latent-dep")
+    except (KeyError, ImportError, AttributeError) as exc:
+        raise ValueError("features='base+spectral' needs the latent dependency model (kind "
+                         f"'latent-dep'), which is not available in this build ({exc})") from None
+
+
+class RerankDepParser(Parser):
+    """k-best re-ranking dependency parser with spectral tree probabilities (Dhillon et al. 2012).
+
+    Parameters
+    ----------
+    k : int, default 50
+        Trees per k-best list.
+    features : {"base", "base+spectral"}, default "base+spectral"
+        The re-ranker's features: the paper's baseline features and the base parser's score,
+        and with ``"base+spectral"`` also ``log p-hat`` of the latent dependency model.
+    folds : int, default 3
+        Jack-knife folds of the training lists.
+    epochs : int, default 10
+        Perceptron epochs of the base parser.
+    rerank_epochs : int, default 5
+        Perceptron epochs of the re-ranker.
+    minibatch : int, default 8
+        Base parser's perceptron batch (see :class:`~fastspectral.rerank.mst.MSTParser`).
+    bits, rerank_bits : int, default 22, 20
+        Hashed weights of the base parser / of the re-ranker: ``2**bits``.
+    dense_gain : float, default 3.0
+        The dense features (base score, log p-hat) are divided by their standard deviation
+        over the training lists and multiplied by ``dense_gain``: a larger gain is a smaller
+        perceptron step on them relative to the sparse features.
+    spectral_params : dict or None, default None
+        Constructor arguments of the latent dependency model (e.g. ``{"embeddings": path}``).
+    tagset : {"auto", "upos", "xpos"}, default "auto"
+        The POS column.
+    random_state : int or None, default 0
+        Seed of the perceptrons' orders.
+    jobs : int or None, default None
+        Threads (None: every core available).
+
+    Attributes
+    ----------
+    mst_ : MSTParser
+        The base parser trained on the whole treebank.
+    spectral_ : estimator or None
+        The latent dependency model (``features="base+spectral"``).
+    weights_, dense_weights_ : ndarray
+        The averaged re-ranker weights (hashed features; dense features).
+    dense_scale_ : ndarray
+        Standard deviations dividing the dense features.
+    fit_time_ : float
+        Seconds of :meth:`fit`.
+    fit_info_ : RerankFitInfo
+        Seconds of each piece, re-ranker mistakes per epoch, the oracle UAS of the lists.
+
+    References
+    ----------
+    P. S. Dhillon, J. Rodu, M. Collins, D. P. Foster and L. H. Ungar, "Spectral dependency
+    parsing with latent variables", EMNLP-CoNLL 2012, section 4.  M. Collins and T. Koo,
+    "Discriminative reranking for natural language parsing", Computational Linguistics 2005.
+    L. Huang and D. Chiang, "Better k-best parsing", IWPT 2005.
+
+    Examples
+    --------
+    >>> from fastspectral.rerank import RerankDepParser
+    >>> from fastspectral.trees.conll import DepSentence
+    >>> def sent(text, heads):
+    ...     words, tags = zip(*(w.split("/") for w in text.split()))
+    ...     return DepSentence(words=words, xpos=tags, heads=heads)
+    >>> train = [sent("the/DT dog/NN barks/VBZ", [2, 3, 0]),
+    ...          sent("a/DT cat/NN sleeps/VBZ", [2, 3, 0]),
+    ...          sent("dogs/NNS bark/VBP", [2, 0]),
+    ...          sent("the/DT big/JJ dog/NN sleeps/VBZ", [3, 3, 4, 0])] * 5
+    >>> model = RerankDepParser(k=5, features="base", epochs=5, bits=16,
+    ...                         rerank_bits=16).fit(train)
+    >>> model.parse([sent("a/DT big/JJ cat/NN barks/VBZ", [-1, -1, -1, -1])])[0].heads
+    [3, 3, 4, 0]
+    """
+
+    kind = "rerank-dep"
+    input_kind = "dependency"
+    #: parse with the re-ranker (False: the base parser's best tree); not a hyperparameter
+    rerank = True
+
+    def __init__(self, k: int = 50, features: str = "base+spectral", folds: int = 3,
+                 epochs: int = 10, rerank_epochs: int = 5, minibatch: int = 8,
+                 bits: int = 22, rerank_bits: int = 20, spectral_params: dict | None = None,
+                 dense_gain: float = 3.0, tagset: str = "auto", random_state: int | None = 0,
+                 jobs: int | None = None):
+        self.k = k
+        self.features = features
+        self.folds = folds
+        self.epochs = epochs
+        self.rerank_epochs = rerank_epochs
+        self.minibatch = minibatch
+        self.bits = bits
+        self.rerank_bits = rerank_bits
+        self.spectral_params = spectral_params
+        self.dense_gain = dense_gain
+        self.tagset = tagset
+        self.random_state = random_state
+        self.jobs = jobs
+
+    # ------------------------------------------------------------------ helpers
+    def _validate_params(self) -> None:
+        _check_int("k", self.k, 1)
+        _check_int("folds", self.folds, 2)
+        _check_int("rerank_epochs", self.rerank_epochs, 1)
+        if not 16 <= _check_int("rerank_bits", self.rerank_bits, 16) <= 28:
+            raise ValueError(f"rerank_bits must be in 16..28, not {self.rerank_bits!r}")
+        if self.features not in FEATURES:
+            raise ValueError(f"features must be one of {', '.join(FEATURES)}, not "
+                             f"{self.features!r}")
+        try:
+            gain = float(self.dense_gain)
+        except (TypeError, ValueError):
+            gain = float("nan")
+        if isinstance(self.dense_gain, bool) or not gain > 0 or gain == float("inf"):
+            raise ValueError(f"dense_gain must be a positive number, not {self.dense_gain!r}")
+        if self.spectral_params is not None and not isinstance(self.spectral_params, dict):
+            raise ValueError("spectral_params must be a dict of constructor arguments or None")
+        self._new_mst()._validate_params()
+
+    def _new_mst(self) -> MSTParser:
+        return MSTParser(epochs=self.epochs, minibatch=self.minibatch, bits=self.bits,
+                         tagset=self.tagset, random_state=self.random_state, jobs=self.jobs)
+
+    def _new_spectral(self):
+        return _spectral_class()(**(self.spectral_params or {}))
+
+    @property
+    def _spectral(self) -> bool:
+        return self.features == "base+spectral"
+
+    def _lists(self, mst, items, threads):
+        """``(RerankData, base scores)`` of ``items``' k-best lists under ``mst``."""
+        enc = mst.encode(items)
+        return RerankData(mst.kbest_encoded(enc, int(self.k), threads), enc)
+
+    @staticmethod
+    def _log_prob(spectral, items, data) -> np.ndarray:
+        """log p-hat of every candidate of ``data`` (``items``: its sentences)."""
+        sents = [items[b] for b in data.sent]
+        ends = data.cand_hoff + data.lengths[data.sent]
+        bounds = np.stack([data.cand_hoff, ends], axis=1).ravel()
+        heads = np.split(data.heads, bounds)[1::2]
+        lp = np.asarray(spectral.log_prob(sents, heads=heads), dtype=np.float64)
+        if lp.shape != (data.n_candidates,):
+            raise ValueError(f"the spectral model returned {lp.shape} scores for "
+                             f"{data.n_candidates} trees")
+        return lp
+
+    @staticmethod
+    def _raw_dense(data, logp) -> np.ndarray:
+        """Unscaled dense features: relative base score; relative log p-hat and its
+        'not finite' indicator."""
+        cols = [data.relative(data.base)]
+        if logp is not None:
+            ok = np.isfinite(logp)
+            filled = logp.copy()
+            if (~ok).any():
+                # the lowest finite value of the list (or 0 when none is finite)
+                low = np.where(ok, logp, np.inf)
+                mins = np.minimum.reduceat(low, data.cand_off[:-1])
+                mins = np.where(np.isfinite(mins), mins, 0.0)
+                filled = np.where(ok, logp, mins[data.sent])
+            cols.append(data.relative(filled))
+            cols.append((~ok).astype(np.float64))
+        return np.ascontiguousarray(np.stack(cols, axis=1))
+
+    # ------------------------------------------------------------------ training
+    def fit(self, sents) -> "RerankDepParser":
+        """Train the base parser, its jack-knifed k-best lists, the spectral model (with
+        ``features="base+spectral"``) and the re-ranker; returns self."""
+        self._validate_params()
+        sents = list(sents)
+        t_start = time.perf_counter()
+        lists = self.training_lists(sents)
+        self.fit_lists(lists)
+        info = self.fit_info_
+        t0 = time.perf_counter()
+        self.mst_ = self._new_mst().fit(sents)
+        info.seconds["mst"] = time.perf_counter() - t0
+        self.spectral_ = None
+        if self._spectral:
+            t0 = time.perf_counter()
+            self.spectral_ = self._new_spectral().fit(sents)
+            info.seconds["spectral"] += time.perf_counter() - t0
+        self.fit_time_ = time.perf_counter() - t_start
+        return self
+
+    def training_lists(self, sents) -> "TrainingLists":
+        """Steps 1-2 of :meth:`fit`: the jack-knifed k-best lists of ``sents`` (and their
+        jack-knifed log p-hat with ``features="base+spectral"``), each candidate's correct
+        heads (punctuation excluded) and the time taken."""
+        from ..eval.attachment import is_punctuation
+
+        self._validate_params()
+        sents = list(sents)
+        if len(sents) < int(self.folds):
+            raise ValueError(f"cannot fit a RerankDepParser on {len(sents)} sentences with "
+                             f"{self.folds} folds")
+        threads = check_jobs(self.jobs)
+        sec = {"jackknife": 0.0, "spectral": 0.0}
+        F = int(self.folds)
+        cuts = np.linspace(0, len(sents), F + 1).astype(int)
+        datas, logps = [], []
+        for f in range(F):
+            held = sents[cuts[f]:cuts[f + 1]]
+            rest = sents[:cuts[f]] + sents[cuts[f + 1]:]
+            t0 = time.perf_counter()
+            mst = self._new_mst().fit(rest)
+            datas.append(self._lists(mst, held, threads))
+            sec["jackknife"] += time.perf_counter() - t0
+            if self._spectral:
+                t0 = time.perf_counter()
+                spec = self._new_spectral().fit(rest)
+                logps.append(self._log_prob(spec, held, datas[-1]))
+                sec["spectral"] += time.perf_counter() - t0
+        data = _concat(datas)
+        logp = np.concatenate(logps) if self._spectral else None
+        gold = np.array([h for s in sents for h in s.heads], dtype=np.int64)
+        keep = np.fromiter((not is_punctuation(w, t, u) for s in sents
+                            for w, t, u in zip(s.words, s.tags, _upos(s))), dtype=np.bool_,
+                           count=len(gold))
+        gold_off = np.zeros(len(sents) + 1, dtype=np.int64)
+        np.cumsum([len(s.words) for s in sents], out=gold_off[1:])
+        correct = np.zeros(data.n_candidates, dtype=np.int64)
+        correct_counts(gold, gold_off, data.heads, data.cand_off, data.cand_hoff, data.lengths,
+                       keep, correct)
+        return TrainingLists(data, logp, correct, int(keep.sum()), sec)
+
+    def fit_lists(self, lists: "TrainingLists") -> "RerankDepParser":
+        """Step 3 of :meth:`fit`: the averaged-perceptron re-ranker on ``lists`` (sets
+        ``weights_``, ``dense_weights_``, ``dense_scale_`` and ``fit_info_``)."""
+        data, correct = lists.data, lists.correct
+        info = RerankFitInfo(n_sentences=len(data.lengths), seconds=dict(lists.seconds))
+        best = np.maximum.reduceat(correct, data.cand_off[:-1]) if len(correct) else correct
+        info.oracle_uas = 100.0 * float(best.sum()) / max(1, lists.n_tokens)
+        t0 = time.perf_counter()
+        raw = self._raw_dense(data, lists.logp if self._spectral else None)
+        scale = raw.std(axis=0)
+        scale[scale <= 0] = 1.0
+        scale /= float(self.dense_gain)
+        dense = raw / scale
+        size = 1 << int(self.rerank_bits)
+        w, u = np.zeros(size), np.zeros(size)
+        D = dense.shape[1]
+        v, uv = np.zeros(D), np.zeros(D)
+        v[0] = 1.0          # start from the base parser's ranking
+        rng = np.random.default_rng(self.random_state)
+        c = 1.0
+        for _ in range(int(self.rerank_epochs)):
+            order = rng.permutation(len(data.lengths)).astype(np.int64)
+            c, mistakes = rerank_epoch(w, u, v, uv, c, order, data.P, data.tok_off,
+                                       data.lengths, data.heads, data.cand_off, data.cand_hoff,
+                                       dense, correct)
+            info.mistakes.append(int(mistakes))
+        self.weights_ = w - u / c
+        self.dense_weights_ = v - uv / c
+        self.dense_scale_ = scale
+        info.seconds["rerank"] = time.perf_counter() - t0
+        self.fit_info_ = info
+        return self
+
+    # ------------------------------------------------------------------ parsing
+    def rerank_scores(self, items, data) -> np.ndarray:
+        """The re-ranker's score of every candidate of ``data`` (lists of ``items``)."""
+        logp = self._log_prob(self.spectral_, items, data) if self.spectral_ is not None \
+            else None
+        dense = self._raw_dense(data, logp) / self.dense_scale_
+        out = np.empty(data.n_candidates)
+        score_candidates(self.weights_, self.dense_weights_, data.P, data.tok_off, data.lengths,
+                         data.heads, data.cand_off, data.cand_hoff, dense, out)
+        return out
+
+    def predict_heads(self, items, *, tags=None, jobs=None, progress=None) -> list:
+        """Heads (int32 arrays) of each sentence: the re-ranked best of its k-best list (the
+        base parser's best when ``rerank`` is False)."""
+        items = list(items)
+        threads = self._check_parse_args(items, tags, jobs)
+        if not self.rerank:
+            return self.mst_.predict_heads(items, tags=tags, jobs=threads, progress=progress)
+        enc = self.mst_.encode(items, tags)
+        data = RerankData(self.mst_.kbest_encoded(enc, int(self.k), threads), enc)
+        with numba_threads(threads):
+            scores = self.rerank_scores(items, data)
+        pick = _argmax_segments(scores, data.cand_off)
+        out = [data.candidate_heads(c).astype(np.int32) for c in pick]
+        if progress is not None:
+            progress(len(items), len(items))
+        return out
+
+    def parse(self, items, *, tags=None, jobs=None, progress=None) -> list:
+        """Parse dependency sentences; returns copies with ``heads`` filled (``rels`` "_").
+
+        Parameters
+        ----------
+        items : list of DepSentence
+            Sentences with words and POS tags (their heads are ignored).
+        tags : list of lists of str, optional
+            POS tags to parse with instead of the sentences' own.
+        jobs : int, optional
+            Threads (None: the model's ``jobs``, else every core available).
+        progress : callable, optional
+            ``progress(done, total)``.
+        """
+        items = list(items)
+        heads = self.predict_heads(items, tags=tags, jobs=jobs, progress=progress)
+        return [copy_with_heads(s, h) for s, h in zip(items, heads)]
+
+    # ------------------------------------------------------------------ model files
+    def _model_file(self):
+        meta_m, arr_m = self.mst_._model_file()
+        meta = {"params": self.get_params(), "mst": meta_m, "fit_time": self.fit_time_,
+                "seconds": self.fit_info_.seconds, "mistakes": self.fit_info_.mistakes,
+                "oracle_uas": self.fit_info_.oracle_uas,
+                "n_sentences": self.fit_info_.n_sentences, "spectral": None}
+        nz = np.flatnonzero(self.weights_)
+        arrays = {"rerank_index": nz.astype(np.int64), "rerank_value": self.weights_[nz],
+                  "dense_weights": self.dense_weights_, "dense_scale": self.dense_scale_}
+        arrays.update({_MST + k: a for k, a in arr_m.items()})
+        if self.spectral_ is not None:
+            meta_s, arr_s = self.spectral_._model_file()
+            meta["spectral"] = meta_s
+            arrays.update({_SPEC + k: a for k, a in arr_s.items()})
+        return meta, arrays
+
+    @classmethod
+    def _from_model_file(cls, meta: dict, arrays: dict) -> "RerankDepParser":
+        from ..io import validate as V
+
+        try:
+            p = cls(**cls._params_from_file(meta["params"]))
+            p._validate_params()
+            sub = {k[len(_MST):]: a for k, a in arrays.items() if k.startswith(_MST)}
+            p.mst_ = MSTParser._from_model_file(meta["mst"], sub)
+            p.spectral_ = None
+            if p._spectral:
+                if meta.get("spectral") is None:
+                    raise ModelFileError("a base+spectral re-ranker without its spectral model")
+                sub = {k[len(_SPEC):]: a for k, a in arrays.items() if k.startswith(_SPEC)}
+                p.spectral_ = _spectral_class()._from_model_file(meta["spectral"], sub)
+            size = 1 << int(p.rerank_bits)
+            idx = V.get(arrays, "rerank_index", "int", dtype=np.int64)
+            val = V.get(arrays, "rerank_value", "float", dtype=np.float64)
+            V.check_len(val, "rerank_value", len(idx))
+            V.check_index(idx, "rerank_index", 0, size)
+            V.check_finite(val, "rerank_value")
+            D = 3 if p._spectral else 1
+            v = V.get(arrays, "dense_weights", "float", shape=(D,), dtype=np.float64)
+            scale = V.get(arrays, "dense_scale", "float", shape=(D,), dtype=np.float64)
+            V.check_finite(v, "dense_weights")
+            V.check_finite(scale, "dense_scale")
+            if (scale <= 0).any():
+                V.fail("dense_scale", "non-positive scale")
+            w = np.zeros(size)
+            w[idx] = val
+            p.weights_, p.dense_weights_, p.dense_scale_ = w, v, scale
+            p.fit_time_ = float(meta.get("fit_time", 0.0))
+            p.fit_info_ = RerankFitInfo(int(meta.get("n_sentences", 0)),
+                                        {str(k): float(x) for k, x in
+                                         dict(meta.get("seconds", {})).items()},
+                                        [int(x) for x in meta.get("mistakes", [])],
+                                        float(meta.get("oracle_uas", 0.0)))
+        except ModelFileError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ModelFileError(f"corrupt rerank-dep model file ({exc!r})") from None
+        return p
+
+
+def _upos(s):
+    u = getattr(s, "upos", None)
+    return u if u and len(u) == len(s.words) else [None] * len(s.words)
+
+
+def _argmax_segments(x: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """Index of the first maximum of each segment ``x[off[b]:off[b+1]]`` (vectorised)."""
+    if len(off) <= 1:
+        return np.zeros(0, dtype=np.int64)
+    best = np.maximum.reduceat(x, off[:-1])
+    seg = np.repeat(np.arange(len(off) - 1), np.diff(off))
+    hit = np.flatnonzero(x >= best[seg])
+    first = np.unique(seg[hit], return_index=True)[1]
+    return hit[first]
+
+
+def _concat(datas):
+    """One :class:`RerankData` of several (sentence order kept)."""
+    out = RerankData.__new__(RerankData)
+    tok_shift = np.cumsum([0] + [int(d.tok_off[-1]) for d in datas[:-1]])
+    head_shift = np.cumsum([0] + [len(d.heads) for d in datas[:-1]])
+    cand_shift = np.cumsum([0] + [d.n_candidates for d in datas[:-1]])
+    sent_shift = np.cumsum([0] + [len(d.lengths) for d in datas[:-1]])
+    out.lengths = np.concatenate([d.lengths for d in datas])
+    out.P = np.concatenate([d.P for d in datas])
+    out.tok_off = np.concatenate([d.tok_off[:-1] + s for d, s in zip(datas, tok_shift)]
+                                 + [[int(tok_shift[-1] + datas[-1].tok_off[-1])]])
+    out.cand_off = np.concatenate([d.cand_off[:-1] + s for d, s in zip(datas, cand_shift)]
+                                  + [[int(cand_shift[-1] + datas[-1].n_candidates)]])
+    out.sent = np.concatenate([d.sent + s for d, s in zip(datas, sent_shift)])
+    out.rank = np.concatenate([d.rank for d in datas])
+    out.cand_hoff = np.concatenate([d.cand_hoff + s for d, s in zip(datas, head_shift)])
+    out.heads = np.concatenate([d.heads for d in datas])
+    out.base = np.concatenate([d.base for d in datas])
+    return out
