@@ -82,6 +82,8 @@ def add_parse_command(sub, common, fmt) -> None:
     p.add_argument("--chunk-size", type=positive_int, default=None, metavar="N",
                    help=f"sentences parsed and written at a time, one Dask task (default: "
                         f"{PARSE_CHUNK}; {DASK_CHUNK} with Dask)")
+    p.add_argument("--no-rerank", action="store_true",
+                   help="rerank-dep models: the base parser's best tree, not re-ranked")
     kit.add_max_memory(p)
     g = p.add_argument_group("Dask (pip install 'fastspectral[dask]')")
     d = g.add_mutually_exclusive_group()
@@ -138,6 +140,11 @@ def cmd_parse(args) -> int:
         raise kit.CommandError("--resume needs an output file (-o OUTPUT)")
     model = load(args.model)
     kit.apply_max_memory(args, model)
+    if getattr(args, "no_rerank", False):
+        if not hasattr(model, "rerank"):
+            raise kit.CommandError(f"--no-rerank: {args.model} holds a {type(model).__name__}, "
+                                   "not a re-ranking parser (rerank-dep)")
+        model.rerank = False
     kind = getattr(model, "input_kind", "sentences")
     if kind == "sentences":
         return _parse_sentences(args, model)
@@ -149,6 +156,8 @@ def cmd_parse(args) -> int:
 
 def _parse_files(args, inputs, to_folder) -> int:
     """Several inputs (one output each in the folder -o OUTDIR), or any input with Dask."""
+    if getattr(args, "no_rerank", False):
+        raise kit.CommandError("--no-rerank works with one input file and without Dask")
     kit.require_file(args.model, "model file")
     for inp in inputs:
         kit.require_file(inp, "input file")
