@@ -23,8 +23,8 @@ class CCMParser(Parser):
     E-step is inside-outside over the binary trees with span factors
     ``phi = P(a|c) P(x|c) / (P(a|d) P(x|d))`` (compiled, log space, O(n^3)); the M-step counts
     the constituent posteriors (and their complements for distituents), add-``pseudo_count``
-    smoothed.  Spans of length >= 1 are modelled (empty spans are not).  ``init``: the
-    split-uniform initialiser of Klein & Manning (first M-step from the bracket posteriors of
+    smoothed; the empty spans (``empty_spans``) add their contexts to the distituents.
+    ``init``: the split-uniform initialiser of Klein & Manning (first M-step from the bracket posteriors of
     trees whose every split is uniform), or ``"random"``: Dirichlet(1) initial parameters seeded
     by ``random_state`` (the random restarts of Parikh et al.'s figure 4).  Punctuation is
     removed before learning and parsing.
@@ -35,7 +35,15 @@ class CCMParser(Parser):
         EM iterations.
     init : {"split-uniform", "random"}
     pseudo_count : float
-        Pseudo-count added to every yield and context count of both classes.
+        Pseudo-count added to every yield and context count of the constituents (and of the
+        distituents unless ``distituent_pseudo_count`` is given).
+    distituent_pseudo_count : float or None
+        Pseudo-count of the distituent yields and contexts (None: ``pseudo_count``).
+    empty_spans : bool
+        Count the ``n + 1`` empty spans of every sentence as distituents (Klein & Manning
+        2002): their contexts, the tag pairs around each gap, are fixed distituent context
+        counts in every M-step (the empty yield's own probability is the same factor in every
+        bracketing and cancels).
     tagset : {"universal", "as-is"}
     max_length : int or None
         Learn from the sentences of at most this many words (after punctuation removal; 10:
@@ -67,11 +75,14 @@ class CCMParser(Parser):
     kind = "ccm"
     input_kind = "sentences"
 
-    def __init__(self, iterations=40, init="split-uniform", pseudo_count=0.01, tagset="as-is",
-                 max_length=10, random_state=0):
+    def __init__(self, iterations=40, init="split-uniform", pseudo_count=1.0,
+                 distituent_pseudo_count=4.0, empty_spans=True, tagset="as-is", max_length=10,
+                 random_state=0):
         self.iterations = iterations
         self.init = init
         self.pseudo_count = pseudo_count
+        self.distituent_pseudo_count = distituent_pseudo_count
+        self.empty_spans = empty_spans
         self.tagset = tagset
         self.max_length = max_length
         self.random_state = random_state
@@ -85,6 +96,10 @@ class CCMParser(Parser):
         if isinstance(self.pseudo_count, bool) or not isinstance(self.pseudo_count, (int, float)) or \
                 not self.pseudo_count > 0:
             raise ValueError(f"pseudo_count must be a number > 0, got {self.pseudo_count!r}")
+        dp = self.distituent_pseudo_count
+        if dp is not None and (isinstance(dp, bool) or not isinstance(dp, (int, float)) or
+                               not dp > 0):
+            raise ValueError(f"distituent_pseudo_count must be a number > 0 or None, got {dp!r}")
         check_tagset(self.tagset)
         ml = self.max_length
         if ml is not None and (isinstance(ml, bool) or not isinstance(ml, (int, np.integer))
@@ -130,17 +145,31 @@ class CCMParser(Parser):
         yid = yid.astype(np.int64)
         n_ctx = (T + 2) * (T + 2)
         lam = float(self.pseudo_count)
+        lam_d = lam if self.distituent_pseudo_count is None else \
+            float(self.distituent_pseudo_count)
+        # the n + 1 empty spans of a sentence are distituents in every bracketing (Klein &
+        # Manning 2002): fixed counts of their contexts (the tags around each gap)
+        empty = np.zeros(n_ctx)
+        if self.empty_spans:
+            n_s = len(offsets) - 1
+            lens = np.diff(offsets)
+            gap_sent = np.repeat(np.arange(n_s), lens + 1)
+            gap = np.arange(len(gap_sent)) - np.repeat(offsets[:-1] + np.arange(n_s), lens + 1)
+            pos = offsets[gap_sent] + gap                    # the word right of the gap
+            left = np.where(gap > 0, ids[np.maximum(pos - 1, 0)], T)
+            right = np.where(gap < lens[gap_sent], ids[np.minimum(pos, len(ids) - 1)], T + 1)
+            empty = np.bincount(left * (T + 2) + right, minlength=n_ctx).astype(np.float64)
         post = split_uniform_posteriors(offsets)
         if self.init == "random":
             rng = np.random.default_rng(self.random_state)
             params = [np.log(rng.dirichlet(np.ones(n))) for n in (len(hashes), n_ctx) * 2]
         else:
-            params = self._mstep(post, yid, C, len(hashes), n_ctx, lam)
+            params = self._mstep(post, yid, C, len(hashes), n_ctx, lam, lam_d, empty)
         self.log_likelihood_ = []
         for _ in range(int(self.iterations)):
             ll = estep(offsets, yid, C, params[0], params[1], params[2], params[3], post)
             self.log_likelihood_.append(float(ll))
-            params = self._mstep(post, yid, C, len(hashes), n_ctx, lam)
+            params = self._mstep(post, yid, C, len(hashes), n_ctx, lam, lam_d, empty)
         self.tags_ = list(tindex)
         self.yield_hashes_ = hashes
         self.yield_logprob_ = np.ascontiguousarray(np.stack([params[0], params[2]]))
@@ -149,18 +178,18 @@ class CCMParser(Parser):
         cy = np.bincount(yid, weights=post, minlength=len(hashes))
         dy = np.bincount(yid, weights=1.0 - post, minlength=len(hashes))
         self.unseen_logprob_ = np.log(np.array([lam / (cy.sum() + lam * (len(hashes) + 1)),
-                                                lam / (dy.sum() + lam * (len(hashes) + 1))]))
+                                                lam_d / (dy.sum() + lam_d * (len(hashes) + 1))]))
         self.n_sentences_ = len(tag_lists)
         self.fit_time_ = time.perf_counter() - t0
         return self
 
     @staticmethod
-    def _mstep(post, yid, cid, n_y, n_c, lam):
+    def _mstep(post, yid, cid, n_y, n_c, lam, lam_d, empty):
         out = []
         cy = np.bincount(yid, weights=post, minlength=n_y) + lam
         cx = np.bincount(cid, weights=post, minlength=n_c) + lam
-        dy = np.bincount(yid, weights=1.0 - post, minlength=n_y) + lam
-        dx = np.bincount(cid, weights=1.0 - post, minlength=n_c) + lam
+        dy = np.bincount(yid, weights=1.0 - post, minlength=n_y) + lam_d
+        dx = np.bincount(cid, weights=1.0 - post, minlength=n_c) + lam_d + empty
         for v in (cy, cx, dy, dx):
             out.append(np.log(v / v.sum()))
         return out
