@@ -146,89 +146,142 @@ def _first_at_or_below(curve, target):
     return int(hit[0]) if len(hit) else None
 
 
+def _timed(make, train):
+    """``(model, wall s, CPU s)`` of ``make().fit(train)`` (CPU: this process, all threads)."""
+    import resource
+
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    model = make().fit(train)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    return model, wall, (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+
+
 def tags(args):
     from fastspectral.lm.kneser_ney import KneserNeyBigramLM
 
     train, tr90, dev, test = _tag_data()
     n_test = sum(len(s) + 1 for s in test)
     print(f"\n## WSJ POS tags: train {len(train)} sequences ({len(tr90)} + dev {len(dev)}), "
-          f"test {len(test)} sequences, {n_test} events (tokens + ends)\n")
+          f"test {len(test)} sequences, {n_test} events (tokens + ends); EM protocol: "
+          f"tol {args.tol:g} nats/event, at most {args.max_em_iterations} iterations; "
+          f"load average {os.getloadavg()}\n")
     HMM(n_states=4, method="spectral-em", iterations=1).fit(tr90[:300], dev=dev[:50])  # warm-up
+    HMM(n_states=4, method="em", iterations=1).fit(tr90[:300])
     t0 = time.perf_counter()
     kn = KneserNeyBigramLM(min_count=1, lowercase=False).fit(train)
     kn_time = time.perf_counter() - t0
-    kn_test = kn.perplexity(test)
     rows = [{"system": "fastspectral lm Kneser-Ney bigram", "m": "-", "fit": kn_time,
-             "test": kn_test, "dev": KneserNeyBigramLM(min_count=1, lowercase=False)
+             "test": kn.perplexity(test), "dev": KneserNeyBigramLM(min_count=1, lowercase=False)
              .fit(tr90).perplexity(dev)}]
-    curves = {}
+    curves, speed = {}, []
     for m in args.states:
-        # --- selection on the development split
-        best_sp = None
-        for ridge in (0.3, 1.0, 3.0):
-            sp = HMM(n_states=m, method="spectral", field="tag", ridge=ridge).fit(tr90, dev=dev)
-            d = _ppl(sp, dev)
-            if best_sp is None or d < best_sp[0]:
-                best_sp = (d, ridge, sp.backoff_weight_)
-        em = HMM(n_states=m, method="em", field="tag", iterations=args.em_iterations,
-                 random_state=args.seed).fit(tr90, dev=dev)
+        # --- selection on the development split (never on the test set)
+        sp = HMM(n_states=m, method="spectral", field="tag", ridge=None).fit(tr90, dev=dev)
+        ridge, mix, w_sp = sp.ridge_, sp.state_mixing_, sp.backoff_weight_
+        em_runs = []
+        for seed in args.em_seeds:
+            em_runs.append(HMM(n_states=m, method="em", field="tag",
+                               iterations=args.max_em_iterations, tol=args.tol,
+                               random_state=seed).fit(tr90, dev=dev))
+        em = em_runs[0]
         sem = HMM(n_states=m, method="spectral-em", field="tag",
                   iterations=args.em_iterations, random_state=args.seed).fit(tr90, dev=dev)
-        em_best = float(em.dev_perplexity_.min())
-        em_at = int(np.argmin(em.dev_perplexity_))
-        sem_reach = _first_at_or_below(sem.dev_perplexity_, em_best)
-        em_1 = _first_at_or_below(em.dev_perplexity_, 1.01 * em_best)
-        sem_1 = _first_at_or_below(sem.dev_perplexity_, 1.01 * em_best)
-        curves[m] = {"em": em.dev_perplexity_.tolist(), "spectral-em": sem.dev_perplexity_.tolist(),
-                     "em_best": em_best, "em_best_iteration": em_at,
-                     "spectral_em_reaches_at": sem_reach, "em_within_1pct_at": em_1,
-                     "spectral_em_within_1pct_at": sem_1}
-        # --- refit on all training sequences with the chosen settings, score the test set
-        d_sp, ridge, w_sp = best_sp
-        t0 = time.perf_counter()
-        sp = HMM(n_states=m, method="spectral", field="tag", ridge=ridge,
-                 backoff_weight=w_sp).fit(train)
-        sp_fit = time.perf_counter() - t0
-        raw, sign = sp.raw_log_probability(test)
-        lp = sp.log_probability(test)
-        rows.append({"system": "spectral HMM", "m": m, "fit": sp_fit, "test": _ppl(sp, test),
-                     "alone": _alone(sp, test),
-                     "dev": d_sp, "settings": f"ridge {ridge:g}, w {w_sp:g}",
+        cm = {"spectral-em": sem.dev_perplexity_.tolist(), "em": []}
+        for seed, r in zip(args.em_seeds, em_runs):
+            final = float(r.dev_perplexity_[-1])
+            cm["em"].append({"seed": seed, "curve": r.dev_perplexity_.tolist(),
+                             "iterations": int(r.iterations_run_), "final": final,
+                             "spectral_em_reaches_at": _first_at_or_below(
+                                 sem.dev_perplexity_, final)})
+        curves[m] = cm
+        # --- refit on all training sequences with the chosen settings; paired timings
+        mk_sp = lambda: HMM(n_states=m, method="spectral", field="tag", ridge=ridge,  # noqa
+                            state_mixing=mix, backoff_weight=w_sp)
+        mk_em = lambda: HMM(n_states=m, method="em", field="tag",  # noqa: E731
+                            iterations=args.max_em_iterations, tol=args.tol,
+                            backoff_weight=em.backoff_weight_, random_state=args.seed)
+        sp_t = []
+        for _ in range(3):
+            full_sp, wall, cpu = _timed(mk_sp, train)
+            sp_t.append((wall, cpu))
+        full_em, em_wall, em_cpu = _timed(mk_em, train)
+        for _ in range(2):
+            _, wall, cpu = _timed(mk_sp, train)
+            sp_t.append((wall, cpu))
+        sp_wall = float(np.median([t[0] for t in sp_t]))
+        sp_cpu = float(np.median([t[1] for t in sp_t]))
+        speed.append({"m": m, "spectral_wall": sp_wall, "spectral_cpu": sp_cpu,
+                      "em_wall": em_wall, "em_cpu": em_cpu,
+                      "em_iterations": int(full_em.iterations_run_),
+                      "load": os.getloadavg()[0]})
+        raw, sign = full_sp.raw_log_probability(test)
+        lp = full_sp.log_probability(test)
+        rows.append({"system": "spectral HMM, alone (w = 0)", "m": m, "fit": sp_wall,
+                     "test": _at(full_sp, test, 0.0), "dev": _at(sp, dev, 0.0),
+                     "settings": f"ridge {ridge:g}, mixing {mix:g}",
                      "raw_nonpositive": int((sign <= 0).sum()),
-                     "positive": int(np.isfinite(lp).sum()), "resets": sp.last_resets_})
-        for label, mdl in (("EM HMM", em), ("spectral-init EM HMM", sem)):
-            its = max(int(mdl.best_iteration_), 1)
-            t0 = time.perf_counter()
-            full = HMM(n_states=m, method=mdl.method, field="tag", iterations=its,
-                       backoff_weight=mdl.backoff_weight_, random_state=args.seed).fit(train)
-            fit = time.perf_counter() - t0
-            lp = full.log_probability(test)
-            rows.append({"system": label, "m": m, "fit": fit, "test": _ppl(full, test),
-                         "alone": _alone(full, test),
-                         "dev": mdl.perplexity(dev),
-                         "settings": f"{its} iterations, w {mdl.backoff_weight_:g}",
-                         "per_iteration": full.timings_["em"] / its,
-                         "positive": int(np.isfinite(lp).sum())})
-        print(f"m={m}: spectral dev {d_sp:.3f} (ridge {ridge:g}, w {w_sp:g}); EM best dev "
-              f"{em_best:.3f} at iteration {em_at}/{args.em_iterations}; spectral-init EM "
-              f"reaches it at iteration {sem_reach} (its best {sem.dev_perplexity_.min():.3f} "
-              f"at {int(np.argmin(sem.dev_perplexity_))}); within 1% of EM's best: EM at "
-              f"iteration {em_1}, spectral-init EM at {sem_1}", flush=True)
+                     "positive": int(np.isfinite(lp).sum())})
+        rows.append({"system": "spectral HMM + KN", "m": m, "fit": sp_wall,
+                     "test": _ppl(full_sp, test), "dev": _ppl(sp, dev),
+                     "settings": f"ridge {ridge:g}, mixing {mix:g}, w {w_sp:g}",
+                     "positive": int(np.isfinite(lp).sum())})
+        lp = full_em.log_probability(test)
+        its = int(full_em.iterations_run_)
+        rows.append({"system": "EM HMM, alone (w = 0)", "m": m, "fit": em_wall,
+                     "test": _at(full_em, test, 0.0), "dev": _at(em, dev, 0.0),
+                     "settings": f"{its} iterations (tol)",
+                     "per_iteration": full_em.timings_["em"] / max(its, 1),
+                     "positive": int((full_em.raw_log_probability(test)[1] > 0).sum())})
+        rows.append({"system": "EM HMM + KN", "m": m, "fit": em_wall,
+                     "test": _ppl(full_em, test), "dev": _ppl(em, dev),
+                     "settings": f"{its} iterations (tol), w {em.backoff_weight_:g}",
+                     "positive": int(np.isfinite(lp).sum())})
+        print(f"m={m}: spectral ridge {ridge:g} mixing {mix:g} w {w_sp:g}: dev alone "
+              f"{_at(sp, dev, 0.0):.3f}; EM (seed {args.seed}) {em.iterations_run_} "
+              f"iterations, dev alone {_at(em, dev, 0.0):.3f}; fit wall/CPU spectral "
+              f"{sp_wall:.3f}/{sp_cpu:.3f} s, EM {em_wall:.2f}/{em_cpu:.2f} s "
+              f"({its} iterations): {em_wall / sp_wall:.0f}x wall, {em_cpu / sp_cpu:.0f}x CPU; "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
+        for r in cm["em"]:
+            print(f"   EM seed {r['seed']}: converged at {r['iterations']} iterations, final dev "
+                  f"{r['final']:.3f} (w 0.2); spectral-init EM reaches it at iteration "
+                  f"{r['spectral_em_reaches_at']} (its dev: " +
+                  " ".join(f"{i}:{sem.dev_perplexity_[i]:.3f}" for i in (0, 1, 5, 10, 20, 50)
+                           if i < len(sem.dev_perplexity_)) + ")", flush=True)
     print("\n| system | m | settings (chosen on dev) | fit (s) | dev ppl | test ppl "
-          "| test ppl, model alone (w 0.001) | test sequences with p > 0 "
-          "| per EM iteration (s) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| test sequences with p > 0 | per EM iteration (s) |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         pos = f"{r['positive']} / {len(test)}" if "positive" in r else f"{len(test)} / {len(test)}"
         per = f"{r['per_iteration']:.3f}" if "per_iteration" in r else "-"
-        alone = f"{r['alone']:.3f}" if "alone" in r else "-"
-        print(f"| {r['system']} | {r['m']} | {r.get('settings', '-')} | {r['fit']:.2f} | "
-              f"{r['dev']:.3f} | {r['test']:.3f} | {alone} | {pos} | {per} |")
+        print(f"| {r['system']} | {r['m']} | {r.get('settings', '-')} | {r['fit']:.3f} | "
+              f"{r['dev']:.3f} | {r['test']:.3f} | {pos} | {per} |")
+    print("\n| m | spectral fit wall / CPU (s) | EM fit wall / CPU (s) | EM iterations | "
+          "ratio wall | ratio CPU | load |")
+    print("|---|---|---|---|---|---|---|")
+    for r in speed:
+        print(f"| {r['m']} | {r['spectral_wall']:.3f} / {r['spectral_cpu']:.3f} | "
+              f"{r['em_wall']:.2f} / {r['em_cpu']:.2f} | {r['em_iterations']} | "
+              f"{r['em_wall'] / r['spectral_wall']:.0f}x | {r['em_cpu'] / r['spectral_cpu']:.0f}x"
+              f" | {r['load']:.1f} |")
     for r in rows:
         if "raw_nonpositive" in r:
             print(f"spectral m={r['m']}: raw estimate p(x) <= 0 for {r['raw_nonpositive']} of "
-                  f"{len(test)} test sequences; state resets {r['resets']}")
-    RESULTS["tags"] = {"rows": rows, "curves": curves}
+                  f"{len(test)} test sequences")
+    RESULTS["tags"] = {"rows": rows, "curves": curves, "speed": speed}
+
+
+def _at(model, seqs, w) -> float:
+    """Perplexity with the interpolation weight set to ``w`` (0: the hidden-state model
+    alone)."""
+    old = model.backoff_weight_
+    model.backoff_weight_ = w
+    try:
+        return model.perplexity(seqs)
+    finally:
+        model.backoff_weight_ = old
 
 
 # ---------------------------------------------------------------------------- hmmlearn
@@ -356,7 +409,14 @@ def main(argv=None):
     ap.add_argument("--brown-states", type=int, nargs="+", default=[16, 32])
     ap.add_argument("--brown-caps", type=int, nargs="+", default=[1000, 3000])
     ap.add_argument("--brown-em-iterations", type=int, default=30)
-    ap.add_argument("--em-iterations", type=int, default=100)
+    ap.add_argument("--em-iterations", type=int, default=100,
+                    help="iterations of the spectral-initialised EM curve (and hmmlearn)")
+    ap.add_argument("--max-em-iterations", type=int, default=500,
+                    help="EM to convergence: at most this many iterations")
+    ap.add_argument("--tol", type=float, default=1e-4,
+                    help="EM convergence: stop when an iteration gains < tol nats per event")
+    ap.add_argument("--em-seeds", type=int, nargs="+", default=[0, 1, 2],
+                    help="random starts of EM (the first also gives the timed refit)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="write the results here")

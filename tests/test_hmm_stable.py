@@ -1,0 +1,120 @@
+"""Sequence HMMs, issue 17 follow-up: the stabilised spectral filter, the fast counting paths
+(each equal to its reference path), the Kneser-Ney smoother built from ids, EM's tolerance,
+and the spectral model alone against the Kneser-Ney tag bigram on the WSJ tags."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastspectral.hmm import HMM, read_sequences
+from fastspectral.hmm import model as MD
+from fastspectral.hmm import spectral as S
+from fastspectral.hmm.data import Encoded
+
+from test_hmm import _enc, _sample, _strings, _true_hmm
+
+
+@pytest.fixture(scope="module")
+def toy():
+    start, trans, emit = _true_hmm()
+    train = _strings(_sample(start, trans, emit, 3000, 21))
+    dev = _strings(_sample(start, trans, emit, 300, 22))
+    return train, dev
+
+
+def _random_enc(M, n, seed):
+    rng = np.random.default_rng(seed)
+    lens = rng.integers(0, 9, size=n)
+    off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens, out=off[1:])
+    return Encoded(off, rng.integers(0, M, size=int(off[-1])).astype(np.int64))
+
+
+def test_dense_and_sparse_counting_paths_agree(monkeypatch):
+    enc = _random_enc(7, 400, 0)
+    H = S.hankel_data(enc, 7, max_basis=20)
+    P = H.hankel().toarray()
+    U, X, _ = S._projections(H.hankel(), 5, 1.0, 1e-10, H.n_seq, 0)
+    A = S._operators(H, U, X)                               # P_a X then BLAS
+    monkeypatch.setattr(S, "_DENSE_COUNT", 0)               # COO counting, searchsorted
+    monkeypatch.setattr(S, "_DENSE_PX", 0)                  # the per-token kernel
+    H2 = S.hankel_data(enc, 7, max_basis=20)
+    for name in ("p1", "p2", "s1", "s2"):
+        np.testing.assert_array_equal(getattr(H, name), getattr(H2, name))
+    np.testing.assert_allclose(H2.hankel().toarray(), P, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(S._operators(H2, U, X), A, rtol=1e-10, atol=1e-13)
+
+
+def test_smoother_built_from_ids_equals_kneser_ney_fit(toy):
+    from fastspectral.lm.kneser_ney import KneserNeyBigramLM
+
+    train, _ = toy
+    train = train + [["A", "rare", "b"], ["c", "Once"], []]
+    model = HMM(n_states=2, min_count=2, lowercase=True, max_basis=4).fit(train)
+    syms = model.symbols_.symbols
+    mapped = [[syms[model.symbols_.index.get(t.lower(), 0)] for t in s] for s in train]
+    kn = KneserNeyBigramLM(min_count=1, lowercase=False).fit(mapped)
+    assert model.smoother_.vocab_.words == kn.vocab_.words
+    np.testing.assert_array_equal(model.smoother_.counts_.toarray(), kn.counts_.toarray())
+    np.testing.assert_array_equal(model.smoother_.discounts_, kn.discounts_)
+
+
+@pytest.mark.parametrize("negative", ["abs", "clip"])
+def test_stabilised_filter_predicts_distributions(toy, negative):
+    train, dev = toy
+    model = HMM(n_states=2, ridge=None, negative=negative, max_basis=8).fit(train, dev=dev)
+    assert model.ridge_ in MD.RIDGE_GRID and model.state_mixing_ in MD.MIXING_GRID
+    d = model.next_distribution([[], ["a"], ["c", "c", "b"]])
+    np.testing.assert_allclose(d.sum(axis=1), 1.0)
+    model.backoff_weight_ = 0.0                              # the spectral model alone
+    assert np.all(np.isfinite(model.log_probability(dev)))
+    np.testing.assert_allclose(model.next_distribution([["a"]]).sum(), 1.0)
+    # the filter's per-event probabilities equal the next-event distributions of prefixes
+    seq = dev[0] if dev[0] else ["a"]
+    cond = model.conditional_probabilities([seq])[0]
+    labels = model.symbols_.symbols
+    for t, x in enumerate(seq):
+        dist = model.next_distribution([seq[:t]])[0]
+        assert cond[t] == pytest.approx(dist[labels.index(x)], rel=1e-9)
+
+
+def test_fit_defaults_without_dev(toy):
+    train, _ = toy
+    model = HMM(n_states=2, max_basis=8).fit(train)
+    assert model.ridge_ == MD.DEFAULT_RIDGE and model.state_mixing_ == MD.DEFAULT_MIXING
+    assert model.backoff_weight_ == MD.DEFAULT_BACKOFF_WEIGHT["spectral"]
+    with pytest.raises(ValueError, match="state_mixing"):
+        HMM(state_mixing=1.5).fit(train)
+    with pytest.raises(ValueError, match="negative"):
+        HMM(negative="square").fit(train)
+    with pytest.raises(ValueError, match="tol"):
+        HMM(method="em", tol=-1.0).fit(train)
+
+
+def test_em_tolerance_stops_at_convergence(toy):
+    train, _ = toy
+    full = HMM(n_states=2, method="em", iterations=300, random_state=3).fit(train)
+    tol = 1e-5
+    stopped = HMM(n_states=2, method="em", iterations=300, tol=tol, random_state=3).fit(train)
+    k = stopped.iterations_run_
+    assert 1 <= k < 300 and stopped.best_iteration_ == k
+    gains = np.diff(full.train_loglik_)
+    assert np.all(gains[:k - 1] >= tol) and gains[k - 1] < tol     # first gain below tol
+    # the same parameters as running exactly k iterations
+    exact = HMM(n_states=2, method="em", iterations=k, random_state=3).fit(train)
+    np.testing.assert_allclose(stopped.trans_, exact.trans_, rtol=1e-12)
+
+
+def test_spectral_alone_beats_the_kneser_ney_tag_bigram(shared_data):
+    """Issue 17's target on the WSJ tags: the spectral model alone (no interpolation),
+    settings chosen on the last 10% of the training sequences."""
+    from fastspectral.lm.kneser_ney import KneserNeyBigramLM
+
+    train = read_sequences(shared_data / "ptb" / "wsj-sample.mrg", field="tag")
+    test = read_sequences(shared_data / "ptb" / "wsj22.trees", field="tag")
+    k = int(round(0.9 * len(train)))
+    sel = HMM(n_states=20, field="tag", ridge=None).fit(train[:k], dev=train[k:])
+    model = HMM(n_states=20, field="tag", ridge=sel.ridge_, state_mixing=sel.state_mixing_,
+                backoff_weight=0.0).fit(train)
+    kn = KneserNeyBigramLM(min_count=1, lowercase=False).fit(train).perplexity(test)
+    assert model.perplexity(test) < kn
