@@ -8,7 +8,7 @@ import numpy as np
 from ..base import Parser
 from .common import build_tree, check_tagset, map_tags, strip_punctuation, tagged_sentences
 
-__all__ = ["CCMParser", "branching_tree", "random_tree"]
+__all__ = ["CCMParser", "branching_tree", "random_tree", "empty_span_contexts"]
 
 INITS = ("split-uniform", "random")
 
@@ -24,8 +24,8 @@ class CCMParser(Parser):
     ``phi = P(a|c) P(x|c) / (P(a|d) P(x|d))`` (compiled, log space, O(n^3)); the M-step counts
     the constituent posteriors (and their complements for distituents), add-``pseudo_count``
     smoothed; the empty spans (``empty_spans``) add their contexts to the distituents.
-    ``init``: the split-uniform initialiser of Klein & Manning (first M-step from the bracket posteriors of
-    trees whose every split is uniform), or ``"random"``: Dirichlet(1) initial parameters seeded
+    ``init``: the split-uniform initialiser of Klein & Manning (first M-step from the bracket
+    posteriors of trees whose every split is uniform), or ``"random"``: Dirichlet(1) initial parameters seeded
     by ``random_state`` (the random restarts of Parikh et al.'s figure 4).  Punctuation is
     removed before learning and parsing.
 
@@ -149,16 +149,7 @@ class CCMParser(Parser):
             float(self.distituent_pseudo_count)
         # the n + 1 empty spans of a sentence are distituents in every bracketing (Klein &
         # Manning 2002): fixed counts of their contexts (the tags around each gap)
-        empty = np.zeros(n_ctx)
-        if self.empty_spans:
-            n_s = len(offsets) - 1
-            lens = np.diff(offsets)
-            gap_sent = np.repeat(np.arange(n_s), lens + 1)
-            gap = np.arange(len(gap_sent)) - np.repeat(offsets[:-1] + np.arange(n_s), lens + 1)
-            pos = offsets[gap_sent] + gap                    # the word right of the gap
-            left = np.where(gap > 0, ids[np.maximum(pos - 1, 0)], T)
-            right = np.where(gap < lens[gap_sent], ids[np.minimum(pos, len(ids) - 1)], T + 1)
-            empty = np.bincount(left * (T + 2) + right, minlength=n_ctx).astype(np.float64)
+        empty = empty_span_contexts(offsets, ids, T) if self.empty_spans else np.zeros(n_ctx)
         post = split_uniform_posteriors(offsets)
         if self.init == "random":
             rng = np.random.default_rng(self.random_state)
@@ -263,6 +254,25 @@ class CCMParser(Parser):
 
 
 # ------------------------------------------------------------------------------------------------
+def empty_span_contexts(offsets, ids, n_tags):
+    """Counts of the contexts of the empty spans (the ``n + 1`` gaps of every sentence): context
+    id ``left * (n_tags + 2) + right``, ``left`` the tag before the gap (``n_tags``: the
+    sentence start), ``right`` the tag after it (``n_tags + 1``: the end).  Vectorised."""
+    T = int(n_tags)
+    offsets = np.asarray(offsets, np.int64)
+    ids = np.asarray(ids, np.int64)
+    n_s = len(offsets) - 1
+    lens = np.diff(offsets)
+    gap_sent = np.repeat(np.arange(n_s), lens + 1)
+    gap = np.arange(len(gap_sent)) - np.repeat(offsets[:-1] + np.arange(n_s), lens + 1)
+    pos = offsets[gap_sent] + gap                    # the word right of the gap
+    last = max(len(ids) - 1, 0)
+    safe = ids if len(ids) else np.zeros(1, np.int64)
+    left = np.where(gap > 0, safe[np.clip(pos - 1, 0, last)], T)
+    right = np.where(gap < lens[gap_sent], safe[np.clip(pos, 0, last)], T + 1)
+    return np.bincount(left * (T + 2) + right, minlength=(T + 2) ** 2).astype(np.float64)
+
+
 def branching_tree(words, tags, direction="right", label="X"):
     """The right- (or left-) branching tree of a sentence over its non-punctuation words
     (punctuation put back beside its neighbours)."""
