@@ -109,3 +109,17 @@ def test_templates_vectorised_equal_the_per_token_definition():
                 want = nb if nb in ("<s>", "</s>") else (nb[:1] if name.endswith("First")
                                                          else nb[-1:])
             assert fs.vocabs[col][F[i, col]] == want
+
+
+def test_candidates_follow_the_tags_when_any_candidate_has_the_tag():
+    lr, corpus, F, c = _prepared()
+    j = corpus.tokens.index("can")
+    tags = ["_"] * len(corpus)
+    tags[j] = "MD"
+    ct = candidates(lr.tables, lr.space, lr.fs, lr.guesser, corpus.tokens, F, tags=tags)
+    got = [ct.overlay.label(int(k)) for k in ct.label[ct.ptr[j]:ct.ptr[j + 1]]]
+    assert got and all(lab[2] == "MD" for lab in got)
+    tags[j] = "NO-SUCH-TAG"     # no candidate has it: all are kept
+    ct = candidates(lr.tables, lr.space, lr.fs, lr.guesser, corpus.tokens, F, tags=tags)
+    assert np.array_equal(np.diff(ct.ptr), np.diff(c.ptr))
+    assert np.array_equal(ct.label, c.label)

@@ -161,43 +161,90 @@ def candidates(learned_tables: E.Tables, space: E.LabelSpace, fs: FeatureSpace,
     counted data (most frequent first; a token not seen as written is looked up in lower
     case), the analyser's answers, and for tokens that neither knows the suffix guesser's
     analyses (``unknown="suffix"``) or a single empty analysis (``"none"``).  ``tags``: one tag
-    per token or None; candidates whose UPOS or XPOS is the tag are kept when there are any."""
+    per token or None; candidates whose UPOS or XPOS is the tag are kept when there are any.
+
+    A candidate set depends only on the token's string: the sets are built once per word type
+    and spread over the tokens by vectorised indexing."""
+    from .features import _type_ids
+
     ov = space.overlay()
     index = fs.index()[0]
     lex_ptr, lex_label = learned_tables.lex_ptr, learned_tables.lex_label
     n_words = len(lex_ptr) - 1
-    ptr = np.zeros(len(tokens) + 1, dtype=np.int64)
-    known = np.zeros(len(tokens), dtype=bool)
-    guessed: dict = {}
-    labels: list = []
-    words = F[:, 0]
-    for j, t in enumerate(tokens):
-        w = int(words[j])
-        if (w < 0 or w >= n_words or lex_ptr[w] == lex_ptr[w + 1]) and t != t.lower():
+    ids, types = _type_ids(tokens)
+    n_types = len(types)
+    # the lexicon entry of every type: its Freq id, else its lower-case form's
+    tw = np.full(n_types, -1, dtype=np.int64)
+    if len(tokens):
+        tw[ids] = F[:, 0]
+    has = (tw >= 0) & (tw < n_words)
+    has[has] = lex_ptr[tw[has] + 1] > lex_ptr[tw[has]]
+    for k in np.nonzero(~has)[0]:
+        t = types[k]
+        if t != t.lower():
             w = index.get(t.lower(), -1)
-        cand = []
-        if 0 <= w < n_words and lex_ptr[w] < lex_ptr[w + 1]:
-            cand = lex_label[lex_ptr[w]:lex_ptr[w + 1]].tolist()
-            known[j] = True
-        if analyser is not None:
-            extra = [ov.add(lab) for lab in normalise_analyses(t, analyser(t), vocalised)]
-            cand = cand + [k for k in extra if k not in cand]
-        if not cand:
-            cand = guessed.get(t)
-            if cand is None:
-                if unknown == "suffix":
-                    cand = [ov.add(lab) for lab in guesser(t)]
-                if not cand:
-                    cand = [ov.add(("_", "_", "_", "_", t if vocalised else ""))]
-                guessed[t] = cand
-        if tags is not None and tags[j] not in (None, "_"):
-            keep = [k for k in cand if ov.label(k)[1] == tags[j] or ov.label(k)[2] == tags[j]]
-            cand = keep or cand
-        labels.extend(cand)
-        ptr[j + 1] = len(labels)
-    label = np.array(labels, dtype=np.int64)
+            if 0 <= w < n_words and lex_ptr[w + 1] > lex_ptr[w]:
+                tw[k] = w
+                has[k] = True
+    n_lex = np.where(has, lex_ptr[np.where(has, tw, 0) + 1] - lex_ptr[np.where(has, tw, 0)], 0)
+    extra: dict = {}
+    if analyser is not None:
+        for k, t in enumerate(types):
+            lex = set(lex_label[lex_ptr[tw[k]]:lex_ptr[tw[k] + 1]].tolist()) if has[k] else set()
+            more = []
+            for lab in normalise_analyses(t, analyser(t), vocalised):
+                j = ov.add(lab)
+                if j not in lex and j not in more:
+                    more.append(j)
+            if more:
+                extra[k] = more
+    for k in np.nonzero(~has)[0]:
+        if int(k) in extra:
+            continue
+        t = types[k]
+        cand = [ov.add(lab) for lab in guesser(t)] if unknown == "suffix" else []
+        extra[int(k)] = cand or [ov.add(("_", "_", "_", "_", t if vocalised else ""))]
+    # per-type candidate rows: the lexicon's labels, then the extra ones
+    n_extra = np.zeros(n_types, dtype=np.int64)
+    for k, more in extra.items():
+        n_extra[k] = len(more)
+    type_n = n_lex + n_extra
+    type_ptr = np.concatenate([[0], np.cumsum(type_n)]).astype(np.int64)
+    type_label = np.empty(int(type_ptr[-1]), dtype=np.int64)
+    lex_rows, _ = E.token_rows(lex_ptr, tw[has])
+    # the first n_lex rows of every known type hold its lexicon labels
+    first = np.repeat(type_ptr[:-1][has], n_lex[has]) + \
+        (np.arange(int(n_lex[has].sum())) - np.repeat(np.cumsum(n_lex[has]) - n_lex[has],
+                                                      n_lex[has]))
+    type_label[first] = lex_label[lex_rows]
+    for k, more in extra.items():
+        s = type_ptr[k] + n_lex[k]
+        type_label[s:s + len(more)] = more
+    rows, ptr = E.token_rows(type_ptr, ids)
+    label = type_label[rows]
+    known = has[ids] if len(tokens) else np.zeros(0, dtype=bool)
+    if tags is not None and len(label):
+        label, ptr = _filter_by_tags(label, ptr, tags, ov)
     lv = ov.lv()[label] if len(label) else np.zeros((0, space.n_targets), np.int32)
     return E.Candidates(ptr, label, np.ascontiguousarray(lv, dtype=np.int32), ov, known)
+
+
+def _filter_by_tags(label, ptr, tags, ov):
+    """Keep the rows whose UPOS or XPOS is the token's tag when the token has a tag and such
+    rows (vectorised over rows)."""
+    tag_id: dict = {}
+    tok_tag = np.array([-1 if t in (None, "_") else tag_id.setdefault(t, len(tag_id))
+                        for t in tags], dtype=np.int64)
+    ulab, inv = np.unique(label, return_inverse=True)
+    up = np.array([tag_id.get(ov.label(int(k))[1], -2) for k in ulab], dtype=np.int64)[inv]
+    xp = np.array([tag_id.get(ov.label(int(k))[2], -2) for k in ulab], dtype=np.int64)[inv]
+    row_tok = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    t = tok_tag[row_tok]
+    match = (t >= 0) & ((up == t) | (xp == t))
+    any_match = np.bincount(row_tok, weights=match, minlength=len(ptr) - 1) > 0
+    keep = match | ~any_match[row_tok]
+    counts = np.bincount(row_tok[keep], minlength=len(ptr) - 1)
+    return label[keep], np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
 def _stage2_rows(cands: E.Candidates, level: int, gold_lv: np.ndarray, n_targets: int,
