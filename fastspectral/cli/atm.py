@@ -29,10 +29,16 @@ def add_arguments(parser, cls) -> None:
     kit.option(g, "--bandwidth", cls, "bandwidth", type=float, metavar="GAMMA",
                help="gamma: bandwidth of the anchor kernel, in words of distance")
     kit.option(g, "--embeddings", cls, "embeddings", metavar="FILE",
-               help="eigenword file (fastspectral train eigenwords)",
+               help="eigenword file (fastspectral train eigenwords) or Brown-cluster file "
+                    "(BrownClusters.save)",
                show_default="eigenwords learned on the training words")
     kit.option(g, "--embedding-dim", cls, "embedding_dim", type=positive_int, metavar="K",
-               help="dimension of the eigenwords learned without --embeddings")
+               help="dimension of the vectors learned without --embeddings (Brown: bits)")
+    kit.option(g, "--vectors", cls, "vectors", choices=("eigenwords", "brown"),
+               help="observed vectors learned without --embeddings: eigenwords (CCA) or "
+                    "Brown-cluster bit vectors")
+    kit.option(g, "--brown-clusters", cls, "brown_clusters", type=positive_int, metavar="C",
+               help="clusters of the Brown vectors learned with --vectors brown")
     kit.option(g, "--tagset", cls, "tagset", choices=("universal", "as-is"),
                help="map Penn tags to the universal tagset, or keep the tags")
     kit.option(g, "--top-bracket", cls, "top_bracket", choices=("verb", "punct-verb", "none"),

@@ -19,13 +19,22 @@ examples:
 """
 
 
+def _suppress():
+    import argparse
+    return argparse.SUPPRESS
+
+
 def add_arguments(parser, cls) -> None:
     g = parser.add_argument_group("CCM options")
     kit.add_iterations(g, cls)
     kit.option(g, "--init", cls, "init", choices=("split-uniform", "random"),
                help="initialiser: Klein & Manning's, or random (restarts)")
     kit.option(g, "--pseudo-count", cls, "pseudo_count", type=float, metavar="L",
-               help="pseudo-count of every yield and context")
+               help="pseudo-count of every constituent yield and context")
+    kit.option(g, "--distituent-pseudo-count", cls, "distituent_pseudo_count", type=float,
+               metavar="L", help="pseudo-count of every distituent yield and context")
+    g.add_argument("--no-empty-spans", dest="empty_spans", action="store_false",
+                   default=_suppress(), help="do not count the empty spans as distituents")
     kit.option(g, "--tagset", cls, "tagset", choices=("universal", "as-is"),
                help="map Penn tags to the universal tagset, or keep the tags")
     kit.option(g, "--max-length", cls, "max_length", type=positive_int, metavar="N",
