@@ -69,7 +69,8 @@ def test_estimates_converge_to_the_true_probabilities(gen):
     truth = gen.log_prob(test)
     errs = {}
     for n in (2000, 30000):
-        model = LatentDependencyModel(n_states=3, embeddings="one-hot").fit(gen.sample(n, seed=1))
+        model = LatentDependencyModel(n_states=3, embeddings="one-hot", ridge=1e-3)
+        model.fit(gen.sample(n, seed=1))
         lp, sg = model.log_prob(test, return_sign=True)
         errs[n] = float(np.median(np.abs(sg * np.exp(lp - truth) - 1)))
     assert errs[30000] < 0.1, errs
@@ -92,13 +93,15 @@ def test_low_dimensional_words_estimate_the_smoothed_model():
     ew.singular_values_, ew.fit_time_ = np.ones(4), 0.0
     test = g.sample(300, seed=8)
     truth = g.log_prob(test, emission=F @ (F.T @ g.O))
-    model = LatentDependencyModel(n_states=2, embeddings=ew).fit(g.sample(30000, seed=4))
+    model = LatentDependencyModel(n_states=2, embeddings=ew, ridge=1e-3)
+    model.fit(g.sample(30000, seed=4))
     lp, sg = model.log_prob(test, return_sign=True)
     assert np.median(np.abs(sg * np.exp(lp - truth) - 1)) < 0.1
 
 
 def test_heads_override_and_kbest_broadcast(gen, tmp_path):
-    model = LatentDependencyModel(n_states=3, embeddings="one-hot").fit(gen.sample(3000, seed=2))
+    model = LatentDependencyModel(n_states=3, embeddings="one-hot", ridge=1e-3)
+    model.fit(gen.sample(3000, seed=2))
     s = [x for x in gen.sample(50, seed=3) if len(x.words) >= 4][0]
     n = len(s.words)
     chain = list(range(0, n))                        # word i+1 heads word i+2...: a chain
@@ -119,8 +122,32 @@ def test_heads_override_and_kbest_broadcast(gen, tmp_path):
     np.testing.assert_array_equal(back.log_prob(sents), own)
 
 
+def test_pos_tags_appended_to_the_word_vectors(gen, tmp_path):
+    """tags='xpos': one-hot tags appended to the (eigen)word vectors; model files keep them."""
+    import copy
+
+    train = gen.sample(3000, seed=7)
+    for s in train:
+        s.xpos = ["N" if w in ("w0", "w1", "w2") else "V" for w in s.words]
+    test = copy.deepcopy(train[:50])
+    words_only = LatentDependencyModel(n_states=3, dim=4).fit(train)
+    tagged = LatentDependencyModel(n_states=3, dim=4, tags="auto").fit(train)
+    assert tagged.tag_column_ == "xpos" and tagged.tags_ == ["<unk>", "N", "V"]
+    assert tagged.E_L_.shape == (3, 3, 3)
+    lp = tagged.log_prob(test)
+    assert np.isfinite(lp).all() and not np.allclose(lp, words_only.log_prob(test))
+    test[0].xpos = ["??"] * len(test[0].words)            # an unknown tag: <unk>'s part
+    assert np.isfinite(tagged.log_prob(test[:1])).all()
+    tagged.save(tmp_path / "t.ldep")
+    back = LatentDependencyModel.load(tmp_path / "t.ldep")
+    np.testing.assert_array_equal(back.log_prob(test), tagged.log_prob(test))
+    with pytest.raises(ValueError, match="tags must be"):
+        LatentDependencyModel(tags="pos").fit(train)
+
+
 def test_bad_input(gen):
-    model = LatentDependencyModel(n_states=3, embeddings="one-hot").fit(gen.sample(500, seed=2))
+    model = LatentDependencyModel(n_states=3, embeddings="one-hot", ridge=1e-3)
+    model.fit(gen.sample(500, seed=2))
     s = DepSentence(words=["w1", "w2", "w3"], heads=[2, 3, 0])
     with pytest.raises(ValueError, match="cycle"):
         model.log_prob([s], heads=[[2, 1, 0]])
@@ -135,11 +162,11 @@ def test_bad_input(gen):
     with pytest.raises(ValueError, match="n_states"):
         LatentDependencyModel(n_states=0).fit([s])
     with pytest.raises(ValueError, match="exceeds"):
-        LatentDependencyModel(n_states=5, embeddings="one-hot").fit([s])
+        LatentDependencyModel(n_states=5, embeddings="one-hot", ridge=1e-3).fit([s])
     with pytest.raises(ValueError, match=r"line 7: sentence 1 is not a dependency tree: a cycle"):
         bad = DepSentence(words=["a", "b", "c"], heads=[0, 3, 2])
         bad.line = 7
-        LatentDependencyModel(n_states=1, embeddings="one-hot").fit([bad])
+        LatentDependencyModel(n_states=1, embeddings="one-hot", ridge=1e-3).fit([bad])
     unparsed = DepSentence(words=["w1", "w2"], heads=[-1, -1])
     with pytest.raises(ValueError, match="no heads"):
         model.parse([unparsed])

@@ -9,11 +9,13 @@ DESCRIPTION = ("eigenword dictionary: CCA word embeddings (Dhillon, Foster & Ung
                "reusable by other learners with --embeddings FILE")
 
 EPILOG = """\
-input: one sentence a line (plain tokens or word/TAG tokens: the tags are dropped) or PTB
-trees (their words); several files are read as one corpus.
+input: one sentence a line (plain tokens or word/TAG tokens: the tags are dropped), PTB
+trees or dependency treebanks (CoNLL-U, CoNLL-X, Malt-TAB: their words); several files are
+read as one corpus.
 
 examples:
   fastspectral train eigenwords brown-tagged.txt wsj-sample.mrg wsj22.trees -o en.eigenwords --dim 30
+  fastspectral train eigenwords brown-tagged.txt wsj-sample.dp -o en.eigenwords --dim 30
   fastspectral train atm wsj-sample.mrg -o wsj.atm --embeddings en.eigenwords
 """
 
@@ -60,5 +62,12 @@ def read_words(path, encoding="utf-8") -> list:
     if first.startswith("("):
         from ..trees.readers import read_treebank
         return [t.leaves() for t in read_treebank(path, format="ptb", encoding=encoding)]
+    from ..trees.readers import detect_format, read_treebank
+    try:
+        fmt = detect_format(path, encoding)
+    except (FormatError, TypeError):      # plain text, or standard input
+        fmt = None
+    if fmt in ("conllu", "conllx", "malttab"):       # dependency treebanks: their words
+        return [s.words for s in read_treebank(path, format=fmt, encoding=encoding)]
     from ..lm.corpus import read_corpus
     return read_corpus(path, "auto", encoding=encoding)

@@ -19,7 +19,9 @@ training words; 'fastspectral train eigenwords' learns them from a larger corpus
 
 examples:
   fastspectral train eigenwords brown-tagged.txt wsj-sample.mrg -o en.eigenwords --dim 30
-  fastspectral train latent-dep wsj-train.dp -o wsj.ldep --embeddings en.eigenwords --states 8
+  fastspectral train latent-dep wsj-train.dp -o wsj.ldep --embeddings en.eigenwords --states 16
+  fastspectral train latent-dep wsj-train.dp -o wsj-pos.ldep --embeddings en.eigenwords \
+      --states 30 --tags auto
   fastspectral parse wsj.ldep candidates.conllx -o scored.conllx
 """
 
@@ -33,6 +35,11 @@ def add_arguments(parser, cls) -> None:
                show_default="eigenwords learned on the training words")
     kit.option(g, "--dim", cls, "dim", type=positive_int, metavar="K",
                help="dimension of the eigenwords learned without --embeddings")
+    kit.option(g, "--tags", cls, "tags", choices=("upos", "xpos", "auto"),
+               help="append one-hot part-of-speech tags of this column to the word vectors",
+               show_default="words only")
+    kit.option(g, "--tag-weight", cls, "tag_weight", type=float, metavar="W",
+               help="weight of the tag block")
     kit.option(g, "--ridge", cls, "ridge", type=float, metavar="R",
                help="ridge of the pseudo-inverses, relative to the largest singular value")
     kit.add_seed(g, cls)

@@ -90,17 +90,23 @@ def check_trees(offsets, parent):
     return status
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def _apply(E, vc, eta, tmp, out):
-    """out[a] = sum_{b, j} E[a, b, j] vc[j] eta[b]  (the edge operator E_d(vc) applied to eta)."""
+    """out[a] = sum_{b, j} E[a, b, j] vc[j] eta[b]  (the edge operator E_d(vc) applied to eta).
+
+    ``E`` is read as ``(m*m, m)``: ``tmp[a*m + b] = sum_j E[a, b, j] vc[j]`` is one pass over
+    contiguous memory (vectorised with ``fastmath``), then ``out = tmp.reshape(m, m) @ eta``."""
     m = eta.shape[0]
+    E2 = E.reshape(m * m, m)
+    for r in range(m * m):
+        t = 0.0
+        for j in range(m):
+            t += E2[r, j] * vc[j]
+        tmp[r] = t
     for a in range(m):
         acc = 0.0
         for b in range(m):
-            t = 0.0
-            for j in range(m):
-                t += E[a, b, j] * vc[j]
-            acc += t * eta[b]
+            acc += tmp[a * m + b] * eta[b]
         out[a] = acc
 
 
@@ -147,7 +153,7 @@ def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
             sign[s] = np.nan
             continue
         eta = np.empty((n, m), np.float64)
-        tmp = np.empty(m, np.float64)
+        tmp = np.empty(m * m, np.float64)
         cur = np.empty(m, np.float64)
         out = np.empty(m, np.float64)
         total = 0.0

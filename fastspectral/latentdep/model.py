@@ -73,9 +73,16 @@ class LatentDependencyModel(Parser):
         dimension ``dim`` learned from the training sentences' words.
     dim : int
         Dimension of the eigenwords learned when ``embeddings`` is None.
+    tags : None, "upos", "xpos" or "auto"
+        None: each word is its eigenword (the paper).  Otherwise the part-of-speech tag of that
+        column (``auto``: XPOS when the treebank has them, else UPOS) is appended to the word's
+        vector as a one-hot block weighted by ``tag_weight``.
+    tag_weight : float
+        Weight of the tag block (the eigenwords have unit length).
     ridge : float
         Ridge of the pseudo-inverses of ``Delta_L`` / ``Delta_R``, relative to their largest
-        singular value.
+        singular value (0.03: chosen on a WSJ dev split, docs/latentdep.md; a consistent
+        estimate needs a small one, e.g. 1e-3, as the sample grows).
     log_floor : float
         ``log_prob`` of a tree whose estimate is exactly 0 (or not finite).
     random_state : int
@@ -87,6 +94,9 @@ class LatentDependencyModel(Parser):
     ----------
     words_ : list of str -- the vocabulary (``words_[0]`` is the unknown word)
     leaf_ : ndarray (len(words_), m) -- ``D(x) c_inf = W^T u(x)`` of each word
+    tags_ : list of str -- the tags (``tags_[0]`` the unknown tag; empty without tags)
+    leaf_tags_ : ndarray (len(tags_), m) -- the tags' part of ``W^T u(x)``
+    tag_column_ : str or None -- the DepSentence column the tags come from
     E_L_, E_R_ : ndarray (m, m, m) -- the edge operators
     c1_ : ndarray (m,) -- the root functional
     singular_values_ : ndarray (m,) -- of ``[Sigma_L; Sigma_R]``
@@ -102,7 +112,8 @@ class LatentDependencyModel(Parser):
     --------
     >>> from fastspectral.latentdep.synthetic import LatentDependencyGenerator
     >>> g = LatentDependencyGenerator(n_states=2, n_words=6, seed=0)
-    >>> model = LatentDependencyModel(n_states=2, embeddings="one-hot").fit(g.sample(2000))
+    >>> model = LatentDependencyModel(n_states=2, embeddings="one-hot", ridge=1e-3)
+    >>> model = model.fit(g.sample(2000))
     >>> test = g.sample(3, seed=9)
     >>> lp = model.log_prob(test)
     >>> bool(np.all(np.abs(lp - g.log_prob(test)) < 0.5))
@@ -114,10 +125,12 @@ class LatentDependencyModel(Parser):
     kind = "latent-dep"
     input_kind = "dependency"
 
-    def __init__(self, n_states=8, embeddings=None, dim=30, ridge=1e-3, log_floor=-1e4,
-                 random_state=0, jobs=None):
+    def __init__(self, n_states=8, embeddings=None, dim=30, tags=None, tag_weight=1.0,
+                 ridge=0.03, log_floor=-1e4, random_state=0, jobs=None):
         self.n_states = n_states
         self.embeddings = embeddings
+        self.tags = tags
+        self.tag_weight = tag_weight
         self.dim = dim
         self.ridge = ridge
         self.log_floor = log_floor
@@ -229,15 +242,30 @@ class LatentDependencyModel(Parser):
         words, F, lowercase = self._features(sentences)
         index = {w: i for i, w in enumerate(words)}
         V = len(words)
-        k = V if F is None else F.shape[1]
-        if m > k:
-            raise ValueError(f"n_states={m} exceeds the dimension of the word vectors ({k})")
         offsets, parent = self._structure(sentences)
         status = check_trees(offsets, parent)
         if status.any():
             self._raise_invalid(sentences, status, None)
         ids = np.concatenate(self._ids(sentences, index, lowercase))
         N = ids.shape[0]
+        column = self._tag_column(sentences)
+        tag_list = []
+        if column is not None:
+            tag_list = ["<unk>"] + sorted({t for s in sentences for t in getattr(s, column)})
+            tids = np.concatenate(self._tag_ids(sentences, column, tag_list))
+        # token features u(x_i) (N x k): the word's vector, then the weighted one-hot tag
+        if F is None:
+            X = sp.csr_matrix((np.ones(N), (np.arange(N), ids)), shape=(N, V))
+        else:
+            X = F[ids]
+        kw = X.shape[1]
+        if column is not None:
+            Tg = sp.csr_matrix((np.full(N, float(self.tag_weight)), (np.arange(N), tids)),
+                               shape=(N, len(tag_list)))
+            X = sp.hstack([X, Tg]).tocsr() if sp.issparse(X) else np.hstack([X, Tg.toarray()])
+        k = X.shape[1]
+        if m > k:
+            raise ValueError(f"n_states={m} exceeds the dimension of the word vectors ({k})")
         sent_of = np.repeat(np.arange(len(sentences)), np.diff(offsets))
         tok = np.arange(N)
         has_head = parent >= 0
@@ -245,28 +273,23 @@ class LatentDependencyModel(Parser):
         left = has_head & (tok < gpar)
         right = has_head & (tok > gpar)
 
-        def pair_counts(mask):          # C[x_child, x_head] (V x V, sparse)
-            return sp.csr_matrix((np.ones(int(mask.sum())), (ids[mask], ids[gpar[mask]])),
-                                 shape=(V, V))
+        def moment(mask):               # sum over arcs of u(child) u(head)^T      (eq. 1)
+            out = X[tok[mask]].T @ X[gpar[mask]]
+            return out.tocsr() if sp.issparse(out) else np.asarray(out)
 
-        def feat(C):                    # F^T C F (k x k), or C itself for one-hot
-            return C if F is None else np.asarray(F.T @ (C @ F))
-
-        Sig_L, Sig_R = feat(pair_counts(left)), feat(pair_counts(right))      # eq. 1
-        stack = sp.vstack([Sig_L, Sig_R]).tocsr() if F is None else np.vstack([Sig_L, Sig_R])
+        Sig_L, Sig_R = moment(left), moment(right)
+        stack = sp.vstack([Sig_L, Sig_R]).tocsr() if sp.issparse(Sig_L) else \
+            np.vstack([Sig_L, Sig_R])
         rs = self.random_state if self.random_state is not None else 0
         _, s_all, Wt = self._svd(stack, m, rs, randomized_svd)                  # eq. 2
         W = Wt.T                                                                  # k x m
         V_L = self._svd(Sig_L, m, rs, randomized_svd)[0]
         V_R = self._svd(Sig_R, m, rs, randomized_svd)[0]
-        # projected word vectors: W^T u(x), V_d^T u(x)  (V x m tables)
-        if F is None:
-            PW, PL, PR = W, V_L, V_R
-        else:
-            PW, PL, PR = F @ W, F @ V_L, F @ V_R
+        Hw = np.asarray(X @ W)                     # W^T u(x_i) per token (N x m)
+        PL, PR = np.asarray(X @ V_L), np.asarray(X @ V_R)
         roots = ~has_head
-        mu_w = PW[ids[roots]].mean(axis=0)                                        # eq. 3
-        # children sums per head: sum_{l in L(i)} W^T u(x_l) etc. (sparse N x N adjacency)
+        mu_w = Hw[roots].mean(axis=0)                                             # eq. 3
+        # children sums per head (sparse N x N adjacency of left / right arcs)
         A_L = sp.csr_matrix((np.ones(int(left.sum())), (gpar[left], tok[left])), shape=(N, N))
         A_R = sp.csr_matrix((np.ones(int(right.sum())), (gpar[right], tok[right])), shape=(N, N))
         nL = np.asarray(A_L.sum(axis=1)).ravel()
@@ -275,19 +298,23 @@ class LatentDependencyModel(Parser):
         if both.sum() < m:
             raise ValueError(f"too few nodes with both left and right children "
                              f"({int(both.sum())}) to estimate {m} states")
-        Hw = PW[ids]
         SLw, SRw = A_L @ Hw, A_R @ Hw                  # W-projected child sums
-        SLv, SRv = A_L @ PL[ids], A_R @ PR[ids]        # V_d-projected child sums
+        SLv, SRv = A_L @ PL, A_R @ PR                  # V_d-projected child sums
         b = np.flatnonzero(both)
-        # eq. 4-6: K contracted with (V_R, W, W) and (V_L, W, W); Delta_L / Delta_R
+        # eq. 4-6: K contracted with (W e_j, W, V_R) and (V_L, W, W e_j); Delta_L / Delta_R
         K_L = np.einsum("na,nb,nj->abj", SRv[b], Hw[b], SLw[b])
         K_R = np.einsum("na,nb,nj->abj", SLv[b], Hw[b], SRw[b])
         D_L = (SRv[b] * nL[b, None]).T @ Hw[b]
         D_R = (SLv[b] * nR[b, None]).T @ Hw[b]
         E_L = np.einsum("ac,cbj->abj", self._pinv(D_L), K_L)
         E_R = np.einsum("ac,cbj->abj", self._pinv(D_R), K_R)
+        # eq. 7: D(x) c_inf = W^T u(x), split into the word's part and the tag's part
+        leaf = W[:kw] if F is None else F @ W[:kw]
         self.words_ = words
-        self.leaf_ = np.ascontiguousarray(PW, np.float64)
+        self.leaf_ = np.ascontiguousarray(leaf, np.float64)
+        self.tags_ = tag_list
+        self.tag_column_ = column
+        self.leaf_tags_ = np.ascontiguousarray(W[kw:] * float(self.tag_weight), np.float64)
         self.E_L_ = np.ascontiguousarray(E_L, np.float64)
         self.E_R_ = np.ascontiguousarray(E_R, np.float64)
         self.c1_ = np.ascontiguousarray(mu_w, np.float64)
@@ -296,6 +323,24 @@ class LatentDependencyModel(Parser):
         self._index = index
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    def _tag_column(self, sentences):
+        """The DepSentence column of the tags used (None: words only)."""
+        if self.tags is None:
+            return None
+        if self.tags not in ("upos", "xpos", "auto"):
+            raise ValueError(f"tags must be None, 'upos', 'xpos' or 'auto', got {self.tags!r}")
+        if self.tags != "auto":
+            return self.tags
+        filled = lambda col: any(t != "_" for s in sentences[:200] for t in getattr(s, col))
+        return "xpos" if filled("xpos") else "upos"
+
+    @staticmethod
+    def _tag_ids(sentences, column, tag_list):
+        index = tag_list if isinstance(tag_list, dict) else \
+            {t: i for i, t in enumerate(tag_list)}
+        return [np.fromiter((index.get(t, 0) for t in getattr(s, column)), np.int64,
+                            len(s.words)) for s in sentences]
 
     @staticmethod
     def _svd(X, m, seed, randomized_svd):
@@ -350,12 +395,24 @@ class LatentDependencyModel(Parser):
         offsets, parent = self._structure(sentences, heads)
         ids = self._ids(sentences, self._lookup(), self.lowercase_)
         words = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+        leaf = self.leaf_
+        if self.tag_column_ is not None:         # per-token start vectors: word + tag parts
+            tag_cache: dict[int, np.ndarray] = {}
+            tids = []
+            for s in sentences:
+                t = tag_cache.get(id(s))
+                if t is None:
+                    t = tag_cache[id(s)] = self._tag_ids([s], self.tag_column_, self._tag_index())[0]
+                tids.append(t)
+            tids = np.concatenate(tids) if tids else np.zeros(0, np.int64)
+            leaf = np.ascontiguousarray(self.leaf_[words] + self.leaf_tags_[tids])
+            words = np.arange(words.shape[0], dtype=np.int64)
         n_threads = check_jobs(jobs if jobs is not None else self.jobs)
         import numba
         old = numba.get_num_threads()
         numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
         try:
-            logabs, sign, status = tree_log_prob(offsets, parent, words, self.leaf_,
+            logabs, sign, status = tree_log_prob(offsets, parent, words, leaf,
                                                  self.E_L_, self.E_R_, self.c1_)
         finally:
             numba.set_num_threads(old)
@@ -370,6 +427,12 @@ class LatentDependencyModel(Parser):
     def log_likelihood(self, sentences) -> float:
         """Sum of ``log |p-hat|`` over ``sentences`` (their own trees)."""
         return float(self.log_prob(sentences).sum())
+
+    def _tag_index(self):
+        idx = getattr(self, "_tags_index", None)
+        if idx is None:
+            idx = self._tags_index = {t: i for i, t in enumerate(self.tags_)}
+        return idx
 
     def _lookup(self):
         idx = getattr(self, "_index", None)
@@ -411,9 +474,10 @@ class LatentDependencyModel(Parser):
         if params["embeddings"] is not None and not isinstance(params["embeddings"], str):
             params["embeddings"] = None          # an object: its file name is not known
         meta = {"params": params, "words": list(self.words_), "lowercase": self.lowercase_,
+                "tags": list(self.tags_), "tag_column": self.tag_column_,
                 "fit_time": self.fit_time_}
-        return meta, {"leaf": self.leaf_, "E_L": self.E_L_, "E_R": self.E_R_, "c1": self.c1_,
-                      "singular_values": self.singular_values_}
+        return meta, {"leaf": self.leaf_, "leaf_tags": self.leaf_tags_, "E_L": self.E_L_,
+                      "E_R": self.E_R_, "c1": self.c1_, "singular_values": self.singular_values_}
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
@@ -427,7 +491,15 @@ class LatentDependencyModel(Parser):
         if leaf.ndim != 2 or leaf.shape[0] != len(words) or not words or \
                 E_L.shape != (m, m, m) or E_R.shape != (m, m, m) or c1.shape != (m,):
             raise ValueError("latent-dep arrays do not match the vocabulary / states")
+        tags = [str(t) for t in meta["tags"]]
+        column = meta["tag_column"]
+        leaf_tags = np.ascontiguousarray(arrays["leaf_tags"], np.float64).reshape(len(tags), -1) \
+            if tags else np.zeros((0, m))
+        if column not in (None, "upos", "xpos") or (column is None) != (not tags) or \
+                (tags and leaf_tags.shape != (len(tags), m)):
+            raise ValueError("latent-dep tag arrays do not match the tags")
         model.words_, model.leaf_, model.E_L_, model.E_R_, model.c1_ = words, leaf, E_L, E_R, c1
+        model.tags_, model.tag_column_, model.leaf_tags_ = tags, column, leaf_tags
         model.singular_values_ = np.asarray(arrays["singular_values"], np.float64)
         model.lowercase_ = bool(meta["lowercase"])
         model.fit_time_ = float(meta["fit_time"])
