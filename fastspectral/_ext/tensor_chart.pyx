@@ -37,10 +37,18 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset
-from scipy.linalg.cython_blas cimport dgemv
 
 from .chart_common cimport TensorGrammar, i32, i64, index_cells
 from .maxrecall cimport maxrecall_tree
+
+cdef extern from "small_dense.h" nogil:
+    # written-out small products (see small_dense.h: no BLAS, whose buffer lock serialised the
+    # threads)
+    void fs_gemv_rows(int m, int n, const double* A, const double* x, double* y)
+    void fs_gemv_cols(int m, int n, const double* A, const double* w, double* z)
+    void fs_outer_add(int nb, int nc, const double* x, const double* y, double* M)
+    void fs_bilinear_back(int nb, int nc, const double* W, const double* x, const double* y,
+                          double* bx, double* by)
 
 
 cdef inline char _nonzero(const double* v, i64 n) noexcept nogil:
@@ -161,10 +169,6 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
     cdef int cid, lc, rc_, split
     cdef i64 total = 0
     cdef double Z = 0.0, acc, w
-    cdef char trans_t = b'T'
-    cdef char trans_n = b'N'
-    cdef int inc1 = 1, dm, dn
-    cdef double one = 1.0
     cdef int status = 0
 
     cdef i64 ntmp = 0, ngrp = 0, nedge = 0, nue = 0
@@ -359,18 +363,10 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
                         continue
                     memset(M, 0, mb * mc * sizeof(double))
                     for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
-                        it = wk.edges[2 * e]
-                        q = wk.edges[2 * e + 1]
-                        for h2 in range(mb):
-                            w = alpha[voff[it] + h2]
-                            if w != 0.0:
-                                for h3 in range(mc):
-                                    M[h2 * mc + h3] += w * alpha[voff[q] + h3]
-                    dm = mb * mc
-                    dn = ma
-                    # T row-major (ma, mb*mc) is column-major (mb*mc, ma): alpha^a += T M
-                    dgemv(&trans_t, &dm, &dn, &one, <double*> &g.T[g.toff[r]], &dm, M, &inc1,
-                          &one, &alpha[voff[jt]], &inc1)
+                        fs_outer_add(mb, mc, &alpha[voff[wk.edges[2 * e]]],
+                                     &alpha[voff[wk.edges[2 * e + 1]]], M)
+                    # T row-major (ma, mb*mc): alpha^a += T M
+                    fs_gemv_rows(ma, mb * mc, &g.T[g.toff[r]], M, &alpha[voff[jt]])
                 ngrp += ncr
                 nedge += ntmp
             for q in range(ncr):
@@ -408,22 +404,14 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
                     beta[voff[q]] += w * alpha[voff[it]]
             gi -= 1
             continue
-        dm = mb * mc
-        dn = ma
-        memset(M, 0, dm * sizeof(double))
+        memset(M, 0, mb * mc * sizeof(double))
         # W = T^T beta^a  (mb*mc vector, i.e. an mb x mc matrix)
-        dgemv(&trans_n, &dm, &dn, &one, <double*> &g.T[g.toff[r]], &dm, &beta[voff[jt]], &inc1,
-              &one, M, &inc1)
+        fs_gemv_cols(ma, mb * mc, &g.T[g.toff[r]], &beta[voff[jt]], M)
         for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
             it = wk.edges[2 * e]
             q = wk.edges[2 * e + 1]
-            for h2 in range(mb):
-                acc = 0.0
-                w = alpha[voff[it] + h2]
-                for h3 in range(mc):
-                    acc = acc + M[h2 * mc + h3] * alpha[voff[q] + h3]
-                    beta[voff[q] + h3] += M[h2 * mc + h3] * w
-                beta[voff[it] + h2] += acc
+            fs_bilinear_back(mb, mc, M, &alpha[voff[it]], &alpha[voff[q]], &beta[voff[it]],
+                             &beta[voff[q]])
         gi -= 1
     for e in range(nue):
         r = wk.uedge[3 * e]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trees.transforms import restore_unary
 from ..trees.tree import Tree
 
 VITERBI = 0
@@ -37,47 +36,96 @@ def nodes_to_tree(nodes, words, class_labels, class_is_tag, root_label="TOP"):
     """Build a tree from preorder (start, end, class) nodes written by the decoders.
 
     Intermediate classes (``@X``) are spliced out, collapsed unary chains (``A+B``) restored, and
-    the result is put under a ``TOP`` root (unless the decoded root already is ``TOP``).
+    the result is put under a ``TOP`` root (unless the decoded root already is ``TOP``).  The
+    per-class tables are built once per ``class_labels`` list (see :class:`TreeBuilder`).
     """
-    root = Tree(root_label, [])
-    stack = [(root, -1, 10 ** 9, False)]  # (node, start, end, is_tag)
-    for start, end, cl in nodes:
-        label = class_labels[cl]
-        is_tag = bool(class_is_tag[cl]) and end - start == 1
-        while True:
-            node, s0, e0, tagnode = stack[-1]
-            if not tagnode and s0 <= start and end <= e0:
-                break
-            stack.pop()
-        if is_tag:
-            node.children.append(Tree(label, [words[start]]))
-            continue
-        child = Tree(label, [])
+    key = (id(class_labels), id(class_is_tag), root_label)
+    hit = _BUILDERS.get(key)
+    if hit is None or hit[0] is not class_labels or hit[1] is not class_is_tag:
+        if len(_BUILDERS) > 64:
+            _BUILDERS.clear()
+        hit = (class_labels, class_is_tag, TreeBuilder(class_labels, class_is_tag, root_label))
+        _BUILDERS[key] = hit
+    return hit[2](nodes, words)
+
+
+_BUILDERS: dict = {}
+
+
+class TreeBuilder:
+    """Trees from the decoders' preorder ``(start, end, class)`` nodes, in one pass.
+
+    Equivalent to building the decoded tree, splicing out the intermediate ``@X`` nodes of the
+    binarisation (their children take their place; an ``@X`` that got no child stays as an empty
+    node), restoring collapsed unary chains (``A+B+C`` becomes ``A -> B -> C``; preterminals keep
+    their label) and rooting the result at ``root_label``, but creates every node once: the
+    labels, their chains and the tag flags of the classes are looked up in tables made here.
+    This is the part of parsing that runs under the GIL after the kernels, so its cost per
+    sentence bounds the speed-up across cores (docs/throughput.md).
+    """
+
+    __slots__ = ("info", "root_label")
+
+    def __init__(self, class_labels, class_is_tag, root_label="TOP"):
+        self.root_label = root_label
+        self.info = [(str(lab), bool(tag), str(lab).startswith("@"), tuple(str(lab).split("+")))
+                     for lab, tag in zip(class_labels, class_is_tag)]
+
+    def __call__(self, nodes, words) -> Tree:
+        info = self.info
+        top: list = []
+        top_raw: list = []
+        # entries: (children list new nodes go to, start, end, class info of a spliced @X
+        #           or None, length of that list when the @X was opened)
+        stack = [(top, -1, 1 << 62, None, 0)]
+        rows = nodes.tolist() if hasattr(nodes, "tolist") else nodes
+        for start, end, cl in rows:
+            label, is_tag, inter, parts = info[cl]
+            while True:
+                entry = stack[-1]
+                if entry[1] <= start and end <= entry[2]:
+                    break
+                stack.pop()
+                if entry[3] is not None and len(entry[0]) == entry[4]:
+                    _empty_node(entry, top, top_raw)
+            attach = stack[-1][0]
+            if is_tag and end - start == 1:
+                attach.append(Tree(label, [words[start]]))
+                if attach is top:
+                    top_raw.append(label)
+                continue
+            if inter:
+                stack.append((attach, start, end, info[cl], len(attach)))
+                continue
+            node = Tree(parts[0], [])
+            attach.append(node)
+            if attach is top:
+                top_raw.append(label)
+            for p in parts[1:]:
+                child = Tree(p, [])
+                node.children.append(child)
+                node = child
+            stack.append((node.children, start, end, None, 0))
+        while len(stack) > 1:
+            entry = stack.pop()
+            if entry[3] is not None and len(entry[0]) == entry[4]:
+                _empty_node(entry, top, top_raw)
+        if len(top) == 1 and type(top[0]) is Tree and top_raw[0] == self.root_label:
+            return top[0]
+        return Tree(self.root_label, top)
+
+
+def _empty_node(entry, top, top_raw):
+    """An ``@X`` that received no child stays in the tree as an empty node (unary chain kept)."""
+    label, _, _, parts = entry[3]
+    node = Tree(parts[0], [])
+    entry[0].append(node)
+    if entry[0] is top:
+        top_raw.append(label)
+    for p in parts[1:]:
+        child = Tree(p, [])
         node.children.append(child)
-        stack.append((child, start, end, False))
-    _splice_intermediates(root)
-    if len(root.children) == 1 and not isinstance(root.children[0], str) \
-            and root.children[0].label == root_label:
-        root = root.children[0]
-    return restore_unary(root)
-
-
-def _splice_intermediates(root):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        changed = True
-        while changed:
-            changed = False
-            kids = []
-            for c in node.children:
-                if not isinstance(c, str) and c.label.startswith("@") and c.children:
-                    kids.extend(c.children)
-                    changed = True
-                else:
-                    kids.append(c)
-            node.children = kids
-        stack.extend(c for c in node.children if not isinstance(c, str))
+        node = child
 
 
 def flat_tree(words, tags, label="S", root_label="TOP"):
