@@ -20,7 +20,7 @@ training words; 'fastspectral train eigenwords' learns them from a larger corpus
 examples:
   fastspectral train eigenwords brown-tagged.txt wsj-sample.mrg -o en.eigenwords --dim 30
   fastspectral train latent-dep wsj-train.dp -o wsj.ldep --embeddings en.eigenwords --states 16
-  fastspectral train latent-dep wsj-train.dp -o wsj-pos.ldep --embeddings en.eigenwords \
+  fastspectral train latent-dep wsj-train.dp -o wsj-pos.ldep --embeddings en.eigenwords \\
       --states 30 --tags auto
   fastspectral parse wsj.ldep candidates.conllx -o scored.conllx
 """

@@ -81,7 +81,7 @@ class LatentDependencyModel(Parser):
         Weight of the tag block (the eigenwords have unit length).
     ridge : float
         Ridge of the pseudo-inverses of ``Delta_L`` / ``Delta_R``, relative to their largest
-        singular value (0.03: chosen on a WSJ dev split, docs/latentdep.md; a consistent
+        singular value (0.3: chosen on a WSJ dev split, docs/latentdep.md; a consistent
         estimate needs a small one, e.g. 1e-3, as the sample grows).
     log_floor : float
         ``log_prob`` of a tree whose estimate is exactly 0 (or not finite).
@@ -126,7 +126,7 @@ class LatentDependencyModel(Parser):
     input_kind = "dependency"
 
     def __init__(self, n_states=8, embeddings=None, dim=30, tags=None, tag_weight=1.0,
-                 ridge=0.03, log_floor=-1e4, random_state=0, jobs=None):
+                 ridge=0.3, log_floor=-1e4, random_state=0, jobs=None):
         self.n_states = n_states
         self.embeddings = embeddings
         self.tags = tags
