@@ -429,3 +429,22 @@ def test_train_dask_options_refuse_models_without_the_protocol(tmp_path, synthet
     assert main(["train", "ccm", str(a), "-o", str(tmp_path / "m"), "-q",
                  "--dask-workers", "1"]) == 2
     assert "cannot learn from partitions" in capsys.readouterr().err
+
+
+def test_latent_lm_dev_set_on_partitions(tmp_path, wsj_trees, capsys):
+    """``LatentBigramLM``'s ``dev=`` is not part of the statistics protocol: from partitions
+    every EM iteration runs and the last is kept (``fit`` without ``dev``); the command line
+    refuses ``--dev`` with Dask before starting a cluster."""
+    from fastspectral.cli import main
+    from fastspectral.lm import LatentBigramLM
+
+    sents = [t.leaves() for t in wsj_trees]
+    kw = dict(method="em", n_states=3, iterations=4)
+    b = LatentBigramLM(**kw).fit_partitions(split(sents, 2))
+    assert b.best_iteration_ == 4 and b.dev_perplexity_.size == 0
+    assert_same_model(LatentBigramLM(**kw).fit(sents), b, exact=True)
+    text = tmp_path / "s.txt"
+    text.write_text("\n".join(" ".join(s) for s in sents[:50]) + "\n", encoding="utf-8")
+    assert main(["train", "lm", str(text), "-o", str(tmp_path / "m"), "-q", "--dev", str(text),
+                 "--dask-workers", "1"]) == 2
+    assert "--dev is not available with --scheduler / --dask-workers" in capsys.readouterr().err
