@@ -200,3 +200,16 @@ def test_cli_train_parse_and_one_line_errors(gen, tmp_path):
     r = run("train", "latent-dep", str(tb), "-o", str(tmp_path / "y.ldep"), "--embeddings",
             str(tmp_path / "missing.ew"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_eigenwords_read_dependency_treebanks(gen, tmp_path):
+    """`fastspectral train eigenwords` takes CoNLL / Malt-TAB treebanks: their words, one
+    sentence each (not one line per token)."""
+    from fastspectral.cli.eigenwords import read_words
+    from fastspectral.trees.conll import write_conllu, write_malttab
+
+    sents = gen.sample(20, seed=11)
+    for name, write in (("t.conllu", write_conllu), ("t.dp", write_malttab)):
+        with open(tmp_path / name, "w") as f:
+            write(sents, f)
+        assert read_words(tmp_path / name) == [s.words for s in sents]
