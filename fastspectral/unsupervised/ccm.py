@@ -25,9 +25,9 @@ class CCMParser(Parser):
     the constituent posteriors (and their complements for distituents), add-``pseudo_count``
     smoothed; the empty spans (``empty_spans``) add their contexts to the distituents.
     ``init``: the split-uniform initialiser of Klein & Manning (first M-step from the bracket
-    posteriors of trees whose every split is uniform), or ``"random"``: Dirichlet(1) initial parameters seeded
-    by ``random_state`` (the random restarts of Parikh et al.'s figure 4).  Punctuation is
-    removed before learning and parsing.
+    posteriors of trees whose every split is uniform), or ``"random"``: Dirichlet(1) initial
+    parameters seeded by ``random_state`` (the random restarts of Parikh et al.'s figure 4).
+    Punctuation is removed before learning and parsing.
 
     Parameters
     ----------
