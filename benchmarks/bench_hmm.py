@@ -298,7 +298,7 @@ def hmmlearn_rows(args):
     lengths = [len(s) for s in train]
     Xt = np.array([[index[t]] for s in test for t in s])
     lt = [len(s) for s in test]
-    print(f"\n## hmmlearn CategoricalHMM beside our Baum-Welch (tags; paired timings)\n")
+    print("\n## hmmlearn CategoricalHMM beside our Baum-Welch (tags; paired timings)\n")
     print("| m | hmmlearn fit (s) | hmmlearn iterations | hmmlearn per iteration (s) | "
           "ours per iteration (s) | speed-up | hmmlearn test ppl (no end event) |")
     print("|---|---|---|---|---|---|---|")

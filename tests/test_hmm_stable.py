@@ -11,7 +11,7 @@ from fastspectral.hmm import model as MD
 from fastspectral.hmm import spectral as S
 from fastspectral.hmm.data import Encoded
 
-from test_hmm import _enc, _sample, _strings, _true_hmm
+from test_hmm import _sample, _strings, _true_hmm
 
 
 @pytest.fixture(scope="module")

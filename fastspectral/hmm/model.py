@@ -454,6 +454,7 @@ class HMM(Estimator):
         n_events = enc.n_events
         tol = None if self.tol is None else float(self.tol)
         self.iterations_run_ = iters
+        prev = (start, trans, emit)
         for it in range(1, iters + 1):
             start, trans, emit, ll = _em.em_step(enc, start, trans, emit)
             train_ll.append(ll / n_events)
