@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from functools import lru_cache
 
+import numpy as np
+
 from .data import revocalize, undiacritize, vocal_pattern
 
 __all__ = ["normalise_analyses", "SuffixGuesser"]
@@ -92,6 +94,7 @@ def _skeleton(token: str) -> str:
     return "".join(c if c in _SKELETON_KEEP else "C" for c in token)
 
 
+@lru_cache(maxsize=1 << 17)
 def _shape_keys(token: str) -> tuple:
     """The keys of a token, finest first (see the module docstring); all keep the length."""
     sk = _skeleton(token)
@@ -177,14 +180,33 @@ class SuffixGuesser:
 
     # -- vocalised corpora: analogy on word shapes ---------------------------------------------
     def _fit_shapes(self, pairs) -> "SuffixGuesser":
-        counts: dict = defaultdict(Counter)
+        key_ids: dict = {}
+        shape_ids: dict = {}
+        keys, shapes = [], []
         for token, label in pairs:
             shape = _word_shape(token, label)
-            if shape is not None:
-                for key in _shape_keys(token):
-                    counts[key][shape] += 1
-        n = self.max_vocalised_guesses
-        self.table = {k: [sh for sh, _ in c.most_common(n)] for k, c in counts.items()}
+            if shape is None:
+                continue
+            sid = shape_ids.setdefault(shape, len(shape_ids))
+            for key in _shape_keys(token):
+                keys.append(key_ids.setdefault(key, len(key_ids)))
+                shapes.append(sid)
+        # the most frequent shapes of every key (ties: first seen), counted in one pass
+        n_shapes = max(len(shape_ids), 1)
+        pair, count = np.unique(np.asarray(keys, dtype=np.int64) * n_shapes +
+                                np.asarray(shapes, dtype=np.int64), return_counts=True)
+        k = pair // n_shapes
+        sid = pair - k * n_shapes
+        order = np.lexsort((sid, -count, k))
+        k, sid = k[order], sid[order]
+        rank = np.arange(len(k)) - np.searchsorted(k, k)
+        keep = rank < self.max_vocalised_guesses
+        k, sid = k[keep], sid[keep]
+        self._key_ids = key_ids
+        self._shapes = list(shape_ids)
+        self._key_ptr = np.searchsorted(k, np.arange(len(key_ids) + 1))
+        self._key_shapes = sid
+        self.table = {}
         return self
 
     def _guess_shapes(self, token: str) -> list[tuple]:
@@ -192,7 +214,11 @@ class SuffixGuesser:
         seen: set = set()
         n = self.max_vocalised_guesses
         for key in _shape_keys(token):
-            for pattern, rule, upos, xpos, feats in self.table.get(key, ()):
+            kid = self._key_ids.get(key)
+            if kid is None:
+                continue
+            for sid in self._key_shapes[self._key_ptr[kid]:self._key_ptr[kid + 1]].tolist():
+                pattern, rule, upos, xpos, feats = self._shapes[sid]
                 vocalised = revocalize(token, pattern)
                 lemma = _apply_lemma_rule(vocalised, rule)
                 if not lemma:

@@ -21,6 +21,7 @@ sukun (U+064B–U+0652), the superscript alef (U+0670) and the tatweel (U+0640).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 
 from ..errors import FormatError
@@ -359,6 +360,7 @@ def _unescape(text: str) -> str:
     return text
 
 
+@lru_cache(maxsize=1 << 16)
 def encode_alt(label: tuple) -> str:
     """A label as a MISC value: its five fields with ``%``, ``|``, ``=`` and spaces
     percent-escaped, joined by ``%09`` (an escaped tab)."""

@@ -84,13 +84,23 @@ def _design_kernel(F, ptr, vals, g_col, g_target, col_base, ftot, indptr, indice
     for j in range(n_tok):
         r0 = ptr[j]
         nr = ptr[j + 1] - r0
-        for q in range(nr):
-            r = r0 + q
-            for g in range(G):
+        for g in range(G):
+            for q in range(nr):
                 beta[q, g] = 0.0
                 cls[q, g] = 0
+        for g in range(G):
+            m = g_target[g]
+            if centre:      # a value every candidate shares is centred away
+                same = True
+                for r in range(r0 + 1, r0 + nr):
+                    if vals[r, m] != vals[r0, m]:
+                        same = False
+                        break
+                if same:
+                    continue
+            for q in range(nr):
+                r = r0 + q
                 f = F[j, g_col[g]]
-                m = g_target[g]
                 v = vals[r, m]
                 if f < 0 or v < 0:
                     continue
@@ -122,30 +132,50 @@ def _design_kernel(F, ptr, vals, g_col, g_target, col_base, ftot, indptr, indice
 
 
 @njit(cache=True, parallel=True)
-def _score(F, row_tok, vals, g_col, g_target, col_base, ftot, indptr, indices, counts,
+def _score(F, ptr, vals, g_col, g_target, col_base, ftot, indptr, indices, counts,
            fcount, n_bins, lam, tok_block, out):  # pragma: no cover - numba
     """out[r] += sum_g lam[block, g, class] * beta*_{g}(r) (eq. 6 without materialising the
-    rows); ``block`` is the weight set of the row's token (known / unknown)."""
-    R = row_tok.shape[0]
+    rows) for the rows ``ptr[j]:ptr[j+1]`` of every token ``j``; ``block`` is the weight set of
+    the token (known / unknown).  Only differences between a token's candidates decide its
+    argmax, so a group whose value every candidate of the token shares (it adds the same to
+    each) and the tokens with one candidate are skipped: the scores are eq. 6 up to a constant
+    per token."""
+    n_tok = ptr.shape[0] - 1
     G = g_col.shape[0]
-    for r in prange(R):
-        i = row_tok[r]
-        blk = tok_block[i]
-        s = 0.0
+    for j in prange(n_tok):
+        r0 = ptr[j]
+        r1 = ptr[j + 1]
+        if r1 - r0 < 2:
+            continue
+        blk = tok_block[j]
         for g in range(G):
-            f = F[i, g_col[g]]
+            f = F[j, g_col[g]]
+            if f < 0:
+                continue
             m = g_target[g]
-            v = vals[r, m]
-            if f < 0 or v < 0:
+            v0 = vals[r0, m]
+            same = True
+            for r in range(r0 + 1, r1):
+                if vals[r, m] != v0:
+                    same = False
+                    break
+            if same:
                 continue
             fr = col_base[g_col[g]] + f
             n = fcount[fr]
             if n == 0:
                 continue
-            c = _lookup(indptr, indices, counts, m * ftot + fr, v)
-            if c:
-                s += lam[blk, g * n_bins + _fclass(n, n_bins)] * (c / n)
-        out[r] += s
+            w = lam[blk, g * n_bins + _fclass(n, n_bins)]
+            if w == 0.0:
+                continue
+            row = m * ftot + fr
+            for r in range(r0, r1):
+                v = vals[r, m]
+                if v < 0:
+                    continue
+                c = _lookup(indptr, indices, counts, row, v)
+                if c:
+                    out[r] += w * (c / n)
 
 
 @njit(cache=True)
@@ -633,13 +663,14 @@ def score(tables: Tables, F, cols, ptr, vals, ranker: Ranker, n_bins: int, S, ql
     matrix)."""
     spec = ranker.spec
     g_col, g_target = groups(spec, cols)
+    ptr = np.asarray(ptr, dtype=np.int64)
     row_tok = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr)).astype(np.int64)
     out = np.full(len(row_tok), ranker.intercept, dtype=np.float64)
     lam = np.ascontiguousarray(np.asarray(ranker.lam, dtype=np.float64).reshape(spec.blocks, -1))
     with _numba_threads(threads):
-        _score(F, row_tok, vals, g_col, g_target, tables.col_base, tables.ftot, tables.indptr,
-               tables.indices, tables.counts, tables.fcount, n_bins, lam,
-               np.asarray(tok_block, dtype=np.int64), out)
+        _score(np.ascontiguousarray(F), ptr, np.ascontiguousarray(vals), g_col, g_target,
+               tables.col_base, tables.ftot, tables.indptr, tables.indices, tables.counts,
+               tables.fcount, n_bins, lam, np.asarray(tok_block, dtype=np.int64), out)
     lam_doc = np.asarray(ranker.lam_doc, dtype=np.float64).reshape(spec.blocks, -1)
     rb = tok_block[row_tok]
     for k, m in enumerate(spec.doc_targets):
