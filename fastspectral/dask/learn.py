@@ -2,7 +2,8 @@
 :mod:`fastspectral.base`).
 
 A learner with the protocol (:class:`~fastspectral.base.PartitionedFit`: ``PCFG``,
-``SpectralLPCFG``, ``EMLPCFG``, the SHAG parser, the language models) learns in passes; in each
+``SpectralLPCFG``, ``PivotLPCFG``, ``EMLPCFG`` (random or pivot start), the SHAG parser, the
+language models...) learns in passes; in each
 pass every partition computes its :class:`~fastspectral.base.Statistics` on a worker, the
 statistics are merged by a tree of ``merge`` tasks on the workers (adjacent groups of
 ``split_every``, so the partitions' order is kept), and only the merged statistics come back to
