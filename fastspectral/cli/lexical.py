@@ -32,6 +32,19 @@ examples:
 """
 
 
+def _epsilon_value(text: str):
+    if text.lower() in ("auto", "none"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'auto', got "
+                                         f"{text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'auto', got {text!r}")
+    return value
+
+
 def _c_value(text: str):
     if text.lower() in ("auto", "none"):
         return None
@@ -83,8 +96,9 @@ def _model_options(g, cls, variant: bool = True) -> None:
     kit.option(g, "--C", cls, "C", type=_c_value, metavar="X",
                help="SVR regularisation; auto = chosen on a held-out half of the stage-2 rows",
                show_default="auto")
-    kit.option(g, "--epsilon", cls, "epsilon", type=nonneg_float, metavar="X",
-               help="SVR epsilon")
+    kit.option(g, "--epsilon", cls, "epsilon", type=_epsilon_value, metavar="X",
+               help="SVR epsilon; auto = chosen with C on a held-out half of the stage-2 rows",
+               show_default="auto")
     kit.option(g, "--loss", cls, "loss", choices=LOSSES, help="SVR loss")
     kit.option(g, "--frequency-classes", cls, "frequency_classes", type=int_at_least(1),
                metavar="K", help="frequency classes of a feature with their own shrinkage "

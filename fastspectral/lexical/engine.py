@@ -558,7 +558,8 @@ class RankerSpec:
 @dataclass
 class Ranker:
     """A fitted :class:`RankerSpec`: ``lam`` (block x group x frequency class), ``lam_doc``
-    (block x document target), ``intercept``, the chosen ``C``, the stage-2 rows."""
+    (block x document target), ``intercept``, the chosen ``C``, the stage-2 rows, the chosen
+    ``epsilon`` (one per block, like ``C``)."""
 
     spec: RankerSpec
     lam: np.ndarray
@@ -566,6 +567,7 @@ class Ranker:
     intercept: float = 0.0
     C: float | None = None
     rows: int = 0
+    epsilon: list | None = None
 
 
 def groups(spec: RankerSpec, cols):
@@ -736,6 +738,8 @@ def _svr(X, y, C, epsilon, max_iter, random_state, loss="squared_epsilon_insensi
 
 #: the values of C tried when ``C=None`` (chosen on a held-out half of the stage-2 rows)
 C_GRID = (0.01, 0.1, 1.0)
+#: the values of epsilon tried when ``epsilon=None`` (with every C of the grid)
+EPSILON_GRID = (0.0, 0.1)
 
 
 def token_rows(ptr, toks):
@@ -753,13 +757,17 @@ def fit_lambda(X, y, ptr, C, epsilon, max_iter, random_state,
                loss="squared_epsilon_insensitive"):
     """Stage 2: the shrinkage weights of eq. 6 by linear epsilon-SVR on rows ``X`` with target
     ``y`` (both centred within each token, see :func:`design`); ``ptr`` groups the rows by
-    token.  ``C=None``: each value of :data:`C_GRID` is fitted on the first half of the tokens
-    and the one with the best first-choice accuracy on the second half kept (ties: the smaller
-    C; at most :data:`SELECTION_TOKENS` tokens of each half, drawn with ``random_state``), then
-    refitted on all rows.  Returns ``(coef, intercept, C)``."""
+    token.  ``C=None`` / ``epsilon=None``: every pair of :data:`C_GRID` x :data:`EPSILON_GRID`
+    (or the given value) is fitted on the first half of the tokens and the pair with the best
+    first-choice accuracy on the second half kept (ties: the smaller C, then the smaller
+    epsilon; at most :data:`SELECTION_TOKENS` tokens of each half, drawn with
+    ``random_state``) — an inner split of the training data, never test data — then refitted
+    on all rows.  Returns ``(coef, intercept, C, epsilon)``."""
     ptr = np.asarray(ptr, dtype=np.int64)
     y = _centre(np.asarray(y, dtype=np.float64), ptr)
-    if C is None:
+    cs = C_GRID if C is None else (C,)
+    eps = EPSILON_GRID if epsilon is None else (epsilon,)
+    if len(cs) * len(eps) > 1:
         n_tok = len(ptr) - 1
         half = n_tok // 2
         if half >= 1 and n_tok - half >= 1:
@@ -774,13 +782,16 @@ def fit_lambda(X, y, ptr, C, epsilon, max_iter, random_state,
             rb, pb = token_rows(ptr, tb)
             Xa, ya, Xb, yb = X[ra], y[ra], X[rb], y[rb]
             best = None
-            for c in C_GRID:
-                coef, b = _svr(Xa, ya, c, epsilon, max_iter, random_state, loss)
-                acc = _accuracy(pb, yb, Xb @ coef + b)
-                if best is None or acc > best[0] + 1e-12:
-                    best = (acc, c)
-            C = best[1]
+            for c in cs:
+                for e in eps:
+                    coef, b = _svr(Xa, ya, c, e, max_iter, random_state, loss)
+                    acc = _accuracy(pb, yb, Xb @ coef + b)
+                    if best is None or acc > best[0] + 1e-12:
+                        best = (acc, c, e)
+            C, epsilon = best[1], best[2]
         else:
-            C = 1.0
+            C, epsilon = cs[-1] if C is None else C, eps[0]
+    else:
+        C, epsilon = cs[0], eps[0]
     coef, b = _svr(X, y, C, epsilon, max_iter, random_state, loss)
-    return coef, b, C
+    return coef, b, C, epsilon

@@ -281,7 +281,7 @@ def _stage2_rows(cands: E.Candidates, level: int, gold_lv: np.ndarray, n_targets
 
 
 def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, refit=True,
-          C=None, epsilon=0.0, frequency_classes=5, unknown="suffix", analyser=None,
+          C=None, epsilon=None, frequency_classes=5, unknown="suffix", analyser=None,
           max_iter=1000, random_state=0, with_morph=False,
           loss="squared_epsilon_insensitive", graded="unknown", unknown_weights=True,
           cross_fit=True, stage2_tokens=20000) -> Learned:
@@ -353,25 +353,27 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
                     pieces[blk].append((X, y[rows], p2, len(sel)))
                     n_rows += len(rows)
             stage2[spec.name] = n_rows
-            cs, b = [], 0.0
+            cs, es, b = [], [], 0.0
             for blk in range(spec.blocks):
                 if sum(pc[3] for pc in pieces[blk]) < 2:
                     cs.append(None)
+                    es.append(None)
                     continue
                 X = sp.vstack([pc[0] for pc in pieces[blk]]).tocsr()
                 y = np.concatenate([pc[1] for pc in pieces[blk]])
                 offs = np.cumsum([0] + [pc[2][-1] for pc in pieces[blk]])
                 p2 = np.concatenate([pieces[blk][0][2][:1]] +
                                     [pc[2][1:] + o for pc, o in zip(pieces[blk], offs)])
-                coef, b_blk, c = E.fit_lambda(X, y, p2, C, epsilon, max_iter, random_state,
-                                              loss)
+                coef, b_blk, c, e = E.fit_lambda(X, y, p2, C, epsilon, max_iter,
+                                                 random_state, loss)
                 lb, ld = E.unpack(one, coef, len(cols), n_bins)
                 lam[blk], lam_doc[blk] = lb[0], ld[0]
                 cs.append(c)
+                es.append(e)
                 if blk == 0:
                     b = b_blk
             if any(c is not None for c in cs):
-                rankers_out[spec.name] = E.Ranker(spec, lam, lam_doc, b, cs, n_rows)
+                rankers_out[spec.name] = E.Ranker(spec, lam, lam_doc, b, cs, n_rows, es)
         if not refit:
             tables, guesser = tables1, guesser1
     for spec in specs:
@@ -501,8 +503,9 @@ class LexicalDisambiguator(Parser):
     C : float or None, default None
         SVR regularisation; None: chosen among ``engine.C_GRID`` on a held-out half of the
         stage-2 rows (never on test data).
-    epsilon : float, default 0.0
-        Width of the SVR's insensitive zone.
+    epsilon : float or None, default None
+        Width of the SVR's insensitive zone; None: chosen with ``C`` among
+        ``engine.EPSILON_GRID`` on the same held-out half of the stage-2 rows.
     frequency_classes : int, default 5
         Frequency classes of a feature (1, 2-3, 4-7, ... occurrences) with their own lambda.
     unknown : {"suffix", "none"}, default "suffix"
@@ -535,6 +538,8 @@ class LexicalDisambiguator(Parser):
     C_ : dict
         The SVR ``C`` of each ranker, one per weight set (None: no stage-2 rows, uniform
         weights).
+    epsilon_ : dict
+        The SVR ``epsilon`` of each ranker, one per weight set (as ``C_``).
     fit_time_ : float
         Seconds spent in the last ``fit``.
 
@@ -566,7 +571,7 @@ class LexicalDisambiguator(Parser):
     input_kind = "dependency"
 
     def __init__(self, variant="full", features="all", vocalised="auto", split=0.5,
-                 refit=True, cross_fit=True, C=None, epsilon=0.0, frequency_classes=5,
+                 refit=True, cross_fit=True, C=None, epsilon=None, frequency_classes=5,
                  unknown="suffix", analyser=None, loss="squared_epsilon_insensitive",
                  max_iter=1000, random_state=0):
         self.variant = variant
@@ -596,7 +601,7 @@ class LexicalDisambiguator(Parser):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
         _check_number("C", self.C, 0.0, strict_low=True, allow_none=True)
-        _check_number("epsilon", self.epsilon, 0.0)
+        _check_number("epsilon", self.epsilon, 0.0, allow_none=True)
         if isinstance(self.frequency_classes, bool) or \
                 not isinstance(self.frequency_classes, (int, np.integer)) or \
                 not 1 <= self.frequency_classes <= 30:
@@ -628,7 +633,8 @@ class LexicalDisambiguator(Parser):
             sentences, rankers=variant_rankers(self.variant), features=self.features,
             vocalised=self.vocalised, split=float(self.split), refit=bool(self.refit),
             cross_fit=bool(self.cross_fit),
-            C=None if self.C is None else float(self.C), epsilon=float(self.epsilon),
+            C=None if self.C is None else float(self.C),
+            epsilon=None if self.epsilon is None else float(self.epsilon),
             frequency_classes=int(self.frequency_classes), unknown=self.unknown,
             analyser=self.analyser, loss=self.loss, max_iter=int(self.max_iter),
             random_state=seed,
@@ -644,6 +650,7 @@ class LexicalDisambiguator(Parser):
         self.n_labels_ = len(lr.space.labels)
         self.lambdas_ = {k: (r.lam, r.lam_doc, r.intercept) for k, r in lr.rankers.items()}
         self.C_ = {k: r.C for k, r in lr.rankers.items()}
+        self.epsilon_ = {k: r.epsilon for k, r in lr.rankers.items()}
 
     # -- prediction --------------------------------------------------------------------------
     def _model_name(self) -> str:
@@ -726,7 +733,7 @@ class LexicalDisambiguator(Parser):
                             "doc_targets": list(r.spec.doc_targets),
                             "uniform": r.spec.uniform, "blocks": r.spec.blocks,
                             "intercept": r.intercept, "C": r.C,
-                            "rows": r.rows}
+                            "epsilon": r.epsilon, "rows": r.rows}
                         for k, r in lr.rankers.items()},
             "fit_time": self.fit_time_,
         }
@@ -753,7 +760,8 @@ class LexicalDisambiguator(Parser):
                                     int(r["blocks"]))
                 rankers[k] = E.Ranker(spec, np.asarray(arrays[f"lam_{k}"], dtype=np.float64),
                                       np.asarray(arrays[f"lamdoc_{k}"], dtype=np.float64),
-                                      float(r["intercept"]), r["C"], int(r["rows"]))
+                                      float(r["intercept"]), r["C"], int(r["rows"]),
+                                      r.get("epsilon"))
             voc = bool(meta["vocalised"])
             guesser = SuffixGuesser().fit(_guesser_pairs(tables, fs, space), voc)
             model.learned_ = Learned(voc, scheme, space, fs, [int(c) for c in meta["cols"]],
