@@ -319,18 +319,37 @@ class EMLPCFG(PartitionedFit, LatentPCFGBase):
         pivot counts (``init="pivot"``: :class:`~fastspectral.lpcfg.pivot.PivotCounts`), then
         one E-step per pass with the parameters of ``context`` (see
         :mod:`fastspectral.lpcfg.stats`)."""
+        from .pivot import PivotContext, pivot_statistics
         from .stats import em_statistics
 
-        return em_statistics(self, self._as_partition(items), context)
+        part = self._as_partition(items)
+        if isinstance(context, PivotContext):
+            return pivot_statistics(self, part, context)
+        return em_statistics(self, part, context)
 
     def fit_statistics(self, stats, context=None):
         """The initial parameters (the random start, or the pivot estimate of the merged pivot
         counts mixed as in ``fit``), then one M-step per pass on the merged expected counts:
         the next pass's context, or None once fitted (the model ``fit`` gives on the
         concatenated partitions; no ``callback``)."""
-        from .stats import em_fit_statistics
+        from threadpoolctl import threadpool_limits
 
-        return em_fit_statistics(self, stats, context, time.perf_counter())
+        from .latent_params import m_step, uniform_counts
+        from .pivot import PivotContext, pivot_context, pivot_estimate_of
+        from .stats import em_fit_statistics, em_layout, em_start
+
+        t0 = time.perf_counter()
+        if self.init == "pivot" and context is None:       # next: the pivot counts
+            self._validate()
+            base, G = em_layout(self, stats, t0)
+            return pivot_context(base, G, self._pivot_model(base.seed))
+        if isinstance(context, PivotContext):              # the pivot start (_initial_params)
+            est = pivot_estimate_of(stats, context)
+            G = context.layout
+            with threadpool_limits(limits=1):
+                params = est.params.mix(m_step(G, uniform_counts(G)), self.init_mix)
+            return em_start(self, context.base, G, params, t0, context.t_start)
+        return em_fit_statistics(self, stats, context, t0)
 
     def log_likelihood(self, trees) -> float:
         """Total log-probability of treebank ``trees`` under the model (prepared and scored as

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 import time
+import uuid
 from dataclasses import dataclass
 
 import numba
@@ -60,8 +61,9 @@ from .latent import LatentPCFGBase, _check_int, resolve_random_state
 from .latent_params import (LatentLayout, LatentParams, latent_arrays, m_step, set_threads,
                             state_counts, uniform_counts)
 
-__all__ = ["PivotLPCFG", "PivotEstimate", "PivotCounts", "MixtureEM", "SymbolDecomposition",
-           "group_mixture_em", "pivot_counts", "pivot_estimate", "symbol_decomposition"]
+__all__ = ["PivotLPCFG", "PivotEstimate", "PivotCounts", "PivotContext", "MixtureEM",
+           "SymbolDecomposition", "group_mixture_em", "pivot_counts", "pivot_estimate",
+           "pivot_statistics", "symbol_decomposition"]
 
 
 @dataclass
@@ -708,6 +710,100 @@ def _fill_dead_states(lay: LatentLayout, params: LatentParams, spread: LatentPar
 
 
 
+# ------------------------------------------------------------------------------------------------
+# learning from partitions (the statistics protocol of fastspectral.base; pass 0 and the global
+# layout are those of fastspectral.lpcfg.stats): one pass of PivotCounts
+# ------------------------------------------------------------------------------------------------
+class PivotContext:
+    """Context of the pivot pass: pass 0's context, the global layout (states, lexical rows),
+    the :class:`~fastspectral.lpcfg.pivot.PivotLPCFG` whose options the pass uses (the model
+    itself, or the pivot start of an EM model) and its resolved seed."""
+
+    def __init__(self, base, layout, pivot, seed: int):
+        self.base = base
+        self.layout = layout
+        self.pivot = pivot
+        self.seed = int(seed)
+        self.token = uuid.uuid4().hex          # the counts of this pass only merge together
+        self.t_start = time.perf_counter()     # EM's history counts the pivot start's time
+        self.settings = (tuple(tuple(int(x) for x in p) for p in pivot.feature_pairs),
+                         self.token)
+
+
+def pivot_context(base, G, pivot) -> PivotContext:
+    """The :class:`PivotContext` of pass 0's context ``base`` and layout ``G`` with the options
+    (and seed, resolved once) of the :class:`PivotLPCFG` ``pivot``."""
+    pivot._validate()
+    return PivotContext(base, G, pivot, resolve_random_state(pivot.random_state))
+
+
+def _lexical_rows(nodes, G) -> np.ndarray:
+    """Per node its row of the treebank's lexical classes ``(tag, class)`` (-1: not a leaf),
+    as :class:`~fastspectral.lpcfg.latent_params.LatentLayout` numbers them on the whole
+    treebank."""
+    rows = np.full(nodes.n_nodes, -1, dtype=np.int64)
+    pre = np.flatnonzero(nodes.word >= 0)
+    if pre.size == 0:
+        return rows
+    V = G.V
+    w = nodes.word[pre].astype(np.int64)
+    key = nodes.label[pre].astype(np.int64) * (V + 1) + np.where(G.rare_word[w], V, w)
+    k = np.minimum(np.searchsorted(G.lex_key, key), max(0, len(G.lex_key) - 1))
+    if len(G.lex_key) == 0 or np.any(G.lex_key[k] != key):
+        raise ValueError("a partition has a (tag, word class) that is not in the merged counts")
+    rows[pre] = k
+    return rows
+
+
+def pivot_statistics(model, part, context: PivotContext) -> PivotCounts:
+    """A partition's :class:`PivotCounts` over the treebank's ids
+    (the pass after pass 0 of ``PivotLPCFG`` and of ``EMLPCFG(init="pivot")``)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        nodes = context.base.nodes(part)
+        G = context.layout
+        return pivot_counts(nodes, context.base.grammar, G.m, _lexical_rows(nodes, G),
+                            context.pivot.feature_pairs, context.settings)
+
+
+def pivot_estimate_of(stats, context: PivotContext) -> PivotEstimate:
+    """The :class:`PivotEstimate` of merged pivot counts."""
+    from threadpoolctl import threadpool_limits
+
+    if not isinstance(stats, PivotCounts):
+        raise TypeError(f"expected PivotCounts, got {type(stats).__name__}")
+    if stats.settings != context.settings:
+        raise ValueError("these pivot statistics were computed for another model or pass")
+    with threadpool_limits(limits=1):
+        return context.pivot._learn(context.layout, context.seed, stats=stats)
+
+
+def pivot_fit_statistics(model, stats, context, t0: float):
+    """``PivotLPCFG.fit_statistics``: the pivot context after pass 0; the estimate, installed,
+    after the pivot pass (returns None then)."""
+    from threadpoolctl import threadpool_limits
+
+    from .stats import em_layout
+
+    if context is None:
+        model._validate()
+        return pivot_context(*em_layout(model, stats, t0), model)
+    if not isinstance(context, PivotContext):
+        raise TypeError(f"expected a PivotContext, got {type(context).__name__}")
+    est = pivot_estimate_of(stats, context)
+    G = context.layout
+    with threadpool_limits(limits=1):
+        model._install(context.base.pcfg, G.arrays(est.params))
+    model.params_ = est.params
+    model.anchored_states_ = est.anchored_states
+    model.mixture_iterations_ = est.mixture_iterations
+    model.decomposition_time_ = est.decomposition_seconds
+    model.n_train_trees_ = context.base.n_trees
+    model.fit_time_ = time.perf_counter() - t0
+    return None
+
+
 class PivotLPCFG(PartitionedFit, LatentPCFGBase):
     """Latent-variable PCFG estimated by the pivot (anchor) method of Cohen & Collins (2014).
 
@@ -905,7 +1001,7 @@ class PivotLPCFG(PartitionedFit, LatentPCFGBase):
     def sufficient_statistics(self, items, context=None):
         """The mergeable statistics of a partition: the treebank counts (first pass), then
         the :class:`PivotCounts` over the treebank's ids (see :mod:`fastspectral.lpcfg.stats`)."""
-        from .stats import latent_counts, pivot_statistics
+        from .stats import latent_counts
 
         part = self._as_partition(items)
         if context is None:
@@ -918,8 +1014,6 @@ class PivotLPCFG(PartitionedFit, LatentPCFGBase):
         the merged :class:`PivotCounts` (the model ``fit`` gives on the concatenated
         partitions, bit for bit: the counts are integers); returns the next pass's context,
         or None once fitted."""
-        from .stats import pivot_fit_statistics
-
         return pivot_fit_statistics(self, stats, context, time.perf_counter())
 
     @classmethod

@@ -58,8 +58,8 @@ from ..trees.tree import Tree
 from .features import extract_nodes, word_class
 
 __all__ = ["LatentCounts", "LatentContext", "FeatureCounts", "OmegaCounts", "SpectralMoments",
-           "EMCounts", "PivotContext", "prepare_latent_partition", "latent_counts",
-           "latent_context", "pivot_statistics"]
+           "EMCounts", "GlobalLayout", "prepare_latent_partition", "latent_counts",
+           "latent_context", "em_layout", "em_start"]
 
 
 # ================================================================================================
@@ -959,8 +959,8 @@ def _partition_layout(model, part: Partition, ctx: EMContext):
 
 
 def em_statistics(model, part: Partition, context):
-    """One partition's statistics: pass 0's counts, the pivot counts (``init="pivot"``),
-    then its E-step."""
+    """One partition's statistics: pass 0's counts, then its E-step (the pivot start's pass
+    is :func:`fastspectral.lpcfg.pivot.pivot_statistics`)."""
     import numba
     from threadpoolctl import threadpool_limits
 
@@ -969,8 +969,6 @@ def em_statistics(model, part: Partition, context):
     if context is None:
         model._validate()
         return latent_counts(model, part)
-    if isinstance(context, PivotContext):
-        return pivot_statistics(model, part, context)
     with threadpool_limits(limits=1):
         lay, lidx = _partition_layout(model, part, context)
         G = context.layout
@@ -983,29 +981,30 @@ def em_statistics(model, part: Partition, context):
                         es.counts.c1, float(es.log_likelihood))
 
 
+def em_layout(model, stats, t0: float):
+    """Pass 0's :class:`LatentContext` and the :class:`GlobalLayout` of an L-PCFG with latent
+    states (EM, the pivot method) from the merged counts."""
+    from threadpoolctl import threadpool_limits
+
+    base = latent_context(model, stats, t0)
+    with threadpool_limits(limits=1):
+        return base, GlobalLayout(model, base)
+
+
 def em_fit_statistics(model, stats, context, t0: float):
-    """The initial parameters (after pass 0: the random start; after the pivot pass: the pivot
-    start) or one M-step; installs the model after the last iteration and returns None then,
-    else the next pass's context."""
+    """The random start (after pass 0) or one M-step; installs the model after the last
+    iteration and returns None then, else the next pass's context.  (The pivot start:
+    ``EMLPCFG.fit_statistics`` with :mod:`fastspectral.lpcfg.pivot`, then :func:`em_start`.)"""
     from threadpoolctl import threadpool_limits
 
     from .latent_params import LatentParams, m_step, uniform_counts
 
     if context is None:
         model._validate()
-        base = latent_context(model, stats, t0)
+        base, G = em_layout(model, stats, t0)
         with threadpool_limits(limits=1):
-            G = GlobalLayout(model, base)
-            if model.init == "pivot":          # the next pass counts the pivot statistics
-                return _pivot_context(base, G, model._pivot_model(base.seed))
             params = m_step(G, uniform_counts(G, model.noise, base.seed))
-        return _em_start(model, base, G, params, t0)
-    if isinstance(context, PivotContext):      # the pivot start (EMLPCFG._initial_params)
-        est = pivot_estimate_of(stats, context)
-        G = context.layout
-        with threadpool_limits(limits=1):
-            params = est.params.mix(m_step(G, uniform_counts(G)), model.init_mix)
-        return _em_start(model, context.base, G, params, t0, context.t_start)
+        return em_start(model, base, G, params, t0)
     if not isinstance(stats, EMCounts):
         raise TypeError(f"expected EMCounts, got {type(stats).__name__}")
     if stats.settings != _em_settings(model) or stats.iteration != context.iteration:
@@ -1027,7 +1026,7 @@ def em_fit_statistics(model, stats, context, t0: float):
     return ctx
 
 
-def _em_start(model, base: LatentContext, G: GlobalLayout, params, t0: float,
+def em_start(model, base: LatentContext, G: GlobalLayout, params, t0: float,
               t_learn: float | None = None):
     """The context of EM's first iteration from the initial ``params`` (None, with the model
     installed, when no iteration is asked for); ``t_learn``: when the learning began (the
@@ -1047,100 +1046,3 @@ def _install_em(model, ctx: EMContext, t0: float) -> None:
     model.n_iter_ = len(ctx.history)
     model.n_train_trees_ = ctx.base.n_trees
     model.fit_time_ = time.perf_counter() - t0
-
-
-# ================================================================================================
-# the pivot method (PivotLPCFG; EMLPCFG's pivot start): one pass of integer counts
-# ================================================================================================
-class PivotContext:
-    """Context of the pivot pass: pass 0's context, the global layout (states, lexical rows),
-    the :class:`~fastspectral.lpcfg.pivot.PivotLPCFG` whose options the pass uses (the model
-    itself, or the pivot start of an EM model) and its resolved seed."""
-
-    def __init__(self, base: LatentContext, layout: GlobalLayout, pivot, seed: int):
-        self.base = base
-        self.layout = layout
-        self.pivot = pivot
-        self.seed = int(seed)
-        self.token = uuid.uuid4().hex
-        self.t_start = time.perf_counter()     # EM's history counts the pivot start's time
-        self.settings = (tuple(tuple(int(x) for x in p) for p in pivot.feature_pairs),
-                         self.token)
-
-
-def _pivot_context(base: LatentContext, G: GlobalLayout, pivot) -> PivotContext:
-    from .latent import resolve_random_state
-
-    pivot._validate()
-    return PivotContext(base, G, pivot, resolve_random_state(pivot.random_state))
-
-
-def _lexical_rows(nodes, G: GlobalLayout) -> np.ndarray:
-    """Per node its row of the treebank's lexical classes ``(tag, class)`` (-1: not a leaf),
-    as :class:`~fastspectral.lpcfg.latent_params.LatentLayout` numbers them on the whole
-    treebank."""
-    rows = np.full(nodes.n_nodes, -1, dtype=np.int64)
-    pre = np.flatnonzero(nodes.word >= 0)
-    if pre.size == 0:
-        return rows
-    V = G.V
-    w = nodes.word[pre].astype(np.int64)
-    key = nodes.label[pre].astype(np.int64) * (V + 1) + np.where(G.rare_word[w], V, w)
-    k = np.minimum(np.searchsorted(G.lex_key, key), max(0, len(G.lex_key) - 1))
-    if len(G.lex_key) == 0 or np.any(G.lex_key[k] != key):
-        raise ValueError("a partition has a (tag, word class) that is not in the merged counts")
-    rows[pre] = k
-    return rows
-
-
-def pivot_statistics(model, part: Partition, context: PivotContext):
-    """A partition's :class:`~fastspectral.lpcfg.pivot.PivotCounts` over the treebank's ids
-    (the pass after pass 0 of ``PivotLPCFG`` and of ``EMLPCFG(init="pivot")``)."""
-    from threadpoolctl import threadpool_limits
-
-    from .pivot import pivot_counts
-
-    with threadpool_limits(limits=1):
-        nodes = context.base.nodes(part)
-        G = context.layout
-        return pivot_counts(nodes, context.base.grammar, G.m, _lexical_rows(nodes, G),
-                            context.pivot.feature_pairs, context.settings)
-
-
-def pivot_estimate_of(stats, context: PivotContext):
-    """The :class:`~fastspectral.lpcfg.pivot.PivotEstimate` of merged pivot counts."""
-    from threadpoolctl import threadpool_limits
-
-    from .pivot import PivotCounts
-
-    if not isinstance(stats, PivotCounts):
-        raise TypeError(f"expected PivotCounts, got {type(stats).__name__}")
-    if stats.settings != context.settings:
-        raise ValueError("these pivot statistics were computed for another model or pass")
-    with threadpool_limits(limits=1):
-        return context.pivot._learn(context.layout, context.seed, stats=stats)
-
-
-def pivot_fit_statistics(model, stats, context, t0: float):
-    """``PivotLPCFG.fit_statistics``: the pivot context after pass 0; the estimate, installed,
-    after the pivot pass (returns None then)."""
-    from threadpoolctl import threadpool_limits
-
-    if context is None:
-        model._validate()
-        base = latent_context(model, stats, t0)
-        with threadpool_limits(limits=1):
-            return _pivot_context(base, GlobalLayout(model, base), model)
-    if not isinstance(context, PivotContext):
-        raise TypeError(f"expected a PivotContext, got {type(context).__name__}")
-    est = pivot_estimate_of(stats, context)
-    G = context.layout
-    with threadpool_limits(limits=1):
-        model._install(context.base.pcfg, G.arrays(est.params))
-    model.params_ = est.params
-    model.anchored_states_ = est.anchored_states
-    model.mixture_iterations_ = est.mixture_iterations
-    model.decomposition_time_ = est.decomposition_seconds
-    model.n_train_trees_ = context.base.n_trees
-    model.fit_time_ = time.perf_counter() - t0
-    return None
