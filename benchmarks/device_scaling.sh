@@ -16,7 +16,9 @@ echo "build: $(( $(date +%s) - t0 )) s"
 CACHE=${TMPDIR:-/tmp}/fs-bench-cache
 $PY benchmarks/bench_scaling.py --train "$DATA/wsj-sample.mrg" --test "$DATA/wsj22.trees" \
     --limit "$LIMIT" --f1 --cache "$CACHE" 2>&1 | tee "$OUTDIR/scaling.txt"
+$PY benchmarks/bench_scaling.py --train "$DATA/wsj-sample.mrg" --test "$DATA/wsj22.trees" \
+    --limit 300 --whole-process --jobs 1 "$(nproc)" --cache "$CACHE" 2>&1 | tee "$OUTDIR/whole.txt"
 for m in "$CACHE"/pivot-em-*.fsm "$CACHE"/spectral-*.fsm "$CACHE"/pcfg-*.fsm; do
   $PY benchmarks/profile_parse.py "$m" --test "$DATA/wsj22.trees" --limit "$LIMIT" \
-      --jobs 1 "$(nproc)" --top 8
+      --jobs "$(nproc)" --top 0
 done 2>&1 | tee "$OUTDIR/profile.txt"

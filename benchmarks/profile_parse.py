@@ -27,7 +27,8 @@ def main(argv=None):
                                                    "wsj22.trees"))
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--jobs", type=int, nargs="+", default=[1])
-    ap.add_argument("--top", type=int, default=18)
+    ap.add_argument("--top", type=int, default=18, help="cProfile rows (0: no cProfile, whose "
+                    "overhead inflates the Python part)")
     args = ap.parse_args(argv)
 
     import importlib
@@ -62,23 +63,26 @@ def main(argv=None):
     model = fastspectral.load(args.model)
     model.parse(sents[:20], jobs=1)
     for j in args.jobs:
-        prof = cProfile.Profile()
+        prof = cProfile.Profile() if args.top else None
         spent.clear()
         t0 = time.perf_counter()
-        prof.enable()
+        if prof:
+            prof.enable()
         model.parse(sents, jobs=j)
-        prof.disable()
+        if prof:
+            prof.disable()
         wall = time.perf_counter() - t0
-        s = io.StringIO()
-        st = pstats.Stats(prof, stream=s)
-        st.sort_stats("tottime").print_stats(args.top)
         kern = sum(spent.values())
-        print(f"## {os.path.basename(args.model)} J={j}: wall {wall:.2f} s (under cProfile), "
+        print(f"## {os.path.basename(args.model)} J={j}: wall {wall:.2f} s"
+              f"{' (under cProfile)' if prof else ''}, "
               f"inside kernels {kern:.2f} s ({100 * kern / wall:.0f} %), outside "
               f"{wall - kern:.2f} s ({100 * (wall - kern) / wall:.0f} %)")
         for name, t in sorted(spent.items(), key=lambda x: -x[1]):
             print(f"   {name:40s} {t:8.3f} s")
-        print("\n".join(line for line in s.getvalue().splitlines()[6:] if line.strip()))
+        if prof:
+            s = io.StringIO()
+            pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(args.top)
+            print("\n".join(line for line in s.getvalue().splitlines()[6:] if line.strip()))
 
 
 if __name__ == "__main__":

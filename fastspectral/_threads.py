@@ -6,6 +6,11 @@
   environment variable when it is set.  CPU *quotas* (cgroup ``cpu.max``, ``docker --cpus``)
   are not affinity: set ``FASTSPECTRAL_THREADS`` there.
 * :func:`resolve_jobs` — a user's ``jobs`` argument (``None`` = every available core).
+* :func:`python_workers` / :func:`map_groups` — how a parser splits ``jobs`` threads between
+  Python threads (each parsing a group of a chunk of sentences) and the OpenMP threads of each
+  group's kernel calls: W x (jobs / W) threads in all, never more than ``jobs``.  The Python
+  steps between the kernels (NumPy, tree building) hold the GIL; with W groups in flight one
+  group's Python work overlaps the others' kernels instead of idling every core.
 
 Every default thread count of the package (parsers, learners, the CLI's ``--jobs``) comes from
 :func:`available_cores`; nothing else calls ``os.cpu_count`` or ``os.sched_getaffinity``.
@@ -27,7 +32,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["available_cores", "resolve_jobs"]
+__all__ = ["available_cores", "resolve_jobs", "python_workers", "map_groups"]
 
 
 def available_cores() -> int:
@@ -50,3 +55,23 @@ def resolve_jobs(jobs=None) -> int:
     from .base import check_jobs
 
     return check_jobs(jobs)
+
+
+def python_workers(n_threads: int) -> int:
+    """Python threads a parser runs for ``n_threads`` threads in all: 1 below 4, else one per
+    2 to 4 kernel threads (at most 4)."""
+    return 1 if n_threads < 4 else min(4, n_threads // 2)
+
+
+def map_groups(fn, ids, threads: int, pool=None, workers: int = 1) -> list:
+    """``fn(group, group_threads)`` for the groups ``ids[g::workers]`` on ``pool`` (a
+    ``concurrent.futures`` executor), splitting ``threads`` between them; one call
+    ``fn(ids, threads)`` when there is no pool or too little to split.  Results in group order.
+
+    ``ids`` sorted longest first gives every group the same mix of lengths.
+    """
+    if pool is None or workers < 2 or threads < workers or len(ids) < 2 * workers:
+        return [fn(ids, threads)]
+    base, extra = divmod(threads, workers)
+    futures = [pool.submit(fn, ids[g::workers], base + (g < extra)) for g in range(workers)]
+    return [f.result() for f in futures]

@@ -70,3 +70,17 @@ def without_punctuation_rule(model):
 
     walk(model)
     return model
+
+
+@pytest.fixture(autouse=True)
+def _fastspectral_logger_propagates():
+    """``fastspectral.cli.main`` gives the ``fastspectral`` logger its own stderr handler and
+    stops propagation (the command line's status lines); a test that ran ``main`` in-process
+    must not hide the library's warnings from ``caplog`` in the tests after it."""
+    import logging
+
+    log = logging.getLogger("fastspectral")
+    saved = log.propagate
+    log.propagate = True
+    yield
+    log.propagate = saved

@@ -949,22 +949,87 @@ def full_items(const i32[::1] sent_len, const i64[::1] lex_off, const i32[::1] l
     return ptr, oi[:pos], oj[:pos], osym[:pos], olex[:pos]
 
 
+cdef i64 _project_sentence(i64 s, const i64* item_ptr, const i32* item_i, const i32* item_j,
+                           const i32* item_sym, const double* mu, double threshold,
+                           const i32* proj_ptr, const i32* proj_sym,
+                           const unsigned char* fine_is_pre, const i64* lex_off,
+                           const i32* lex_pos, const i32* lex_sym, int n, i64 out,
+                           i32* i_v, i32* j_v, i32* s_v, i64* l_v) noexcept nogil:
+    """The projected items of sentence ``s``: written from ``out`` on when ``i_v`` is not NULL,
+    else only counted.  Returns the count, or -1 when out of memory."""
+    cdef i64 it, e, found, e0, e1, cnt = 0
+    cdef int c, q, f, p
+    cdef bint sorted_pos = 1
+    cdef i64* at = NULL
+    e0 = lex_off[s]
+    e1 = lex_off[s + 1]
+    # the entries of each position (they come grouped by position from pack_lexical; any order
+    # still works, by a scan of the sentence's entries)
+    for e in range(e0 + 1, e1):
+        if lex_pos[e] < lex_pos[e - 1]:
+            sorted_pos = 0
+            break
+    if sorted_pos and n > 0:
+        at = <i64*> malloc((n + 1) * sizeof(i64))
+        if at == NULL:
+            return -1
+        p = 0
+        at[0] = e0
+        for e in range(e0, e1):
+            while p < lex_pos[e] and p < n:
+                p += 1
+                at[p] = e
+        while p < n:
+            p += 1
+            at[p] = e1
+    for it in range(item_ptr[s], item_ptr[s + 1]):
+        if not (mu[it] >= threshold):
+            continue
+        c = item_sym[it]
+        for q in range(proj_ptr[c], proj_ptr[c + 1]):
+            f = proj_sym[q]
+            found = -1
+            if item_j[it] - item_i[it] == 1 and fine_is_pre[f]:
+                if at != NULL and 0 <= item_i[it] < n:
+                    for e in range(at[item_i[it]], at[item_i[it] + 1]):
+                        if lex_sym[e] == f:
+                            found = e
+                            break
+                else:
+                    for e in range(e0, e1):
+                        if lex_pos[e] == item_i[it] and lex_sym[e] == f:
+                            found = e
+                            break
+                if found < 0:
+                    continue
+            if i_v != NULL:
+                i_v[out + cnt] = item_i[it]
+                j_v[out + cnt] = item_j[it]
+                s_v[out + cnt] = f
+                l_v[out + cnt] = found
+            cnt += 1
+    free(at)
+    return cnt
+
+
 def project_items(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::1] item_i,
                   const i32[::1] item_j, const i32[::1] item_sym, const double[::1] mu,
                   double threshold, const i32[::1] proj_ptr, const i32[::1] proj_sym,
                   const unsigned char[::1] fine_is_pre, const i64[::1] lex_off,
-                  const i32[::1] lex_pos, const i32[::1] lex_sym):
+                  const i32[::1] lex_pos, const i32[::1] lex_sym, int n_threads=1):
     """Items of the next (finer) grammar from the surviving items of the current one.
 
     An item survives when ``mu >= threshold``; it expands to the fine symbols
     ``proj_sym[proj_ptr[c]:proj_ptr[c+1]]`` of its symbol ``c``.  A fine preterminal is kept only
     with a lexical entry at its position (``lex_*`` of the fine grammar; its index is returned).
     Items stay grouped by cell.  Returns ``(item_ptr, item_i, item_j, item_sym, lex_index)``.
+    Sentences run in parallel (``n_threads``): one pass counts, the second writes.
     """
     cdef Py_ssize_t nsent = sent_len.shape[0], s
-    cdef i64 total = 0, pos = 0, it, e, found
-    cdef int c, q, f
+    cdef i64 total = 0
     cdef int n_coarse = proj_ptr.shape[0] - 1
+    cdef int nt = max(1, n_threads)
+    cdef bint failed = 0
     _check_items(sent_len, item_ptr, item_i, item_j, item_sym, max(n_coarse, 0))
     if mu.shape[0] < item_i.shape[0]:
         raise ValueError("one marginal per item needed")
@@ -974,38 +1039,50 @@ def project_items(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::
         raise ValueError("the projection (proj_ptr / proj_sym) is out of range")
     if not _offsets_ok(lex_off, nsent, lex_pos.shape[0]) or lex_sym.shape[0] != lex_pos.shape[0]:
         raise ValueError("lexical offsets are not a partition of the entries")
-    for it in range(item_ptr[nsent]):
-        if mu[it] >= threshold:
-            c = item_sym[it]
-            total += proj_ptr[c + 1] - proj_ptr[c]
     ptr = np.zeros(nsent + 1, dtype=np.int64)
+    cdef i64[::1] p_v = ptr
+    cdef i64 cnt
+    cdef i32[::1] empty32 = np.zeros(1, dtype=np.int32)
+    cdef const i64* ip = &item_ptr[0]
+    cdef const i32* ii_ = &item_i[0] if item_i.shape[0] else &empty32[0]
+    cdef const i32* ij_ = &item_j[0] if item_j.shape[0] else &empty32[0]
+    cdef const i32* is_ = &item_sym[0] if item_sym.shape[0] else &empty32[0]
+    cdef const double* mu_ = &mu[0] if mu.shape[0] else NULL
+    cdef const i32* pp = &proj_ptr[0]
+    cdef const i32* ps = &proj_sym[0] if proj_sym.shape[0] else &empty32[0]
+    cdef const unsigned char* fp = &fine_is_pre[0] if fine_is_pre.shape[0] else NULL
+    cdef const i64* lo = &lex_off[0]
+    cdef const i32* lp = &lex_pos[0] if lex_pos.shape[0] else &empty32[0]
+    cdef const i32* ls = &lex_sym[0] if lex_sym.shape[0] else &empty32[0]
+    for s in prange(nsent, nogil=True, schedule="dynamic", num_threads=nt):
+        cnt = _project_sentence(s, ip, ii_, ij_, is_, mu_, threshold, pp, ps, fp, lo, lp, ls,
+                                sent_len[s], 0, NULL, NULL, NULL, NULL)
+        if cnt < 0:
+            failed = 1
+        else:
+            p_v[s + 1] = cnt
+    if failed:
+        raise MemoryError("cannot allocate the position index of a sentence")
+    np.cumsum(ptr, out=ptr)
+    total = ptr[nsent]
     oi = np.empty(total, dtype=np.int32)
     oj = np.empty(total, dtype=np.int32)
     osym = np.empty(total, dtype=np.int32)
     olex = np.empty(total, dtype=np.int64)
-    cdef i64[::1] p_v = ptr
+    if total == 0:
+        return ptr, oi, oj, osym, olex
     cdef i32[::1] i_v = oi, j_v = oj, s_v = osym
     cdef i64[::1] l_v = olex
-    with nogil:
-        for s in range(nsent):
-            for it in range(item_ptr[s], item_ptr[s + 1]):
-                if not (mu[it] >= threshold):
-                    continue
-                c = item_sym[it]
-                for q in range(proj_ptr[c], proj_ptr[c + 1]):
-                    f = proj_sym[q]
-                    found = -1
-                    if item_j[it] - item_i[it] == 1 and fine_is_pre[f]:
-                        for e in range(lex_off[s], lex_off[s + 1]):
-                            if lex_pos[e] == item_i[it] and lex_sym[e] == f:
-                                found = e
-                                break
-                        if found < 0:
-                            continue
-                    i_v[pos] = item_i[it]
-                    j_v[pos] = item_j[it]
-                    s_v[pos] = f
-                    l_v[pos] = found
-                    pos += 1
-            p_v[s + 1] = pos
-    return ptr, oi[:pos], oj[:pos], osym[:pos], olex[:pos]
+    cdef i32* io = &i_v[0]
+    cdef i32* jo = &j_v[0]
+    cdef i32* so = &s_v[0]
+    cdef i64* lxo = &l_v[0]
+    for s in prange(nsent, nogil=True, schedule="dynamic", num_threads=nt):
+        if p_v[s + 1] > p_v[s]:
+            cnt = _project_sentence(s, ip, ii_, ij_, is_, mu_, threshold, pp, ps, fp, lo, lp, ls,
+                                    sent_len[s], p_v[s], io, jo, so, lxo)
+            if cnt < 0:
+                failed = 1
+    if failed:
+        raise MemoryError("cannot allocate the position index of a sentence")
+    return ptr, oi, oj, osym, olex

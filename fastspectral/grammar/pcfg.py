@@ -38,10 +38,12 @@ from trees and grammars they have already prepared), :meth:`PCFG.lexicon_options
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._threads import map_groups, python_workers
 from ..base import Parser, PartitionedFit, check_jobs
 from ..errors import ModelFileError
 from ..trees.transforms import base_label, drop_empty_trees, prepare
@@ -378,14 +380,18 @@ class PCFG(PartitionedFit, Parser):
         batches = [(ids, n_threads) for ids in _chunked(plan.parallel,
                                                         _CHUNK_PER_THREAD * n_threads)]
         batches += [(ids, 1) for ids in _chunked(plan.alone, _CHUNK_PER_THREAD)]
-        for ids, threads in batches:
+        coarse_cg = self.coarse_.chart_grammar("sum") if use_coarse else None
+
+        def parse_group(ids, threads):
+            """Parse sentences ``ids`` into ``out``; returns how many fell back."""
+            fallback = 0
             sents = [sentences[k] for k in ids]
             stags = None if tags is None else [tags[k] for k in ids]
             lengths, offs, pos, sym, prob = pack_lexical(g, sents, stags)
             kwargs = {}
             if use_coarse:
                 _, coffs, cpos, csym, cprob = pack_lexical(self.coarse_, sents, stags)
-                kwargs = dict(coarse=self.coarse_.chart_grammar("sum"), proj=self.proj_,
+                kwargs = dict(coarse=coarse_cg, proj=self.proj_,
                               coarse_lex_offsets=coffs, coarse_lex_pos=cpos,
                               coarse_lex_sym=csym, coarse_lex_prob=cprob,
                               threshold=float(self.prune_threshold))
@@ -397,15 +403,28 @@ class PCFG(PartitionedFit, Parser):
                 if cnt < 0:
                     raise MemoryError(f"chart allocation failed for a sentence of {len(words)} words")
                 if cnt == 0:
-                    stats.fallback += 1
+                    fallback += 1
                     out[k] = flat_tree(words, self.best_tags(words, None if stags is None else stags[r]),
                                        self.root_label_)
                     continue
                 triples = nodes[noff[r]: noff[r] + 3 * cnt].reshape(-1, 3)
                 out[k] = nodes_to_tree(triples, words, g.classes, g.class_is_tag)
-            done += len(ids)
-            if progress:
-                progress(done + stats.empty + len(too_long), len(sentences))
+            return fallback
+
+        # groups of a batch in flight at once: one group's Python steps (lexicon, tree
+        # building) overlap the others' kernels (fastspectral._threads.map_groups)
+        workers = python_workers(n_threads)
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="fastspectral-parse") \
+            if workers > 1 else None
+        try:
+            for ids, threads in batches:
+                stats.fallback += sum(map_groups(parse_group, ids, threads, pool, workers))
+                done += len(ids)
+                if progress:
+                    progress(done + stats.empty + len(too_long), len(sentences))
+        finally:
+            if pool is not None:
+                pool.shutdown()
         self.last_parse_stats_ = stats
         return out
 

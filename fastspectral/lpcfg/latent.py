@@ -46,7 +46,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
@@ -105,6 +106,12 @@ class ParseStats:
     def as_dict(self) -> dict:
         """The counters as a dict."""
         return asdict(self)
+
+    def add(self, other: "ParseStats") -> None:
+        """Add the counters of ``other`` (a part of the same call) to these."""
+        for f in fields(self):
+            if f.name not in ("sentences", "empty"):
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
 
 @dataclass
@@ -490,9 +497,12 @@ class LatentPCFGBase(Parser):
             return off, fl_pos[keep], sym[keep].astype(np.int32), fl_prob[keep], fl_tok[keep]
 
         def run(lg, ptr, ii, jj, ss, lx, lprob, ltok, what):
-            safe = np.maximum(lx, 0)
-            lw = np.where(lx >= 0, lprob[safe] / smax[ltok[safe]], 0.0)
-            lo = np.where(lx >= 0, 0, -1).astype(np.int64)
+            at = np.flatnonzero(lx >= 0)
+            ent = lx[at]
+            lw = np.zeros(lx.shape[0])
+            lw[at] = lprob[ent] / smax[ltok[ent]]
+            lo = np.full(lx.shape[0], -1, dtype=np.int64)
+            lo[at] = 0
             mu, Z, st = self._run(lg, ptr, ii, jj, ss, lw, lo, one, lens, jobs, max_bytes)
             if np.any(st == -1):
                 raise MemoryError(f"chart allocation failed in the {what} pass")
@@ -520,7 +530,7 @@ class LatentPCFGBase(Parser):
         # 2. the plain PCFG over the coarse survivors
         ptr, ii, jj, ss, lx = project_items(lens, ptr, ii, jj, ss, mu, threshold, tables.c2f_ptr,
                                             tables.c2f_sym, tables.fine_is_pre, fl_off, fl_pos,
-                                            fl_sym)
+                                            fl_sym, n_threads=jobs)
         mu, Zf, over = run(tables.fine_lg, ptr, ii, jj, ss, lx, fl_prob, fl_tok, "PCFG")
         # 3. L-PCFG items: the PCFG survivors
         S = fg.n_symbols
@@ -529,7 +539,7 @@ class LatentPCFGBase(Parser):
         fptr, fii, fjj, fss, flx = project_items(lens, ptr, ii, jj, ss, mu,
                                                  float(self.prune_threshold or 0.0), ident_ptr,
                                                  ident, tables.fine_is_pre, fl_off, fl_pos,
-                                                 fl_sym)
+                                                 fl_sym, n_threads=jobs)
         words_flat = np.array([self.word_index_.get(w, -1) for s in sents for w in s],
                               dtype=np.int64)
         return _PrunedCharts(lens=lens, ptr=fptr, ii=fii, jj=fjj, ss=fss, lx=flx,
@@ -555,12 +565,16 @@ class LatentPCFGBase(Parser):
         ch = self._coarse_to_fine(sents, stags, jobs, coarse_threshold, tables, max_bytes)
         lens, ptr, ii, jj, ss, lx = ch.lens, ch.ptr, ch.ii, ch.jj, ch.ss, ch.lx
         pcfg_ok = np.isfinite(ch.pcfg_z) & (ch.pcfg_z > 0)
-        safe = np.maximum(lx, 0)
-        probs = self._lexical_probs(ch.fl_sym[safe], ch.words_flat[ch.fl_tok[safe]],
-                                    ch.fl_prob[safe])
-        lw = np.where(lx >= 0, probs / ch.smax[ch.fl_tok[safe]], 0.0)
-        lo = np.where(lx >= 0, self._leaf_offsets(ch.fl_sym[safe], ch.words_flat[ch.fl_tok[safe]]),
-                      -1).astype(np.int64)
+        # leaf weights and table offsets of the lexical items only (O(lexical items), not
+        # O(items): this runs under the GIL between the parallel kernels)
+        at = np.flatnonzero(lx >= 0)
+        ent = lx[at]
+        tok = ch.fl_tok[ent]
+        lw = np.zeros(lx.shape[0])
+        lw[at] = self._lexical_probs(ch.fl_sym[ent], ch.words_flat[tok], ch.fl_prob[ent]) \
+            / ch.smax[tok]
+        lo = np.full(lx.shape[0], -1, dtype=np.int64)
+        lo[at] = self._leaf_offsets(ch.fl_sym[ent], ch.words_flat[tok])
         mu, Z, st = self._run(self.lpcfg_, ptr, ii, jj, ss, lw, lo, self.lex_table_, lens, jobs,
                               max_bytes)
         if np.any(st == -1):
@@ -641,6 +655,7 @@ class LatentPCFGBase(Parser):
         from threadpoolctl import threadpool_limits
 
         from .. import _memory
+        from .._threads import map_groups, python_workers
         from ..grammar.chart import flat_tree
         from ..grammar.pcfg import _check_sentences
 
@@ -675,7 +690,7 @@ class LatentPCFGBase(Parser):
                     for c in range(0, len(plan.alone), max(1, chunk_size))]
         n_full = len(tables.coarse_un), len(tables.coarse_bin)
 
-        def parse_levels(ids, threads, max_bytes, over):
+        def parse_levels(ids, threads, max_bytes, over, st):
             # coarse-to-fine can prune away every fine derivation (the coarse skeleton has
             # no v=2 refinement): such sentences are redone with a 1000x lower coarse
             # threshold, then with no coarse pruning at all
@@ -691,24 +706,43 @@ class LatentPCFGBase(Parser):
                     big = set(big)
                     pending = [k for k in pending if k not in big]
                 last = level is None or not coarse
-                pending = self._parse_chunk(sentences, tags, pending, threads, stats, out,
+                pending = self._parse_chunk(sentences, tags, pending, threads, st, out,
                                             level, last, tables, max_bytes, over)
                 if not coarse:
                     break
 
-        with threadpool_limits(limits=1):
-            for ids, threads, max_bytes in batches:
-                over: list = []
-                parse_levels(ids, threads, max_bytes, over)
-                if over and budget and max_bytes < budget:
-                    # over the share of one thread: parse them alone with the whole budget
-                    again: list = []
-                    parse_levels(over, 1, budget, again)
-                    over = again
-                refused.extend(over)
-                done += len(ids)
-                if progress:
-                    progress(done, len(sentences))
+        # Groups of a chunk in flight at once (fastspectral._threads.map_groups): the NumPy
+        # and tree-building steps between the kernels hold the GIL, and one group's Python work
+        # overlaps the others' kernels.  Sentences are independent: the parses are the same.
+        workers = python_workers(n_threads)
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="fastspectral-parse") \
+            if workers > 1 else None
+        try:
+            with threadpool_limits(limits=1):
+                for ids, threads, max_bytes in batches:
+
+                    def run_group(group, group_threads, max_bytes=max_bytes):
+                        st, over = ParseStats(), []
+                        parse_levels(group, group_threads, max_bytes, over, st)
+                        return st, over
+
+                    results = map_groups(run_group, ids, threads, pool, workers)
+                    over = []
+                    for st, o in results:
+                        stats.add(st)
+                        over.extend(o)
+                    if over and budget and max_bytes < budget:
+                        # over the share of one thread: parse them alone with the whole budget
+                        again: list = []
+                        parse_levels(over, 1, budget, again, stats)
+                        over = again
+                    refused.extend(over)
+                    done += len(ids)
+                    if progress:
+                        progress(done, len(sentences))
+        finally:
+            if pool is not None:
+                pool.shutdown()
         for k in refused:
             out[k] = flat_tree(sentences[k], self.pcfg_.best_tags(
                 sentences[k], None if tags is None else tags[k]), self.pcfg_.root_label_)
