@@ -25,13 +25,16 @@ computed with NumPy and the CSR matrices are filled directly from these arrays.
 """
 import numpy as np
 cimport numpy as cnp
+from libc.math cimport sqrt
 from libc.stdint cimport uint64_t, int64_t
+from scipy.linalg.cython_blas cimport dgemm
 
 ctypedef cnp.int32_t i32
 ctypedef cnp.int64_t i64
 
 cdef enum:
     K = 6
+    _NB = 128          # nodes per dgemm block of binary_rule_tensors
 
 
 cdef inline uint64_t _mix(uint64_t h, uint64_t v) noexcept nogil:
@@ -160,3 +163,118 @@ def node_feature_keys(const i32[::1] parent, const i32[::1] left, const i32[::1]
             ko[i, 5] = _key(_mix(_mix(_mix(16, <uint64_t> side[i]), <uint64_t> _bucket(s)),
                                  <uint64_t> _bucket(L - e)))
     return kin, kout
+
+
+# ------------------------------------------------------------------------------------------------
+# the smoothed rule moments of the spectral estimate (fastspectral.lpcfg.estimate.smoothed_triple)
+# ------------------------------------------------------------------------------------------------
+def binary_rule_tensors(const i64[::1] rules, const i64[::1] rptr, const i64[::1] order,
+                        const i32[::1] left, const i32[::1] right, const i64[::1] row,
+                        const i32[::1] bin_parent, const i32[::1] bin_left,
+                        const i32[::1] bin_right, const i64[::1] m, const i64[::1] proj_off,
+                        const double[::1] Y, const double[::1] Z, const double[::1] weight,
+                        double C, const i64[::1] toff, double[::1] tensors):
+    """``tensors[toff[r]:toff[r+1]] = weight[r] * S_r`` for every rule ``r`` of ``rules``, with
+    ``S_r`` the smoothed ``E_r[z (x) y_left (x) y_right]`` of
+    :func:`fastspectral.lpcfg.estimate.smoothed_triple` over the nodes
+    ``order[rptr[r]:rptr[r+1]]`` (``rptr`` has a row per rule; every listed rule has nodes).
+
+    The projections of symbol ``a`` are the rows of ``Z`` (outside) and ``Y`` (inside) from
+    ``proj_off[a]``, ``m[a]`` values per row; node ``i`` is row ``row[i]`` of its label's
+    block.  Per rule, blocks of ``_NB`` nodes are gathered into ``Lb`` (rows
+    ``[z (x) y_b, z]``) and ``Rb`` (rows ``[y_c, 1]``) and one BLAS ``dgemm`` adds
+    ``Lb^T Rb``: the third moment, both second moments and the sum of ``z`` at once (equal to
+    NumPy's products up to rounding).  The caller
+    (:func:`fastspectral.lpcfg.fast_moments.binary_rule_tensors`) checks every index and runs
+    BLAS single-threaded."""
+    cdef Py_ssize_t nr = rules.shape[0]
+    cdef int mmax = 1
+    cdef Py_ssize_t q
+    for q in range(m.shape[0]):
+        if m[q] > mmax:
+            mmax = <int> m[q]
+    cdef double[::1] acc = np.zeros((mmax * mmax + mmax) * (mmax + 1))
+    cdef double[::1] lb = np.zeros(_NB * (mmax * mmax + mmax))
+    cdef double[::1] rb = np.zeros(_NB * (mmax + 1))
+    cdef double[::1] s2 = np.zeros(mmax)
+    cdef double[::1] s3 = np.zeros(mmax)
+    cdef Py_ssize_t k, j, j0, x, y, zz, node
+    cdef int a, b, c, ma, mb, mc, P, Q, nb, pz
+    cdef i64 r, n
+    cdef const double* za
+    cdef const double* yb
+    cdef const double* yc
+    cdef double* lr
+    cdef double* rr
+    cdef double lam, rt, w_low, w_uni, dn, wr, u, e2, zx
+    cdef double* out
+    cdef double one = 1.0
+    cdef char tn = b'N'
+    cdef char tt = b'T'
+    with nogil:
+        for k in range(nr):
+            r = rules[k]
+            a = bin_parent[r]
+            b = bin_left[r]
+            c = bin_right[r]
+            ma = <int> m[a]
+            mb = <int> m[b]
+            mc = <int> m[c]
+            pz = ma * mb                # Lb columns: [z (x) yb | z];  Rb columns: [yc | 1]
+            P = pz + ma
+            Q = mc + 1
+            n = rptr[r + 1] - rptr[r]
+            for x in range(P * Q):
+                acc[x] = 0.0
+            for y in range(mb):
+                s2[y] = 0.0
+            for zz in range(mc):
+                s3[zz] = 0.0
+            j0 = rptr[r]
+            while j0 < rptr[r + 1]:
+                nb = <int> min(<i64> _NB, rptr[r + 1] - j0)
+                for j in range(nb):
+                    node = order[j0 + j]
+                    za = &Z[proj_off[a] + row[node] * ma]
+                    yb = &Y[proj_off[b] + row[left[node]] * mb]
+                    yc = &Y[proj_off[c] + row[right[node]] * mc]
+                    lr = &lb[j * P]
+                    rr = &rb[j * Q]
+                    for x in range(ma):
+                        zx = za[x]
+                        for y in range(mb):
+                            lr[x * mb + y] = zx * yb[y]
+                        lr[pz + x] = zx
+                    for y in range(mb):
+                        s2[y] += yb[y]
+                    for zz in range(mc):
+                        rr[zz] = yc[zz]
+                        s3[zz] += yc[zz]
+                    rr[mc] = 1.0
+                # acc (row-major P x Q) += Lb^T Rb; column-major: acc^T (Q x P) = Rb^T Lb
+                dgemm(&tn, &tt, &Q, &P, &nb, &one, &rb[0], &Q, &lb[0], &P, &one, &acc[0], &Q)
+                j0 += nb
+            # E3[x,y,z] = acc[(x mb + y) Q + z], E12[x,y] = acc[(x mb + y) Q + mc],
+            # E13[x,z] = acc[(pz + x) Q + z], sum z[x] = acc[(pz + x) Q + mc]
+            dn = <double> n
+            wr = weight[r]
+            out = &tensors[toff[r]]
+            if C <= 0:
+                for x in range(pz):
+                    for zz in range(mc):
+                        out[x * mc + zz] = wr * (acc[x * Q + zz] / dn)
+                continue
+            rt = sqrt(dn)
+            lam = rt / (C + rt)
+            w_low = 0.5 * (1.0 - lam) * lam
+            w_uni = (1.0 - lam) * (1.0 - lam)
+            for x in range(ma):
+                for y in range(mb):
+                    e2 = s2[y] / dn
+                    u = (w_low * (acc[(x * mb + y) * Q + mc] / dn)
+                         + w_uni * ((acc[(pz + x) * Q + mc] / dn) * e2))
+                    for zz in range(mc):
+                        out[(x * mb + y) * mc + zz] = wr * (
+                            lam * (acc[(x * mb + y) * Q + zz] / dn)
+                            + u * (s3[zz] / dn)
+                            + (w_low * (acc[(pz + x) * Q + zz] / dn)) * e2)

@@ -8,7 +8,7 @@ feature); the default, :func:`default_feature_keys`, is the compiled tree-fragme
 set is pluggable: pass any such function as ``SpectralLPCFG(features=...)``.
 
 :func:`feature_matrices` turns the keys into per-label scaled one-hot CSR matrices directly
-(sort + run-length ids, no dense intermediate): feature ``f`` of label ``a`` seen ``count(f)``
+(a key sort, a radix sort by label and run-length ids; no dense intermediate): feature ``f`` of label ``a`` seen ``count(f)``
 times among the ``M_a`` nodes of ``a`` gets the value ``sqrt(M_a / (count(f) + kappa))``.
 """
 from __future__ import annotations
@@ -170,35 +170,39 @@ def feature_matrices(keys: np.ndarray, label: np.ndarray, n_symbols: int, kappa:
     """
     keys = np.asarray(keys, dtype=np.int64)
     N, K = keys.shape
+    label = np.asarray(label)
     counts = np.bincount(label, minlength=n_symbols).astype(np.int64)
     row_ptr = np.zeros(n_symbols + 1, dtype=np.int64)
     np.cumsum(counts, out=row_ptr[1:])
-    node_order = np.argsort(label, kind="stable")
+    # labels as a 16-bit integer where they fit: NumPy's stable sort is then a radix sort
+    small = np.int16 if n_symbols <= np.iinfo(np.int16).max else np.int32
+    node_order = np.argsort(label.astype(small), kind="stable")
     rowpos = np.empty(N, dtype=np.int64)
     rowpos[node_order] = np.arange(N)
-    flat = keys.ravel()
-    lab = np.repeat(label.astype(np.int64), K)
-    row = np.repeat(rowpos, K)
-    keep = flat != 0
-    flat, lab, row = flat[keep], lab[keep], row[keep]
-    order = np.lexsort((flat, lab))
-    fs, ls = flat[order], lab[order]
+    # the entries in row order, each row's keys sorted: within a row (one label) the feature
+    # ids grow with the keys, so this is the CSR order (row, feature id)
+    kr = np.sort(keys[node_order], axis=1)
+    keep = kr != 0
+    per_row = keep.sum(1)
+    flat = kr[keep]
+    lab = np.repeat(label[node_order].astype(small), per_row)
+    # feature ids: ranks of the distinct (label, key) pairs; sorted by key, then stably by label
+    o = np.argsort(flat)
+    o = o[np.argsort(lab[o], kind="stable")]
+    fs, ls = flat[o], lab[o]
     new = np.ones(fs.shape[0], dtype=bool)
     new[1:] = (fs[1:] != fs[:-1]) | (ls[1:] != ls[:-1])
     fid_sorted = np.cumsum(new) - 1
     n_feat = int(fid_sorted[-1] + 1) if fid_sorted.size else 0
-    feat_label = ls[new]
+    feat_label = ls[new].astype(np.int64)
     col_ptr = np.searchsorted(feat_label, np.arange(n_symbols + 1)).astype(np.int64)
     fcount = np.bincount(fid_sorted, minlength=n_feat).astype(np.float64)
     scale = np.sqrt(counts[feat_label] / (fcount + kappa))
-    rows = row[order]
-    # CSR directly: entries sorted by (row, col)
-    o2 = np.lexsort((fid_sorted, rows))
-    r_sorted = rows[o2]
+    fid = np.empty(fs.shape[0], dtype=np.int64)
+    fid[o] = fid_sorted
     indptr = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(np.bincount(r_sorted, minlength=N), out=indptr[1:])
+    np.cumsum(per_row, out=indptr[1:])
     import scipy.sparse as sp     # here: parsing with a loaded model needs no SciPy
 
-    X = sp.csr_matrix((scale[fid_sorted[o2]], fid_sorted[o2].astype(np.int64), indptr),
-                      shape=(N, n_feat))
+    X = sp.csr_matrix((scale[fid], fid, indptr), shape=(N, n_feat))
     return X, row_ptr, col_ptr, node_order, rowpos

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _gc
 from ..base import PartitionedFit
 from .features import default_feature_keys, feature_matrices
 from .latent import LatentArrays, LatentPCFGBase, log_rule_per_word, resolve_random_state
@@ -207,8 +208,9 @@ class SpectralLPCFG(PartitionedFit, LatentPCFGBase):
         self._validate()
         seed = resolve_random_state(self.random_state)
         t0 = time.perf_counter()
-        # the SVDs and products are small: BLAS threads only add contention
-        with threadpool_limits(limits=1):
+        # the SVDs and products are small: BLAS threads only add contention; the cyclic GC
+        # would re-traverse the (acyclic) trees of the preparation again and again
+        with threadpool_limits(limits=1), _gc.paused():
             prep = self._prepare_treebank(trees, t0)
             est = self._estimate(prep.nodes, prep.grammar, prep.n_trees, seed)
         self._install(prep.pcfg, est.arrays)
@@ -243,7 +245,8 @@ class SpectralLPCFG(PartitionedFit, LatentPCFGBase):
         """The spectral estimates of figure 4 of Cohen et al. (2012) on the training ``nodes``
         (see :mod:`fastspectral.lpcfg.estimate`); ``seed``: the randomized SVDs' seed."""
         # imported here: loading a model to parse needs none of the learner's SVD kit (Numba)
-        from .estimate import choose_rank, smoothed_pair, smoothed_triple, truncated_svd
+        from .estimate import choose_rank, smoothed_pair, truncated_svd
+        from .fast_moments import Projections, binary_rule_tensors
 
         S = g.n_symbols
         feat = self.features or default_feature_keys
@@ -255,8 +258,7 @@ class SpectralLPCFG(PartitionedFit, LatentPCFGBase):
         m_in = int(self.n_states)
         m_pre = int(self.n_states_pre or self.n_states)
         m = np.ones(S, dtype=np.int32)
-        Y = [None] * S
-        Z = [None] * S
+        decomposed = {}
         svals = {}
         for a in np.flatnonzero(counts > 0):
             Na = int(counts[a])
@@ -274,11 +276,16 @@ class SpectralLPCFG(PartitionedFit, LatentPCFGBase):
                 ma = choose_rank(s, k, self.rank_tol)
                 if ma > 1:
                     m[a] = ma
-                    Y[a] = np.asarray(Pa @ U[:, :ma])
-                    Z[a] = np.asarray(Qa @ (Vt[:ma].T / s[:ma]))
-                    continue
-            Y[a] = np.ones((Na, 1))
-            Z[a] = np.ones((Na, 1))
+                    decomposed[a] = (Pa, Qa, U[:, :ma], Vt[:ma].T / s[:ma])
+        # the projections of every symbol in two flat arrays (y = z = 1 for one state)
+        proj = Projections(counts, m)
+        Y, Z = proj.Y, proj.Z
+        for a in np.flatnonzero(counts > 0):
+            if a in decomposed:
+                Pa, Qa, Ua, Va = decomposed.pop(a)
+                proj.set(a, Pa @ Ua, Qa @ Va)
+            else:
+                proj.set(a, 1.0, 1.0)
         pos = rowpos - row_ptr[label]  # position of each node within its label's rows
         C = float(self.moment_smoothing)
 
@@ -296,15 +303,9 @@ class SpectralLPCFG(PartitionedFit, LatentPCFGBase):
         np.cumsum(rcount, out=rptr[1:])
         scalar = (m[pa] == 1) & (m[pb] == 1) & (m[pc] == 1)
         tensors[toff[:-1][scalar]] = rcount[scalar] / counts[pa[scalar]]
-        for r in np.flatnonzero(~scalar & (rcount > 0)):
-            a, b, c = pa[r], pb[r], pc[r]
-            idx = order[rptr[r]:rptr[r + 1]]
-            za = Z[a][pos[idx]]
-            yb = Y[b][pos[nodes.left[idx]]]
-            yc = Y[c][pos[nodes.right[idx]]]
-            t = smoothed_triple(za, yb, yc, C)
-            t *= rcount[r] / counts[a]
-            tensors[toff[r]:toff[r + 1]] = t.ravel()
+        # smoothed_triple(Z[a], Y[b], Y[c]) * n_r / M_a of every other rule, compiled
+        binary_rule_tensors(np.flatnonzero(~scalar & (rcount > 0)), order, rptr, nodes, g, proj,
+                            pos, rcount / np.maximum(counts[pa], 1), C, toff, tensors)
         # ---- unary rules
         Un = int(g.un_parent.shape[0])
         unary = [None] * Un

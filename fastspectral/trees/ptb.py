@@ -27,6 +27,7 @@ Errors (all :class:`~fastspectral.errors.FormatError` naming file and 1-based li
 """
 from __future__ import annotations
 
+from .. import _gc
 from ..errors import FormatError
 from .files import iter_lines, open_output, source_name
 from .tree import BracketParser, Tree
@@ -50,6 +51,9 @@ def read_ptb(source, *, encoding: str = "utf-8"):
     # file that is a new tree, so an error of the open tree is reported against it
     suspect = None
     lineno = 0
+    # the cyclic GC is off while this reader runs (trees are acyclic: see fastspectral._gc), on
+    # while the caller handles the trees it yields
+    gc_on = _gc.pause()
     try:
         for lineno, line in iter_lines(source, encoding):
             if parser.stack and suspect is None and line.startswith("("):
@@ -58,7 +62,10 @@ def read_ptb(source, *, encoding: str = "utf-8"):
             if not parser.stack:
                 suspect = None
             if done:
+                _gc.resume(gc_on)
+                gc_on = False
                 yield from done
+                gc_on = _gc.pause()
         lineno += 1                     # finish(): the end of the input
         parser.finish()
     except FormatError as exc:
@@ -68,6 +75,8 @@ def read_ptb(source, *, encoding: str = "utf-8"):
         raise FormatError(f"tree starting on line {start} is not closed before the tree "
                           f"starting on line {suspect} (a ')' missing in lines {start}-"
                           f"{suspect - 1}?)", name, suspect - 1) from None
+    finally:
+        _gc.resume(gc_on)
 
 
 def write_brackets(trees, dest, *, encoding: str = "utf-8") -> int:
