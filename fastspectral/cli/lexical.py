@@ -105,6 +105,10 @@ def _model_options(g, cls, variant: bool = True) -> None:
                                  "weight (1, 2-3, 4-7, ...)")
     kit.option(g, "--unknown", cls, "unknown", choices=("suffix", "none"),
                help="candidates of unknown tokens: suffix guesser, or one empty analysis")
+    g.add_argument("--no-known-guesses", dest="known_guesses", action="store_false",
+                   default=argparse.SUPPRESS,
+                   help="known tokens get exactly the labels seen with them (eq. 9; default: "
+                        "also the guesser's unseen inflections of their lemmas)")
     kit.option(g, "--max-iter", cls, "max_iter", type=positive_int, metavar="N",
                help="liblinear iterations")
     kit.add_seed(g, cls)
@@ -317,7 +321,7 @@ def _cv(args) -> int:
     sents = read(args)
     params = {}
     for name in ("features", "vocalised", "split", "refit", "cross_fit", "C", "epsilon", "loss",
-                 "frequency_classes", "unknown", "max_iter", "random_state"):
+                 "frequency_classes", "unknown", "known_guesses", "max_iter", "random_state"):
         if hasattr(args, name):
             params[name] = getattr(args, name)
     if len(sents) < args.folds:

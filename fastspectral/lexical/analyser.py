@@ -209,10 +209,9 @@ class SuffixGuesser:
         self.table = {}
         return self
 
-    def _guess_shapes(self, token: str) -> list[tuple]:
+    def _guess_shapes(self, token: str, n: int) -> list[tuple]:
         out: list = []
         seen: set = set()
-        n = self.max_vocalised_guesses
         for key in _shape_keys(token):
             kid = self._key_ids.get(key)
             if kid is None:
@@ -231,9 +230,20 @@ class SuffixGuesser:
                         return out
         return out
 
+    def inflections(self, token: str, lemmas) -> list[tuple]:
+        """Guessed analyses of a *known* token whose lemma is one of ``lemmas`` (its lexicon
+        lemmas): the inflections of a known lexeme not seen with the token in training (for
+        vocalised corpora, from the ``4 * max_vocalised_guesses`` most frequent shapes)."""
+        lemmas = set(lemmas)
+        if not token:
+            return []
+        found = self._guess_shapes(token, 4 * self.max_vocalised_guesses) if self.vocalised \
+            else self(token)
+        return [lab for lab in found if lab[0] in lemmas]
+
     def __call__(self, token: str) -> list[tuple]:
         if self.vocalised:
-            return self._guess_shapes(token) if token else []
+            return self._guess_shapes(token, self.max_vocalised_guesses) if token else []
         for k in range(min(self.max_suffix, len(token) - 1), -1, -1):
             shapes = self.table.get(token[len(token) - k:] if k else "")
             if shapes:

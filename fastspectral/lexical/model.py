@@ -99,6 +99,7 @@ class Learned:
     n_bins: int
     unknown: str
     stage2: dict           # name -> rows used by stage 2
+    known_guesses: bool = False
 
     def target(self, name: str) -> int:
         return self.space.target(name)
@@ -156,11 +157,15 @@ def _guesser_pairs(tables: E.Tables, fs: FeatureSpace, space: E.LabelSpace):
 
 def candidates(learned_tables: E.Tables, space: E.LabelSpace, fs: FeatureSpace,
                guesser: SuffixGuesser, tokens: list, F: np.ndarray, *, analyser=None,
-               unknown: str = "suffix", vocalised: bool = False, tags=None) -> E.Candidates:
+               unknown: str = "suffix", vocalised: bool = False, tags=None,
+               known_guesses: bool = False) -> E.Candidates:
     """The candidate sets ``C(t)`` of every token (eq. 9): the labels seen with the token in the
     counted data (most frequent first; a token not seen as written is looked up in lower
     case), the analyser's answers, and for tokens that neither knows the suffix guesser's
-    analyses (``unknown="suffix"``) or a single empty analysis (``"none"``).  ``tags``: one tag
+    analyses (``unknown="suffix"``) or a single empty analysis (``"none"``).  With
+    ``known_guesses`` a known token also gets the guesser's analyses whose lemma is one of its
+    lexicon lemmas (:meth:`SuffixGuesser.inflections`: unseen inflections of a known lexeme,
+    the role SAMA's full analysis lists play in the paper).  ``tags``: one tag
     per token or None; candidates whose UPOS or XPOS is the tag are kept when there are any.
 
     A candidate set depends only on the token's string: the sets are built once per word type
@@ -198,6 +203,19 @@ def candidates(learned_tables: E.Tables, space: E.LabelSpace, fs: FeatureSpace,
                     more.append(j)
             if more:
                 extra[k] = more
+    if known_guesses and unknown == "suffix":
+        labels = space.labels
+        for k in np.nonzero(has)[0]:
+            lex = lex_label[lex_ptr[tw[k]]:lex_ptr[tw[k] + 1]].tolist()
+            more = extra.get(int(k), [])
+            seen = set(lex) | set(more)
+            for lab in guesser.inflections(types[k], {labels[j][0] for j in lex}):
+                j = ov.add(lab)
+                if j not in seen:
+                    seen.add(j)
+                    more.append(j)
+            if more:
+                extra[int(k)] = more
     for k in np.nonzero(~has)[0]:
         if int(k) in extra:
             continue
@@ -284,7 +302,7 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
           C=None, epsilon=None, frequency_classes=5, unknown="suffix", analyser=None,
           max_iter=1000, random_state=0, with_morph=False,
           loss="squared_epsilon_insensitive", graded="unknown", unknown_weights=True,
-          cross_fit=True, stage2_tokens=20000) -> Learned:
+          cross_fit=True, stage2_tokens=20000, known_guesses=True) -> Learned:
     """Fit the stage-1 tables and the ``rankers`` (see :func:`_specs`) on labelled
     sentences (the body of :meth:`LexicalDisambiguator.fit`, shared with the
     cross-validation)."""
@@ -324,7 +342,8 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
             gue = SuffixGuesser().fit(_guesser_pairs(tab, fs, space), voc)
             Fr = np.ascontiguousarray(F[row_idx])
             cands = candidates(tab, space, fs, gue, [corpus.tokens[i] for i in row_idx], Fr,
-                               analyser=analyser, unknown=unknown, vocalised=voc)
+                               analyser=analyser, unknown=unknown, vocalised=voc,
+                               known_guesses=known_guesses)
             S, qloc = tab.doc_similarity(Fr[:, 0], np.asarray(corpus.docs)[row_idx])
             dirs.append((tab, gue, Fr, cands, S, qloc, V[row_idx]))
         tables1, guesser1 = dirs[0][0], dirs[0][1]
@@ -385,7 +404,7 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
                                 n_values)
         guesser = SuffixGuesser().fit(_guesser_pairs(tables, fs, space), voc)
     return Learned(voc, scheme, space, fs, cols, tables, guesser, rankers_out, n_bins,
-                   unknown, stage2)
+                   unknown, stage2, bool(known_guesses))
 
 
 def _rank(learned: Learned, cands, F, S, qloc, name, threads=None):
@@ -407,7 +426,8 @@ def predict_labels(learned: Learned, corpus: Corpus, models, *, analyser=None, t
     F = learned.fs.transform(corpus.tokens, corpus.sent_starts)
     cands = candidates(learned.tables, learned.space, learned.fs, learned.guesser,
                        corpus.tokens, F, analyser=analyser, unknown=learned.unknown,
-                       vocalised=learned.vocalised, tags=tags)
+                       vocalised=learned.vocalised, tags=tags,
+                       known_guesses=learned.known_guesses)
     S, qloc = learned.tables.doc_similarity(F[:, 0], np.asarray(corpus.docs))
     ov = cands.overlay
     out = {}
@@ -511,6 +531,9 @@ class LexicalDisambiguator(Parser):
     unknown : {"suffix", "none"}, default "suffix"
         Candidates of tokens unknown to the lexicon and the analyser: the suffix guesser's
         (:class:`~fastspectral.lexical.analyser.SuffixGuesser`) or a single empty analysis.
+    known_guesses : bool, default True
+        Known tokens also get the guesser's analyses whose lemma is one of their lexicon
+        lemmas (unseen inflections of a known lexeme); False: exactly eq. 9 for known tokens.
     analyser : callable or None, default None
         ``analyser(token) -> analyses`` added to every candidate set (the role of SAMA; see
         :mod:`.analyser`).  Not saved in model files: set it again after loading.
@@ -572,8 +595,8 @@ class LexicalDisambiguator(Parser):
 
     def __init__(self, variant="full", features="all", vocalised="auto", split=0.5,
                  refit=True, cross_fit=True, C=None, epsilon=None, frequency_classes=5,
-                 unknown="suffix", analyser=None, loss="squared_epsilon_insensitive",
-                 max_iter=1000, random_state=0):
+                 unknown="suffix", known_guesses=True, analyser=None,
+                 loss="squared_epsilon_insensitive", max_iter=1000, random_state=0):
         self.variant = variant
         self.features = features
         self.vocalised = vocalised
@@ -584,6 +607,7 @@ class LexicalDisambiguator(Parser):
         self.epsilon = epsilon
         self.frequency_classes = frequency_classes
         self.unknown = unknown
+        self.known_guesses = known_guesses
         self.analyser = analyser
         self.loss = loss
         self.max_iter = max_iter
@@ -597,7 +621,7 @@ class LexicalDisambiguator(Parser):
         _check_number("split", self.split, 0.0, 1.0, strict_low=True)
         if not 0.0 < float(self.split) < 1.0:
             raise ValueError(f"split must be a number in (0, 1), not {self.split!r}")
-        for name in ("refit", "cross_fit"):
+        for name in ("refit", "cross_fit", "known_guesses"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
         _check_number("C", self.C, 0.0, strict_low=True, allow_none=True)
@@ -636,6 +660,7 @@ class LexicalDisambiguator(Parser):
             C=None if self.C is None else float(self.C),
             epsilon=None if self.epsilon is None else float(self.epsilon),
             frequency_classes=int(self.frequency_classes), unknown=self.unknown,
+            known_guesses=bool(self.known_guesses),
             analyser=self.analyser, loss=self.loss, max_iter=int(self.max_iter),
             random_state=seed,
             with_morph=self.variant == "ind")
@@ -728,6 +753,7 @@ class LexicalDisambiguator(Parser):
             "cols": [int(c) for c in lr.cols],
             "n_bins": lr.n_bins,
             "unknown": lr.unknown,
+            "known_guesses": lr.known_guesses,
             "stage2": lr.stage2,
             "rankers": {k: {"level": r.spec.level, "targets": list(r.spec.targets),
                             "doc_targets": list(r.spec.doc_targets),
@@ -766,7 +792,8 @@ class LexicalDisambiguator(Parser):
             guesser = SuffixGuesser().fit(_guesser_pairs(tables, fs, space), voc)
             model.learned_ = Learned(voc, scheme, space, fs, [int(c) for c in meta["cols"]],
                                      tables, guesser, rankers, int(meta["n_bins"]),
-                                     meta["unknown"], dict(meta.get("stage2", {})))
+                                     meta["unknown"], dict(meta.get("stage2", {})),
+                                     bool(meta.get("known_guesses", False)))
             model._set_attributes()
             model.fit_time_ = float(meta.get("fit_time", 0.0))
         except (KeyError, TypeError, ValueError) as exc:
