@@ -260,21 +260,6 @@ def group_mixture_em(items_group, e1, e2, e3, m1, m2, m3, E, weight=None, max_it
     return MixtureEM(T, toff, loglik, iters)
 
 
-def _dense_ids(label, keys):
-    """Per-label dense ids of (label, key) pairs: (ids local to the label, n_ids per label)."""
-    order = np.lexsort((keys, label))
-    ls, ks = label[order], keys[order]
-    new = np.ones(len(order), dtype=bool)
-    new[1:] = (ls[1:] != ls[:-1]) | (ks[1:] != ks[:-1])
-    gid = np.cumsum(new) - 1
-    # local id = global id - global id of the label's first pair
-    lab_start = np.searchsorted(ls, ls, side="left")
-    first_of_label = gid[lab_start]
-    local = np.empty(len(order), dtype=np.int64)
-    local[order] = gid - first_of_label
-    return local
-
-
 def symbol_decomposition(f, g, m, anchor_min_count=10, seed=0, em_iterations=100,
                          weight=None):
     """MDP 1 on the (f, g) co-occurrences of one symbol's nodes.
@@ -324,8 +309,6 @@ def _align(post_ref, post_new, k_ref):
     k = int(k_ref) if k_ref >= 2 else 0
     cols[k:] = np.sort(cols[k:])
     return cols
-
-
 
 
 # ------------------------------------------------------------------------------------------------
@@ -706,8 +689,6 @@ def _fill_dead_states(lay: LatentLayout, params: LatentParams, spread: LatentPar
     sel = dead[lay.soff[ls[ent_l]] + (np.arange(lay.loff[-1]) - lay.loff[ent_l])]
     out.L[sel] = spread.L[sel]
     return out
-
-
 
 
 # ------------------------------------------------------------------------------------------------
