@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 12's device check: build the kernels, then run bench_scaling.py (J = 1, 2, 4, ... up to
-# the cores present) and profile_parse.py (time inside / outside the kernels at J=1 and at all
-# cores) on a many-core machine.  DATA: a folder with wsj-sample.mrg and wsj22.trees; OUT: where
+# the cores present), the same as whole `fastspectral parse` processes at J=1 and all cores
+# (WHOLE_LIMIT sentences, default 300) and, with PROFILE=1, profile_parse.py at all cores.  DATA: a folder with wsj-sample.mrg and wsj22.trees; OUT: where
 # the tables go.  Usage: benchmarks/device_scaling.sh DATA OUT [LIMIT]
 set -u
 DATA=$1; OUTDIR=$2; LIMIT=${3:-800}
@@ -17,8 +17,11 @@ CACHE=${TMPDIR:-/tmp}/fs-bench-cache
 $PY benchmarks/bench_scaling.py --train "$DATA/wsj-sample.mrg" --test "$DATA/wsj22.trees" \
     --limit "$LIMIT" --f1 --cache "$CACHE" 2>&1 | tee "$OUTDIR/scaling.txt"
 $PY benchmarks/bench_scaling.py --train "$DATA/wsj-sample.mrg" --test "$DATA/wsj22.trees" \
-    --limit 300 --whole-process --jobs 1 "$(nproc)" --cache "$CACHE" 2>&1 | tee "$OUTDIR/whole.txt"
-for m in "$CACHE"/pivot-em-*.fsm "$CACHE"/spectral-*.fsm "$CACHE"/pcfg-*.fsm; do
-  $PY benchmarks/profile_parse.py "$m" --test "$DATA/wsj22.trees" --limit "$LIMIT" \
-      --jobs "$(nproc)" --top 0
-done 2>&1 | tee "$OUTDIR/profile.txt"
+    --limit "${WHOLE_LIMIT:-300}" --whole-process --jobs 1 "$(nproc)" --cache "$CACHE" 2>&1 \
+    | tee "$OUTDIR/whole.txt"
+if [ -n "${PROFILE:-}" ]; then
+  for m in "$CACHE"/pivot-em-*.fsm "$CACHE"/spectral-*.fsm "$CACHE"/pcfg-*.fsm; do
+    $PY benchmarks/profile_parse.py "$m" --test "$DATA/wsj22.trees" --limit "$LIMIT" \
+        --jobs "$(nproc)" --top 0
+  done 2>&1 | tee "$OUTDIR/profile.txt"
+fi

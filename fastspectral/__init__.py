@@ -13,6 +13,10 @@ import os as _os
 # OpenMP threads should sleep rather than spin: spinning threads steal the cores of a 2-core
 # machine from the other workers.  A user's own setting wins (see fastspectral._threads).
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# OpenBLAS's threads likewise busy-wait (about 2**28 cycles) after they start and after each
+# call before they sleep: on a 16-core machine `fastspectral parse` of one sentence spent
+# 2.5-4.3 CPU-s for 0.5-1.0 s of wall time (docs/throughput.md).  2**4 cycles: they sleep at once.
+_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from .errors import FastSpectralError, FormatError, ModelFileError, NotFittedError  # noqa: E402
 

@@ -23,6 +23,10 @@ Environment variables read here and by the libraries underneath:
 ``OMP_WAIT_POLICY``       set to ``PASSIVE`` by ``import fastspectral`` unless the user set it
                           (idle OpenMP threads sleep instead of spinning on the cores other
                           workers need)
+``OPENBLAS_THREAD_TIMEOUT`` set to ``4`` by ``import fastspectral`` unless the user set it
+                          (idle OpenBLAS threads sleep after 2**4 cycles instead of spinning for
+                          2**28; read when OpenBLAS loads, so it acts when ``fastspectral`` is
+                          imported before NumPy, as the command line does)
 ``NUMBA_NUM_THREADS``     Numba's pool size (the learners' ``prange`` loops)
 ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``
                           the BLAS pools; the learners run their BLAS single-threaded inside
@@ -64,14 +68,20 @@ def python_workers(n_threads: int) -> int:
 
 
 def map_groups(fn, ids, threads: int, pool=None, workers: int = 1) -> list:
-    """``fn(group, group_threads)`` for the groups ``ids[g::workers]`` on ``pool`` (a
-    ``concurrent.futures`` executor), splitting ``threads`` between them; one call
-    ``fn(ids, threads)`` when there is no pool or too little to split.  Results in group order.
+    """``fn(group, group_threads)`` for interleaved groups ``ids[g::G]`` (G = 1 to 3 per worker)
+    on ``pool`` (a ``concurrent.futures`` executor with ``workers`` threads), each group with
+    ``threads // workers`` kernel threads; one call ``fn(ids, threads)`` when there is no pool
+    or too little to split.  Results in group order.
 
     ``ids`` sorted longest first gives every group the same mix of lengths.
     """
     if pool is None or workers < 2 or threads < workers or len(ids) < 2 * workers:
         return [fn(ids, threads)]
-    base, extra = divmod(threads, workers)
-    futures = [pool.submit(fn, ids[g::workers], base + (g < extra)) for g in range(workers)]
+    # more groups than workers, taken from the pool's queue as workers free up: the groups'
+    # Python steps and kernels fall out of step (all groups in lock-step would wait for the GIL
+    # together, then leave it idle together); each runs threads // workers kernel threads, so
+    # at most `threads` run at once
+    n_groups = min(3 * workers, max(workers, len(ids) // 16))
+    per = max(1, threads // workers)
+    futures = [pool.submit(fn, ids[g::n_groups], per) for g in range(n_groups)]
     return [f.result() for f in futures]
