@@ -62,9 +62,11 @@ def read_ptb(source, *, encoding: str = "utf-8"):
             if not parser.stack:
                 suspect = None
             if done:
+                trees = iter(done)      # allocated while paused: yielding allocates nothing
                 _gc.resume(gc_on)
                 gc_on = False
-                yield from done
+                for t in trees:
+                    yield t
                 gc_on = _gc.pause()
         lineno += 1                     # finish(): the end of the input
         parser.finish()
