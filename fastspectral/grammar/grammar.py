@@ -66,42 +66,50 @@ class Grammar:
     @classmethod
     def from_trees(cls, prepared_trees, lexicon_options=None) -> "Grammar":
         """Relative-frequency estimate from binarised trees rooted at ``TOP``."""
-        root = Counter()
-        binary = Counter()
-        unary = Counter()
-        lhs = Counter()
+        # the keys of every count are collected in lists and counted once (Counter of a list
+        # counts in C; an increment per node costs a Python dict round trip)
+        roots, lhs_keys, bin_keys, un_keys = [], [], [], []
         lex_words, lex_pos, lex_tags = [], [], []
-        tags = set()
-        nonterminals = set()
+        lhs_app, bin_app, un_app = lhs_keys.append, bin_keys.append, un_keys.append
+        w_app, p_app, t_app = lex_words.append, lex_pos.append, lex_tags.append
         for t in prepared_trees:
             top = t
             if top.label == "TOP":
                 if len(top.children) != 1 or isinstance(top.children[0], str):
                     raise ValueError(f"prepared tree has a malformed TOP node: {top}")
                 top = top.children[0]
-            root[top.label] += 1
+            roots.append(top.label)
             position = 0
             stack = [top]
+            pop, push = stack.pop, stack.append
             while stack:
-                node = stack.pop()
+                node = pop()
                 kids = node.children
                 if len(kids) == 1 and isinstance(kids[0], str):
-                    tags.add(node.label)
-                    lex_words.append(kids[0])
-                    lex_pos.append(position)
-                    lex_tags.append(node.label)
+                    w_app(kids[0])
+                    p_app(position)
+                    t_app(node.label)
                     position += 1
                     continue
-                nonterminals.add(node.label)
-                lhs[node.label] += 1
+                lab = node.label
+                lhs_app(lab)
                 if len(kids) == 2:
-                    binary[(node.label, kids[0].label, kids[1].label)] += 1
+                    left, right = kids
+                    bin_app((lab, left.label, right.label))
+                    push(right)
+                    push(left)
                 elif len(kids) == 1:
-                    unary[(node.label, kids[0].label)] += 1
+                    un_app((lab, kids[0].label))
+                    push(kids[0])
                 else:
-                    raise ValueError(f"tree is not binarised: node {node.label} has "
+                    raise ValueError(f"tree is not binarised: node {lab} has "
                                      f"{len(kids)} children")
-                stack.extend(reversed(kids))
+        root = Counter(roots)
+        lhs = Counter(lhs_keys)
+        binary = Counter(bin_keys)
+        unary = Counter(un_keys)
+        tags = set(lex_tags)
+        nonterminals = set(lhs)
         symbols = sorted(tags | nonterminals | set(root))
         idx = {s: i for i, s in enumerate(symbols)}
         S = len(symbols)

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..trees.tree import TreeArrays
 
 __all__ = ["NodeData", "extract_nodes", "default_feature_keys", "feature_matrices", "word_class"]
 
@@ -74,31 +73,66 @@ def _rule_lookup(keys_sorted: np.ndarray, query: np.ndarray, what: str) -> np.nd
     return pos.astype(np.int32)
 
 
-def extract_nodes(prepared_trees, grammar) -> NodeData:
-    """Flatten binarised trees (rooted at TOP) into :class:`NodeData` over ``grammar``'s ids."""
-    sym = grammar.sym_index
-    parts = []
-    words: list = []
+def _flatten(prepared_trees, sym):
+    """One preorder pass over all trees (the ``TOP`` node skipped): per node its symbol id,
+    span, global parent index and number of children; the words; the nodes and tokens of every
+    tree.  The layout of :meth:`~fastspectral.trees.tree.TreeArrays.from_tree`, with node
+    indices global, built in one loop instead of one array set per tree."""
+    labels, starts, ends, parents, nch, words, n_nodes, n_words = [], [], [], [], [], [], [], []
+    lab_app, st_app, en_app, par_app, nch_app, w_app = (labels.append, starts.append,
+                                                        ends.append, parents.append,
+                                                        nch.append, words.append)
     for t in prepared_trees:
         top = t.children[0] if (t.label == "TOP" and len(t.children) == 1) else t
-        ta = TreeArrays.from_tree(top, sym)
-        parts.append(ta)
-        words.extend(ta.words)
-    n_per = np.array([len(p.label) for p in parts], dtype=np.int64)
-    node_off = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum(n_per, out=node_off[1:])
-    tree_len = np.array([len(p.words) for p in parts], dtype=np.int32)
-    tok_off = np.zeros(len(parts) + 1, dtype=np.int64)
+        first = len(labels)
+        pos = 0
+        stack = [(top, -1)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            x, par = pop()
+            if type(x) is int:          # close marker of node x
+                ends[x] = pos
+                continue
+            i = len(labels)
+            lab_app(sym[x.label])
+            st_app(pos)
+            par_app(par)
+            ch = x.children
+            if len(ch) == 1 and type(ch[0]) is str:
+                w_app(ch[0])
+                pos += 1
+                en_app(pos)
+                nch_app(0)
+                continue
+            if not ch:
+                raise ValueError(f"node {x.label!r} has no children")
+            en_app(-1)
+            nch_app(len(ch))
+            push((i, None))
+            for c in reversed(ch):
+                if type(c) is str:
+                    raise ValueError(f"node {x.label!r} mixes words and subtrees")
+                push((c, i))
+        n_nodes.append(len(labels) - first)
+        n_words.append(pos)
+    return labels, starts, ends, parents, nch, words, n_nodes, n_words
+
+
+def extract_nodes(prepared_trees, grammar) -> NodeData:
+    """Flatten binarised trees (rooted at TOP) into :class:`NodeData` over ``grammar``'s ids."""
+    labels, starts, ends, parents, nch, words, n_nodes, n_words = _flatten(prepared_trees,
+                                                                           grammar.sym_index)
+    n_per = np.array(n_nodes, dtype=np.int64)
+    tree_len = np.array(n_words, dtype=np.int32)
+    tok_off = np.zeros(len(n_words) + 1, dtype=np.int64)
     np.cumsum(tree_len, out=tok_off[1:])
-    cat = lambda f: np.concatenate([getattr(p, f) for p in parts]) if parts else np.zeros(0, np.int32)  # noqa: E731
-    label = cat("label").astype(np.int32)
-    start = cat("start").astype(np.int32)
-    end = cat("end").astype(np.int32)
-    nch = cat("n_children").astype(np.int32)
-    tree = np.repeat(np.arange(len(parts), dtype=np.int32), n_per)
-    lpar = cat("parent").astype(np.int64)
+    label = np.array(labels, dtype=np.int32)
+    start = np.array(starts, dtype=np.int32)
+    end = np.array(ends, dtype=np.int32)
+    nch = np.array(nch, dtype=np.int32)
+    tree = np.repeat(np.arange(len(n_nodes), dtype=np.int32), n_per)
+    parent = np.array(parents, dtype=np.int32)
     N = label.shape[0]
-    parent = np.where(lpar >= 0, lpar + node_off[tree], -1).astype(np.int32)
     idx = np.arange(N, dtype=np.int32)
     has_p = parent >= 0
     left = np.full(N, -1, dtype=np.int32)
@@ -131,8 +165,11 @@ def extract_nodes(prepared_trees, grammar) -> NodeData:
         q = label[u].astype(np.int64) * S + label[left[u]]
         urule[u] = order[_rule_lookup(ukeys[order], q, "unary")]
     pre = np.flatnonzero(nch == 0)
-    vocab, winv, wcount = np.unique(np.array(words, dtype=object).astype(str), return_inverse=True,
-                                    return_counts=True)
+    # the sorted vocabulary (code-point order, as numpy.unique of the strings), ids by a dict
+    vocab = sorted(set(words))
+    widx = {w: i for i, w in enumerate(vocab)}
+    winv = np.array([widx[w] for w in words], dtype=np.int64)
+    wcount = np.bincount(winv, minlength=len(vocab))
     word = np.full(N, -1, dtype=np.int32)
     word[pre] = winv
     classes = {}
