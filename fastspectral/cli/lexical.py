@@ -105,10 +105,9 @@ def _model_options(g, cls, variant: bool = True) -> None:
                                  "weight (1, 2-3, 4-7, ...)")
     kit.option(g, "--unknown", cls, "unknown", choices=("suffix", "none"),
                help="candidates of unknown tokens: suffix guesser, or one empty analysis")
-    g.add_argument("--no-known-guesses", dest="known_guesses", action="store_false",
-                   default=argparse.SUPPRESS,
-                   help="known tokens get exactly the labels seen with them (eq. 9; default: "
-                        "also the guesser's unseen inflections of their lemmas)")
+    kit.option(g, "--known-guesses", cls, "known_guesses", choices=("auto", "yes", "no"),
+               help="known tokens also get the guesser's unseen inflections of their lemmas "
+                    "(auto: for vocalised corpora)")
     kit.option(g, "--max-iter", cls, "max_iter", type=positive_int, metavar="N",
                help="liblinear iterations")
     kit.add_seed(g, cls)

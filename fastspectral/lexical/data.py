@@ -68,17 +68,16 @@ def vocal_pattern(vocalised: str) -> str:
 def revocalize(token: str, pattern: str) -> str:
     """Put the diacritics of ``pattern`` (:func:`vocal_pattern`) onto the letters of ``token``;
     ``token`` itself when the pattern has another number of letters."""
-    letters = pattern.count(_PLACEHOLDER)
-    if letters != len(token):
+    parts = _pattern_parts(pattern)
+    if len(parts) != len(token) + 1:
         return token
-    out, k = [], 0
-    for c in pattern:
-        if c == _PLACEHOLDER:
-            out.append(token[k])
-            k += 1
-        else:
-            out.append(c)
-    return "".join(out)
+    return parts[0] + "".join(map(str.__add__, token, parts[1:]))
+
+
+@lru_cache(maxsize=1 << 16)
+def _pattern_parts(pattern: str) -> tuple:
+    """The diacritics before the first letter and after each letter of a pattern."""
+    return tuple(pattern.split(_PLACEHOLDER))
 
 
 def _feats(raw: str) -> dict:

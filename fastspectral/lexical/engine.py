@@ -750,7 +750,7 @@ def token_rows(ptr, toks):
 
 
 #: at most this many tokens of each half fit and score the grid of ``C`` values
-SELECTION_TOKENS = 5000
+SELECTION_TOKENS = 3000
 
 
 def fit_lambda(X, y, ptr, C, epsilon, max_iter, random_state,

@@ -302,12 +302,13 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
           C=None, epsilon=None, frequency_classes=5, unknown="suffix", analyser=None,
           max_iter=1000, random_state=0, with_morph=False,
           loss="squared_epsilon_insensitive", graded="unknown", unknown_weights=True,
-          cross_fit=True, stage2_tokens=20000, known_guesses=True) -> Learned:
+          cross_fit=True, stage2_tokens=20000, known_guesses="auto") -> Learned:
     """Fit the stage-1 tables and the ``rankers`` (see :func:`_specs`) on labelled
     sentences (the body of :meth:`LexicalDisambiguator.fit`, shared with the
     cross-validation)."""
     templates = parse_features(features)
     voc = corpus_vocalised(sentences) if vocalised == "auto" else vocalised == "yes"
+    known_guesses = voc if known_guesses == "auto" else known_guesses in (True, "yes")
     corpus = corpus_from_sentences(sentences, voc)
     scheme = LabelScheme.from_labels(set(corpus.labels), voc)
     space = E.LabelSpace(scheme, with_morph)
@@ -531,9 +532,11 @@ class LexicalDisambiguator(Parser):
     unknown : {"suffix", "none"}, default "suffix"
         Candidates of tokens unknown to the lexicon and the analyser: the suffix guesser's
         (:class:`~fastspectral.lexical.analyser.SuffixGuesser`) or a single empty analysis.
-    known_guesses : bool, default True
+    known_guesses : {"auto", "yes", "no"} or bool, default "auto"
         Known tokens also get the guesser's analyses whose lemma is one of their lexicon
-        lemmas (unseen inflections of a known lexeme); False: exactly eq. 9 for known tokens.
+        lemmas (unseen inflections of a known lexeme; the role of SAMA's full analysis
+        lists); "no"/False: exactly eq. 9 for known tokens; "auto": yes for vocalised corpora
+        (whose guesser proposes whole vocalised analyses by shape analogy).
     analyser : callable or None, default None
         ``analyser(token) -> analyses`` added to every candidate set (the role of SAMA; see
         :mod:`.analyser`).  Not saved in model files: set it again after loading.
@@ -595,7 +598,7 @@ class LexicalDisambiguator(Parser):
 
     def __init__(self, variant="full", features="all", vocalised="auto", split=0.5,
                  refit=True, cross_fit=True, C=None, epsilon=None, frequency_classes=5,
-                 unknown="suffix", known_guesses=True, analyser=None,
+                 unknown="suffix", known_guesses="auto", analyser=None,
                  loss="squared_epsilon_insensitive", max_iter=1000, random_state=0):
         self.variant = variant
         self.features = features
@@ -621,7 +624,10 @@ class LexicalDisambiguator(Parser):
         _check_number("split", self.split, 0.0, 1.0, strict_low=True)
         if not 0.0 < float(self.split) < 1.0:
             raise ValueError(f"split must be a number in (0, 1), not {self.split!r}")
-        for name in ("refit", "cross_fit", "known_guesses"):
+        if self.known_guesses not in ("auto", "yes", "no", True, False):
+            raise ValueError(f"known_guesses must be 'auto', 'yes', 'no', True or False, not "
+                             f"{self.known_guesses!r}")
+        for name in ("refit", "cross_fit"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
         _check_number("C", self.C, 0.0, strict_low=True, allow_none=True)
@@ -660,7 +666,7 @@ class LexicalDisambiguator(Parser):
             C=None if self.C is None else float(self.C),
             epsilon=None if self.epsilon is None else float(self.epsilon),
             frequency_classes=int(self.frequency_classes), unknown=self.unknown,
-            known_guesses=bool(self.known_guesses),
+            known_guesses=self.known_guesses,
             analyser=self.analyser, loss=self.loss, max_iter=int(self.max_iter),
             random_state=seed,
             with_morph=self.variant == "ind")
