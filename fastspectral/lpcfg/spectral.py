@@ -203,14 +203,16 @@ class SpectralLPCFG(PartitionedFit, LatentPCFGBase):
         SpectralLPCFG
             self, fitted.
         """
-        from threadpoolctl import threadpool_limits
+        from .._blas import blas_single_thread
 
         self._validate()
         seed = resolve_random_state(self.random_state)
         t0 = time.perf_counter()
-        # the SVDs and products are small: BLAS threads only add contention; the cyclic GC
-        # would re-traverse the (acyclic) trees of the preparation again and again
-        with threadpool_limits(limits=1), _gc.paused():
+        # the SVDs and products are small: BLAS threads only add contention (NumPy's and
+        # SciPy's BLAS, both loaded before the limit: a library loaded inside a limit would run
+        # its own threads, and each limit left inside would wake them); the cyclic GC would
+        # re-traverse the (acyclic) trees of the preparation again and again
+        with blas_single_thread(), _gc.paused():
             prep = self._prepare_treebank(trees, t0)
             est = self._estimate(prep.nodes, prep.grammar, prep.n_trees, seed)
         self._install(prep.pcfg, est.arrays)
