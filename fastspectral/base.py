@@ -425,11 +425,29 @@ class PartitionedFit:
         of the next pass."""
         raise NotImplementedError(f"{type(self).__name__} cannot learn from partitions")
 
-    def fit_partitions(self, partitions):
+    def _check_fit_params(self, fit_params: dict) -> None:
+        """Raise TypeError unless :meth:`fit_statistics` takes the keywords ``fit_params``
+        (checked before any statistics are computed)."""
+        if not fit_params:
+            return
+        import inspect
+
+        try:
+            inspect.signature(self.fit_statistics).bind(None, None, **fit_params)
+        except TypeError:
+            raise TypeError(f"{type(self).__name__}.fit_statistics takes no argument "
+                            f"{', '.join(map(repr, fit_params))}") from None
+
+    def fit_partitions(self, partitions, **fit_params):
         """Fit from an ordered list of partitions (lists of items) in this process, pass by
-        pass; returns self (the same model as ``fit`` on their concatenation)."""
+        pass; returns self (the same model as ``fit`` on their concatenation).
+
+        ``fit_params``: keywords of :meth:`fit_statistics` (passed to every pass), such as
+        ``dev=`` of :class:`~fastspectral.lm.LatentBigramLM` (the model of ``fit(..., dev=)``).
+        """
         import time
 
+        self._check_fit_params(fit_params)
         t0 = time.perf_counter()
         parts = [self.prepare_partition(p) for p in partitions]
         if not parts:
@@ -437,7 +455,7 @@ class PartitionedFit:
         context = None
         while True:
             stats = Statistics.merge_all(self.sufficient_statistics(p, context) for p in parts)
-            context = self.fit_statistics(stats, context)
+            context = self.fit_statistics(stats, context, **fit_params)
             if context is None:
                 break
         self.fit_time_ = time.perf_counter() - t0

@@ -92,6 +92,61 @@ def test_language_models(client, synthetic_trees, name):
     assert_same_model(a, b, exact=True)
 
 
+@pytest.mark.parametrize("method,iterations", [("em", 12), ("pivot-em", 4)])
+@pytest.mark.parametrize("k", [1, 2, 7])
+def test_latent_lm_dev_set(client, wsj_trees, method, iterations, k):
+    """``dev=`` on the cluster: the dev set stays on the client, where EM runs once on the
+    merged bigram matrix; the model of ``fit(..., dev=)`` (best iteration, dev history)."""
+    from fastspectral.dask import fit_partitioned
+    from fastspectral.lm import LatentBigramLM
+
+    sents = [t.leaves() for t in wsj_trees[:400]]
+    dev = [t.leaves() for t in wsj_trees[400:]]
+    kw = dict(method=method, n_states=4, iterations=iterations, anchor_min_count=5)
+    a = LatentBigramLM(**kw).fit(sents, dev=dev)
+    b = fit_partitioned(LatentBigramLM(**kw), split(sents, k), client, dev=dev)
+    assert a.best_iteration_ < iterations          # the dev set chose the iteration, not the last
+    assert b.best_iteration_ == a.best_iteration_
+    assert np.array_equal(b.dev_perplexity_, a.dev_perplexity_)
+    assert a.dev_perplexity_.shape == (iterations + 1,)
+    assert_same_model(a, b, exact=True)
+    assert b.partitioned_fit_["partitions"] == k
+
+
+def test_train_lm_dev_on_the_cluster(client, tmp_path, wsj_trees):
+    """``train lm A B --dev D --scheduler``: the model of ``train lm cat(A, B) --dev D``;
+    ``fit_files(..., dev=)`` the same."""
+    from fastspectral.cli import main
+    from fastspectral.dask import fit_files
+    from fastspectral.io.modelfile import load_model_file
+    from fastspectral.lm import LatentBigramLM
+
+    lines = [" ".join(t.leaves()) + "\n" for t in wsj_trees]
+    a, b, ab, d = (tmp_path / f"{x}.txt" for x in ("a", "b", "ab", "dev"))
+    a.write_text("".join(lines[:200]), encoding="utf-8")
+    b.write_text("".join(lines[200:400]), encoding="utf-8")
+    ab.write_text("".join(lines[:400]), encoding="utf-8")
+    d.write_text("".join(lines[400:]), encoding="utf-8")
+    opts = ["-q", "--method", "em", "--states", "4", "--iterations", "12", "--dev", str(d)]
+    assert main(["train", "lm", str(a), str(b), "-o", str(tmp_path / "dask.m"),
+                 "--scheduler", client.scheduler.address, "--partitions-per-file", "2"]
+                + opts) == 0
+    assert main(["train", "lm", str(ab), "-o", str(tmp_path / "local.m")] + opts) == 0
+    k1, m1, a1 = load_model_file(tmp_path / "dask.m")
+    k2, m2, a2 = load_model_file(tmp_path / "local.m")
+    m1.pop("fit_time")
+    m2.pop("fit_time")
+    assert k1 == k2 and m1 == m2 and a1.keys() == a2.keys()
+    assert all(np.array_equal(a1[x], a2[x]) for x in a1)
+    assert 0 < m1["best_iteration"] < 12 and a1["dev_perplexity"].shape == (13,)
+    local = LatentBigramLM.load(tmp_path / "local.m")
+    dev = [line.split() for line in lines[400:]]
+    c = fit_files(LatentBigramLM(method="em", n_states=4, iterations=12), [a, b], client,
+                  dev=dev)
+    assert_same_model(local, c, exact=True)
+    assert client.status == "running"
+
+
 def test_bag_futures_and_delayed_partitions(client, synthetic_trees):
     import dask
     import dask.bag as db
@@ -178,3 +233,5 @@ def test_errors(client, synthetic_trees):
         fit_partitioned(PCFG(), [synthetic_trees], client, split_every=1)
     with pytest.raises(ValueError, match="no partitions"):
         fit_partitioned(PCFG(), [], client)
+    with pytest.raises(TypeError, match="PCFG.fit_statistics takes no argument 'dev'"):
+        fit_partitioned(PCFG(), [synthetic_trees], client, dev=[])

@@ -431,20 +431,53 @@ def test_train_dask_options_refuse_models_without_the_protocol(tmp_path, synthet
     assert "cannot learn from partitions" in capsys.readouterr().err
 
 
-def test_latent_lm_dev_set_on_partitions(tmp_path, wsj_trees, capsys):
-    """``LatentBigramLM``'s ``dev=`` is not part of the statistics protocol: from partitions
-    every EM iteration runs and the last is kept (``fit`` without ``dev``); the command line
-    refuses ``--dev`` with Dask before starting a cluster."""
-    from fastspectral.cli import main
+LM_DEV_SETTINGS = [{"method": "em", "n_states": 4, "iterations": 12},
+                   {"method": "pivot-em", "n_states": 4, "anchor_min_count": 5, "iterations": 4}]
+
+
+@pytest.mark.parametrize("kw", LM_DEV_SETTINGS, ids=["em", "pivot-em"])
+@pytest.mark.parametrize("k", [1, 2, 7])
+def test_latent_lm_dev_set_on_partitions(wsj_trees, kw, k):
+    """``LatentBigramLM``'s ``dev=`` from partitions: the dev set goes to ``fit_statistics``,
+    where EM runs once on the merged bigram matrix; the same model as ``fit(..., dev=)``
+    (the dev perplexity history, the best iteration and its parameters)."""
     from fastspectral.lm import LatentBigramLM
 
-    sents = [t.leaves() for t in wsj_trees]
-    kw = dict(method="em", n_states=3, iterations=4)
-    b = LatentBigramLM(**kw).fit_partitions(split(sents, 2))
-    assert b.best_iteration_ == 4 and b.dev_perplexity_.size == 0
-    assert_same_model(LatentBigramLM(**kw).fit(sents), b, exact=True)
+    sents = [t.leaves() for t in wsj_trees[:500]]
+    dev = [t.leaves() for t in wsj_trees[500:]]
+    a = LatentBigramLM(**kw).fit(sents, dev=dev)
+    b = LatentBigramLM(**kw).fit_partitions(split(sents, k), dev=dev)
+    # the dev set chose an iteration other than the last (and other than fit without dev)
+    assert a.best_iteration_ < kw["iterations"]
+    assert a.dev_perplexity_.shape == (kw["iterations"] + 1,)
+    assert b.best_iteration_ == a.best_iteration_
+    assert np.array_equal(b.dev_perplexity_, a.dev_perplexity_)
+    assert_same_model(a, b, exact=True)
+    nodev = LatentBigramLM(**kw).fit_partitions(split(sents, k))
+    assert nodev.best_iteration_ == kw["iterations"] and nodev.dev_perplexity_.size == 0
+    assert not np.array_equal(nodev.r_, b.r_)
+
+
+def test_fit_params_are_checked_before_any_statistics(tmp_path, wsj_trees, capsys,
+                                                      monkeypatch):
+    """A keyword that ``fit_statistics`` does not take is refused before any partition is
+    counted; ``train lm --dev MISSING --dask-workers 1`` stops before starting a cluster."""
+    import fastspectral.cli.parse
+    from fastspectral.cli import main
+    from fastspectral.lm import KneserNeyBigramLM
+
+    def no_cluster(args):
+        raise AssertionError("a cluster was started")
+
+    monkeypatch.setattr(fastspectral.cli.parse, "_dask_client", no_cluster)
+
+    sents = [t.leaves() for t in wsj_trees[:50]]
+    with pytest.raises(TypeError, match="KneserNeyBigramLM.fit_statistics takes no argument "
+                                        "'dev'"):
+        KneserNeyBigramLM().fit_partitions(split(sents, 2), dev=sents)
     text = tmp_path / "s.txt"
-    text.write_text("\n".join(" ".join(s) for s in sents[:50]) + "\n", encoding="utf-8")
-    assert main(["train", "lm", str(text), "-o", str(tmp_path / "m"), "-q", "--dev", str(text),
-                 "--dask-workers", "1"]) == 2
-    assert "--dev is not available with --scheduler / --dask-workers" in capsys.readouterr().err
+    text.write_text("\n".join(" ".join(s) for s in sents) + "\n", encoding="utf-8")
+    assert main(["train", "lm", str(text), "-o", str(tmp_path / "m"), "-q", "--dev",
+                 str(tmp_path / "missing.txt"), "--dask-workers", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "missing.txt" in err and not (tmp_path / "m").exists()

@@ -80,13 +80,19 @@ def read(args):
     return _window(args, args.treebank, args.skip_tokens, args.tokens)
 
 
-def fit(args, model, sents):
-    """Fit with the ``--dev`` corpus when given (the best EM iteration is kept)."""
+def fit_params(args, model) -> dict:
+    """The keywords of ``fit`` (and of ``fit_statistics``, learning from partitions) beyond the
+    training data: ``{"dev": sentences}`` of the ``--dev`` corpus for a latent model (whose best
+    EM iteration by dev perplexity is kept), else ``{}``."""
     if getattr(args, "dev", None) is not None and "method" in model.get_params():
         kit.require_file(args.dev, "dev corpus")
-        dev = _window(args, args.dev, args.dev_skip_tokens, args.dev_tokens)
-        return model.fit(sents, dev=dev)
-    return model.fit(sents)
+        return {"dev": _window(args, args.dev, args.dev_skip_tokens, args.dev_tokens)}
+    return {}
+
+
+def fit(args, model, sents):
+    """Fit with the ``--dev`` corpus when given (the best EM iteration is kept)."""
+    return model.fit(sents, **fit_params(args, model))
 
 
 # ------------------------------------------------------------------------------------------------

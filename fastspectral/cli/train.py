@@ -198,7 +198,11 @@ def _run_dask_training(args, name, entry, preset, hook, cls, paths) -> int:
         raise kit.CommandError(f"model type {name!r} cannot learn from partitions (no "
                                "statistics protocol): train it without --scheduler / "
                                "--dask-workers")
-    if getattr(args, "dev", None) is not None:
+    # the dev set (small, not partitioned) is read here, before any cluster starts, and goes
+    # to the estimate on the client (``fit_statistics``)
+    params = getattr(hook, "fit_params", None)
+    fit_params = params(args, model) if params is not None else {}
+    if getattr(args, "dev", None) is not None and params is None:
         raise kit.CommandError("--dev is not available with --scheduler / --dask-workers")
     t0 = time.perf_counter()
     client, cluster, _ = _dask_client(args)
@@ -210,7 +214,7 @@ def _run_dask_training(args, name, entry, preset, hook, cls, paths) -> int:
         parts = read_partitions(client, [os.path.abspath(p) for p in paths], reader=reader,
                                 split=args.partitions_per_file)
         with errors_in(paths[0] if len(paths) == 1 else None):
-            fit_partitioned(model, parts, client)
+            fit_partitioned(model, parts, client, **fit_params)
         del parts
     finally:
         client.close()

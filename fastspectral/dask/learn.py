@@ -130,7 +130,8 @@ def _tree_merge(client, futures: list, split_every: int):
     return level[0]
 
 
-def fit_partitioned(model, partitions, client=None, *, split_every: int = 4, jobs=None):
+def fit_partitioned(model, partitions, client=None, *, split_every: int = 4, jobs=None,
+                    **fit_params):
     """Fit ``model`` on partitions of its training items on a Dask cluster; returns the model.
 
     Parameters
@@ -148,20 +149,26 @@ def fit_partitioned(model, partitions, client=None, *, split_every: int = 4, job
     jobs : int, optional
         Threads per task for the compiled kernels (default: the cores of a worker's host
         divided among the task threads there, :func:`fastspectral.dask.parse.thread_plan`).
+    **fit_params
+        Keywords of ``model.fit_statistics``, passed to every pass's estimate on the client
+        (not sent to the workers): ``dev=`` sentences of
+        :class:`~fastspectral.lm.LatentBigramLM`, whose EM runs once on the merged bigram
+        matrix and keeps the best iteration by dev perplexity, as ``fit(..., dev=)`` does.
 
     Returns
     -------
     estimator
-        ``model``, fitted: the same model as ``model.fit`` on the concatenation of the
-        partitions (floating-point sums may differ in their last bits); ``fit_time_`` is the
-        whole run's seconds and ``partitioned_fit_`` a dict of timings (``passes``: per pass
-        the seconds of the statistics and of the estimate).
+        ``model``, fitted: the same model as ``model.fit`` (with ``fit_params``) on the
+        concatenation of the partitions (floating-point sums may differ in their last bits);
+        ``fit_time_`` is the whole run's seconds and ``partitioned_fit_`` a dict of timings
+        (``passes``: per pass the seconds of the statistics and of the estimate).
     """
     if not learnable(model):
         raise TypeError(f"{type(model).__name__} cannot learn from partitions (no "
                         "sufficient_statistics)")
     if split_every < 2:
         raise ValueError(f"split_every must be >= 2, got {split_every!r}")
+    model._check_fit_params(fit_params)
     client = _get_client(client)
     from .parse import thread_plan
 
@@ -186,7 +193,7 @@ def fit_partitioned(model, partitions, client=None, *, split_every: int = 4, job
             st = merged.result()
             del merged, cfut
             t2 = time.perf_counter()
-            context = model.fit_statistics(st, context)
+            context = model.fit_statistics(st, context, **fit_params)
             del st
             t3 = time.perf_counter()
             passes.append((t2 - t1, t3 - t2))
@@ -227,11 +234,13 @@ def read_partitions(client, paths, *, input_kind: str = "sentences", format=None
 
 def fit_files(model, paths, client=None, *, input_kind=None, format=None,
               encoding: str = "utf-8", reader=None, split: int = 1, split_every: int = 4,
-              jobs=None):
+              jobs=None, **fit_params):
     """Read ``paths`` on the workers (:func:`read_partitions`; ``input_kind`` defaults to the
-    model's) and fit ``model`` on them (:func:`fit_partitioned`); returns the model."""
+    model's) and fit ``model`` on them (:func:`fit_partitioned`, with ``fit_params`` such as
+    ``dev=``); returns the model."""
     client = _get_client(client)
     kind = input_kind or getattr(model, "input_kind", "sentences")
     parts = read_partitions(client, paths, input_kind=kind, format=format, encoding=encoding,
                             reader=reader, split=split)
-    return fit_partitioned(model, parts, client, split_every=split_every, jobs=jobs)
+    return fit_partitioned(model, parts, client, split_every=split_every, jobs=jobs,
+                           **fit_params)

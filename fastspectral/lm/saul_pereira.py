@@ -26,9 +26,9 @@ learned three ways (Cohen & Collins 2014, section 8):
 
 EM (for both ``r`` and ``s``) runs in Numba over the nonzeros of the sparse bigram matrix, one
 pass over the rows (``r`` update, parallel over ``w1``) and one over the columns (``s`` update,
-parallel over ``w2``): ``O(nnz m)`` per iteration.  When ``fit`` is given ``dev`` sentences,
-their perplexity is recorded after every iteration and the parameters of the best iteration
-are kept (``best_iteration_``).
+parallel over ``w2``): ``O(nnz m)`` per iteration.  When ``fit`` (or ``fit_statistics``,
+learning from partitions) is given ``dev`` sentences, their perplexity is recorded after every
+iteration and the parameters of the best iteration are kept (``best_iteration_``).
 
 Probabilities used for scoring are ``(1 - floor) sum_h r s + floor / |V'|`` (``|V'|``: the
 predictable words, all but ``<s>``) with ``floor = 1e-6`` by default: a safety net against
@@ -235,7 +235,8 @@ class LatentBigramLM(PartitionedFit, Estimator):
     train_loglik_ : ndarray
         Per EM iteration, the per-token training log-likelihood of the parameters entering it.
     dev_perplexity_ : ndarray
-        Per iteration when ``fit`` was given ``dev`` (index 0 = before EM), else empty.
+        Per iteration when ``fit`` (or ``fit_statistics``) was given ``dev`` (index 0 = before
+        EM), else empty.
     best_iteration_ : int
         The iteration whose parameters were kept.
     fit_time_ : float
@@ -429,15 +430,19 @@ class LatentBigramLM(PartitionedFit, Estimator):
 
         return bigram_statistics(self, items)
 
-    def fit_statistics(self, stats, context=None):
-        """Fit from merged :meth:`sufficient_statistics` (the model ``fit`` gives on the
-        concatenated partitions, without ``dev``); returns None (fitted)."""
+    def fit_statistics(self, stats, context=None, dev=None):
+        """Fit from merged :meth:`sufficient_statistics`: the model ``fit(sentences, dev=dev)``
+        gives on the concatenated partitions; returns None (fitted).
+
+        ``dev``: optional held-out sentences, as in :meth:`fit` (the best EM iteration by dev
+        perplexity is kept).  The dev set is not partitioned: it is read here, once, where EM
+        runs on the merged bigram matrix."""
         from .stats import vocabulary_and_counts
 
         self._validate_params()
         t0 = time.perf_counter()
         self.vocab_, C = vocabulary_and_counts(self, stats)
-        self._fit_bigrams(C, None, t0)
+        self._fit_bigrams(C, dev, t0)
         return None
 
     # ------------------------------------------------------------------ scoring
