@@ -7,7 +7,9 @@
    upper bound and the time spent.  Stage-2 ``C`` is chosen inside the training folds
    (``C=None``); nothing is tuned on a test fold.
 2. Speed: ``LexicalDisambiguator().fit`` (M_full) on at least ``--speed-tokens`` tokens (the
-   corpus repeated, documents renamed) and ``parse`` of the same tokens; tokens per second.
+   corpus repeated, documents renamed) and ``parse`` of the same tokens; tokens per second; and
+   the whole processes ``fastspectral lexical train`` / ``tag`` on the same tokens (CPU seconds
+   of the child processes).
 3. The targets of issue #16, checked on the numbers just measured.
 
     PYTHONPATH=. python benchmarks/bench_lexical.py [--folds 10] [--json out.json]
@@ -67,6 +69,38 @@ def speed(sents, n_tokens):
             "tag_tokens_per_s": n / tag}
 
 
+def cli_speed(sents, n_tokens):
+    """Whole processes, as a user runs them: ``fastspectral lexical train`` and ``tag`` of the
+    corpus repeated to ``n_tokens`` tokens (written to a temporary CoNLL-U file), CPU seconds of
+    each child process (``resource.getrusage(RUSAGE_CHILDREN)``: start-up, reading, fitting or
+    tagging, writing) and wall seconds."""
+    import resource
+    import subprocess
+    import tempfile
+
+    from fastspectral.trees.conll import write_conllu
+
+    big = repeated(sents, n_tokens)
+    out = {"tokens": sum(len(s) for s in big)}
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "corpus.conllu")
+        write_conllu(big, data)
+        model = os.path.join(tmp, "model.lex")
+        runs = {"train": ["lexical", "train", data, "-o", model, "-q"],
+                "tag": ["lexical", "tag", model, data, "-o", os.path.join(tmp, "out.conllu"),
+                        "-q"]}
+        for what, argv in runs.items():
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "fastspectral"] + argv, check=True)
+            wall = time.perf_counter() - t0
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            out[f"{what}_wall_seconds"] = wall
+            out[f"{what}_cpu_seconds"] = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime -
+                                                                        r0.ru_stime)
+    return out
+
+
 def targets(res):
     t5 = res["table5"]
     lines = []
@@ -112,6 +146,12 @@ def main(argv=None):
               f"{sp['fit_seconds']:.1f} s wall / {sp['fit_cpu_seconds']:.1f} s CPU "
               f"({sp['fit_tokens_per_s']:,.0f} tokens/s), tag {sp['tag_seconds']:.1f} s wall / "
               f"{sp['tag_cpu_seconds']:.1f} s CPU ({sp['tag_tokens_per_s']:,.0f} tokens/s)")
+        cs = cli_speed(sents, args.speed_tokens)
+        res["cli_speed"] = cs
+        print(f"whole processes ({cs['tokens']} tokens): `fastspectral lexical train` "
+              f"{cs['train_cpu_seconds']:.1f} CPU-s ({cs['train_wall_seconds']:.1f} s wall), "
+              f"`fastspectral lexical tag` {cs['tag_cpu_seconds']:.1f} CPU-s "
+              f"({cs['tag_wall_seconds']:.1f} s wall)")
         print(f"(cross-validation {res['seconds']:.0f} s; load average "
               f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores)")
         print()
