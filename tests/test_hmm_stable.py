@@ -118,3 +118,45 @@ def test_spectral_alone_beats_the_kneser_ney_tag_bigram(shared_data):
                 backoff_weight=0.0).fit(train)
     kn = KneserNeyBigramLM(min_count=1, lowercase=False).fit(train).perplexity(test)
     assert model.perplexity(test) < kn
+
+
+@pytest.mark.parametrize("max_basis", [0, 3, 20, 200])
+def test_compiled_hankel_equals_the_reference_counts(max_basis):
+    """:func:`dense_hankel` (compiled passes over the framed sequences) against
+    :func:`hankel_data` (index arrays + bincount): same basis, block, prefix counts and
+    operators."""
+    enc = _random_enc(6, 500, max_basis)
+    H = S.hankel_data(enc, 6, max_basis=max_basis)
+    D = S.dense_hankel(enc, 6, max_basis=max_basis)
+    np.testing.assert_array_equal(D.prefix_codes, H.prefix_codes)
+    np.testing.assert_array_equal(D.suffix_codes, H.suffix_codes)
+    np.testing.assert_array_equal(D.F, H.F)
+    np.testing.assert_array_equal(D.P, H.hankel().toarray())
+    np.testing.assert_allclose(D.prefix_counts(), H.prefix_counts(), rtol=1e-15)
+    assert (D.hankel() != H.hankel()).nnz == 0
+    a = S.learn_operators(enc, 6, 4, max_basis, 1.0, hankel=H)
+    b = S.learn_operators(enc, 6, 4, max_basis, 1.0, hankel=D)
+    for k in ("alpha1", "A", "beta", "c", "W", "fallback", "singular_values"):
+        np.testing.assert_allclose(getattr(b, k), getattr(a, k), rtol=1e-9, atol=1e-12)
+
+
+def test_build_and_encode_equals_table_then_encode():
+    from fastspectral.hmm.data import SymbolTable, build_and_encode, encode
+
+    rng = np.random.default_rng(5)
+    voc = ["a", "B", "b", "<s>", "</s>", "<unk>", "C", "c", "dd", "Dd"]
+    for _ in range(100):
+        seqs = [[voc[j] for j in rng.integers(0, rng.integers(1, 11), size=rng.integers(0, 7))]
+                for _ in range(rng.integers(0, 8))]
+        for mc in (1, 2, 3):
+            for lc in (False, True):
+                t1 = SymbolTable.build(seqs, mc, None, lc)
+                e1 = encode(seqs, t1)
+                t2, e2 = build_and_encode(seqs, mc, lc)
+                assert t2.symbols == t1.symbols and t2.lowercase == t1.lowercase
+                np.testing.assert_array_equal(e2.offsets, e1.offsets)
+                np.testing.assert_array_equal(e2.ids, e1.ids)
+    with pytest.raises(TypeError):
+        build_and_encode([["a", 3]])
+    with pytest.raises(TypeError, match=r"sequences\[1\] holds a int"):
+        HMM().fit([["a"], ["b", 3]])

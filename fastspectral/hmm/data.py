@@ -13,14 +13,14 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain, count, repeat
 
 import numpy as np
 
 from ..errors import FormatError
 
 __all__ = ["FIELDS", "FORMATS", "UNK", "read_sequences", "SymbolTable", "Encoded", "encode",
-           "check_sequences"]
+           "check_sequences", "build_and_encode"]
 
 #: what a sequence model reads from each token
 FIELDS = ("word", "tag", "upos", "xpos")
@@ -183,6 +183,12 @@ def check_sequences(sequences, what: str = "sequences") -> list[list[str]]:
     except TypeError:
         raise TypeError(f"{what} must be a list of sequences (lists of strings), not "
                         f"{type(sequences).__name__}") from None
+    if set(map(type, seqs)) <= {list}:
+        try:                            # the common case: lists of strings, checked at C speed
+            "".join(chain.from_iterable(seqs))
+            return seqs
+        except TypeError:
+            pass                        # find and name the offending sequence below
     out = []
     for i, s in enumerate(seqs):
         if isinstance(s, (str, bytes)):
@@ -292,6 +298,39 @@ def frame_ids(enc: Encoded, ids: np.ndarray, start: int, stop: int) -> np.ndarra
     body[fs + enc.lengths + 1] = False
     F[body] = ids
     return F
+
+
+def build_and_encode(sequences, min_count: int = 1,
+                     lowercase: bool = False) -> tuple[SymbolTable, Encoded]:
+    """``(SymbolTable.build(sequences, min_count, None, lowercase), encode(sequences, table))``
+    in one pass over the tokens: every token is looked up once in a dict that grows as new
+    strings appear (``dict.setdefault`` mapped at C speed; the value is the position of a
+    string's first occurrence), the counts are a ``bincount`` of those ids and the final ids
+    (most frequent first, ties in string order, rarer than ``min_count`` and reserved strings
+    -> ``<unk>``) one gather."""
+    lens = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
+    off = np.zeros(len(sequences) + 1, dtype=np.int64)
+    np.cumsum(lens, out=off[1:])
+    n = int(off[-1])
+    flat = chain.from_iterable(sequences)
+    if lowercase:
+        flat = map(str.lower, flat)
+    first: dict = {}
+    raw = np.fromiter(map(first.setdefault, flat, count()), dtype=np.int64, count=n)
+    keys = list(first)
+    if not all(type(k) is str for k in keys):       # one check per distinct token
+        raise TypeError("a token is not a string")
+    pos = np.fromiter(first.values(), dtype=np.int64, count=len(keys))
+    dense = np.empty(max(n, 1), dtype=np.int64)
+    dense[pos] = np.arange(len(keys))
+    ids0 = dense[raw]                                   # first-occurrence order
+    counts = np.bincount(ids0, minlength=len(keys))
+    cand = [i for i in range(len(keys)) if counts[i] >= min_count and keys[i] not in _RESERVED]
+    cand.sort(key=lambda i: (-counts[i], keys[i]))
+    table = SymbolTable([UNK] + [keys[i] for i in cand], bool(lowercase))
+    remap = np.zeros(len(keys), dtype=np.int64)
+    remap[np.asarray(cand, dtype=np.int64)] = np.arange(1, len(cand) + 1)
+    return table, Encoded(off, remap[ids0])
 
 
 def encode(sequences, table: SymbolTable) -> Encoded:

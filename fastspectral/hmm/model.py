@@ -8,12 +8,15 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
+from numba import njit
 
 from ..base import Estimator
 from ..errors import ModelFileError
 from . import em as _em
 from . import spectral as _sp
-from .data import FIELDS, Encoded, SymbolTable, check_sequences, encode, frame_ids
+from .data import (FIELDS, Encoded, SymbolTable, build_and_encode, check_sequences, encode,
+                   frame_ids)
 
 __all__ = ["HMM", "METHODS", "DEFAULT_ITERATIONS", "DEFAULT_BACKOFF_WEIGHT",
            "BACKOFF_GRID", "RIDGE_GRID", "MIXING_GRID", "DEFAULT_RIDGE", "DEFAULT_MIXING",
@@ -273,7 +276,8 @@ class HMM(Estimator):
         """
         t_start = time.perf_counter()
         self._validate()
-        seqs = check_sequences(sequences, "sequences")
+        seqs, table, full = _read_training(sequences, int(self.min_count),
+                                           bool(self.lowercase))
         if not seqs:
             raise ValueError("no training sequences")
         dev_seqs = check_sequences(dev, "dev") if dev is not None else None
@@ -281,8 +285,6 @@ class HMM(Estimator):
         for k in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
             delattr(self, k)
         timings = {}
-        table = SymbolTable.build(seqs, int(self.min_count), None, bool(self.lowercase))
-        full = encode(seqs, table)
         self.symbols_ = table
         self._fit_smoother(full)
         self._set_rare_weights(full)
@@ -303,7 +305,8 @@ class HMM(Estimator):
         H = None
         if self.method in ("spectral", "spectral-em"):
             t0 = time.perf_counter()
-            H = _sp.hankel_data(enc, M, int(self.max_basis))
+            H = _sp.dense_hankel(enc, M, int(self.max_basis)) or \
+                _sp.hankel_data(enc, M, int(self.max_basis))
             timings["hankel"] = time.perf_counter() - t0
         self.state_mixing_ = 0.0
         self.ridge_ = None
@@ -381,11 +384,16 @@ class HMM(Estimator):
         kid = np.full(M, 2, dtype=np.int64)
         kid[np.asarray(seen, dtype=np.int64)] = 3 + np.arange(len(seen))
         n = enc.n_sequences
-        framed = frame_ids(enc, kid[enc.ids], 0, 1)      # <s> x </s>
-        starts = enc.offsets[1:] + 2 * np.arange(1, n + 1) - 1   # the </s> of every sequence
-        keep = np.ones(len(framed) - 1, dtype=bool)
-        keep[starts[:-1]] = False                       # no bigram from </s> to the next <s>
-        kn.counts_ = bigram_matrix(framed[:-1][keep], framed[1:][keep], len(kn.vocab_))
+        V = len(kn.vocab_)
+        if V * V <= _sp._DENSE_COUNT:     # one compiled pass: the same CSR as bigram_matrix
+            D = _bigram_counts(enc.offsets, enc.ids, kid, V)
+            kn.counts_ = sp.csr_matrix(_sp._dense_to_csr(D), shape=(V, V))
+        else:
+            framed = frame_ids(enc, kid[enc.ids], 0, 1)      # <s> x </s>
+            starts = enc.offsets[1:] + 2 * np.arange(1, n + 1) - 1   # every sequence's </s>
+            keep = np.ones(len(framed) - 1, dtype=bool)
+            keep[starts[:-1]] = False                   # no bigram from </s> to the next <s>
+            kn.counts_ = bigram_matrix(framed[:-1][keep], framed[1:][keep], V)
         kn._finish()
         kn.fit_time_ = _time.perf_counter() - t0
         self._set_smoother(kn)
@@ -682,6 +690,40 @@ class HMM(Estimator):
         except (KeyError, ValueError, TypeError, IndexError) as exc:
             raise ModelFileError(f"corrupt hmm model file ({exc})") from None
         return model
+
+
+@njit(cache=True)
+def _bigram_counts(offsets, ids, kid, V):  # pragma: no cover - numba
+    """Dense ``C[v, w]``: bigrams of ``<s> kid[x_1] .. kid[x_T] </s>`` (``<s>`` = 0,
+    ``</s>`` = 1) over all sequences."""
+    C = np.zeros((V, V))
+    for i in range(len(offsets) - 1):
+        prev = 0
+        for t in range(offsets[i], offsets[i + 1]):
+            w = kid[ids[t]]
+            C[prev, w] += 1.0
+            prev = w
+        C[prev, 1] += 1.0
+    return C
+
+
+def _read_training(sequences, min_count: int, lowercase: bool):
+    """``(sequences as a list, SymbolTable, Encoded)``: the checks of
+    :func:`~fastspectral.hmm.data.check_sequences` and the table and encoding of
+    ``SymbolTable.build`` + ``encode`` in one pass over the tokens when every sequence is a
+    list of strings (else the checks raise their one-line errors)."""
+    if isinstance(sequences, (str, bytes)):
+        check_sequences(sequences, "sequences")
+    seqs = sequences if type(sequences) is list else None
+    if seqs is not None and set(map(type, seqs)) <= {list}:
+        try:
+            table, full = build_and_encode(seqs, min_count, lowercase)
+            return seqs, table, full
+        except (TypeError, AttributeError):
+            pass                                    # a non-string token: named below
+    seqs = check_sequences(sequences, "sequences")
+    table = SymbolTable.build(seqs, min_count, None, lowercase)
+    return seqs, table, encode(seqs, table)
 
 
 def _mix(q, png, w):

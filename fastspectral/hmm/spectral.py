@@ -61,13 +61,17 @@ from numba import njit, prange
 from .._blas import blas_single_thread
 from .data import Encoded
 
-__all__ = ["HankelData", "hankel_data", "SpectralOperators", "learn_operators",
+__all__ = ["HankelData", "hankel_data", "DenseHankel", "dense_hankel", "SpectralOperators", "learn_operators",
            "spectral_conditionals", "spectral_prefix_states", "raw_log_probability",
            "context_matrix", "hmm_from_anchors"]
 
 #: exact SVD up to this many rows or columns of the Hankel block, randomized (Halko et al.,
 #: 4 power iterations) above: the same development perplexities on the WSJ tags, 2-3x faster
 _DENSE_SVD = 100
+#: power iterations of the randomized SVD of the Hankel block: 2 and 4 gave the same
+#: development perplexities on the WSJ tags (m = 10 / 20 / 40: 9.698 / 8.835 / 8.531 with 2,
+#: 9.697 / 8.834 / 8.534 with 4) at 1-4 ms less per fit
+POWER_ITERATIONS = 2
 #: Hankel blocks (and length-2 code tables) with at most this many cells are dense
 _DENSE_COUNT = 1 << 22
 #: reset the state when the observed event has less than this share of the clipped mass
@@ -159,8 +163,26 @@ def _lookup(sorted_codes, codes, valid, base):
     return out
 
 
+@njit(cache=True)
+def _frame(offsets, ids, start, stop):  # pragma: no cover - numba
+    n = len(offsets) - 1
+    F = np.empty(len(ids) + 2 * n, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        F[k] = start
+        k += 1
+        for t in range(offsets[i], offsets[i + 1]):
+            F[k] = ids[t]
+            k += 1
+        F[k] = stop
+        k += 1
+    return F
+
+
 def frame(enc: Encoded, M: int) -> np.ndarray:
     """The framed sequences ``START x STOP`` concatenated (START = ``M``, STOP = ``M + 1``)."""
+    if enc.offsets.dtype == np.int64 and enc.ids.dtype == np.int64:
+        return _frame(enc.offsets, enc.ids, M, M + 1)
     n = enc.n_sequences
     lens = enc.lengths
     total = len(enc.ids) + 2 * n
@@ -173,6 +195,15 @@ def frame(enc: Encoded, M: int) -> np.ndarray:
     body[fs + lens + 1] = False
     F[body] = enc.ids
     return F
+
+
+def _unframe(F, M):
+    """``(offsets, ids)`` of the framed sequences ``F`` (inverse of :func:`frame`)."""
+    starts = np.flatnonzero(F == M)
+    lens = np.flatnonzero(F == M + 1) - starts - 1
+    off = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(lens, out=off[1:])
+    return off, F[F < M]
 
 
 def hankel_data(enc: Encoded, M: int, max_basis: int = 32, prefix_codes=None,
@@ -207,6 +238,180 @@ def hankel_data(enc: Encoded, M: int, max_basis: int = 32, prefix_codes=None,
     return HankelData(F, p1, p2, s1, s2, tok, M + 1 + len(suffix_codes),
                       M + 1 + len(prefix_codes), enc.n_sequences, M, prefix_codes,
                       suffix_codes)
+
+
+# ---------------------------------------------------------------------------- compiled counting
+@njit(cache=True)
+def _pair_counts(F, M):  # pragma: no cover - numba
+    """Occurrences of every candidate length-2 prefix ``x y`` (``x`` a symbol or START, ``y``
+    a symbol) and suffix ``x y`` (``x`` a symbol, ``y`` a symbol or STOP), indexed by the code
+    ``x * (M + 2) + y``: one pass over the framed sequences."""
+    B2 = M + 2
+    cp = np.zeros(B2 * B2, dtype=np.int64)
+    cs = np.zeros(B2 * B2, dtype=np.int64)
+    for i in range(len(F) - 1):
+        a = F[i]
+        b = F[i + 1]
+        if a < M:
+            cs[a * B2 + b] += 1
+            if b < M:
+                cp[a * B2 + b] += 1
+        elif a == M and b < M:
+            cp[a * B2 + b] += 1
+    return cp, cs
+
+
+@njit(cache=True)
+def _hankel_counts(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover - numba
+    """The dense Hankel block ``P[s, p] = E #(p s)`` and the prefix counts ``n[p] = E #(p)``
+    (per sequence: times ``scale``) in one pass over the framed sequences ``F``; ``ptab`` /
+    ``stab``: length-2 code -> basis index (-1: not in the basis)."""
+    B2 = M + 2
+    STOP = M + 1
+    P = np.zeros((n_rows, n_cols))
+    n = np.zeros(n_cols)
+    for i in range(len(F) - 1):
+        z = F[i]
+        if z == STOP:
+            continue
+        p2 = ptab[F[i - 1] * B2 + z] if (z < M and i > 0) else -1
+        y = F[i + 1]
+        s1 = y if y < M else M
+        s2 = stab[y * B2 + F[i + 2]] if y < M else -1
+        P[s1, z] += 1.0
+        n[z] += 1.0
+        if p2 >= 0:
+            P[s1, p2] += 1.0
+            n[p2] += 1.0
+        if s2 >= 0:
+            P[s2, z] += 1.0
+            if p2 >= 0:
+                P[s2, p2] += 1.0
+    for r in range(n_rows):
+        for c in range(n_cols):
+            P[r, c] *= scale
+    for c in range(n_cols):
+        n[c] *= scale
+    return P, n
+
+
+@njit(cache=True)
+def _projected_trigrams(F, M, ptab, stab, Xe, n_rows):  # pragma: no cover - numba
+    """``Y[a, s] = sum_{tokens a with suffix s} (Xe[p1] + Xe[p2])``: the trigram blocks
+    ``P_a X`` (unscaled), tokens in framed order (the sums of :func:`_accumulate_rows`, in the
+    same order); ``Xe``'s last row is zero (no length-2 prefix)."""
+    B2 = M + 2
+    N = Xe.shape[1]
+    nX = Xe.shape[0] - 1
+    Y = np.zeros((M, n_rows, N))
+    x = np.empty(N)
+    for t in range(1, len(F) - 1):
+        a = F[t]
+        if a >= M:
+            continue
+        c1 = F[t - 1]
+        c2 = nX
+        if c1 < M:
+            c2 = ptab[F[t - 2] * B2 + c1]
+            if c2 < 0:
+                c2 = nX
+        y = F[t + 1]
+        r1 = y if y < M else M
+        r2 = stab[y * B2 + F[t + 2]] if y < M else -1
+        for i in range(N):
+            x[i] = Xe[c1, i] + Xe[c2, i]
+        for i in range(N):
+            Y[a, r1, i] += x[i]
+        if r2 >= 0:
+            for i in range(N):
+                Y[a, r2, i] += x[i]
+    return Y
+
+
+@njit(cache=True)
+def _dense_to_csr(D):  # pragma: no cover - numba
+    """CSR arrays of the dense matrix ``D`` (sorted indices, no explicit zeros): what
+    ``scipy.sparse.csr_matrix(D)`` gives, in one compiled scan."""
+    R, C = D.shape
+    indptr = np.zeros(R + 1, dtype=np.int32)
+    nnz = 0
+    for r in range(R):
+        for c in range(C):
+            if D[r, c] != 0.0:
+                nnz += 1
+        indptr[r + 1] = nnz
+    data = np.empty(nnz)
+    indices = np.empty(nnz, dtype=np.int32)
+    k = 0
+    for r in range(R):
+        for c in range(C):
+            if D[r, c] != 0.0:
+                data[k] = D[r, c]
+                indices[k] = c
+                k += 1
+    return data, indices, indptr
+
+
+@dataclass
+class DenseHankel:
+    """The Hankel statistics of :class:`HankelData` for a basis small enough to be dense
+    (``(M + 2)^2`` code tables and ``P`` of at most :data:`_DENSE_COUNT` cells), counted by
+    compiled passes over the framed sequences without per-split index arrays.
+
+    ``P`` [n_rows, n_cols]: ``E #(p s)``; ``n`` [n_cols]: ``E #(p)``; ``ptab`` / ``stab``:
+    length-2 code -> basis index or -1."""
+    F: np.ndarray
+    P: np.ndarray
+    n: np.ndarray
+    ptab: np.ndarray
+    stab: np.ndarray
+    n_rows: int
+    n_cols: int
+    n_seq: int
+    M: int
+    prefix_codes: np.ndarray
+    suffix_codes: np.ndarray
+
+    @property
+    def tok(self) -> np.ndarray:
+        return np.nonzero(self.F < self.M)[0]
+
+    def hankel(self) -> sp.csr_matrix:
+        data, indices, indptr = _dense_to_csr(self.P)
+        return sp.csr_matrix((data, indices, indptr), shape=self.P.shape)
+
+    def prefix_counts(self) -> np.ndarray:
+        return self.n.copy()
+
+
+def _dense_top(cnt, k):
+    """The ``k`` most frequent codes with a positive count (ties: smaller code first), sorted:
+    :func:`_top_codes` on a dense count table."""
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    nz = np.flatnonzero(cnt)
+    return np.sort(nz[np.argsort(-cnt[nz], kind="stable")[:k]])
+
+
+def dense_hankel(enc: Encoded, M: int, max_basis: int = 32, F=None) -> DenseHankel | None:
+    """:class:`DenseHankel` of ``enc`` (the same basis and counts as :func:`hankel_data`), or
+    None when the basis is too large to be dense.  ``F``: the framed sequences, if known."""
+    B2 = M + 2
+    k = int(max_basis)
+    if B2 * B2 > _DENSE_COUNT:
+        return None
+    F = frame(enc, M) if F is None else F
+    cp, cs = _pair_counts(F, M)
+    pc, sc = _dense_top(cp, k), _dense_top(cs, k)
+    n_rows, n_cols = M + 1 + len(sc), M + 1 + len(pc)
+    if n_rows * n_cols > _DENSE_COUNT:
+        return None
+    ptab = np.full(B2 * B2, -1, dtype=np.int64)
+    ptab[pc] = M + 1 + np.arange(len(pc))
+    stab = np.full(B2 * B2, -1, dtype=np.int64)
+    stab[sc] = M + 1 + np.arange(len(sc))
+    P, n = _hankel_counts(F, M, ptab, stab, n_rows, n_cols, 1.0 / enc.n_sequences)
+    return DenseHankel(F, P, n, ptab, stab, n_rows, n_cols, enc.n_sequences, M, pc, sc)
 
 
 # ---------------------------------------------------------------------------- operators
@@ -285,9 +490,9 @@ def _svd(P, N: int, random_state=0):
         return U[:, :k], s[:k], Vt[:k]
     from ..linalg import randomized_svd
 
-    if P.shape[0] * P.shape[1] <= _DENSE_COUNT:     # dense products: faster than CSR ones
-        P = P.toarray()
-    return randomized_svd(P, k, oversample=10, n_iter=4, random_state=random_state)
+    if P.shape[0] * P.shape[1] <= _DENSE_COUNT and P.nnz > 0.25 * P.shape[0] * P.shape[1]:
+        P = P.toarray()             # dense products: faster than CSR ones at this density
+    return randomized_svd(P, k, oversample=10, n_iter=POWER_ITERATIONS, random_state=random_state)
 
 
 def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False):
@@ -301,7 +506,7 @@ def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False):
         eps = 1e-3 / n_seq
         dr = 1.0 / np.sqrt(np.asarray(P.sum(axis=1)).ravel() + eps)
         dc = 1.0 / np.sqrt(np.asarray(P.sum(axis=0)).ravel() + eps)
-        P = sp.diags(dr) @ P @ sp.diags(dc)
+        P = sp.diags(dr) @ sp.csr_matrix(P) @ sp.diags(dc)
     U, s, Vt = _svd(sp.csr_matrix(P), N, random_state)
     keep = s > rcond * max(s[0], 1e-300) if len(s) else np.zeros(0, dtype=bool)
     U, s, Vt = U[:, keep], s[keep], Vt[keep]
@@ -316,6 +521,14 @@ def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False):
 
 def _operators(H: HankelData, U, X):
     """``B_a = U^T P_a X`` for every symbol ``a`` (one compiled pass over the tokens)."""
+    n = U.shape[1]
+    if isinstance(H, DenseHankel) and H.M * H.n_rows * n <= _DENSE_PX:
+        Xe = np.vstack([X, np.zeros((1, n))])
+        Y = _projected_trigrams(H.F, H.M, H.ptab, H.stab, Xe, H.n_rows)
+        return np.ascontiguousarray(np.matmul(U.T[None, :, :], Y)) * (1.0 / H.n_seq)
+    if isinstance(H, DenseHankel):
+        H = hankel_data(Encoded(*_unframe(H.F, H.M)), H.M, prefix_codes=H.prefix_codes,
+                        suffix_codes=H.suffix_codes)
     t = H.tok
     sym = H.F[t]
     order = np.argsort(sym, kind="stable").astype(np.int64)
@@ -370,19 +583,27 @@ def learn_operators(enc: Encoded, M: int, n_states: int, max_basis: int = 32,
     if enc.n_sequences == 0:
         raise ValueError("no training sequences")
     with blas_single_thread():
-        H = hankel if hankel is not None else hankel_data(enc, M, max_basis)
+        H = hankel if hankel is not None else (dense_hankel(enc, M, max_basis) or
+                                               hankel_data(enc, M, max_basis))
         P = H.hankel()
         U, X, s = _projections(P, int(n_states), float(ridge), float(rcond), H.n_seq,
                                random_state, bool(scaled))
         A = _operators(H, U, X)
-        alpha1 = np.asarray(P[:, M].toarray()).ravel() @ U
-        beta = np.asarray(P[M, :].toarray()).ravel() @ X
+        if isinstance(H, DenseHankel):
+            Pd = H.P
+            alpha1 = Pd[:, M] @ U
+            beta = Pd[M, :] @ X
+            G = Pd[:, :M].T @ U
+            mean = Pd[:, :M + 1].sum(axis=1) @ U
+        else:
+            alpha1 = np.asarray(P[:, M].toarray()).ravel() @ U
+            beta = np.asarray(P[M, :].toarray()).ravel() @ X
+            G = np.asarray((P[:, :M].T @ U))
+            mean = np.asarray(P[:, :M + 1].sum(axis=1)).ravel() @ U
         c = H.prefix_counts() @ X
         W = np.einsum("i,aij->aj", c, A)
         # averaged state after each symbol: U^T P[:, a], normalised to c^T v = 1
-        G = np.asarray((P[:, :M].T @ U))
         mass = G @ c
-        mean = np.asarray(P[:, :M + 1].sum(axis=1)).ravel() @ U
         zm = float(mean @ c)
         mean = mean / zm if zm > 0 else (alpha1 / (c @ alpha1) if c @ alpha1 > 0 else alpha1)
         ok = mass > 1e-12 * max(float(np.abs(mass).max()) if len(mass) else 0.0, 1e-300)
