@@ -19,6 +19,8 @@ output never depends on ``jobs``.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import re
@@ -37,6 +39,29 @@ _UNITS = {"": 1, "k": 2 ** 10, "m": 2 ** 20, "g": 2 ** 30, "t": 2 ** 40}
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 
 logger = logging.getLogger("fastspectral")
+
+#: where the sentences of the current ``parse`` call come from: a list of names (e.g.
+#: ``FILE:LINE``), one per sentence, set by :func:`sentence_origins` (the command line does)
+_ORIGINS: contextvars.ContextVar = contextvars.ContextVar("fastspectral_sentence_origins",
+                                                          default=None)
+
+
+@contextlib.contextmanager
+def sentence_origins(names):
+    """Within the block, warnings about sentence ``k`` of a ``parse`` call name ``names[k]``
+    (e.g. ``"input.txt:1042"``) instead of "sentence k+1 of this batch"."""
+    token = _ORIGINS.set(list(names))
+    try:
+        yield
+    finally:
+        _ORIGINS.reset(token)
+
+
+def _sentence_name(k: int) -> str:
+    names = _ORIGINS.get()
+    if names is not None and 0 <= k < len(names):
+        return str(names[k])
+    return f"sentence {k + 1} of this batch"
 
 
 def parse_size(text) -> int:
@@ -164,7 +189,7 @@ def warn_refused(refused, sentences, need: dict, budget, fallback: str, shown: i
         head = " ".join(str(w) for w in list(words)[:6])
         more = " ..." if len(words) > 6 else ""
         size = f"{format_size(need[k])} of" if need.get(k) is not None else "more"
-        logger.warning(f"sentence {k + 1} of this batch ({len(words)} words: {head}{more}) needs "
+        logger.warning(f"{_sentence_name(k)} ({len(words)} words: {head}{more}) needs "
                        f"{size} chart memory, more than the budget of {format_size(budget)} "
                        f"(max_memory, --max-memory): not parsed, given {fallback}")
     if len(refused) > shown:

@@ -265,17 +265,20 @@ def test_parse_size_and_budget(monkeypatch):
     assert _memory.resolve_budget(None) == int(0.5 * _memory.physical_memory())
 
 
-def test_cli_max_memory(tmp_path, small_models):
+def test_cli_max_memory(tmp_path, small_models, capsys):
     from fastspectral.cli import main
 
     path = tmp_path / "m.pcfg"
     small_models["pcfg"].save(path)
     inp = tmp_path / "in.txt"
-    inp.write_text(" ".join(long_sentence(9)) + "\n" + " ".join(long_sentence(300)) + "\n")
+    inp.write_text(" ".join(long_sentence(9)) + "\n\n" + " ".join(long_sentence(300)) + "\n")
     out = tmp_path / "out.txt"
     assert main(["parse", str(path), str(inp), "-o", str(out), "-q", "--max-memory", "4M"]) == 0
     lines = out.read_text().splitlines()
-    assert len(lines) == 2 and lines[1].startswith("(TOP (S (DT the) (NN dog)")
+    assert len(lines) == 3 and lines[2].startswith("(TOP (S (DT the) (NN dog)")
+    # the warning names the input line of the refused sentence (line 3: an empty line 2)
+    err = capsys.readouterr().err
+    assert f"{inp}:3 (300 words" in err and "of this batch" not in err
     try:
         rc = main(["parse", str(path), str(inp), "--max-memory", "lots"])
     except SystemExit as exc:

@@ -355,7 +355,11 @@ def _parse_sentences(args, model) -> int:
         tags = None
         if any(raw[i].tags is not None for i in todo):
             tags = [raw[i].tags for i in todo]
-        trees = model.parse(words, tags=tags, jobs=args.jobs, progress=progress) if words else []
+        from .._memory import sentence_origins
+
+        with sentence_origins([f"{_input_name(args)}:{raw[i].line}" for i in todo]):
+            trees = model.parse(words, tags=tags, jobs=args.jobs, progress=progress) \
+                if words else []
         if len(trees) != len(words):
             raise kit.CommandError(f"the model returned {len(trees)} parses for {len(words)} "
                                    "sentences")
