@@ -7,6 +7,7 @@ Sections (run any subset)::
     python benchmarks/bench_hmm.py --tags                # WSJ POS-tag sequences, m = 10 20 40
     python benchmarks/bench_hmm.py --brown               # Brown words, 800k training tokens
     python benchmarks/bench_hmm.py --hmmlearn            # hmmlearn CategoricalHMM rows (slow)
+    python benchmarks/bench_hmm.py --speed               # paired spectral / EM fit times
 
 ``--convergence``: sequences sampled from a known 3-state HMM over 5 symbols (stop
 probabilities 0.2-0.3); the spectral estimate (single-symbol basis, no ridge) of ``p(x)`` for
@@ -273,6 +274,57 @@ def tags(args):
     RESULTS["tags"] = {"rows": rows, "curves": curves, "speed": speed}
 
 
+def speed(args):
+    """Paired fit times: spectral (settings chosen on the development split) and EM to
+    convergence (random start ``--seed``, tol, at most ``--max-em-iterations``), on all training
+    sequences, alternating spectral / EM ``--pairs`` times in one process; CPU seconds of the
+    process (all threads) and wall seconds.  The first spectral fit of the process (Numba
+    kernels loaded from the cache) is reported apart; the warm-up fits exclude imports and
+    JIT compilation from the timed fits."""
+    train, tr90, dev, _ = _tag_data()
+    print(f"\n## paired fit times (WSJ tags, {len(train)} sequences); load average "
+          f"{os.getloadavg()}\n", flush=True)
+    mk0 = lambda: HMM(n_states=10, method="spectral", field="tag", ridge=1.0,  # noqa: E731
+                      state_mixing=0.3, backoff_weight=0.1)
+    _, first_wall, first_cpu = _timed(mk0, train)
+    print(f"first spectral fit of the process (kernels loaded from the Numba cache): "
+          f"{first_wall:.3f} s wall, {first_cpu:.3f} CPU-s", flush=True)
+    HMM(n_states=4, method="em", iterations=1).fit(tr90[:300])          # warm-up
+    out = []
+    for m in args.states:
+        sel = HMM(n_states=m, method="spectral", field="tag", ridge=None).fit(tr90, dev=dev)
+        mk_sp = lambda: HMM(n_states=m, method="spectral", field="tag",  # noqa: E731
+                            ridge=sel.ridge_, state_mixing=sel.state_mixing_,
+                            backoff_weight=sel.backoff_weight_)
+        mk_em = lambda: HMM(n_states=m, method="em", field="tag",  # noqa: E731
+                            iterations=args.max_em_iterations, tol=args.tol,
+                            backoff_weight=0.2, random_state=args.seed)
+        sp_t, em_t, loads = [], [], []
+        for _ in range(args.pairs):
+            for _ in range(args.repeats):
+                _, wall, cpu = _timed(mk_sp, train)
+                sp_t.append((wall, cpu))
+            em, wall, cpu = _timed(mk_em, train)
+            em_t.append((wall, cpu, int(em.iterations_run_)))
+            loads.append(os.getloadavg()[0])
+        r = {"m": m, "ridge": sel.ridge_, "mixing": sel.state_mixing_,
+             "spectral_wall": float(np.median([t[0] for t in sp_t])),
+             "spectral_cpu": float(np.median([t[1] for t in sp_t])),
+             "spectral_cpu_min": float(min(t[1] for t in sp_t)),
+             "em_wall": float(np.median([t[0] for t in em_t])),
+             "em_cpu": float(np.median([t[1] for t in em_t])),
+             "em_iterations": em_t[0][2], "load": float(np.mean(loads))}
+        out.append(r)
+        print(f"m={m}: spectral (ridge {sel.ridge_:g}, mixing {sel.state_mixing_:g}) median of "
+              f"{len(sp_t)}: {r['spectral_wall'] * 1e3:.1f} ms wall, "
+              f"{r['spectral_cpu'] * 1e3:.1f} ms CPU (min {r['spectral_cpu_min'] * 1e3:.1f}); "
+              f"EM ({r['em_iterations']} iterations) median of {len(em_t)}: "
+              f"{r['em_wall']:.2f} s wall, {r['em_cpu']:.2f} CPU-s; ratio "
+              f"{r['em_wall'] / r['spectral_wall']:.0f}x wall, "
+              f"{r['em_cpu'] / r['spectral_cpu']:.0f}x CPU; load {r['load']:.1f}", flush=True)
+    RESULTS["speed"] = {"first_wall": first_wall, "first_cpu": first_cpu, "rows": out}
+
+
 def _at(model, seqs, w) -> float:
     """Perplexity with the interpolation weight set to ``w`` (0: the hidden-state model
     alone)."""
@@ -404,6 +456,9 @@ def main(argv=None):
     ap.add_argument("--tags", action="store_true")
     ap.add_argument("--hmmlearn", action="store_true")
     ap.add_argument("--brown", action="store_true")
+    ap.add_argument("--speed", action="store_true",
+                    help="paired spectral / EM-to-convergence fit times only")
+    ap.add_argument("--pairs", type=int, default=2, help="--speed: EM fits per m")
     ap.add_argument("--states", type=int, nargs="+", default=[10, 20, 40])
     ap.add_argument("--hmmlearn-states", type=int, nargs="+", default=[10, 20, 40])
     ap.add_argument("--brown-states", type=int, nargs="+", default=[16, 32])
@@ -421,12 +476,14 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args(argv)
-    if not (args.convergence or args.tags or args.hmmlearn or args.brown):
+    if not (args.convergence or args.tags or args.hmmlearn or args.brown or args.speed):
         args.convergence = args.tags = True
     if args.convergence:
         convergence(args)
     if args.tags:
         tags(args)
+    if args.speed:
+        speed(args)
     if args.brown:
         brown(args)
     if args.hmmlearn:

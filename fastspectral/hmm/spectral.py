@@ -197,15 +197,6 @@ def frame(enc: Encoded, M: int) -> np.ndarray:
     return F
 
 
-def _unframe(F, M):
-    """``(offsets, ids)`` of the framed sequences ``F`` (inverse of :func:`frame`)."""
-    starts = np.flatnonzero(F == M)
-    lens = np.flatnonzero(F == M + 1) - starts - 1
-    off = np.zeros(len(starts) + 1, dtype=np.int64)
-    np.cumsum(lens, out=off[1:])
-    return off, F[F < M]
-
-
 def hankel_data(enc: Encoded, M: int, max_basis: int = 32, prefix_codes=None,
                 suffix_codes=None) -> HankelData:
     """Basis and split indices of the framed sequences of ``enc`` (symbols ``0..M-1``).
@@ -296,36 +287,78 @@ def _hankel_counts(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover
 
 
 @njit(cache=True)
-def _projected_trigrams(F, M, ptab, stab, Xe, n_rows):  # pragma: no cover - numba
-    """``Y[a, s] = sum_{tokens a with suffix s} (Xe[p1] + Xe[p2])``: the trigram blocks
-    ``P_a X`` (unscaled), tokens in framed order (the sums of :func:`_accumulate_rows`, in the
-    same order); ``Xe``'s last row is zero (no length-2 prefix)."""
+def _trigram_operators(F, M, ptab, stab, U, Xe, scale):  # pragma: no cover - numba
+    """``A[a] = scale * U^T P_a X`` for every symbol ``a``: the tokens bucketed by symbol (a
+    counting sort, framed order kept), then per symbol the rows ``Y_a[s] = sum (Xe[p1] +
+    Xe[p2])`` of the suffixes ``s`` it meets, accumulated in one small buffer (cache-resident)
+    and folded into ``A[a] += U[s]^T Y_a[s]`` over the touched rows only.  The sums of
+    :func:`_projected_trigrams` followed by ``U^T Y_a``, without the ``[M, rows, N]`` array;
+    ``Xe``'s last row is zero (no length-2 prefix)."""
     B2 = M + 2
-    N = Xe.shape[1]
+    N = U.shape[1]
+    n_rows = U.shape[0]
     nX = Xe.shape[0] - 1
-    Y = np.zeros((M, n_rows, N))
-    x = np.empty(N)
-    for t in range(1, len(F) - 1):
+    L = len(F)
+    start = np.zeros(M + 1, dtype=np.int64)
+    for t in range(1, L - 1):
+        if F[t] < M:
+            start[F[t] + 1] += 1
+    for a in range(M):
+        start[a + 1] += start[a]
+    order = np.empty(start[M], dtype=np.int64)
+    fill = start[:M].copy()
+    for t in range(1, L - 1):
         a = F[t]
-        if a >= M:
-            continue
-        c1 = F[t - 1]
-        c2 = nX
-        if c1 < M:
-            c2 = ptab[F[t - 2] * B2 + c1]
-            if c2 < 0:
-                c2 = nX
-        y = F[t + 1]
-        r1 = y if y < M else M
-        r2 = stab[y * B2 + F[t + 2]] if y < M else -1
-        for i in range(N):
-            x[i] = Xe[c1, i] + Xe[c2, i]
-        for i in range(N):
-            Y[a, r1, i] += x[i]
-        if r2 >= 0:
+        if a < M:
+            order[fill[a]] = t
+            fill[a] += 1
+    A = np.zeros((M, N, N))
+    buf = np.zeros((n_rows, N))
+    touched = np.zeros(n_rows, dtype=np.bool_)
+    rows = np.empty(n_rows, dtype=np.int64)
+    x = np.empty(N)
+    for a in range(M):
+        nr = 0
+        for k in range(start[a], start[a + 1]):
+            t = order[k]
+            c1 = F[t - 1]
+            c2 = nX
+            if c1 < M:
+                c2 = ptab[F[t - 2] * B2 + c1]
+                if c2 < 0:
+                    c2 = nX
+            y = F[t + 1]
+            r1 = y if y < M else M
+            r2 = stab[y * B2 + F[t + 2]] if y < M else -1
             for i in range(N):
-                Y[a, r2, i] += x[i]
-    return Y
+                x[i] = Xe[c1, i] + Xe[c2, i]
+            if not touched[r1]:
+                touched[r1] = True
+                rows[nr] = r1
+                nr += 1
+            for i in range(N):
+                buf[r1, i] += x[i]
+            if r2 >= 0:
+                if not touched[r2]:
+                    touched[r2] = True
+                    rows[nr] = r2
+                    nr += 1
+                for i in range(N):
+                    buf[r2, i] += x[i]
+        Aa = A[a]
+        for q in range(nr):
+            r = rows[q]
+            for i in range(N):
+                ui = U[r, i]
+                for j in range(N):
+                    Aa[i, j] += ui * buf[r, j]
+            for j in range(N):
+                buf[r, j] = 0.0
+            touched[r] = False
+        for i in range(N):
+            for j in range(N):
+                Aa[i, j] *= scale
+    return A
 
 
 @njit(cache=True)
@@ -522,13 +555,10 @@ def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False):
 def _operators(H: HankelData, U, X):
     """``B_a = U^T P_a X`` for every symbol ``a`` (one compiled pass over the tokens)."""
     n = U.shape[1]
-    if isinstance(H, DenseHankel) and H.M * H.n_rows * n <= _DENSE_PX:
-        Xe = np.vstack([X, np.zeros((1, n))])
-        Y = _projected_trigrams(H.F, H.M, H.ptab, H.stab, Xe, H.n_rows)
-        return np.ascontiguousarray(np.matmul(U.T[None, :, :], Y)) * (1.0 / H.n_seq)
     if isinstance(H, DenseHankel):
-        H = hankel_data(Encoded(*_unframe(H.F, H.M)), H.M, prefix_codes=H.prefix_codes,
-                        suffix_codes=H.suffix_codes)
+        Xe = np.vstack([X, np.zeros((1, n))])
+        return _trigram_operators(H.F, H.M, H.ptab, H.stab, np.ascontiguousarray(U), Xe,
+                                  1.0 / H.n_seq)
     t = H.tok
     sym = H.F[t]
     order = np.argsort(sym, kind="stable").astype(np.int64)
