@@ -27,7 +27,8 @@ def synthetic():
 
 class GoldOracle(Estimator):
     """A stand-in for the spectral model: log p-hat = -(wrong heads against the sentence's own
-    heads); 'not finite' for every third tree of a list's wrong ones."""
+    heads); 'not finite' (sign 0) for every third tree of a list's wrong ones, a negative
+    sign for those with 4 wrong heads."""
 
     kind = "gold-oracle"
     input_kind = "dependency"
@@ -39,12 +40,14 @@ class GoldOracle(Estimator):
         self.n_ = len(list(sents))
         return self
 
-    def log_prob(self, sentences, heads=None):
+    def log_prob(self, sentences, heads=None, *, return_sign=False, jobs=None):
         out = np.empty(len(sentences))
+        sign = np.ones(len(sentences))
         for i, (s, h) in enumerate(zip(sentences, heads)):
             wrong = int((np.asarray(h) != np.asarray(s.heads)).sum())
             out[i] = -self.penalty * wrong if wrong % 3 != 2 else -np.inf
-        return out
+            sign[i] = 0.0 if wrong % 3 == 2 else (-1.0 if wrong == 4 else 1.0)
+        return (out, sign) if return_sign else out
 
     def _model_file(self):
         return {"n": self.n_, "penalty": self.penalty}, {}
@@ -96,7 +99,7 @@ def test_log_p_hat_feature_is_learnt(synthetic, monkeypatch, tmp_path):
     kw = dict(k=20, epochs=2, bits=18, rerank_bits=16, jobs=2)
     base = RerankDepParser(features="base", **kw).fit(train)
     spec = RerankDepParser(features="base+spectral", **kw).fit(train)
-    assert isinstance(spec.spectral_, GoldOracle) and spec.dense_weights_.shape == (3,)
+    assert isinstance(spec.spectral_, GoldOracle) and spec.dense_weights_.shape == (4,)
     assert spec.dense_weights_[1] > 0
     u_base = attachment_scores(test, base.parse(test)).uas
     u_spec = attachment_scores(test, spec.parse(test)).uas
@@ -154,3 +157,98 @@ def test_cli_embeddings_need_spectral_features(synthetic, tmp_path, capsys):
                    "base", "--embeddings", str(emb), "-q"])
     err = capsys.readouterr().err
     assert rc == 2 and "--embeddings needs --features base+spectral" in err
+
+
+class _Lists:
+    """Two k-best lists (3 and 2 candidates) of sentences of 4 and 2 words."""
+    cand_off = np.array([0, 3, 5])
+    sent = np.array([0, 0, 0, 1, 1])
+    lengths = np.array([4, 2])
+
+    def relative(self, x):
+        from fastspectral.rerank.reranker import RerankData
+        return RerankData.relative(self, x)
+
+
+def test_log_p_hat_normalisations_within_a_list():
+    x = np.array([-10.0, -12.0, -16.0, -3.0, -5.0])
+    d = _Lists()
+    np.testing.assert_allclose(rmodel._normalise(x, d, "max"), [0, -2, -6, 0, -2])
+    np.testing.assert_allclose(rmodel._normalise(x, d, "word"), [0, -0.5, -1.5, 0, -1])
+    z = rmodel._normalise(x, d, "list")
+    np.testing.assert_allclose([z[:3].mean(), z[:3].std(), z[3:].mean(), z[3:].std()],
+                               [0, 1, 0, 1], atol=1e-12)
+    assert z[0] > z[1] > z[2]
+
+
+def test_dense_columns_sign_and_invalid():
+    d = _Lists()
+    d.base = np.array([5.0, 4.0, 3.0, 2.0, 1.0])
+    lp = np.array([-10.0, -1e4, -16.0, -3.0, -5.0])
+    sign = np.array([1.0, 0.0, -1.0, 1.0, 1.0])
+    m = RerankDepParser(logp_norm="max")
+    raw = m._raw_dense(d, lp, sign)
+    assert raw.shape == (5, 4)
+    np.testing.assert_allclose(raw[:, 0], [0, -1, -2, 0, -1])
+    np.testing.assert_allclose(raw[:, 1], [0, -6, -6, 0, -2])   # p-hat = 0: the list's lowest
+    np.testing.assert_array_equal(raw[:, 2], [0, 1, 0, 0, 0])
+    np.testing.assert_array_equal(raw[:, 3], [0, 0, 1, 0, 0])
+    m.logp_sign = False
+    assert m._raw_dense(d, lp, sign).shape == (5, 3) and m._n_dense() == 3
+    with pytest.raises(ValueError, match="logp_norm"):
+        RerankDepParser(logp_norm="nope").fit([])
+
+
+def test_tagged_log_prob_of_a_shared_sentence_equals_copies():
+    """latent-dep with tags builds the start vectors once per distinct sentence object (the
+    trees of a k-best list): the same scores as scoring separate copies."""
+    import copy
+
+    from fastspectral.latentdep import LatentDependencyModel
+    from fastspectral.latentdep.synthetic import LatentDependencyGenerator
+
+    g = LatentDependencyGenerator(n_states=2, n_words=8, seed=1)
+    train = g.sample(600)
+    for s in train:
+        s.xpos = ["T" + w[-1] for w in s.words]
+    m = LatentDependencyModel(n_states=3, dim=6, tags="xpos", random_state=0).fit(train)
+    assert m.tag_column_ == "xpos" and len(m.tags_) > 2
+    s, t = train[0], train[1]
+    perturbed = [list(s.heads), [0] + [1] * (len(s.words) - 1)]
+    shared = m.log_prob([s, s, t], heads=perturbed + [t.heads], return_sign=True)
+    copies = m.log_prob([copy.deepcopy(s), copy.deepcopy(s), t], heads=perturbed + [t.heads],
+                        return_sign=True)
+    np.testing.assert_allclose(shared[0], copies[0], rtol=1e-12)
+    np.testing.assert_array_equal(shared[1], copies[1])
+    assert shared[0][0] != shared[0][1]
+
+
+def test_fragment_log_prob_is_the_sum_over_depth_one_subtrees():
+    """latent-dep's fragment scores: node i with its children as leaves, scored as a tree by
+    log_prob; the sum over nodes and the count of negative fragments."""
+    from fastspectral.latentdep import LatentDependencyModel
+    from fastspectral.latentdep.synthetic import LatentDependencyGenerator
+    from fastspectral.trees.conll import DepSentence
+
+    g = LatentDependencyGenerator(n_states=3, n_words=10, seed=2)
+    m = LatentDependencyModel(n_states=3, dim=5, ridge=0.1, random_state=0).fit(g.sample(800))
+    sents = [s for s in g.sample(40, seed=5) if len(s.words) >= 4][:6]
+    frag, neg = m.fragment_log_prob(sents)
+    for s, f, k in zip(sents, frag, neg):
+        total, negs = 0.0, 0
+        for i in range(len(s.words)):
+            kids = [j for j, h in enumerate(s.heads) if h == i + 1]
+            nodes = sorted(kids + [i])
+            words = [s.words[j] for j in nodes]
+            heads = [0 if j == i else nodes.index(i) + 1 for j in nodes]
+            lp, sg = m.log_prob([DepSentence(words=words, heads=heads)], return_sign=True)
+            total += lp[0]
+            negs += int(sg[0] < 0)
+        assert f == pytest.approx(total, rel=1e-9, abs=1e-9)
+        assert k == negs
+    assert len({round(x, 6) for x in frag}) > 1
+    # a k-best list of one sentence: one score per head array; a changed tree, a changed score
+    s = sents[0]
+    other = [0] + [1] * (len(s.words) - 1)
+    f2, _ = m.fragment_log_prob([s], heads=[s.heads, other])
+    assert f2[0] == pytest.approx(frag[0]) and f2[1] != pytest.approx(frag[0])

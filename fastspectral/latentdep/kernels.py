@@ -203,3 +203,72 @@ def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
         logabs[s] = total
         sign[s] = sg
     return logabs, sign, status
+
+
+@njit(cache=True, parallel=True)
+def fragment_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
+    """Depth-1 fragments of many trees: ``(sum log|p_i|, negatives, status)`` per tree.
+
+    The fragment of node ``i`` is ``i`` with its children as leaves, scored as a tree rooted at
+    ``i`` by the recursion of :func:`tree_log_prob`:
+    ``p_i = c_1 . prod_children E_d(leaf(x_c)) leaf(x_i)`` (nearest child first); a leaf's
+    fragment is ``c_1 . leaf(x_i)``.  Each product has at most ``1 + children`` factors, so the
+    estimation error does not compound along the tree as in ``p-hat(tree)``.  Returns the sum
+    of ``log |p_i|`` over the nodes (``-inf`` when some ``p_i == 0``), the number of negative
+    ``p_i`` and the status of :func:`check_trees`.
+    """
+    ns = offsets.shape[0] - 1
+    m = c1.shape[0]
+    logabs = np.empty(ns, np.float64)
+    negs = np.empty(ns, np.float64)
+    status = np.zeros(ns, np.int64)
+    for s in prange(ns):
+        a = offsets[s]
+        n = offsets[s + 1] - a
+        order = np.empty(n, np.int64)
+        start = np.empty(n + 1, np.int64)
+        child = np.empty(max(n, 1), np.int64)
+        st = _order(parent, a, n, order, start, child)
+        status[s] = st
+        if st != STATUS_OK:
+            logabs[s] = np.nan
+            negs[s] = np.nan
+            continue
+        tmp = np.empty(m * m, np.float64)
+        cur = np.empty(m, np.float64)
+        out = np.empty(m, np.float64)
+        vc = np.empty(m, np.float64)
+        total = 0.0
+        neg = 0.0
+        for i in range(n):
+            for q in range(m):
+                cur[q] = leaf[words[a + i], q]
+            lo = start[i]
+            hi = start[i + 1]
+            split = lo
+            while split < hi and child[split] < i:
+                split += 1
+            for q in range(split - 1, lo - 1, -1):
+                for z in range(m):
+                    vc[z] = leaf[words[a + child[q]], z]
+                _apply(E_L, vc, cur, tmp, out)
+                for z in range(m):
+                    cur[z] = out[z]
+            for q in range(split, hi):
+                for z in range(m):
+                    vc[z] = leaf[words[a + child[q]], z]
+                _apply(E_R, vc, cur, tmp, out)
+                for z in range(m):
+                    cur[z] = out[z]
+            v = 0.0
+            for z in range(m):
+                v += c1[z] * cur[z]
+            if v == 0.0 or not np.isfinite(v):
+                total = -np.inf
+                break
+            if v < 0.0:
+                neg += 1.0
+            total += np.log(abs(v))
+        logabs[s] = total
+        negs[s] = neg
+    return logabs, negs, status

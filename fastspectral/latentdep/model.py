@@ -382,31 +382,8 @@ class LatentDependencyModel(Parser):
         from ..base import check_jobs
         from .kernels import tree_log_prob
 
-        self._check_fitted()
-        sentences = self._check_sentences(sentences, "log_prob")
-        if heads is not None:
-            if isinstance(heads, np.ndarray) and heads.ndim == 1:
-                raise TypeError("heads is a list of head arrays, one per tree")
-            heads = list(heads)
-            if len(sentences) == 1 and len(heads) != 1:
-                sentences = sentences * len(heads)
-            if len(heads) != len(sentences):
-                raise ValueError(f"{len(heads)} head arrays for {len(sentences)} sentences")
-        offsets, parent = self._structure(sentences, heads)
-        ids = self._ids(sentences, self._lookup(), self.lowercase_)
-        words = np.concatenate(ids) if ids else np.zeros(0, np.int64)
-        leaf = self.leaf_
-        if self.tag_column_ is not None:         # per-token start vectors: word + tag parts
-            tag_cache: dict[int, np.ndarray] = {}
-            tids = []
-            for s in sentences:
-                t = tag_cache.get(id(s))
-                if t is None:
-                    t = tag_cache[id(s)] = self._tag_ids([s], self.tag_column_, self._tag_index())[0]
-                tids.append(t)
-            tids = np.concatenate(tids) if tids else np.zeros(0, np.int64)
-            leaf = np.ascontiguousarray(self.leaf_[words] + self.leaf_tags_[tids])
-            words = np.arange(words.shape[0], dtype=np.int64)
+        sentences, heads, offsets, parent, words, leaf = self._kernel_inputs(
+            sentences, heads, "log_prob")
         n_threads = check_jobs(jobs if jobs is not None else self.jobs)
         import numba
         old = numba.get_num_threads()
@@ -424,9 +401,77 @@ class LatentDependencyModel(Parser):
             sign[bad] = 0.0
         return (logabs, sign) if return_sign else logabs
 
+    def fragment_log_prob(self, sentences, heads=None, *, jobs=None):
+        """Depth-1 fragment scores: ``(sum_i log |p-hat_i|, number of negative p-hat_i)`` per
+        tree, ``p-hat_i`` being the estimate of node ``i`` with its children as leaves (a tree
+        rooted at ``i``; :func:`fastspectral.latentdep.kernels.fragment_log_prob`).
+
+        A local (composite-likelihood) version of :meth:`log_prob` for re-ranking: each
+        fragment multiplies at most ``1 + children`` estimated operators, so its error does
+        not compound along the tree.  Arguments as :meth:`log_prob`; a fragment estimated at
+        exactly 0 makes the sum ``log_floor``.
+        """
+        from ..base import check_jobs
+        from .kernels import fragment_log_prob
+
+        sentences, heads, offsets, parent, words, leaf = self._kernel_inputs(
+            sentences, heads, "fragment_log_prob")
+        n_threads = check_jobs(jobs if jobs is not None else self.jobs)
+        import numba
+        old = numba.get_num_threads()
+        numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
+        try:
+            logabs, negs, status = fragment_log_prob(offsets, parent, words, leaf,
+                                                     self.E_L_, self.E_R_, self.c1_)
+        finally:
+            numba.set_num_threads(old)
+        if status.any():
+            self._raise_invalid(sentences, status, heads)
+        logabs[~np.isfinite(logabs)] = float(self.log_floor)
+        return logabs, negs
+
     def log_likelihood(self, sentences) -> float:
         """Sum of ``log |p-hat|`` over ``sentences`` (their own trees)."""
         return float(self.log_prob(sentences).sum())
+
+    def _kernel_inputs(self, sentences, heads, what):
+        """``(sentences, heads, offsets, parent, words, leaf)`` of the scoring kernels."""
+        self._check_fitted()
+        sentences = self._check_sentences(sentences, what)
+        if heads is not None:
+            if isinstance(heads, np.ndarray) and heads.ndim == 1:
+                raise TypeError("heads is a list of head arrays, one per tree")
+            heads = list(heads)
+            if len(sentences) == 1 and len(heads) != 1:
+                sentences = sentences * len(heads)
+            if len(heads) != len(sentences):
+                raise ValueError(f"{len(heads)} head arrays for {len(sentences)} sentences")
+        offsets, parent = self._structure(sentences, heads)
+        ids = self._ids(sentences, self._lookup(), self.lowercase_)
+        words = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+        leaf = self.leaf_
+        if self.tag_column_ is not None:
+            # per-token start vectors (word + tag parts), built once per distinct sentence
+            # object: the trees of a k-best list share one block of rows
+            first: dict[int, int] = {}
+            uniq, starts = [], np.empty(len(sentences), np.int64)
+            n_uniq = 0
+            for i, s in enumerate(sentences):
+                j = first.get(id(s))
+                if j is None:
+                    j = first[id(s)] = n_uniq
+                    n_uniq += len(s.words)
+                    uniq.append(i)
+                starts[i] = j
+            tidx = self._tag_index()
+            tids = [self._tag_ids([sentences[i]], self.tag_column_, tidx)[0] for i in uniq]
+            tids = np.concatenate(tids) if tids else np.zeros(0, np.int64)
+            wu = np.concatenate([ids[i] for i in uniq]) if uniq else np.zeros(0, np.int64)
+            leaf = np.ascontiguousarray(self.leaf_[wu] + self.leaf_tags_[tids])
+            lens = np.diff(offsets)
+            words = (np.repeat(starts, lens) + np.arange(offsets[-1])
+                     - np.repeat(offsets[:-1], lens)).astype(np.int64)
+        return sentences, heads, offsets, parent, words, leaf
 
     def _tag_index(self):
         idx = getattr(self, "_tags_index", None)

@@ -33,6 +33,10 @@ __all__ = ["RerankDepParser", "RerankFitInfo", "TrainingLists", "FEATURES"]
 
 #: the re-ranker's feature sets
 FEATURES = ("base", "base+spectral")
+#: normalisations of log p-hat within a k-best list (see _normalise)
+LOGP_NORMS = ("max", "word", "list")
+#: the spectral model's scores used: p-hat of the tree, of its depth-1 fragments, both
+SPECTRAL_SCORES = ("tree", "fragment", "both")
 #: model-file prefixes of the sub-models
 _MST, _SPEC = "mst.", "spec."
 
@@ -40,14 +44,24 @@ _MST, _SPEC = "mst.", "spec."
 @dataclass
 class TrainingLists:
     """The re-ranker's training data (:meth:`RerankDepParser.training_lists`): the packed
-    jack-knifed lists, their log p-hat (or None), each candidate's correct heads, the tokens
-    counted and the seconds taken."""
+    jack-knifed lists, their log |p-hat| (or None), each candidate's correct heads, the tokens
+    counted, the seconds taken, the sign of p-hat and the depth-1 fragment scores (sum of
+    log |p-hat| of the fragments, negative fragments; see ``spectral_scores``) or None."""
 
     data: RerankData
     logp: np.ndarray | None
     correct: np.ndarray
     n_tokens: int
     seconds: dict
+    sign: np.ndarray | None = None
+    frag: np.ndarray | None = None
+    fneg: np.ndarray | None = None
+
+    @property
+    def spectral(self):
+        """``(log |p-hat|, sign, fragment log p-hat, negative fragments)`` (None when not
+        computed)."""
+        return self.logp, self.sign, self.frag, self.fneg
 
 
 @dataclass
@@ -153,7 +167,9 @@ class RerankDepParser(Parser):
     def __init__(self, k: int = 50, features: str = "base+spectral", folds: int = 3,
                  epochs: int = 10, rerank_epochs: int = 5, minibatch: int = 8,
                  bits: int = 22, rerank_bits: int = 20, spectral_params: dict | None = None,
-                 dense_gain: float = 3.0, tagset: str = "auto", random_state: int | None = 0,
+                 dense_gain: float = 3.0, logp_norm: str = "max", logp_sign: bool = True,
+                 spectral_scores: str = "tree",
+                 tagset: str = "auto", random_state: int | None = 0,
                  jobs: int | None = None):
         self.k = k
         self.features = features
@@ -165,6 +181,9 @@ class RerankDepParser(Parser):
         self.rerank_bits = rerank_bits
         self.spectral_params = spectral_params
         self.dense_gain = dense_gain
+        self.logp_norm = logp_norm
+        self.logp_sign = logp_sign
+        self.spectral_scores = spectral_scores
         self.tagset = tagset
         self.random_state = random_state
         self.jobs = jobs
@@ -185,6 +204,14 @@ class RerankDepParser(Parser):
             gain = float("nan")
         if isinstance(self.dense_gain, bool) or not gain > 0 or gain == float("inf"):
             raise ValueError(f"dense_gain must be a positive number, not {self.dense_gain!r}")
+        if self.logp_norm not in LOGP_NORMS:
+            raise ValueError(f"logp_norm must be one of {', '.join(LOGP_NORMS)}, not "
+                             f"{self.logp_norm!r}")
+        if self.spectral_scores not in SPECTRAL_SCORES:
+            raise ValueError(f"spectral_scores must be one of {', '.join(SPECTRAL_SCORES)}, "
+                             f"not {self.spectral_scores!r}")
+        if not isinstance(self.logp_sign, (bool, np.bool_)):
+            raise ValueError(f"logp_sign must be True or False, not {self.logp_sign!r}")
         if self.spectral_params is not None and not isinstance(self.spectral_params, dict):
             raise ValueError("spectral_params must be a dict of constructor arguments or None")
         self._new_mst()._validate_params()
@@ -205,35 +232,63 @@ class RerankDepParser(Parser):
         enc = mst.encode(items)
         return RerankData(mst.kbest_encoded(enc, int(self.k), threads), enc)
 
-    @staticmethod
-    def _log_prob(spectral, items, data) -> np.ndarray:
-        """log p-hat of every candidate of ``data`` (``items``: its sentences)."""
-        sents = [items[b] for b in data.sent]
-        ends = data.cand_hoff + data.lengths[data.sent]
-        bounds = np.stack([data.cand_hoff, ends], axis=1).ravel()
-        heads = np.split(data.heads, bounds)[1::2]
-        lp = np.asarray(spectral.log_prob(sents, heads=heads), dtype=np.float64)
-        if lp.shape != (data.n_candidates,):
-            raise ValueError(f"the spectral model returned {lp.shape} scores for "
-                             f"{data.n_candidates} trees")
-        return lp
+    @property
+    def _tree(self) -> bool:
+        return self._spectral and self.spectral_scores in ("tree", "both")
 
-    @staticmethod
-    def _raw_dense(data, logp) -> np.ndarray:
-        """Unscaled dense features: relative base score; relative log p-hat and its
-        'not finite' indicator."""
+    @property
+    def _fragments(self) -> bool:
+        return self._spectral and self.spectral_scores in ("fragment", "both")
+
+    def _log_prob(self, spectral, items, data, threads=None):
+        """``(log |p-hat|, sign, fragment log p-hat, negative fragments)`` of every candidate
+        of ``data`` (``items``: its sentences; None for the scores not used)."""
+        sents = [items[b] for b in data.sent]
+        heads = data.heads_list()
+        return self._spectral_scores(spectral, sents, heads, threads, data.n_candidates)
+
+    def _spectral_scores(self, spectral, sents, heads, threads, n):
+        lp = sign = frag = fneg = None
+        if self._tree:
+            lp, sign = spectral.log_prob(sents, heads=heads, return_sign=True, jobs=threads)
+        if self._fragments:
+            frag, fneg = spectral.fragment_log_prob(sents, heads=heads, jobs=threads)
+        out = tuple(None if x is None else np.asarray(x, dtype=np.float64)
+                    for x in (lp, sign, frag, fneg))
+        if any(x is not None and x.shape != (n,) for x in out):
+            raise ValueError(f"the spectral model returned the wrong number of scores for "
+                             f"{n} trees")
+        return out
+
+    def _n_dense(self) -> int:
+        return 1 + ((3 if self.logp_sign else 2) if self._tree else 0) + \
+            (2 if self._fragments else 0)
+
+    def _raw_dense(self, data, logp, sign=None, frag=None, fneg=None) -> np.ndarray:
+        """Unscaled dense features: the relative base score; with ``logp``: log |p-hat|
+        normalised within its list (``logp_norm``), the 'p-hat is 0 or not finite' indicator
+        and (``logp_sign``) the 'p-hat < 0' indicator; with ``frag``: the fragments' log
+        p-hat normalised the same way and the negative fragments (minus the list's fewest)."""
         cols = [data.relative(data.base)]
         if logp is not None:
             ok = np.isfinite(logp)
+            if sign is not None:
+                ok &= sign != 0
             filled = logp.copy()
             if (~ok).any():
-                # the lowest finite value of the list (or 0 when none is finite)
+                # the lowest valid value of the list (or 0 when none is valid)
                 low = np.where(ok, logp, np.inf)
                 mins = np.minimum.reduceat(low, data.cand_off[:-1])
                 mins = np.where(np.isfinite(mins), mins, 0.0)
                 filled = np.where(ok, logp, mins[data.sent])
-            cols.append(data.relative(filled))
+            cols.append(_normalise(filled, data, self.logp_norm))
             cols.append((~ok).astype(np.float64))
+            if self.logp_sign:
+                neg = sign < 0 if sign is not None else np.zeros(len(logp), np.bool_)
+                cols.append(neg.astype(np.float64))
+        if frag is not None:
+            cols.append(_normalise(frag, data, self.logp_norm))
+            cols.append(data.relative(-np.asarray(fneg, np.float64)))
         return np.ascontiguousarray(np.stack(cols, axis=1))
 
     # ------------------------------------------------------------------ training
@@ -261,8 +316,6 @@ class RerankDepParser(Parser):
         """Steps 1-2 of :meth:`fit`: the jack-knifed k-best lists of ``sents`` (and their
         jack-knifed log p-hat with ``features="base+spectral"``), each candidate's correct
         heads (punctuation excluded) and the time taken."""
-        from ..eval.attachment import is_punctuation
-
         self._validate_params()
         sents = list(sents)
         if len(sents) < int(self.folds):
@@ -270,33 +323,45 @@ class RerankDepParser(Parser):
                              f"{self.folds} folds")
         threads = check_jobs(self.jobs)
         sec = {"jackknife": 0.0, "spectral": 0.0}
-        F = int(self.folds)
-        cuts = np.linspace(0, len(sents), F + 1).astype(int)
-        datas, logps = [], []
-        for f in range(F):
+        cuts = self._cuts(len(sents))
+        datas = []
+        for f in range(len(cuts) - 1):
             held = sents[cuts[f]:cuts[f + 1]]
             rest = sents[:cuts[f]] + sents[cuts[f + 1]:]
             t0 = time.perf_counter()
             mst = self._new_mst().fit(rest)
             datas.append(self._lists(mst, held, threads))
             sec["jackknife"] += time.perf_counter() - t0
-            if self._spectral:
-                t0 = time.perf_counter()
-                spec = self._new_spectral().fit(rest)
-                logps.append(self._log_prob(spec, held, datas[-1]))
-                sec["spectral"] += time.perf_counter() - t0
         data = _concat(datas)
-        logp = np.concatenate(logps) if self._spectral else None
-        gold = np.array([h for s in sents for h in s.heads], dtype=np.int64)
-        keep = np.fromiter((not is_punctuation(w, t, u) for s in sents
-                            for w, t, u in zip(s.words, s.tags, _upos(s))), dtype=np.bool_,
-                           count=len(gold))
-        gold_off = np.zeros(len(sents) + 1, dtype=np.int64)
-        np.cumsum([len(s.words) for s in sents], out=gold_off[1:])
-        correct = np.zeros(data.n_candidates, dtype=np.int64)
-        correct_counts(gold, gold_off, data.heads, data.cand_off, data.cand_hoff, data.lengths,
-                       keep, correct)
-        return TrainingLists(data, logp, correct, int(keep.sum()), sec)
+        spec = (None,) * 4
+        if self._spectral:
+            t0 = time.perf_counter()
+            spec = self.jackknife_log_prob(sents, data)
+            sec["spectral"] += time.perf_counter() - t0
+        correct, n_tokens = count_correct(sents, data)
+        return TrainingLists(data, spec[0], correct, n_tokens, sec, *spec[1:])
+
+    def _cuts(self, n: int) -> np.ndarray:
+        return np.linspace(0, n, int(self.folds) + 1).astype(int)
+
+    def jackknife_log_prob(self, sents, data):
+        """The spectral scores (:meth:`_log_prob`) of every candidate of the jack-knifed
+        lists ``data`` of
+        ``sents`` (:meth:`training_lists`): the latent dependency model trained on the other
+        folds scores each fold's lists (a model that has seen a tree would favour it)."""
+        threads = check_jobs(self.jobs)
+        sents = list(sents)
+        cuts = self._cuts(len(sents))
+        parts = []
+        all_heads = data.heads_list()
+        for f in range(len(cuts) - 1):
+            rest = sents[:cuts[f]] + sents[cuts[f + 1]:]
+            spec = self._new_spectral().fit(rest)
+            lo, hi = int(data.cand_off[cuts[f]]), int(data.cand_off[cuts[f + 1]])
+            sub = [sents[b] for b in data.sent[lo:hi]]
+            parts.append(self._spectral_scores(spec, sub, all_heads[lo:hi], threads, hi - lo))
+        return tuple(None if parts[0][j] is None else np.concatenate([p[j] for p in parts])
+                     for j in range(4))
 
     def fit_lists(self, lists: "TrainingLists") -> "RerankDepParser":
         """Step 3 of :meth:`fit`: the averaged-perceptron re-ranker on ``lists`` (sets
@@ -306,7 +371,9 @@ class RerankDepParser(Parser):
         best = np.maximum.reduceat(correct, data.cand_off[:-1]) if len(correct) else correct
         info.oracle_uas = 100.0 * float(best.sum()) / max(1, lists.n_tokens)
         t0 = time.perf_counter()
-        raw = self._raw_dense(data, lists.logp if self._spectral else None)
+        spec = lists.spectral if self._spectral else (None,) * 4
+        raw = self._raw_dense(data, *(x if use else None for x, use in
+                                      zip(spec, (self._tree,) * 2 + (self._fragments,) * 2)))
         scale = raw.std(axis=0)
         scale[scale <= 0] = 1.0
         scale /= float(self.dense_gain)
@@ -332,11 +399,15 @@ class RerankDepParser(Parser):
         return self
 
     # ------------------------------------------------------------------ parsing
-    def rerank_scores(self, items, data) -> np.ndarray:
-        """The re-ranker's score of every candidate of ``data`` (lists of ``items``)."""
-        logp = self._log_prob(self.spectral_, items, data) if self.spectral_ is not None \
-            else None
-        dense = self._raw_dense(data, logp) / self.dense_scale_
+    def rerank_scores(self, items, data, logp=None, threads=None) -> np.ndarray:
+        """The re-ranker's score of every candidate of ``data`` (lists of ``items``);
+        ``logp``: their spectral scores (:meth:`_log_prob`) when already computed."""
+        if self._spectral and logp is None:
+            logp = self._log_prob(self.spectral_, items, data, threads)
+        spec = logp if self._spectral else (None,) * 4
+        dense = self._raw_dense(data, *(x if use else None for x, use in
+                                        zip(spec, (self._tree,) * 2 + (self._fragments,) * 2)))
+        dense /= self.dense_scale_
         out = np.empty(data.n_candidates)
         score_candidates(self.weights_, self.dense_weights_, data.P, data.tok_off, data.lengths,
                          data.heads, data.cand_off, data.cand_hoff, dense, out)
@@ -352,7 +423,7 @@ class RerankDepParser(Parser):
         enc = self.mst_.encode(items, tags)
         data = RerankData(self.mst_.kbest_encoded(enc, int(self.k), threads), enc)
         with numba_threads(threads):
-            scores = self.rerank_scores(items, data)
+            scores = self.rerank_scores(items, data, threads=threads)
         pick = _argmax_segments(scores, data.cand_off)
         out = [data.candidate_heads(c).astype(np.int32) for c in pick]
         if progress is not None:
@@ -415,7 +486,7 @@ class RerankDepParser(Parser):
             V.check_len(val, "rerank_value", len(idx))
             V.check_index(idx, "rerank_index", 0, size)
             V.check_finite(val, "rerank_value")
-            D = 3 if p._spectral else 1
+            D = p._n_dense()
             v = V.get(arrays, "dense_weights", "float", shape=(D,), dtype=np.float64)
             scale = V.get(arrays, "dense_scale", "float", shape=(D,), dtype=np.float64)
             V.check_finite(v, "dense_weights")
@@ -436,6 +507,40 @@ class RerankDepParser(Parser):
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ModelFileError(f"corrupt rerank-dep model file ({exc!r})") from None
         return p
+
+
+def count_correct(sents, data):
+    """``(correct, n_tokens)``: the correct heads of every candidate of ``data`` (k-best lists
+    of ``sents``, punctuation excluded) and the non-punctuation tokens of ``sents``."""
+    from ..eval.attachment import is_punctuation
+
+    gold = np.array([h for s in sents for h in s.heads], dtype=np.int64)
+    keep = np.fromiter((not is_punctuation(w, t, u) for s in sents
+                        for w, t, u in zip(s.words, s.tags, _upos(s))), dtype=np.bool_,
+                       count=len(gold))
+    gold_off = np.zeros(len(sents) + 1, dtype=np.int64)
+    np.cumsum([len(s.words) for s in sents], out=gold_off[1:])
+    correct = np.zeros(data.n_candidates, dtype=np.int64)
+    correct_counts(gold, gold_off, data.heads, data.cand_off, data.cand_hoff, data.lengths,
+                   keep, correct)
+    return correct, int(keep.sum())
+
+
+def _normalise(x, data, how):
+    """``x`` (one value per candidate) relative to its list: minus the list's best (``max``),
+    that divided by the sentence's words (``word``), or standardised within the list
+    (``list``: minus the list's mean, over its standard deviation)."""
+    if len(x) == 0:
+        return x.copy()
+    if how in ("max", "word"):
+        out = data.relative(x)
+        return out / np.maximum(data.lengths[data.sent], 1) if how == "word" else out
+    counts = np.diff(data.cand_off)
+    mean = np.add.reduceat(x, data.cand_off[:-1]) / np.maximum(counts, 1)
+    d = x - mean[data.sent]
+    sd = np.sqrt(np.add.reduceat(d * d, data.cand_off[:-1]) / np.maximum(counts, 1))
+    sd = np.where(sd > 0, sd, 1.0)
+    return d / sd[data.sent]
 
 
 def _upos(s):
