@@ -312,7 +312,9 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
     corpus = corpus_from_sentences(sentences, voc)
     scheme = LabelScheme.from_labels(set(corpus.labels), voc)
     space = E.LabelSpace(scheme, with_morph)
-    ids = np.array([space.add(lab) for lab in corpus.labels], dtype=np.int64)
+    label_id = {lab: space.add(lab) for lab in dict.fromkeys(corpus.labels)}
+    ids = np.fromiter((label_id[lab] for lab in corpus.labels), dtype=np.int64,
+                      count=len(corpus.labels))
     fs = FeatureSpace.for_features(templates).fit(corpus.tokens, corpus.sent_starts)
     F = fs.transform(corpus.tokens, corpus.sent_starts)
     V = space.lv[ids]
