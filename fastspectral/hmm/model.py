@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ..base import Estimator
+from ..base import Estimator, PartitionedFit
 from ..errors import ModelFileError
 from . import em as _em
 from . import spectral as _sp
@@ -66,7 +66,7 @@ def _check_float(name, value, low, high=None):
     return x
 
 
-class HMM(Estimator):
+class HMM(PartitionedFit, Estimator):
     """Hidden Markov model of symbol sequences: spectral, EM, or spectral-initialised EM.
 
     A sequence ``x_1 .. x_T`` is scored as ``T + 1`` events (its symbols, then the end of the
@@ -368,14 +368,29 @@ class HMM(Estimator):
         """The Kneser-Ney bigram over this model's symbols (``fastspectral.lm``), built from
         the encoded ids: the vocabulary, bigram counts and discounts ``KneserNeyBigramLM.fit``
         gives on the symbol strings (tested equal), without re-reading the strings."""
-        import time as _time
+        t0 = time.perf_counter()
+        kn, kid = self._smoother_vocabulary(np.bincount(enc.ids, minlength=len(self.symbols_)))
+        V = len(kn.vocab_)
+        if V * V <= _sp._DENSE_COUNT:     # one compiled pass: the same CSR as bigram_matrix
+            counts = _bigram_counts(enc.offsets, enc.ids, kid, V)
+        else:
+            from ..lm.kneser_ney import bigram_matrix
 
-        from ..lm.kneser_ney import BOS, EOS, UNK, KneserNeyBigramLM, Vocabulary, bigram_matrix
+            n = enc.n_sequences
+            framed = frame_ids(enc, kid[enc.ids], 0, 1)      # <s> x </s>
+            starts = enc.offsets[1:] + 2 * np.arange(1, n + 1) - 1   # every sequence's </s>
+            keep = np.ones(len(framed) - 1, dtype=bool)
+            keep[starts[:-1]] = False                   # no bigram from </s> to the next <s>
+            counts = bigram_matrix(framed[:-1][keep], framed[1:][keep], V)
+        self._finish_smoother(kn, counts, t0)
 
-        t0 = _time.perf_counter()
+    def _smoother_vocabulary(self, counts):
+        """``(KneserNeyBigramLM with its vocabulary, symbol id -> KN id)`` from the symbol
+        counts: the seen symbols, most frequent first (ties in string order)."""
+        from ..lm.kneser_ney import BOS, EOS, UNK, KneserNeyBigramLM, Vocabulary
+
         syms = self.symbols_.symbols
         M = len(syms)
-        counts = np.bincount(enc.ids, minlength=M)
         seen = [i for i in range(1, M) if counts[i] > 0]
         seen.sort(key=lambda i: (-counts[i], syms[i]))
         kn = KneserNeyBigramLM(min_count=1, lowercase=False)
@@ -383,19 +398,15 @@ class HMM(Estimator):
                                min_count=1)
         kid = np.full(M, 2, dtype=np.int64)
         kid[np.asarray(seen, dtype=np.int64)] = 3 + np.arange(len(seen))
-        n = enc.n_sequences
-        V = len(kn.vocab_)
-        if V * V <= _sp._DENSE_COUNT:     # one compiled pass: the same CSR as bigram_matrix
-            D = _bigram_counts(enc.offsets, enc.ids, kid, V)
-            kn.counts_ = sp.csr_matrix(_sp._dense_to_csr(D), shape=(V, V))
-        else:
-            framed = frame_ids(enc, kid[enc.ids], 0, 1)      # <s> x </s>
-            starts = enc.offsets[1:] + 2 * np.arange(1, n + 1) - 1   # every sequence's </s>
-            keep = np.ones(len(framed) - 1, dtype=bool)
-            keep[starts[:-1]] = False                   # no bigram from </s> to the next <s>
-            kn.counts_ = bigram_matrix(framed[:-1][keep], framed[1:][keep], V)
+        return kn, kid
+
+    def _finish_smoother(self, kn, counts, t0) -> None:
+        """The smoother from its bigram counts (dense array or CSR)."""
+        if isinstance(counts, np.ndarray):
+            counts = sp.csr_matrix(_sp._dense_to_csr(counts), shape=counts.shape)
+        kn.counts_ = counts
         kn._finish()
-        kn.fit_time_ = _time.perf_counter() - t0
+        kn.fit_time_ = time.perf_counter() - t0
         self._set_smoother(kn)
 
     def _set_smoother(self, kn) -> None:
@@ -405,13 +416,15 @@ class HMM(Estimator):
         self._kn_ids = np.array([2] + [index.get(s, 2) for s in self.symbols_.symbols[1:]],
                                 dtype=np.int64)
 
-    def _set_rare_weights(self, full: Encoded) -> None:
+    def _set_rare_weights(self, full: Encoded, counts=None) -> None:
         """The latent vocabulary: symbols ``1..K`` (the ``max_vocab`` most frequent) are their
         own latent symbols; ``<unk>`` and the rarer symbols share latent symbol 0, which emits
-        each of them with weight ``count / (their total count)``."""
+        each of them with weight ``count / (their total count)``.  ``counts``: the counts per
+        symbol id, if known (else those of ``full``)."""
         M = len(self.symbols_)
         K = M - 1 if self.max_vocab is None else min(int(self.max_vocab), M - 1)
-        counts = np.bincount(full.ids, minlength=M).astype(np.float64)
+        counts = np.bincount(full.ids, minlength=M).astype(np.float64) if counts is None else \
+            np.asarray(counts, dtype=np.float64).copy()
         counts[1:K + 1] = 0.0
         tot = counts.sum()
         w = counts / tot if tot > 0 else counts
@@ -486,6 +499,104 @@ class HMM(Estimator):
         self.start_, self.trans_, self.emit_ = start, trans, emit
         self.train_loglik_ = np.asarray(train_ll)
         self.dev_perplexity_ = np.asarray(dev_hist)
+
+    # ------------------------------------------------------------------ partitioned learning
+    def prepare_partition(self, items):
+        from ..base import Partition
+
+        seqs = check_sequences(items, "sequences")
+        return Partition(seqs, len(seqs))
+
+    def sufficient_statistics(self, items, context=None):
+        """The mergeable statistics of a partition of sequences for the pass of ``context``
+        (``method="spectral"``; four passes: tokens, smoother bigrams and length-2 string
+        counts, the Hankel block, the projected trigram sums; see
+        :mod:`fastspectral.hmm.stats`)."""
+        from . import stats as S
+
+        part = self._as_partition(items)
+        if context is None:
+            self._check_partitioned()
+            return S.token_counts(self, part)
+        return {"pairs": S.pair_counts, "hankel": S.hankel_counts,
+                "operators": S.operator_counts}[context.stage](part, context)
+
+    def _check_partitioned(self):
+        self._validate()
+        if self.method != "spectral":
+            raise ValueError(f"partitioned learning is implemented for method='spectral', "
+                             f"not {self.method!r}")
+
+    def fit_statistics(self, stats, context=None):
+        """One estimate from merged statistics: the next pass's context, or None once fitted
+        (the model ``fit(sequences)`` gives on the concatenated partitions, without ``dev``:
+        ridge, state mixing and interpolation weight as given or their defaults)."""
+        from . import stats as S
+
+        if context is None:
+            self._check_partitioned()
+            for k in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+                delattr(self, k)
+            self._partition_t0 = time.perf_counter()
+            self.symbols_, counts = S.symbol_table(self, stats)
+            self._set_rare_weights(None, counts)
+            kn, kid = self._smoother_vocabulary(counts)
+            self._partition_kn = kn
+            if len(kn.vocab_) ** 2 > _sp._DENSE_COUNT or \
+                    (self.n_latent_symbols_ + 2) ** 2 > _sp._DENSE_COUNT:
+                raise ValueError("partitioned learning needs dense count tables: at most "
+                                 f"{int(_sp._DENSE_COUNT ** 0.5) - 2} symbols (use max_vocab "
+                                 "and min_count)")
+            return S.PassContext("pairs", self.symbols_, self.n_latent_symbols_, kid,
+                                 len(kn.vocab_))
+        M = context.M
+        if context.stage == "pairs":
+            self._finish_smoother(self._partition_kn, stats.bigrams, self._partition_t0)
+            del self._partition_kn
+            k = int(self.max_basis)
+            pc, sc = _sp._dense_top(stats.prefix_pairs, k), _sp._dense_top(stats.suffix_pairs, k)
+            n_rows, n_cols = M + 1 + len(sc), M + 1 + len(pc)
+            if n_rows * n_cols > _sp._DENSE_COUNT:
+                raise ValueError("partitioned learning needs a dense Hankel block (lower "
+                                 "max_basis or the number of symbols)")
+            B2 = (M + 2) * (M + 2)
+            ptab = np.full(B2, -1, dtype=np.int64)
+            ptab[pc] = M + 1 + np.arange(len(pc))
+            stab = np.full(B2, -1, dtype=np.int64)
+            stab[sc] = M + 1 + np.arange(len(sc))
+            return context.next("hankel", basis=(ptab, stab, n_rows, n_cols))
+        if context.stage == "hankel":
+            if stats.n_sequences == 0:
+                raise ValueError("no training sequences")
+            scale = 1.0 / stats.n_sequences
+            self._partition_hankel = (stats.P * scale, stats.n * scale, stats.n_sequences)
+            ridge = DEFAULT_RIDGE if self.ridge is None else float(self.ridge)
+            P = self._partition_hankel[0]
+            with _sp.blas_single_thread():
+                U, X, sv = _sp._projections(
+                    sp.csr_matrix(_sp._dense_to_csr(P), shape=P.shape), int(self.n_states),
+                    ridge, 1e-10, stats.n_sequences, self.random_state)
+            self._partition_svd = (U, X, sv, ridge)
+            return context.next("operators", U=U, X=X)
+        P, n, n_seq = self._partition_hankel
+        U, X, sv, ridge = self._partition_svd
+        del self._partition_hankel, self._partition_svd
+        self.operators_ = _sp.finish_operators(P, n, M, U, X, sv, stats.A * (1.0 / n_seq))
+        self.n_states_ = self.operators_.n_states
+        self.ridge_ = ridge
+        self.state_mixing_ = DEFAULT_MIXING if self.state_mixing is None else \
+            float(self.state_mixing)
+        self.backoff_weight_ = DEFAULT_BACKOFF_WEIGHT["spectral"] if \
+            self.backoff_weight is None else float(self.backoff_weight)
+        self.start_ = self.trans_ = self.emit_ = None
+        self.train_loglik_ = np.zeros(0)
+        self.dev_perplexity_ = np.zeros(0)
+        self.best_iteration_ = 0
+        self.iterations_run_ = 0
+        self.fit_time_ = time.perf_counter() - self._partition_t0
+        self.timings_ = {}
+        del self._partition_t0
+        return None
 
     # ------------------------------------------------------------------ scoring internals
     def _encode(self, sequences, what="sequences") -> Encoded:

@@ -619,18 +619,27 @@ def learn_operators(enc: Encoded, M: int, n_states: int, max_basis: int = 32,
         U, X, s = _projections(P, int(n_states), float(ridge), float(rcond), H.n_seq,
                                random_state, bool(scaled))
         A = _operators(H, U, X)
-        if isinstance(H, DenseHankel):
-            Pd = H.P
-            alpha1 = Pd[:, M] @ U
-            beta = Pd[M, :] @ X
-            G = Pd[:, :M].T @ U
-            mean = Pd[:, :M + 1].sum(axis=1) @ U
+        return finish_operators(H.P if isinstance(H, DenseHankel) else P,
+                                H.prefix_counts(), M, U, X, s, A)
+
+
+def finish_operators(P, n, M: int, U, X, s, A) -> SpectralOperators:
+    """The automaton from the Hankel block ``P`` (dense or sparse, per sequence), the prefix
+    counts ``n``, the projections ``U``, ``X``, the kept singular values ``s`` and the
+    operators ``A``: ``alpha1 = U^T P[:, START]``, ``beta = P[STOP, :] X``, ``c = n X``, ``W``
+    and the averaged state after each symbol (the fallback of the filter)."""
+    with blas_single_thread():
+        if isinstance(P, np.ndarray):
+            alpha1 = P[:, M] @ U
+            beta = P[M, :] @ X
+            G = P[:, :M].T @ U
+            mean = P[:, :M + 1].sum(axis=1) @ U
         else:
             alpha1 = np.asarray(P[:, M].toarray()).ravel() @ U
             beta = np.asarray(P[M, :].toarray()).ravel() @ X
             G = np.asarray((P[:, :M].T @ U))
             mean = np.asarray(P[:, :M + 1].sum(axis=1)).ravel() @ U
-        c = H.prefix_counts() @ X
+        c = n @ X
         W = np.einsum("i,aij->aj", c, A)
         # averaged state after each symbol: U^T P[:, a], normalised to c^T v = 1
         mass = G @ c
@@ -849,8 +858,21 @@ def hmm_from_anchors(H: HankelData, n_states: int, random_state=0, floor: float 
         raise ValueError("no symbol occurs in the training sequences")
     with blas_single_thread():
         res = mdp2(context_matrix(H), k, candidates=cand, random_state=random_state)
-        O = np.clip(np.asarray(res.r, dtype=np.float64), 0.0, None)      # [M, k]
+    return hmm_from_emissions(H, np.asarray(res.r, dtype=np.float64), n_states, rng, floor)
+
+
+def hmm_from_emissions(H, O, n_states: int, rng, floor: float = 0.1):
+    """HMM parameters ``(start, trans, emit)`` from emission estimates ``O`` [M, k]
+    (``O[x, h]``, clipped at 0 and normalised per state): the transitions, start and stop
+    probabilities by least squares through ``O^+`` on the bigram, first- and last-symbol
+    counts (clipped at 0), every distribution mixed with the uniform one (weight ``floor``);
+    states beyond ``k`` are noisy copies of the most probable ones."""
+    M, F, t = H.M, H.F, H.tok
+    counts = np.bincount(F[t], minlength=M).astype(np.float64)
+    with blas_single_thread():
+        O = np.clip(np.asarray(O, dtype=np.float64), 0.0, None)         # [M, k]
         O /= np.where(O.sum(axis=0) > 0, O.sum(axis=0), 1.0)[None, :]
+        k = O.shape[1]
         first = np.bincount(F[t][F[t - 1] == M], minlength=M).astype(np.float64)
         last = np.bincount(F[t][F[t + 1] == M + 1], minlength=M).astype(np.float64)
         b = t[F[t + 1] < M]
