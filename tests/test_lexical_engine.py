@@ -9,7 +9,6 @@ from fastspectral.lexical import engine as E
 from fastspectral.lexical.analyser import SuffixGuesser, _vocalised_lemma_rule
 from fastspectral.lexical.data import corpus_from_sentences
 from fastspectral.lexical.model import _stage2_rows, candidates, train
-from fastspectral.trees.conll import DepSentence
 
 from test_lexical import synthetic
 
