@@ -152,10 +152,16 @@ def test_build_and_encode_equals_table_then_encode():
             for lc in (False, True):
                 t1 = SymbolTable.build(seqs, mc, None, lc)
                 e1 = encode(seqs, t1)
-                t2, e2 = build_and_encode(seqs, mc, lc)
+                t2, e2, c2 = build_and_encode(seqs, mc, lc, return_counts=True)
                 assert t2.symbols == t1.symbols and t2.lowercase == t1.lowercase
+                np.testing.assert_array_equal(c2, np.bincount(e1.ids, minlength=len(t1)))
                 np.testing.assert_array_equal(e2.offsets, e1.offsets)
                 np.testing.assert_array_equal(e2.ids, e1.ids)
+    many = [[f"w{i % 300}" for i in range(j, j + 7)] for j in range(0, 900, 7)]  # > 256 types
+    t1 = SymbolTable.build(many)
+    t2, e2 = build_and_encode(many)
+    assert t2.symbols == t1.symbols
+    np.testing.assert_array_equal(e2.ids, encode(many, t1).ids)
     with pytest.raises(TypeError):
         build_and_encode([["a", 3]])
     with pytest.raises(TypeError, match=r"sequences\[1\] holds a int"):

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
-from itertools import chain, count, repeat
+from itertools import chain, repeat
+from operator import itemgetter
 
 import numpy as np
 
@@ -300,37 +301,49 @@ def frame_ids(enc: Encoded, ids: np.ndarray, start: int, stop: int) -> np.ndarra
     return F
 
 
-def build_and_encode(sequences, min_count: int = 1,
-                     lowercase: bool = False) -> tuple[SymbolTable, Encoded]:
+def build_and_encode(sequences, min_count: int = 1, lowercase: bool = False,
+                     return_counts: bool = False):
     """``(SymbolTable.build(sequences, min_count, None, lowercase), encode(sequences, table))``
-    in one pass over the tokens: every token is looked up once in a dict that grows as new
-    strings appear (``dict.setdefault`` mapped at C speed; the value is the position of a
-    string's first occurrence), the counts are a ``bincount`` of those ids and the final ids
-    (most frequent first, ties in string order, rarer than ``min_count`` and reserved strings
-    -> ``<unk>``) one gather."""
+    (and, with ``return_counts``, the number of tokens of every symbol id) with the tokens
+    hashed in C loops only: ``dict.fromkeys`` collects the distinct strings in first-seen
+    order, ``operator.itemgetter(*tokens)`` looks every token up (no Python call per token)
+    and ``bytes`` (at most 256 distinct strings) or ``np.fromiter`` packs the ids; the counts
+    are a ``bincount`` of those ids and the final ids (most frequent first, ties in string
+    order, rarer than ``min_count`` and reserved strings -> ``<unk>``) one gather."""
     lens = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
     off = np.zeros(len(sequences) + 1, dtype=np.int64)
     np.cumsum(lens, out=off[1:])
-    n = int(off[-1])
-    flat = chain.from_iterable(sequences)
+    flat = list(chain.from_iterable(sequences))
     if lowercase:
-        flat = map(str.lower, flat)
-    first: dict = {}
-    raw = np.fromiter(map(first.setdefault, flat, count()), dtype=np.int64, count=n)
-    keys = list(first)
+        flat = list(map(str.lower, flat))
+    index = dict.fromkeys(flat)
+    keys = list(index)
     if not all(type(k) is str for k in keys):       # one check per distinct token
         raise TypeError("a token is not a string")
-    pos = np.fromiter(first.values(), dtype=np.int64, count=len(keys))
-    dense = np.empty(max(n, 1), dtype=np.int64)
-    dense[pos] = np.arange(len(keys))
-    ids0 = dense[raw]                                   # first-occurrence order
+    for i, k in enumerate(keys):
+        index[k] = i
+    if len(flat) >= 2:
+        looked = itemgetter(*flat)(index)
+        if len(keys) <= 256:
+            ids0 = np.frombuffer(bytes(looked), dtype=np.uint8).astype(np.int64)
+        else:
+            ids0 = np.fromiter(looked, dtype=np.int64, count=len(flat))
+    else:
+        ids0 = np.zeros(len(flat), dtype=np.int64)
     counts = np.bincount(ids0, minlength=len(keys))
     cand = [i for i in range(len(keys)) if counts[i] >= min_count and keys[i] not in _RESERVED]
     cand.sort(key=lambda i: (-counts[i], keys[i]))
     table = SymbolTable([UNK] + [keys[i] for i in cand], bool(lowercase))
     remap = np.zeros(len(keys), dtype=np.int64)
-    remap[np.asarray(cand, dtype=np.int64)] = np.arange(1, len(cand) + 1)
-    return table, Encoded(off, remap[ids0])
+    cand_ids = np.asarray(cand, dtype=np.int64)
+    remap[cand_ids] = np.arange(1, len(cand) + 1)
+    enc = Encoded(off, remap[ids0])
+    if not return_counts:
+        return table, enc
+    sym_counts = np.zeros(len(table), dtype=np.int64)
+    sym_counts[1:] = counts[cand_ids]
+    sym_counts[0] = len(flat) - int(sym_counts[1:].sum())
+    return table, enc, sym_counts
 
 
 def encode(sequences, table: SymbolTable) -> Encoded:

@@ -276,8 +276,8 @@ class HMM(PartitionedFit, Estimator):
         """
         t_start = time.perf_counter()
         self._validate()
-        seqs, table, full = _read_training(sequences, int(self.min_count),
-                                           bool(self.lowercase))
+        seqs, table, full, counts = _read_training(sequences, int(self.min_count),
+                                                   bool(self.lowercase))
         if not seqs:
             raise ValueError("no training sequences")
         dev_seqs = check_sequences(dev, "dev") if dev is not None else None
@@ -286,8 +286,8 @@ class HMM(PartitionedFit, Estimator):
             delattr(self, k)
         timings = {}
         self.symbols_ = table
-        self._fit_smoother(full)
-        self._set_rare_weights(full)
+        self._fit_smoother(full, counts)
+        self._set_rare_weights(full, counts)
         M = self.n_latent_symbols_
         enc = self._latent(full)
         timings["counting"] = time.perf_counter() - t_start
@@ -364,12 +364,14 @@ class HMM(PartitionedFit, Estimator):
                     best = (score, ridge, mix, op)
         _, self.ridge_, self.state_mixing_, self.operators_ = best
 
-    def _fit_smoother(self, enc: Encoded) -> None:
+    def _fit_smoother(self, enc: Encoded, counts=None) -> None:
         """The Kneser-Ney bigram over this model's symbols (``fastspectral.lm``), built from
         the encoded ids: the vocabulary, bigram counts and discounts ``KneserNeyBigramLM.fit``
         gives on the symbol strings (tested equal), without re-reading the strings."""
         t0 = time.perf_counter()
-        kn, kid = self._smoother_vocabulary(np.bincount(enc.ids, minlength=len(self.symbols_)))
+        if counts is None:
+            counts = np.bincount(enc.ids, minlength=len(self.symbols_))
+        kn, kid = self._smoother_vocabulary(counts)
         V = len(kn.vocab_)
         if V * V <= _sp._DENSE_COUNT:     # one compiled pass: the same CSR as bigram_matrix
             counts = _bigram_counts(enc.offsets, enc.ids, kid, V)
@@ -444,6 +446,8 @@ class HMM(PartitionedFit, Estimator):
     def _latent(self, full: Encoded) -> Encoded:
         """``full`` with every symbol beyond the cap mapped to latent symbol 0."""
         K = self.n_latent_symbols_ - 1
+        if K == len(self.symbols_) - 1:
+            return full                                 # no cap: the same symbols
         return Encoded(full.offsets, np.where(full.ids <= K, full.ids, 0))
 
     def _event_rare_weights(self, full: Encoded) -> np.ndarray:
@@ -819,7 +823,7 @@ def _bigram_counts(offsets, ids, kid, V):  # pragma: no cover - numba
 
 
 def _read_training(sequences, min_count: int, lowercase: bool):
-    """``(sequences as a list, SymbolTable, Encoded)``: the checks of
+    """``(sequences as a list, SymbolTable, Encoded, tokens per symbol id)``: the checks of
     :func:`~fastspectral.hmm.data.check_sequences` and the table and encoding of
     ``SymbolTable.build`` + ``encode`` in one pass over the tokens when every sequence is a
     list of strings (else the checks raise their one-line errors)."""
@@ -828,13 +832,13 @@ def _read_training(sequences, min_count: int, lowercase: bool):
     seqs = sequences if type(sequences) is list else None
     if seqs is not None and set(map(type, seqs)) <= {list}:
         try:
-            table, full = build_and_encode(seqs, min_count, lowercase)
-            return seqs, table, full
+            return (seqs,) + build_and_encode(seqs, min_count, lowercase, return_counts=True)
         except (TypeError, AttributeError):
             pass                                    # a non-string token: named below
     seqs = check_sequences(sequences, "sequences")
     table = SymbolTable.build(seqs, min_count, None, lowercase)
-    return seqs, table, encode(seqs, table)
+    full = encode(seqs, table)
+    return seqs, table, full, np.bincount(full.ids, minlength=len(table))
 
 
 def _mix(q, png, w):

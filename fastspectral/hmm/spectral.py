@@ -72,6 +72,8 @@ _DENSE_SVD = 100
 #: development perplexities on the WSJ tags (m = 10 / 20 / 40: 9.698 / 8.835 / 8.531 with 2,
 #: 9.697 / 8.834 / 8.534 with 4) at 1-4 ms less per fit
 POWER_ITERATIONS = 2
+#: extra columns of the randomized SVD's test matrix
+OVERSAMPLE = 10
 #: Hankel blocks (and length-2 code tables) with at most this many cells are dense
 _DENSE_COUNT = 1 << 22
 #: reset the state when the observed event has less than this share of the clipped mass
@@ -525,7 +527,8 @@ def _svd(P, N: int, random_state=0):
 
     if P.shape[0] * P.shape[1] <= _DENSE_COUNT and P.nnz > 0.25 * P.shape[0] * P.shape[1]:
         P = P.toarray()             # dense products: faster than CSR ones at this density
-    return randomized_svd(P, k, oversample=10, n_iter=POWER_ITERATIONS, random_state=random_state)
+    return randomized_svd(P, k, oversample=OVERSAMPLE, n_iter=POWER_ITERATIONS,
+                          random_state=random_state)
 
 
 def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False):
