@@ -49,6 +49,10 @@ class GoldOracle(Estimator):
             sign[i] = 0.0 if wrong % 3 == 2 else (-1.0 if wrong == 4 else 1.0)
         return (out, sign) if return_sign else out
 
+    def fragment_log_prob(self, sentences, heads=None, *, jobs=None):
+        """Uninformative fragment scores: the re-ranker must cope with a useless column."""
+        return np.zeros(len(sentences)), np.zeros(len(sentences))
+
     def _model_file(self):
         return {"n": self.n_, "penalty": self.penalty}, {}
 
@@ -99,7 +103,7 @@ def test_log_p_hat_feature_is_learnt(synthetic, monkeypatch, tmp_path):
     kw = dict(k=20, epochs=2, bits=18, rerank_bits=16, jobs=2)
     base = RerankDepParser(features="base", **kw).fit(train)
     spec = RerankDepParser(features="base+spectral", **kw).fit(train)
-    assert isinstance(spec.spectral_, GoldOracle) and spec.dense_weights_.shape == (4,)
+    assert isinstance(spec.spectral_, GoldOracle) and spec.dense_weights_.shape == (6,)
     assert spec.dense_weights_[1] > 0
     u_base = attachment_scores(test, base.parse(test)).uas
     u_spec = attachment_scores(test, spec.parse(test)).uas
@@ -186,7 +190,7 @@ def test_dense_columns_sign_and_invalid():
     d.base = np.array([5.0, 4.0, 3.0, 2.0, 1.0])
     lp = np.array([-10.0, -1e4, -16.0, -3.0, -5.0])
     sign = np.array([1.0, 0.0, -1.0, 1.0, 1.0])
-    m = RerankDepParser(logp_norm="max")
+    m = RerankDepParser(logp_norm="max", spectral_scores="tree")
     raw = m._raw_dense(d, lp, sign)
     assert raw.shape == (5, 4)
     np.testing.assert_allclose(raw[:, 0], [0, -1, -2, 0, -1])
@@ -195,6 +199,15 @@ def test_dense_columns_sign_and_invalid():
     np.testing.assert_array_equal(raw[:, 3], [0, 0, 1, 0, 0])
     m.logp_sign = False
     assert m._raw_dense(d, lp, sign).shape == (5, 3) and m._n_dense() == 3
+    # fragments: their log p-hat relative to the list's best, negatives above the fewest
+    m.spectral_scores = "both"
+    frag, fneg = np.array([-7.0, -9.0, -8.0, -2.0, -1.0]), np.array([1.0, 3.0, 2.0, 0.0, 0.0])
+    raw = m._raw_dense(d, lp, sign, frag, fneg)
+    assert raw.shape == (5, 5) and m._n_dense() == 5
+    np.testing.assert_allclose(raw[:, 3], [0, -2, -1, -1, 0])
+    np.testing.assert_allclose(raw[:, 4], [0, -2, -1, 0, 0])
+    m.spectral_scores = "fragment"
+    assert m._n_dense() == 3
     with pytest.raises(ValueError, match="logp_norm"):
         RerankDepParser(logp_norm="nope").fit([])
 
@@ -252,3 +265,24 @@ def test_fragment_log_prob_is_the_sum_over_depth_one_subtrees():
     other = [0] + [1] * (len(s.words) - 1)
     f2, _ = m.fragment_log_prob([s], heads=[s.heads, other])
     assert f2[0] == pytest.approx(frag[0]) and f2[1] != pytest.approx(frag[0])
+
+
+def test_cli_spectral_options(synthetic, tmp_path, capsys):
+    """train rerank-dep --states / --spectral-scores / --dense-gain reach the model; parse
+    with the spectral model."""
+    train, inp, model = tmp_path / "t.conllu", tmp_path / "in.conllu", tmp_path / "m.rr"
+    _write_conllu(train, synthetic[:200])
+    _write_conllu(inp, synthetic[300:320], heads=False)
+    assert cli.main(["train", "rerank-dep", str(train), "-o", str(model), "--k", "5",
+                     "--epochs", "1", "--bits", "16", "--rerank-bits", "16", "--states", "2",
+                     "--spectral-scores", "fragment", "--dense-gain", "4", "--logp-norm",
+                     "word", "-q"]) == 0
+    m = RerankDepParser.load(model)
+    assert m.spectral_.n_states == 2 and m.spectral_scores == "fragment"
+    assert m.dense_gain == 4.0 and m.logp_norm == "word" and m.dense_weights_.shape == (3,)
+    out = tmp_path / "o.conllu"
+    assert cli.main(["parse", str(model), str(inp), "-o", str(out), "-q"]) == 0
+    assert len(list(read_conllu(out))) == 20
+    rc = cli.main(["train", "rerank-dep", str(train), "-o", str(tmp_path / "b"), "--features",
+                   "base", "--states", "4", "-q"])
+    assert rc == 2 and "--states needs --features base+spectral" in capsys.readouterr().err

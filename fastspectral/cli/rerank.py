@@ -19,19 +19,31 @@ treebank (with --embeddings FILE: an eigenword dictionary, 'fastspectral train e
 
 examples:
   fastspectral train rerank-dep wsj.dp -o wsj.rerank --k 50 --features base+spectral
-  fastspectral train rerank-dep wsj.dp -o wsj.rerank --embeddings en.eigenwords
+  fastspectral train eigenwords brown-tagged.txt wsj.dp -o en30.eigenwords --dim 30
+  fastspectral train rerank-dep wsj.dp -o wsj.rerank --embeddings en30.eigenwords
   fastspectral parse wsj.rerank test.conllu -o parsed.conllu [--no-rerank]
 """
 
 
 def add_arguments(parser, cls) -> None:
-    from ..rerank.model import FEATURES
+    from ..rerank.model import FEATURES, LOGP_NORMS, SPECTRAL_DEFAULTS, SPECTRAL_SCORES
 
     g = parser.add_argument_group("re-ranker (Dhillon et al. 2012, section 4)")
     kit.option(g, "--k", cls, "k", type=positive_int, metavar="K", help="trees per k-best list")
     kit.option(g, "--features", cls, "features", choices=FEATURES,
                help="re-ranker features: the paper's baseline features and the base score "
                     "(base), also log p-hat of the spectral model (base+spectral)")
+    kit.option(g, "--spectral-scores", cls, "spectral_scores", choices=SPECTRAL_SCORES,
+               help="the spectral model's scores: p-hat of the tree (with its sign), of its "
+                    "depth-1 fragments, or both")
+    kit.option(g, "--logp-norm", cls, "logp_norm", choices=LOGP_NORMS,
+               help="log p-hat within its list: minus the list's best (max), that per word "
+                    "(word), standardised in the list (list)")
+    kit.option(g, "--dense-gain", cls, "dense_gain", type=float, metavar="G",
+               help="scale of the dense features (base score, log p-hat) in the perceptron")
+    g.add_argument("--states", type=positive_int, metavar="M", default=None,
+                   help="hidden states of the spectral model (default: "
+                        f"{SPECTRAL_DEFAULTS['n_states']})")
     kit.option(g, "--folds", cls, "folds", type=positive_int, metavar="F",
                help="jack-knife folds of the training lists")
     kit.option(g, "--rerank-epochs", cls, "rerank_epochs", type=positive_int, metavar="N",
@@ -46,9 +58,15 @@ def add_arguments(parser, cls) -> None:
 
 def build(args, cls, preset):
     model = kit.build_estimator(args, cls, preset)
+    extra = {}
     if getattr(args, "embeddings", None) is not None:
         kit.require_file(args.embeddings, "embeddings file")
+        extra["embeddings"] = args.embeddings
+    if getattr(args, "states", None) is not None:
+        extra["n_states"] = args.states
+    if extra:
         if model.features != "base+spectral":
-            raise kit.CommandError("--embeddings needs --features base+spectral")
-        model.spectral_params = {**(model.spectral_params or {}), "embeddings": args.embeddings}
+            flag = "--embeddings" if "embeddings" in extra else "--states"
+            raise kit.CommandError(f"{flag} needs --features base+spectral")
+        model.spectral_params = {**(model.spectral_params or {}), **extra}
     return model

@@ -37,6 +37,9 @@ FEATURES = ("base", "base+spectral")
 LOGP_NORMS = ("max", "word", "list")
 #: the spectral model's scores used: p-hat of the tree, of its depth-1 fragments, both
 SPECTRAL_SCORES = ("tree", "fragment", "both")
+#: constructor arguments of the latent dependency model unless ``spectral_params`` says
+#: otherwise (16 states: chosen on the WSJ dev split, docs/rerank.md)
+SPECTRAL_DEFAULTS = {"n_states": 16}
 #: model-file prefixes of the sub-models
 _MST, _SPEC = "mst.", "spec."
 
@@ -107,12 +110,24 @@ class RerankDepParser(Parser):
         Base parser's perceptron batch (see :class:`~fastspectral.rerank.mst.MSTParser`).
     bits, rerank_bits : int, default 22, 20
         Hashed weights of the base parser / of the re-ranker: ``2**bits``.
-    dense_gain : float, default 3.0
+    dense_gain : float, default 10.0
         The dense features (base score, log p-hat) are divided by their standard deviation
         over the training lists and multiplied by ``dense_gain``: a larger gain is a smaller
         perceptron step on them relative to the sparse features.
     spectral_params : dict or None, default None
-        Constructor arguments of the latent dependency model (e.g. ``{"embeddings": path}``).
+        Constructor arguments of the latent dependency model (e.g. ``{"embeddings": path}``),
+        over ``SPECTRAL_DEFAULTS`` (``n_states=16``); without ``embeddings`` it learns
+        eigenwords from the training treebank's words.
+    logp_norm : {"max", "word", "list"}, default "max"
+        log p-hat within its k-best list: minus the list's best; that divided by the
+        sentence's words; standardised within the list.
+    logp_sign : bool, default True
+        Also the 'p-hat < 0' indicator (finite-sample estimates can be negative).
+    spectral_scores : {"tree", "fragment", "both"}, default "both"
+        The spectral model's scores used: ``log |p-hat(tree)|`` (with its sign), the sum of
+        ``log |p-hat|`` of the depth-1 fragments (each node with its children;
+        ``LatentDependencyModel.fragment_log_prob``) with the number of negative fragments, or
+        both.
     tagset : {"auto", "upos", "xpos"}, default "auto"
         The POS column.
     random_state : int or None, default 0
@@ -167,8 +182,8 @@ class RerankDepParser(Parser):
     def __init__(self, k: int = 50, features: str = "base+spectral", folds: int = 3,
                  epochs: int = 10, rerank_epochs: int = 5, minibatch: int = 8,
                  bits: int = 22, rerank_bits: int = 20, spectral_params: dict | None = None,
-                 dense_gain: float = 3.0, logp_norm: str = "max", logp_sign: bool = True,
-                 spectral_scores: str = "tree",
+                 dense_gain: float = 10.0, logp_norm: str = "max", logp_sign: bool = True,
+                 spectral_scores: str = "both",
                  tagset: str = "auto", random_state: int | None = 0,
                  jobs: int | None = None):
         self.k = k
@@ -221,7 +236,10 @@ class RerankDepParser(Parser):
                          tagset=self.tagset, random_state=self.random_state, jobs=self.jobs)
 
     def _new_spectral(self):
-        return _spectral_class()(**(self.spectral_params or {}))
+        cls = _spectral_class()
+        names = cls._get_param_names() if hasattr(cls, "_get_param_names") else ()
+        defaults = {k: v for k, v in SPECTRAL_DEFAULTS.items() if k in names}
+        return cls(**{**defaults, **(self.spectral_params or {})})
 
     @property
     def _spectral(self) -> bool:
