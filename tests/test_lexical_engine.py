@@ -141,3 +141,27 @@ def test_candidates_follow_the_tags_when_any_candidate_has_the_tag():
     ct = candidates(lr.tables, lr.space, lr.fs, lr.guesser, corpus.tokens, F, tags=tags)
     assert np.array_equal(np.diff(ct.ptr), np.diff(c.ptr))
     assert np.array_equal(ct.label, c.label)
+
+
+def test_vocalised_model_file_keeps_guesser_settings(tmp_path):
+    """known_guesses (auto: on for a vocalised corpus), the chosen C and epsilon survive the
+    model file, and the loaded model tags unknown words exactly as the fitted one."""
+    from fastspectral.lexical import LexicalDisambiguator
+    from fastspectral.lexical.data import undiacritize
+    from fastspectral.trees.conll import DepSentence
+    from test_lexical import arabic
+
+    m = LexicalDisambiguator().fit(arabic(200, 3))
+    assert m.learned_.known_guesses and set(m.epsilon_) == set(m.C_)
+    path = tmp_path / "ar.lex"
+    m.save(path)
+    m2 = LexicalDisambiguator.load(path)
+    assert m2.learned_.known_guesses and m2.epsilon_ == m.epsilon_ and m2.C_ == m.C_
+    raw = [DepSentence(words=["في", "البيوت"], heads=[-1, -1])] + \
+        [DepSentence(words=[undiacritize(w) for w in s.words], heads=[-1] * len(s))
+         for s in arabic(5, 9)]
+    a, b = m.parse(raw), m2.parse(raw)
+    assert [s.words for s in a] == [s.words for s in b]
+    assert [s.lemmas for s in a] == [s.lemmas for s in b]
+    with pytest.raises(ValueError, match="known_guesses"):
+        LexicalDisambiguator(known_guesses="sometimes").fit(arabic(20, 3))
