@@ -8,8 +8,9 @@ feature); the default, :func:`default_feature_keys`, is the compiled tree-fragme
 set is pluggable: pass any such function as ``SpectralLPCFG(features=...)``.
 
 :func:`feature_matrices` turns the keys into per-label scaled one-hot CSR matrices directly
-(a key sort, a radix sort by label and run-length ids; no dense intermediate): feature ``f`` of label ``a`` seen ``count(f)``
-times among the ``M_a`` nodes of ``a`` gets the value ``sqrt(M_a / (count(f) + kappa))``.
+(a key sort, a radix sort by label and run-length ids; no dense intermediate): feature ``f``
+of label ``a`` seen ``count(f)`` times among the ``M_a`` nodes of ``a`` gets the value
+``sqrt(M_a / (count(f) + kappa))``.
 """
 from __future__ import annotations
 
