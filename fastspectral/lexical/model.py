@@ -485,8 +485,9 @@ class LexicalDisambiguator(Parser):
 
     Each token ``t`` of a CoNLL-U corpus (for Arabic: the undiacritised FORM) gets a label
     ``l = (lemma, UPOS, XPOS, FEATS, vocalised form)`` chosen among its candidate set ``C(t)``
-    (eq. 9: the labels seen with ``t`` in training, an analyser's answers, or a suffix guess
-    for unknown tokens).  Labels factor into label elements (LEs: lemma, UPOS, the XPOS
+    (eq. 9: the labels seen with ``t`` in training and an analyser's answers; the guesser's
+    analyses for unknown tokens — by shape analogy, vocalised form and lemma included, for
+    vocalised corpora — and, with ``known_guesses``, unseen inflections of known tokens).  Labels factor into label elements (LEs: lemma, UPOS, the XPOS
     positions or the whole XPOS, each FEATS key, the vocalisation; see
     :class:`~fastspectral.lexical.data.LabelScheme`).
 
