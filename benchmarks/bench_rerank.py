@@ -209,7 +209,7 @@ def final(args, train, test):
     out["load_avg_speed"] = os.getloadavg()
     m.rerank = False
     base_pred, t, c = timed(lambda: m.parse(test))
-    rows["base"] = scores(test, base_pred)
+    rows["base_parser"] = scores(test, base_pred)
     speeds["base_parse"] = {"sent_per_s": len(test) / t, "cpu_s": c}
     m.rerank = True
     sp_model = m.spectral_

@@ -150,3 +150,20 @@ def test_wsj_sample_accuracy():
     p = MSTParser(epochs=2, jobs=2).fit(sents[:800])
     r = attachment_scores(sents[-200:], p.parse(sents[-200:]))
     assert r.uas > 75, r.uas       # SHAG DET+F, on 3131 sentences, is 73.17
+
+
+def test_upos_tagset_fits_and_reads_the_upos_column():
+    """UD sentences (distinct UPOS and XPOS): tagset upos/auto trains on the UPOS column (the
+    sentences were once seen through the tag view twice: 'no UPOS tags')."""
+    def ud(text, heads):
+        words, xpos, upos = zip(*(w.split("/") for w in text.split()))
+        return DepSentence(words=words, xpos=xpos, upos=upos, heads=heads)
+
+    data = [ud("the/DT/DET dog/NN/NOUN barks/VBZ/VERB", [2, 3, 0]),
+            ud("dogs/NNS/NOUN bark/VBP/VERB", [2, 0])] * 4
+    for tagset in ("upos", "auto"):
+        m = MSTParser(epochs=2, bits=16, tagset=tagset).fit(data)
+        assert m.tagset_ == "upos" and "NOUN" in set(m.tags_) and "NN" not in set(m.tags_)
+        assert [list(s.heads) for s in m.parse(data[:2])] == [[2, 3, 0], [2, 0]]
+    m = MSTParser(epochs=2, bits=16, tagset="xpos").fit(data)
+    assert "NN" in set(m.tags_) and "NOUN" not in set(m.tags_)

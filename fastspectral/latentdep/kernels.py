@@ -205,17 +205,32 @@ def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
     return logabs, sign, status
 
 
+@njit(cache=True, nogil=True, fastmath=True)
+def _mat_apply(M, r, cur, out):
+    """``cur <- M[r] @ cur`` (``out``: scratch)."""
+    m = cur.shape[0]
+    for z in range(m):
+        acc = 0.0
+        for b in range(m):
+            acc += M[r, z, b] * cur[b]
+        out[z] = acc
+    for z in range(m):
+        cur[z] = out[z]
+
+
 @njit(cache=True, parallel=True)
-def fragment_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
+def fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1):
     """Depth-1 fragments of many trees: ``(sum log|p_i|, negatives, status)`` per tree.
 
     The fragment of node ``i`` is ``i`` with its children as leaves, scored as a tree rooted at
     ``i`` by the recursion of :func:`tree_log_prob`:
     ``p_i = c_1 . prod_children E_d(leaf(x_c)) leaf(x_i)`` (nearest child first); a leaf's
     fragment is ``c_1 . leaf(x_i)``.  Each product has at most ``1 + children`` factors, so the
-    estimation error does not compound along the tree as in ``p-hat(tree)``.  Returns the sum
-    of ``log |p_i|`` over the nodes (``-inf`` when some ``p_i == 0``), the number of negative
-    ``p_i`` and the status of :func:`check_trees`.
+    estimation error does not compound along the tree as in ``p-hat(tree)``.  A child's
+    operator depends on its word only: ``M_L[r] = E_L(leaf[r])``, ``M_R[r] = E_R(leaf[r])``
+    (``(V, m, m)``, computed once per row by the caller), so a fragment costs ``O(m^2)`` per
+    child.  Returns the sum of ``log |p_i|`` over the nodes (``-inf`` when some ``p_i == 0``),
+    the number of negative ``p_i`` and the status of :func:`check_trees`.
     """
     ns = offsets.shape[0] - 1
     m = c1.shape[0]
@@ -234,10 +249,8 @@ def fragment_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
             logabs[s] = np.nan
             negs[s] = np.nan
             continue
-        tmp = np.empty(m * m, np.float64)
         cur = np.empty(m, np.float64)
         out = np.empty(m, np.float64)
-        vc = np.empty(m, np.float64)
         total = 0.0
         neg = 0.0
         for i in range(n):
@@ -248,18 +261,10 @@ def fragment_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
             split = lo
             while split < hi and child[split] < i:
                 split += 1
-            for q in range(split - 1, lo - 1, -1):
-                for z in range(m):
-                    vc[z] = leaf[words[a + child[q]], z]
-                _apply(E_L, vc, cur, tmp, out)
-                for z in range(m):
-                    cur[z] = out[z]
-            for q in range(split, hi):
-                for z in range(m):
-                    vc[z] = leaf[words[a + child[q]], z]
-                _apply(E_R, vc, cur, tmp, out)
-                for z in range(m):
-                    cur[z] = out[z]
+            for q in range(split - 1, lo - 1, -1):          # left children, nearest first
+                _mat_apply(M_L, words[a + child[q]], cur, out)
+            for q in range(split, hi):                      # right children, nearest first
+                _mat_apply(M_R, words[a + child[q]], cur, out)
             v = 0.0
             for z in range(m):
                 v += c1[z] * cur[z]

@@ -420,9 +420,15 @@ class LatentDependencyModel(Parser):
         import numba
         old = numba.get_num_threads()
         numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
+        # a child's operator E_d(leaf(x_c)) depends on its row only: once per row used
+        rows, words = np.unique(words, return_inverse=True)
+        leaf = np.ascontiguousarray(leaf[rows])
+        M_L = np.ascontiguousarray(np.einsum("abj,rj->rab", self.E_L_, leaf))
+        M_R = np.ascontiguousarray(np.einsum("abj,rj->rab", self.E_R_, leaf))
         try:
-            logabs, negs, status = fragment_log_prob(offsets, parent, words, leaf,
-                                                     self.E_L_, self.E_R_, self.c1_)
+            logabs, negs, status = fragment_log_prob(offsets, parent,
+                                                     words.astype(np.int64).ravel(), leaf,
+                                                     M_L, M_R, self.c1_)
         finally:
             numba.set_num_threads(old)
         if status.any():

@@ -288,7 +288,7 @@ class MSTParser(Parser):
     def fit(self, sents) -> "MSTParser":
         """Learn the weights from dependency sentences (``words``, tags, ``heads``); returns
         self."""
-        from ..dependency.data import choose_tagset, with_tagset
+        from ..dependency.data import choose_tagset
         from ..dependency.eisner import eisner_packed
 
         self._validate_params()
@@ -297,7 +297,7 @@ class MSTParser(Parser):
             raise ValueError("cannot fit an MSTParser on an empty treebank")
         t0 = time.perf_counter()
         self.tagset_ = choose_tagset(sents) if self.tagset == "auto" else self.tagset
-        view = self._view(with_tagset(sents, self.tagset_), need_heads=True)
+        view = self._view(sents, need_heads=True)
         words = np.array(list(itertools.chain.from_iterable(s.words for s in view)), dtype=str)
         tags = np.array(list(itertools.chain.from_iterable(s.tags for s in view)), dtype=str)
         self.words_ = np.unique(words)
