@@ -45,9 +45,13 @@ import numpy as np
 
 from ..base import PartitionedFit
 from .latent import LatentPCFGBase, _check_int, resolve_random_state
-from .latent_params import (LatentLayout, LatentParams, e_step, latent_arrays, m_step,
-                            state_counts, uniform_counts)
-from .pivot import PivotLPCFG, _pairs_from_json
+from typing import TYPE_CHECKING
+
+# The learners' modules (Numba kernels, SciPy sparse) are imported where they are used, so that
+# loading a model file to parse imports neither (docs/throughput.md, "Loading").
+if TYPE_CHECKING:  # pragma: no cover
+    from .latent_params import LatentLayout, LatentParams
+    from .pivot import PivotLPCFG
 
 __all__ = ["EMLPCFG"]
 
@@ -232,6 +236,8 @@ class EMLPCFG(PartitionedFit, LatentPCFGBase):
     def _pivot_model(self, seed: int) -> PivotLPCFG:
         """The :class:`PivotLPCFG` of the pivot start (``pivot_options``; ``random_state`` and
         ``jobs`` default to EM's)."""
+        from .pivot import PivotLPCFG
+
         opts = dict(self.pivot_options or {})
         opts.setdefault("random_state", seed)
         opts.setdefault("jobs", self.jobs)
@@ -239,6 +245,8 @@ class EMLPCFG(PartitionedFit, LatentPCFGBase):
 
     def _initial_params(self, layout: LatentLayout, seed: int) -> LatentParams:
         """The starting point of EM (see ``init``)."""
+        from .latent_params import m_step, uniform_counts
+
         if self.init == "random":
             return m_step(layout, uniform_counts(layout, self.noise, seed))
         spread = m_step(layout, uniform_counts(layout))
@@ -250,6 +258,8 @@ class EMLPCFG(PartitionedFit, LatentPCFGBase):
             pcfg) -> _EMRun:
         """EM iterations from ``params``; ``callback(iteration, self, loglik)`` after each, with
         this model installed (``pcfg`` and the current parameters) so that it can parse."""
+        from .latent_params import e_step, latent_arrays, m_step
+
         history = []
         prev = None
         for it in range(1, self.n_iterations + 1):
@@ -286,6 +296,8 @@ class EMLPCFG(PartitionedFit, LatentPCFGBase):
             self, fitted.
         """
         from threadpoolctl import threadpool_limits
+
+        from .latent_params import LatentLayout, latent_arrays, state_counts
 
         self._validate()
         seed = resolve_random_state(self.random_state)
@@ -364,6 +376,8 @@ class EMLPCFG(PartitionedFit, LatentPCFGBase):
         opts = out.get("pivot_options")
         if opts:
             # files written before the reshaping name the pivot options the old way
+            from .pivot import PivotLPCFG, _pairs_from_json
+
             opts = {PivotLPCFG._renamed_params.get(k, k): v for k, v in opts.items()}
             if opts.get("feature_pairs") is not None:
                 opts["feature_pairs"] = _pairs_from_json(opts["feature_pairs"])
