@@ -68,3 +68,18 @@ def test_partitioned_learning_is_spectral_only(data):
     train, _ = data
     with pytest.raises(ValueError, match="method='spectral'"):
         HMM(method="em").fit_partitions(_parts(train, 2))
+
+
+def test_sparse_smoother_counts_from_partitions(data, monkeypatch):
+    """Vocabularies too large for dense bigram tables: CSR counts per partition, merged."""
+    from fastspectral.hmm import stats as HS
+
+    train, test = data
+    ref = HMM(n_states=2, max_basis=6).fit(train)
+    monkeypatch.setattr(HS, "_DENSE_BIGRAMS", 0)
+    model = HMM(n_states=2, max_basis=6).fit_partitions(_parts(train, 3))
+    C, R = model.smoother_.counts_, ref.smoother_.counts_
+    np.testing.assert_array_equal(C.toarray(), R.toarray())
+    np.testing.assert_array_equal(C.indices, R.indices)
+    np.testing.assert_allclose(model.log_probability(test), ref.log_probability(test),
+                               rtol=1e-9)

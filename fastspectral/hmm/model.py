@@ -546,16 +546,20 @@ class HMM(PartitionedFit, Estimator):
             self._set_rare_weights(None, counts)
             kn, kid = self._smoother_vocabulary(counts)
             self._partition_kn = kn
-            if len(kn.vocab_) ** 2 > _sp._DENSE_COUNT or \
-                    (self.n_latent_symbols_ + 2) ** 2 > _sp._DENSE_COUNT:
+            if (self.n_latent_symbols_ + 2) ** 2 > _sp._DENSE_COUNT:
                 raise ValueError("partitioned learning needs dense count tables: at most "
-                                 f"{int(_sp._DENSE_COUNT ** 0.5) - 2} symbols (use max_vocab "
-                                 "and min_count)")
+                                 f"{int(_sp._DENSE_COUNT ** 0.5) - 2} latent symbols (use "
+                                 "max_vocab)")
             return S.PassContext("pairs", self.symbols_, self.n_latent_symbols_, kid,
                                  len(kn.vocab_))
         M = context.M
         if context.stage == "pairs":
-            self._finish_smoother(self._partition_kn, stats.bigrams, self._partition_t0)
+            bigrams = stats.bigrams
+            if not isinstance(bigrams, np.ndarray):         # merged CSR: canonical form
+                bigrams = sp.csr_matrix(bigrams)
+                bigrams.sum_duplicates()
+                bigrams.sort_indices()
+            self._finish_smoother(self._partition_kn, bigrams, self._partition_t0)
             del self._partition_kn
             k = int(self.max_basis)
             pc, sc = _sp._dense_top(stats.prefix_pairs, k), _sp._dense_top(stats.suffix_pairs, k)

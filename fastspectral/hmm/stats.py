@@ -8,7 +8,7 @@ estimate needs:
 1. :class:`TokenCounts`: the token strings (lower-cased with ``lowercase``) and the number of
    sequences -> the symbol table (``SymbolTable.build``'s order: most frequent first, ties in
    string order), the vocabulary cap and the smoother's vocabulary;
-2. :class:`PairCounts`: the Kneser-Ney bigram counts (dense ``[V, V]``) and the occurrences of
+2. :class:`PairCounts`: the Kneser-Ney bigram counts (``[V, V]``, dense or CSR) and the occurrences of
    every candidate length-2 prefix and suffix (dense code tables) -> the smoother and the
    Hankel basis (the ``max_basis`` most frequent length-2 strings);
 3. :class:`HankelCounts`: the Hankel block ``#(p s)`` and the prefix counts ``#(p)`` on that
@@ -20,7 +20,8 @@ Every count is an integer (exactly merged); the operators are sums of per-partit
 (equal to ``fit``'s up to the order of floating-point additions).  Each pass runs the compiled
 kernels of :mod:`fastspectral.hmm.spectral` on the partition's framed sequences.  The dense
 path only: the length-2 code tables (``(M + 2)^2`` cells, ``M`` the latent symbols) and the
-Hankel block must be dense (at most 4M cells: up to ~2,000 latent symbols, ``max_vocab``).
+Hankel block must be dense (at most 4M cells: up to ~2,000 latent symbols, ``max_vocab``; the
+smoother keeps every symbol, its bigram counts sparse when there are more).
 """
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ from . import spectral as _sp
 from .data import _RESERVED, UNK, SymbolTable, check_sequences, encode
 
 __all__ = ["TokenCounts", "PairCounts", "HankelCounts", "OperatorCounts", "PassContext"]
+
+#: the smoother's bigram counts of a partition are a dense ``[V, V]`` array up to this many
+#: cells, CSR above (``fit``'s rule)
+_DENSE_BIGRAMS = _sp._DENSE_COUNT
 
 
 class TokenCounts(Statistics):
@@ -157,7 +162,17 @@ def pair_counts(items, ctx: PassContext) -> PairCounts:
     from .model import _bigram_counts
 
     full, enc, F = latent_frames(items, ctx)
-    bigrams = _bigram_counts(full.offsets, full.ids, ctx.kid, ctx.V)
+    if ctx.V * ctx.V <= _DENSE_BIGRAMS:
+        bigrams = _bigram_counts(full.offsets, full.ids, ctx.kid, ctx.V)
+    else:                                               # sparse, as fit's large vocabularies
+        from ..lm.kneser_ney import bigram_matrix
+        from .data import frame_ids
+
+        n = full.n_sequences
+        framed = frame_ids(full, ctx.kid[full.ids], 0, 1)
+        keep = np.ones(max(len(framed) - 1, 0), dtype=bool)
+        keep[(full.offsets[1:] + 2 * np.arange(1, n + 1) - 1)[:-1]] = False
+        bigrams = bigram_matrix(framed[:-1][keep], framed[1:][keep], ctx.V)
     cp, cs = _sp._pair_counts(F, ctx.M)
     return PairCounts(ctx.M, bigrams, cp, cs)
 
