@@ -51,6 +51,14 @@ def test_partitions_equal_fit(data, k, params):
                                rtol=1e-9)
 
 
+def test_partition_model_saves_and_loads(data, tmp_path):
+    train, test = data
+    model = HMM(n_states=2, max_basis=6).fit_partitions(_parts(train, 2))
+    model.save(tmp_path / "p.hmm")
+    back = HMM.load(tmp_path / "p.hmm")
+    np.testing.assert_array_equal(back.log_probability(test), model.log_probability(test))
+
+
 def test_statistics_merge_in_any_grouping(data):
     train, _ = data
     model = HMM(n_states=2, max_basis=6)
