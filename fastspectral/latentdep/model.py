@@ -42,8 +42,11 @@ cancel, so any set of nodes (here those with children on both sides) estimates t
 
 Negative estimates.  Finite samples can make ``p-hat`` negative (or zero).  :meth:`log_prob`
 returns ``log |p-hat|`` and, with ``return_sign=True``, the sign; ``p-hat == 0`` gives
-``log_floor``.  For re-ranking use ``log |p-hat|`` (plus the sign as a second feature): on real
-data negative values are rare for the gold-like trees and mark implausible ones.
+``log_floor``.  For re-ranking use ``log |p-hat|`` (plus the sign as a second feature).  With
+eigenwords (signed entries) the smoothed emission ``u(x)^T M[:, h]`` is not a per-word constant
+times ``p(x | h)`` and can be negative: on the WSJ sample about half of all trees, gold ones
+included, get a negative estimate (docs/rerank.md).  :meth:`fragment_log_prob` gives local
+scores (each node with its children) whose errors do not compound along the tree.
 """
 from __future__ import annotations
 
