@@ -61,7 +61,8 @@ from numba import njit, prange
 from .._blas import blas_single_thread
 from .data import Encoded
 
-__all__ = ["HankelData", "hankel_data", "DenseHankel", "dense_hankel", "SpectralOperators", "learn_operators",
+__all__ = ["HankelData", "hankel_data", "DenseHankel", "dense_hankel", "SpectralOperators",
+           "learn_operators", "finish_operators", "hmm_from_emissions",
            "spectral_conditionals", "spectral_prefix_states", "raw_log_probability",
            "context_matrix", "hmm_from_anchors"]
 
@@ -208,7 +209,7 @@ def hankel_data(enc: Encoded, M: int, max_basis: int = 32, prefix_codes=None,
     STOP), unless given as codes ``x * (M + 2) + y``."""
     F = frame(enc, M)
     B2 = M + 2
-    START, STOP = M, M + 1
+    STOP = M + 1
     L = len(F)
     idx = np.arange(L)
     nxt = np.minimum(idx + 1, L - 1)

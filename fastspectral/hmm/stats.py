@@ -8,9 +8,9 @@ estimate needs:
 1. :class:`TokenCounts`: the token strings (lower-cased with ``lowercase``) and the number of
    sequences -> the symbol table (``SymbolTable.build``'s order: most frequent first, ties in
    string order), the vocabulary cap and the smoother's vocabulary;
-2. :class:`PairCounts`: the Kneser-Ney bigram counts (``[V, V]``, dense or CSR) and the occurrences of
-   every candidate length-2 prefix and suffix (dense code tables) -> the smoother and the
-   Hankel basis (the ``max_basis`` most frequent length-2 strings);
+2. :class:`PairCounts`: the Kneser-Ney bigram counts (``[V, V]``, dense or CSR) and the
+   occurrences of every candidate length-2 prefix and suffix (dense code tables) -> the
+   smoother and the Hankel basis (the ``max_basis`` most frequent length-2 strings);
 3. :class:`HankelCounts`: the Hankel block ``#(p s)`` and the prefix counts ``#(p)`` on that
    basis -> its SVD (``U``, the regularised pseudo-inverse ``X``);
 4. :class:`OperatorCounts`: the projected trigram sums ``sum U^T e_s (X^T e_p)^T`` per symbol
