@@ -51,7 +51,9 @@ def timed(fn):
 def spectral_params(emb, tags, states, ridge=0.3):
     p = {"n_states": int(states), "tags": None if tags == "none" else tags,
          "ridge": float(ridge)}
-    if emb not in (None, "treebank"):
+    if emb == "pos":                      # the POS-tag model: one-hot tags, no tag block
+        p.update(embeddings="one-hot", tags=None)
+    elif emb not in (None, "treebank"):
         p["embeddings"] = emb
     return p
 
@@ -129,11 +131,14 @@ def sweep(args, train):
             args.sweep_embeddings.split(","), args.sweep_tags.split(","),
             [int(x) for x in args.sweep_states.split(",")],
             [float(x) for x in args.sweep_ridges.split(",")]):
-        emb_file = args.embeddings if emb == "file" else None
+        if emb == "pos" and tags != "none":
+            continue
+        emb_file = args.embeddings if emb == "file" else (emb if emb == "pos" else None)
         sp = spectral_params(emb_file, tags, st, ridge)
         m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs,
                             features="base+spectral", spectral_params=sp,
-                            spectral_scores="both")
+                            spectral_scores="both",
+                            spectral_input="pos" if emb == "pos" else "words")
         t, c = time.perf_counter(), cpu()
         try:
             spec_tr = m.jackknife_log_prob(tr, jack.data)
@@ -189,12 +194,13 @@ def final(args, train, test):
     from fastspectral.rerank.reranker import RerankData
 
     out = {"load_avg_start": os.getloadavg(), "train": len(train), "test": len(test)}
-    sp = spectral_params(args.embeddings, args.tags, args.states, args.ridge)
+    sp = spectral_params("pos" if args.spectral_input == "pos" else args.embeddings,
+                         args.tags, args.states, args.ridge)
     out["spectral_params"] = sp
     kw = dict(k=args.k, epochs=args.epochs, jobs=args.jobs, dense_gain=args.gain,
               rerank_epochs=args.final_rerank_epochs, logp_norm=args.norm,
               logp_sign=not args.no_sign, spectral_params=sp,
-              spectral_scores=args.spectral_scores)
+              spectral_scores=args.spectral_scores, spectral_input=args.spectral_input)
     m = RerankDepParser(features="base+spectral", **kw)
     (lists, t_lists, c_lists) = timed(lambda: m.training_lists(train))
     out["seconds"] = dict(lists.seconds)
@@ -254,7 +260,8 @@ def main(argv=None):
     ap.add_argument("--gain", type=float, default=3.0)
     ap.add_argument("--norm", default="max", choices=("max", "word", "list"))
     ap.add_argument("--no-sign", action="store_true")
-    ap.add_argument("--spectral-scores", default="tree", choices=("tree", "fragment", "both"))
+    ap.add_argument("--spectral-scores", default="both", choices=("tree", "fragment", "both"))
+    ap.add_argument("--spectral-input", default="words", choices=("words", "pos"))
     ap.add_argument("--final-rerank-epochs", type=int, default=5)
     ap.add_argument("--sweep", action="store_true", help="the development sweep only")
     ap.add_argument("--sweep-embeddings", default="treebank,file")

@@ -286,3 +286,23 @@ def test_cli_spectral_options(synthetic, tmp_path, capsys):
     rc = cli.main(["train", "rerank-dep", str(train), "-o", str(tmp_path / "b"), "--features",
                    "base", "--states", "4", "-q"])
     assert rc == 2 and "--states needs --features base+spectral" in capsys.readouterr().err
+
+
+def test_pos_input_spectral_model(synthetic, tmp_path):
+    """spectral_input="pos": the spectral model is trained on the tag sequences (one-hot,
+    8 states by default) and scores the lists through the same view; save / load."""
+    from fastspectral.latentdep import LatentDependencyModel
+
+    train, test = synthetic[:200], synthetic[300:330]
+    m = RerankDepParser(k=5, epochs=1, bits=16, rerank_bits=16, spectral_input="pos",
+                        spectral_params={"n_states": 2}, jobs=2).fit(train)
+    assert isinstance(m.spectral_, LatentDependencyModel)
+    assert m.spectral_.embeddings == "one-hot" and m.spectral_.n_states == 2
+    assert set(m.spectral_.words_[1:]) == {t for s in train for t in s.tags}
+    view = m._spectral_view(test[:1])[0]
+    assert view.words == list(test[0].tags) and view.heads == list(test[0].heads)
+    out = [s.heads for s in m.parse(test)]
+    m.save(tmp_path / "p.rr")
+    assert [s.heads for s in RerankDepParser.load(tmp_path / "p.rr").parse(test)] == out
+    with pytest.raises(ValueError, match="spectral_input"):
+        RerankDepParser(spectral_input="tags").fit(train)

@@ -26,7 +26,8 @@ examples:
 
 
 def add_arguments(parser, cls) -> None:
-    from ..rerank.model import FEATURES, LOGP_NORMS, SPECTRAL_DEFAULTS, SPECTRAL_SCORES
+    from ..rerank.model import (FEATURES, LOGP_NORMS, SPECTRAL_DEFAULTS, SPECTRAL_INPUTS,
+                                SPECTRAL_SCORES)
 
     g = parser.add_argument_group("re-ranker (Dhillon et al. 2012, section 4)")
     kit.option(g, "--k", cls, "k", type=positive_int, metavar="K", help="trees per k-best list")
@@ -36,6 +37,9 @@ def add_arguments(parser, cls) -> None:
     kit.option(g, "--spectral-scores", cls, "spectral_scores", choices=SPECTRAL_SCORES,
                help="the spectral model's scores: p-hat of the tree (with its sign), of its "
                     "depth-1 fragments, or both")
+    kit.option(g, "--spectral-input", cls, "spectral_input", choices=SPECTRAL_INPUTS,
+               help="what the spectral model reads as words: the words (eigenwords) or the "
+                    "POS tags (one-hot; 8 states unless --states)")
     kit.option(g, "--logp-norm", cls, "logp_norm", choices=LOGP_NORMS,
                help="log p-hat within its list: minus the list's best (max), that per word "
                     "(word), standardised in the list (list)")
@@ -68,5 +72,7 @@ def build(args, cls, preset):
         if model.features != "base+spectral":
             flag = "--embeddings" if "embeddings" in extra else "--states"
             raise kit.CommandError(f"{flag} needs --features base+spectral")
+        if "embeddings" in extra and model.spectral_input == "pos":
+            raise kit.CommandError("--embeddings needs --spectral-input words")
         model.spectral_params = {**(model.spectral_params or {}), **extra}
     return model

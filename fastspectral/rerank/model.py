@@ -40,6 +40,11 @@ SPECTRAL_SCORES = ("tree", "fragment", "both")
 #: constructor arguments of the latent dependency model unless ``spectral_params`` says
 #: otherwise (16 states: chosen on the WSJ dev split, docs/rerank.md)
 SPECTRAL_DEFAULTS = {"n_states": 16}
+#: what the spectral model reads as its words: the words (eigenwords, the paper) or the POS
+#: tags (one-hot vectors: a latent model of the tag tree)
+SPECTRAL_INPUTS = ("words", "pos")
+#: defaults of the POS-tag spectral model (``spectral_input="pos"``)
+SPECTRAL_DEFAULTS_POS = {"n_states": 8, "embeddings": "one-hot"}
 #: model-file prefixes of the sub-models
 _MST, _SPEC = "mst.", "spec."
 
@@ -123,6 +128,9 @@ class RerankDepParser(Parser):
         sentence's words; standardised within the list.
     logp_sign : bool, default True
         Also the 'p-hat < 0' indicator (finite-sample estimates can be negative).
+    spectral_input : {"words", "pos"}, default "words"
+        The spectral model's words: the words (eigenwords, the paper), or the POS tags
+        (one-hot vectors; defaults ``n_states=8``, ``embeddings="one-hot"``).
     spectral_scores : {"tree", "fragment", "both"}, default "both"
         The spectral model's scores used: ``log |p-hat(tree)|`` (with its sign), the sum of
         ``log |p-hat|`` of the depth-1 fragments (each node with its children;
@@ -183,7 +191,7 @@ class RerankDepParser(Parser):
                  epochs: int = 10, rerank_epochs: int = 5, minibatch: int = 8,
                  bits: int = 22, rerank_bits: int = 20, spectral_params: dict | None = None,
                  dense_gain: float = 10.0, logp_norm: str = "max", logp_sign: bool = True,
-                 spectral_scores: str = "both",
+                 spectral_scores: str = "both", spectral_input: str = "words",
                  tagset: str = "auto", random_state: int | None = 0,
                  jobs: int | None = None):
         self.k = k
@@ -199,6 +207,7 @@ class RerankDepParser(Parser):
         self.logp_norm = logp_norm
         self.logp_sign = logp_sign
         self.spectral_scores = spectral_scores
+        self.spectral_input = spectral_input
         self.tagset = tagset
         self.random_state = random_state
         self.jobs = jobs
@@ -225,6 +234,9 @@ class RerankDepParser(Parser):
         if self.spectral_scores not in SPECTRAL_SCORES:
             raise ValueError(f"spectral_scores must be one of {', '.join(SPECTRAL_SCORES)}, "
                              f"not {self.spectral_scores!r}")
+        if self.spectral_input not in SPECTRAL_INPUTS:
+            raise ValueError(f"spectral_input must be one of {', '.join(SPECTRAL_INPUTS)}, "
+                             f"not {self.spectral_input!r}")
         if not isinstance(self.logp_sign, (bool, np.bool_)):
             raise ValueError(f"logp_sign must be True or False, not {self.logp_sign!r}")
         if self.spectral_params is not None and not isinstance(self.spectral_params, dict):
@@ -238,7 +250,8 @@ class RerankDepParser(Parser):
     def _new_spectral(self):
         cls = _spectral_class()
         names = cls._get_param_names() if hasattr(cls, "_get_param_names") else ()
-        defaults = {k: v for k, v in SPECTRAL_DEFAULTS.items() if k in names}
+        base = SPECTRAL_DEFAULTS_POS if self.spectral_input == "pos" else SPECTRAL_DEFAULTS
+        defaults = {k: v for k, v in base.items() if k in names}
         return cls(**{**defaults, **(self.spectral_params or {})})
 
     @property
@@ -261,9 +274,20 @@ class RerankDepParser(Parser):
     def _log_prob(self, spectral, items, data, threads=None):
         """``(log |p-hat|, sign, fragment log p-hat, negative fragments)`` of every candidate
         of ``data`` (``items``: its sentences; None for the scores not used)."""
+        items = self._spectral_view(items)
         sents = [items[b] for b in data.sent]
         heads = data.heads_list()
         return self._spectral_scores(spectral, sents, heads, threads, data.n_candidates)
+
+    def _spectral_view(self, items) -> list:
+        """The sentences as the spectral model reads them: themselves, or (``spectral_input=
+        "pos"``) copies whose words are their POS tags."""
+        if self.spectral_input != "pos":
+            return list(items)
+        from ..trees.conll import DepSentence
+
+        return [DepSentence(words=list(s.tags), heads=list(s.heads) if s.heads else
+                            [-1] * len(s.words)) for s in items]
 
     def _spectral_scores(self, spectral, sents, heads, threads, n):
         lp = sign = frag = fneg = None
@@ -325,7 +349,7 @@ class RerankDepParser(Parser):
         self.spectral_ = None
         if self._spectral:
             t0 = time.perf_counter()
-            self.spectral_ = self._new_spectral().fit(sents)
+            self.spectral_ = self._new_spectral().fit(self._spectral_view(sents))
             info.seconds["spectral"] += time.perf_counter() - t0
         self.fit_time_ = time.perf_counter() - t_start
         return self
@@ -368,7 +392,7 @@ class RerankDepParser(Parser):
         ``sents`` (:meth:`training_lists`): the latent dependency model trained on the other
         folds scores each fold's lists (a model that has seen a tree would favour it)."""
         threads = check_jobs(self.jobs)
-        sents = list(sents)
+        sents = self._spectral_view(sents)
         cuts = self._cuts(len(sents))
         parts = []
         all_heads = data.heads_list()
