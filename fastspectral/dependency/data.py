@@ -105,6 +105,27 @@ class SymbolVocab:
         return np.fromiter((get(x, unk) for x in items), dtype=np.int32, count=len(items))
 
 
+def tag_view(sents, tagset: str, tags=None, need_heads: bool = False) -> list:
+    """``sents`` seen through the tag column ``tagset`` (:func:`with_tagset`), or with the given
+    ``tags`` (one list per sentence; a None entry keeps that sentence's own column), each
+    checked (:func:`check_sentence`).  Shared by the dependency parsers' ``parse``."""
+    if tags is None:
+        view = with_tagset(sents, tagset)
+    else:
+        view = []
+        for i, (s, t) in enumerate(zip(sents, tags)):
+            if t is None:
+                view.extend(with_tagset([s], tagset))
+                continue
+            t = list(t)
+            if len(t) != len(s.words):
+                raise ValueError(f"sentence {i + 1}: {len(t)} tags for {len(s.words)} words")
+            view.append(_TagView(s.words, t, getattr(s, "heads", None), getattr(s, "line", None)))
+    for i, s in enumerate(view):
+        check_sentence(s, i, need_heads=need_heads)
+    return view
+
+
 def _is_punct_word(word: str) -> bool:
     return bool(word) and all(unicodedata.category(ch).startswith("P") for ch in word)
 

@@ -37,8 +37,8 @@ import numpy as np
 from ..base import Parser, PartitionedFit, check_jobs
 from ..errors import FormatError, ModelFileError
 from .backoff import BackoffSHAG
-from .data import (ROOT, TAGSETS, SymbolVocab, _TagView, check_sentence, choose_tagset,
-                   encode_sentences, modifier_sequences, with_tagset)
+from .data import (ROOT, TAGSETS, SymbolVocab, check_sentence, choose_tagset,
+                   encode_sentences, modifier_sequences, tag_view, with_tagset)
 from .inference import ArcMarginals, arc_marginals, mbr_decode, unpack_square
 from .spectral import OperatorSHAG, learn_spectral
 
@@ -271,22 +271,7 @@ class SHAGParser(PartitionedFit, Parser):
     def _model_view(self, sents, tags=None) -> list:
         """``sents`` seen through the model's tag column, or with the given ``tags`` (one list
         per sentence; a None entry keeps that sentence's own column), checked."""
-        if tags is None:
-            view = with_tagset(sents, self.tagset_)
-        else:
-            view = []
-            for i, (s, t) in enumerate(zip(sents, tags)):
-                if t is None:
-                    view.extend(with_tagset([s], self.tagset_))
-                    continue
-                t = list(t)
-                if len(t) != len(s.words):
-                    raise ValueError(f"sentence {i + 1}: {len(t)} tags for {len(s.words)} words")
-                view.append(_TagView(s.words, t, getattr(s, "heads", None),
-                                     getattr(s, "line", None)))
-        for i, s in enumerate(view):
-            check_sentence(s, i, need_heads=False)
-        return view
+        return tag_view(sents, self.tagset_, tags)
 
     def encode(self, sents, with_heads: bool = True):
         """The fitted model's flat encoding (``data.Encoded``) of ``sents``, read through its

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..base import Parser
 from ..errors import ModelFileError
-from .features import FIRST_ID, NONE_ID, ROOT_ID, UNK_ID, arc_scores, perceptron_update
+from .features import FIRST_ID, ROOT_ID, UNK_ID, arc_scores, perceptron_update
 
 __all__ = ["MSTParser", "MSTFitInfo", "Encoded", "copy_with_heads", "numba_threads"]
 
@@ -226,24 +226,9 @@ class MSTParser(Parser):
 
     def _view(self, sents, tags=None, need_heads=False) -> list:
         """``sents`` seen through the model's tag column (or the given ``tags``), checked."""
-        from ..dependency.data import _TagView, check_sentence, with_tagset
+        from ..dependency.data import tag_view
 
-        if tags is None:
-            view = with_tagset(sents, self.tagset_)
-        else:
-            view = []
-            for i, (s, t) in enumerate(zip(sents, tags)):
-                if t is None:
-                    view.extend(with_tagset([s], self.tagset_))
-                    continue
-                t = list(t)
-                if len(t) != len(s.words):
-                    raise ValueError(f"sentence {i + 1}: {len(t)} tags for {len(s.words)} words")
-                view.append(_TagView(s.words, t, getattr(s, "heads", None),
-                                     getattr(s, "line", None)))
-        for i, s in enumerate(view):
-            check_sentence(s, i, need_heads=need_heads)
-        return view
+        return tag_view(sents, self.tagset_, tags, need_heads=need_heads)
 
     def _encode_view(self, view) -> Encoded:
         """Token ids of sentences already seen through the tag column (vectorised)."""
