@@ -295,29 +295,20 @@ class EMLPCFG(PartitionedFit, LatentPCFGBase):
         EMLPCFG
             self, fitted.
         """
-        from threadpoolctl import threadpool_limits
+        return super().fit(trees, callback=callback)
 
+    def _learn_prepared(self, prep, seed: int, callback=None):
         from .latent_params import LatentLayout, latent_arrays, state_counts
 
-        self._validate()
-        seed = resolve_random_state(self.random_state)
-        t0 = time.perf_counter()
-        with threadpool_limits(limits=1):
-            prep = self._prepare_treebank(trees, t0)
-            m = state_counts(prep.nodes, prep.grammar, self.n_states, self.n_states_pre,
-                             self.min_count, self.state_map)
-            layout = LatentLayout(prep.nodes, prep.grammar, m, self.rare_threshold)
-            t_learn = time.perf_counter()
-            run = self._em(layout, self._initial_params(layout, seed), t_learn, callback,
-                           prep.pcfg)
-            arrays = latent_arrays(layout, run.params)
-        self._install(prep.pcfg, arrays)
+        m = state_counts(prep.nodes, prep.grammar, self.n_states, self.n_states_pre,
+                         self.min_count, self.state_map)
+        layout = LatentLayout(prep.nodes, prep.grammar, m, self.rare_threshold)
+        t_learn = time.perf_counter()
+        run = self._em(layout, self._initial_params(layout, seed), t_learn, callback, prep.pcfg)
         self.params_ = run.params
         self.history_ = run.history
         self.n_iter_ = len(run.history)
-        self.n_train_trees_ = prep.n_trees
-        self.fit_time_ = time.perf_counter() - t0
-        return self
+        return latent_arrays(layout, run.params)
 
     # -- learning from partitions (the statistics protocol of fastspectral.base) -------------
     def prepare_partition(self, items):

@@ -351,6 +351,43 @@ class LatentPCFGBase(Parser):
         return False
 
     # -- learning ----------------------------------------------------------------------------
+    def fit(self, trees, **fit_params):
+        """Estimate the model from treebank trees.
+
+        Parameters
+        ----------
+        trees : iterable of Tree
+            Training trees (raw or cleaned).
+        **fit_params
+            Passed to the learner's step (:class:`EMLPCFG` takes ``callback``).
+
+        Returns
+        -------
+        self
+            The fitted model.
+        """
+        from .. import _gc
+        from .._blas import blas_single_thread
+
+        self._validate()
+        seed = resolve_random_state(self.random_state)
+        t0 = time.perf_counter()
+        # the learners' products and SVDs are small: BLAS threads only add contention (NumPy's
+        # and SciPy's BLAS); the cyclic GC would re-traverse the (acyclic) prepared trees again
+        # and again
+        with blas_single_thread(), _gc.paused():
+            prep = self._prepare_treebank(trees, t0)
+            arrays = self._learn_prepared(prep, seed, **fit_params)
+        self._install(prep.pcfg, arrays)
+        self.n_train_trees_ = prep.n_trees
+        self.fit_time_ = time.perf_counter() - t0
+        return self
+
+    def _learn_prepared(self, prep: PreparedTreebank, seed: int) -> LatentArrays:
+        """The learner's own step on the prepared treebank: set its fitted attributes and
+        return the latent arrays to install (subclasses)."""
+        raise NotImplementedError
+
     def _prepare_treebank(self, trees, t0: float) -> PreparedTreebank:
         """Clean, collapse unaries and binarise ``trees`` (with this model's ``v``, ``h``,
         ``tag_parent``), fit the plain PCFG on them with its coarse ``v=1, h=0`` grammar, and

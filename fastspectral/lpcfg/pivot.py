@@ -938,39 +938,16 @@ class PivotLPCFG(PartitionedFit, LatentPCFGBase):
                               mdp_em_iterations=self.mdp_em_iterations,
                               parent_smoothing=self.parent_smoothing, seed=seed, jobs=self.jobs)
 
-    def fit(self, trees):
-        """Estimate the model from treebank trees.
-
-        Parameters
-        ----------
-        trees : iterable of Tree
-            Training trees (raw or cleaned).
-
-        Returns
-        -------
-        PivotLPCFG
-            self, fitted.
-        """
-        from threadpoolctl import threadpool_limits
-
-        self._validate()
-        seed = resolve_random_state(self.random_state)
-        t0 = time.perf_counter()
-        with threadpool_limits(limits=1):
-            prep = self._prepare_treebank(trees, t0)
-            m = state_counts(prep.nodes, prep.grammar, self.n_states, self.n_states_pre,
-                             self.min_count, self.state_map)
-            layout = LatentLayout(prep.nodes, prep.grammar, m, self.rare_threshold)
-            est = self._learn(layout, seed)
-            arrays = latent_arrays(layout, est.params)
-        self._install(prep.pcfg, arrays)
+    def _learn_prepared(self, prep, seed: int):
+        m = state_counts(prep.nodes, prep.grammar, self.n_states, self.n_states_pre,
+                         self.min_count, self.state_map)
+        layout = LatentLayout(prep.nodes, prep.grammar, m, self.rare_threshold)
+        est = self._learn(layout, seed)
         self.params_ = est.params
         self.anchored_states_ = est.anchored_states
         self.mixture_iterations_ = est.mixture_iterations
         self.decomposition_time_ = est.decomposition_seconds
-        self.n_train_trees_ = prep.n_trees
-        self.fit_time_ = time.perf_counter() - t0
-        return self
+        return latent_arrays(layout, est.params)
 
     # -- learning from partitions (the statistics protocol of fastspectral.base) -------------
     def prepare_partition(self, items):

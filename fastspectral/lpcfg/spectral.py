@@ -20,10 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _gc
 from ..base import PartitionedFit
 from .features import default_feature_keys, feature_matrices
-from .latent import LatentArrays, LatentPCFGBase, log_rule_per_word, resolve_random_state
+from .latent import LatentArrays, LatentPCFGBase, log_rule_per_word
 from .params import LatentGrammar
 
 __all__ = ["SpectralLPCFG"]
@@ -190,36 +189,10 @@ class SpectralLPCFG(PartitionedFit, LatentPCFGBase):
         return self.lexicon == "mle"
 
     # ------------------------------------------------------------------ learning
-    def fit(self, trees):
-        """Estimate the model from treebank trees.
-
-        Parameters
-        ----------
-        trees : iterable of Tree
-            Training trees (raw or cleaned).
-
-        Returns
-        -------
-        SpectralLPCFG
-            self, fitted.
-        """
-        from .._blas import blas_single_thread
-
-        self._validate()
-        seed = resolve_random_state(self.random_state)
-        t0 = time.perf_counter()
-        # the SVDs and products are small: BLAS threads only add contention (NumPy's and
-        # SciPy's BLAS, both loaded before the limit: a library loaded inside a limit would run
-        # its own threads, and each limit left inside would wake them); the cyclic GC would
-        # re-traverse the (acyclic) trees of the preparation again and again
-        with blas_single_thread(), _gc.paused():
-            prep = self._prepare_treebank(trees, t0)
-            est = self._estimate(prep.nodes, prep.grammar, prep.n_trees, seed)
-        self._install(prep.pcfg, est.arrays)
+    def _learn_prepared(self, prep, seed: int) -> LatentArrays:
+        est = self._estimate(prep.nodes, prep.grammar, prep.n_trees, seed)
         self.singular_values_ = est.singular_values
-        self.n_train_trees_ = prep.n_trees
-        self.fit_time_ = time.perf_counter() - t0
-        return self
+        return est.arrays
 
     # -- learning from partitions (the statistics protocol of fastspectral.base) -------------
     def prepare_partition(self, items):
