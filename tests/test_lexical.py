@@ -371,3 +371,58 @@ def test_padt_sample_round_trip(shared_data):
     assert 0.4 < acc < 1.0
     assert all(undiacritize(o) == undiacritize(g) for s, t in zip(out, test_s)
                for o, g in zip(s.words, t.words))
+
+
+def test_known_guesses_inner_is_chosen_on_the_training_data_and_recorded():
+    """known_guesses="inner" (the default): the choice comes from an inner split of the
+    training sentences (the second half of the stage-2 tokens of both directions), is recorded
+    in known_guesses_ / known_guesses_scores_ and the model file, and the model is the one
+    fitted with that setting given explicitly."""
+    from fastspectral.lexical.model import _split_point
+
+    sents = arabic(200, 3)
+    m = LexicalDisambiguator().fit(sents)
+    sc = m.known_guesses_scores_
+    assert set(sc) == {"no", "yes", "tokens"}
+    assert m.known_guesses_ == (sc["yes"] < sc["no"])
+    corpus = corpus_from_sentences(sents, True)
+    cut = corpus.sent_starts[_split_point(corpus, 0.5)]
+    n = len(corpus)
+    assert sc["tokens"] == (n - cut) - (n - cut) // 2 + cut - cut // 2
+    m2 = LexicalDisambiguator(known_guesses="yes" if m.known_guesses_ else "no").fit(sents)
+    assert m2.known_guesses_scores_ is None and m2.known_guesses_ == m.known_guesses_
+    for k in m.lambdas_:
+        assert np.array_equal(m.lambdas_[k][0], m2.lambdas_[k][0])
+    # the uni variant (no stage 2 of its own) still chooses with M_full
+    assert LexicalDisambiguator(variant="uni").fit(sents).known_guesses_scores_ == sc
+
+
+def test_cross_validation_chooses_known_guesses_inside_each_training_fold(monkeypatch):
+    """Every fold's choice is made by train() on that fold's training sentences only: the
+    inner choice sees exactly the training tokens, never a held-out sentence."""
+    import fastspectral.lexical.cv as cvmod
+    import fastspectral.lexical.model as model
+
+    sents = arabic(120, 5)
+    seen, sizes = [], []
+    real_train, real_choose = cvmod.train, model._choose_known_guesses
+
+    def spy_train(train_sents, **kw):
+        seen.append({id(s) for s in train_sents})
+        return real_train(train_sents, **kw)
+
+    def spy_choose(dirs, *a, **kw):
+        sizes.append(sum(len(d[2]) for d in dirs))
+        return real_choose(dirs, *a, **kw)
+
+    monkeypatch.setattr(cvmod, "train", spy_train)
+    monkeypatch.setattr(model, "_choose_known_guesses", spy_choose)
+    res = cvmod.cross_validate(sents, 3, features="table3")
+    parts = cvmod.fold_indices(sents, 3)
+    assert len(seen) == len(sizes) == 3 == len(res["known_guesses_folds"])
+    for ids, test_ids, size in zip(seen, parts, sizes):
+        assert not ids & {id(sents[i]) for i in test_ids}
+        assert size == sum(len(s) for i, s in enumerate(sents) if i not in set(test_ids))
+    for k in res["known_guesses_folds"]:
+        sc = k["inner_E1"]
+        assert k["known_guesses"] == (sc["yes"] < sc["no"])

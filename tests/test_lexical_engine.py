@@ -144,14 +144,14 @@ def test_candidates_follow_the_tags_when_any_candidate_has_the_tag():
 
 
 def test_vocalised_model_file_keeps_guesser_settings(tmp_path):
-    """known_guesses (auto: on for a vocalised corpus), the chosen C and epsilon survive the
-    model file, and the loaded model tags unknown words exactly as the fitted one."""
+    """known_guesses, the chosen C and epsilon survive the model file, and the loaded model
+    tags unknown words exactly as the fitted one."""
     from fastspectral.lexical import LexicalDisambiguator
     from fastspectral.lexical.data import undiacritize
     from fastspectral.trees.conll import DepSentence
     from test_lexical import arabic
 
-    m = LexicalDisambiguator().fit(arabic(200, 3))
+    m = LexicalDisambiguator(known_guesses="yes").fit(arabic(200, 3))
     assert m.learned_.known_guesses and set(m.epsilon_) == set(m.C_)
     path = tmp_path / "ar.lex"
     m.save(path)
@@ -165,3 +165,27 @@ def test_vocalised_model_file_keeps_guesser_settings(tmp_path):
     assert [s.lemmas for s in a] == [s.lemmas for s in b]
     with pytest.raises(ValueError, match="known_guesses"):
         LexicalDisambiguator(known_guesses="sometimes").fit(arabic(20, 3))
+
+
+def test_without_inflections_is_the_plain_candidate_set():
+    """Dropping the rows known_guesses added gives exactly the candidates built without them
+    (what the inner choice compares)."""
+    from test_lexical import _sent, arabic
+
+    # an accusative of another noun: its shape is an unseen inflection of the known البيت
+    acc = [_sent(["رَأَى", "اَلبَابَ"], ["رَأَى", "بَاب"], ["VERB", "NOUN"],
+                 ["VP-A-3MS--", "N------S4D"],
+                 ["Aspect=Perf|Person=3", "Case=Acc|Definite=Def|Number=Sing"],
+                 [f"# orig_file_sentence ACC{k}#1"]) for k in range(6)]
+    lr = train(arabic(200, 3) + acc, rankers=("M_full",), known_guesses="yes")
+    corpus = corpus_from_sentences(arabic(40, 11), lr.vocalised)
+    F = lr.fs.transform(corpus.tokens, corpus.sent_starts)
+    yes = candidates(lr.tables, lr.space, lr.fs, lr.guesser, corpus.tokens, F,
+                     vocalised=True, known_guesses=True)
+    no = candidates(lr.tables, lr.space, lr.fs, lr.guesser, corpus.tokens, F,
+                    vocalised=True, known_guesses=False)
+    assert yes.inflected.any() and not yes.inflected[yes.ptr[:-1]].any()
+    assert len(yes.label) > len(no.label)
+    drop = yes.without_inflections()
+    assert np.array_equal(drop.ptr, no.ptr) and np.array_equal(drop.label, no.label)
+    assert np.array_equal(drop.lv, no.lv) and np.array_equal(drop.known, no.known)

@@ -105,9 +105,10 @@ def _model_options(g, cls, variant: bool = True) -> None:
                                  "weight (1, 2-3, 4-7, ...)")
     kit.option(g, "--unknown", cls, "unknown", choices=("suffix", "none"),
                help="candidates of unknown tokens: suffix guesser, or one empty analysis")
-    kit.option(g, "--known-guesses", cls, "known_guesses", choices=("auto", "yes", "no"),
+    kit.option(g, "--known-guesses", cls, "known_guesses", choices=("inner", "auto", "yes", "no"),
                help="known tokens also get the guesser's unseen inflections of their lemmas "
-                    "(auto: for vocalised corpora)")
+                    "(inner: chosen by M_full's E1 on an inner split of the training data; "
+                    "auto: for vocalised corpora)")
     kit.option(g, "--max-iter", cls, "max_iter", type=positive_int, metavar="N",
                help="liblinear iterations")
     kit.add_seed(g, cls)

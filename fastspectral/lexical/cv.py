@@ -12,7 +12,9 @@ and scores the held-out fold:
   ``C(t)``) and of ``M_full``'s label;
 * the coverage upper bound (gold label among the candidates) with lexicon candidates only
   (eq. 9) and with the suffix guesser's candidates of unknown tokens;
-* the time spent fitting and tagging.
+* the time spent fitting and tagging;
+* ``known_guesses`` as resolved in each fold (with ``"inner"``: chosen on an inner split of
+  the fold's training part, never on the held-out fold; the inner E1 of both settings).
 """
 from __future__ import annotations
 
@@ -83,6 +85,7 @@ def cross_validate(sentences, folds: int = 10, *, progress=None, **params) -> di
     fold_e1 = {m: [] for m in models}
     fit_time = tag_time = 0.0
     n_train_tokens = 0
+    kg_folds: list = []
     for f, test_ids in enumerate(parts):
         test_set = set(test_ids)
         train_sents = [s for i, s in enumerate(sentences) if i not in test_set]
@@ -92,6 +95,8 @@ def cross_validate(sentences, folds: int = 10, *, progress=None, **params) -> di
                         tuple(f"M_e:{n}" for n in learned_names(train_sents, voc)),
                         with_morph=True, **params)
         fit_time += time.perf_counter() - t0
+        kg_folds.append({"known_guesses": bool(learned.known_guesses),
+                         "inner_E1": learned.known_guesses_scores})
         n_train_tokens += sum(len(s) for s in train_sents)
         test = corpus_from_sentences(test_sents, voc)
         t0 = time.perf_counter()
@@ -150,6 +155,7 @@ def cross_validate(sentences, folds: int = 10, *, progress=None, **params) -> di
             "train_tokens_per_s": n_train_tokens / fit_time if fit_time else None,
             "tag_tokens_per_s": n / tag_time if tag_time else None,
             "labels": len(set(gold_all)),
+            "known_guesses_folds": kg_folds,
             "params": {k: v for k, v in params.items() if k != "analyser"}}
 
 
@@ -181,6 +187,14 @@ def format_report(res: dict, per_le: bool = True) -> str:
                  "candidates (the paper's setting: choosing among SAMA's analyses)")
     lines.append(f"coverage upper bound: {100 * res['coverage_lexicon']:.2f}% (training "
                  f"lexicon, eq. 9), {100 * res['coverage']:.2f}% (with the suffix guesser)")
+    kg = res.get("known_guesses_folds") or []
+    if kg:
+        line = f"known_guesses per fold: {''.join('y' if k['known_guesses'] else 'n' for k in kg)}"
+        inner = [k["inner_E1"] for k in kg if k.get("inner_E1")]
+        if inner:
+            line += " (chosen on inner splits of the training folds; inner E1 of M_full no/yes: " \
+                + ", ".join(f"{k['no']:.2f}/{k['yes']:.2f}" for k in inner) + ")"
+        lines.append(line)
     tr = res["train_tokens_per_s"]
     tg = res["tag_tokens_per_s"]
     lines.append(f"time: fitting every model {res['fit_seconds']:.1f} s "

@@ -534,6 +534,20 @@ class Candidates:
     lv: np.ndarray
     overlay: Overlay
     known: np.ndarray
+    #: rows added by ``known_guesses`` (guessed inflections of known tokens), or None
+    inflected: np.ndarray | None = None
+
+    def without_inflections(self) -> "Candidates":
+        """The same candidates without the rows of ``inflected`` (what ``known_guesses=False``
+        builds)."""
+        if self.inflected is None or not self.inflected.any():
+            return self
+        keep = ~self.inflected
+        row_tok = np.repeat(np.arange(len(self.ptr) - 1), np.diff(self.ptr))
+        counts = np.bincount(row_tok[keep], minlength=len(self.ptr) - 1)
+        ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return Candidates(ptr, self.label[keep], np.ascontiguousarray(self.lv[keep]),
+                          self.overlay, self.known, np.zeros(int(keep.sum()), dtype=bool))
 
     def values(self, m: int) -> tuple[np.ndarray, np.ndarray]:
         """The distinct values of target ``m`` per token: ``(ptr, value ids)``."""

@@ -100,6 +100,7 @@ class Learned:
     unknown: str
     stage2: dict           # name -> rows used by stage 2
     known_guesses: bool = False
+    known_guesses_scores: dict | None = None   # E1 of the inner choice ("inner")
 
     def target(self, name: str) -> int:
         return self.space.target(name)
@@ -203,11 +204,12 @@ def candidates(learned_tables: E.Tables, space: E.LabelSpace, fs: FeatureSpace,
                     more.append(j)
             if more:
                 extra[k] = more
+    n_analysed = {k: len(v) for k, v in extra.items()}
     if known_guesses and unknown == "suffix":
         labels = space.labels
         for k in np.nonzero(has)[0]:
             lex = lex_label[lex_ptr[tw[k]]:lex_ptr[tw[k] + 1]].tolist()
-            more = extra.get(int(k), [])
+            more = list(extra.get(int(k), []))
             seen = set(lex) | set(more)
             for lab in guesser.inflections(types[k], {labels[j][0] for j in lex}):
                 j = ov.add(lab)
@@ -238,13 +240,26 @@ def candidates(learned_tables: E.Tables, space: E.LabelSpace, fs: FeatureSpace,
     for k, more in extra.items():
         s = type_ptr[k] + n_lex[k]
         type_label[s:s + len(more)] = more
+    # the rows added by known_guesses: past the lexicon's and the analyser's labels of a
+    # known type
+    type_infl = np.zeros(len(type_label), dtype=bool)
+    if known_guesses and len(type_label):
+        n_an = np.zeros(n_types, dtype=np.int64)
+        for k, v in n_analysed.items():
+            n_an[k] = v
+        row_type = np.repeat(np.arange(n_types), type_n)
+        pos = np.arange(len(type_label)) - type_ptr[:-1][row_type]
+        type_infl = has[row_type] & (pos >= (n_lex + n_an)[row_type])
     rows, ptr = E.token_rows(type_ptr, ids)
     label = type_label[rows]
+    inflected = type_infl[rows]
     known = has[ids] if len(tokens) else np.zeros(0, dtype=bool)
     if tags is not None and len(label):
         label, ptr = _filter_by_tags(label, ptr, tags, ov)
+        inflected = None
     lv = ov.lv()[label] if len(label) else np.zeros((0, space.n_targets), np.int32)
-    return E.Candidates(ptr, label, np.ascontiguousarray(lv, dtype=np.int32), ov, known)
+    return E.Candidates(ptr, label, np.ascontiguousarray(lv, dtype=np.int32), ov, known,
+                        inflected)
 
 
 def _filter_by_tags(label, ptr, tags, ov):
@@ -302,12 +317,14 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
           C=None, epsilon=None, frequency_classes=5, unknown="suffix", analyser=None,
           max_iter=1000, random_state=0, with_morph=False,
           loss="squared_epsilon_insensitive", graded="unknown", unknown_weights=True,
-          cross_fit=True, stage2_tokens=20000, known_guesses="auto") -> Learned:
+          cross_fit=True, stage2_tokens=20000, known_guesses="inner") -> Learned:
     """Fit the stage-1 tables and the ``rankers`` (see :func:`_specs`) on labelled
     sentences (the body of :meth:`LexicalDisambiguator.fit`, shared with the
     cross-validation)."""
     templates = parse_features(features)
     voc = corpus_vocalised(sentences) if vocalised == "auto" else vocalised == "yes"
+    choose = known_guesses == "inner" and unknown == "suffix"
+    kg_scores = None
     known_guesses = voc if known_guesses == "auto" else known_guesses in (True, "yes")
     corpus = corpus_from_sentences(sentences, voc)
     scheme = LabelScheme.from_labels(set(corpus.labels), voc)
@@ -331,7 +348,9 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
     rankers_out: dict = {}
     stage2: dict = {}
     trainable = [s for s in specs if not s.uniform]
-    if trainable and corpus.n_sentences >= 2:
+    if choose and corpus.n_sentences < 2:
+        choose = False
+    if (trainable or choose) and corpus.n_sentences >= 2:
         s1 = _split_point(corpus, split)
         cut = corpus.sent_starts[s1]
         parts = [(all_idx[:cut], all_idx[cut:])]
@@ -346,56 +365,23 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
             Fr = np.ascontiguousarray(F[row_idx])
             cands = candidates(tab, space, fs, gue, [corpus.tokens[i] for i in row_idx], Fr,
                                analyser=analyser, unknown=unknown, vocalised=voc,
-                               known_guesses=known_guesses)
+                               known_guesses=known_guesses or choose)
             S, qloc = tab.doc_similarity(Fr[:, 0], np.asarray(corpus.docs)[row_idx])
             dirs.append((tab, gue, Fr, cands, S, qloc, V[row_idx]))
         tables1, guesser1 = dirs[0][0], dirs[0][1]
+        if choose:
+            kg, kg_scores = _choose_known_guesses(
+                dirs, space, cols, n_bins, graded, n_les, C, epsilon, max_iter,
+                random_state, loss, use_doc, unknown_weights)
+            known_guesses = kg
+            if not kg:
+                dirs = [d[:3] + (d[3].without_inflections(),) + d[4:] for d in dirs]
         for spec in trainable:
-            one = E.RankerSpec(spec.name, spec.level, spec.targets, spec.doc_targets,
-                               spec.uniform, 1)
-            lam, lam_doc = E.uniform_weights(spec, len(cols), n_bins)
-            pieces = [[] for _ in range(spec.blocks)]
-            n_rows = 0
-            for d, (tab, _, Fr, cands, S, qloc, gold_lv) in enumerate(dirs):
-                keep, ptr, vals, y = _stage2_rows(cands, spec.level, gold_lv, space.n_targets,
-                                                  graded, n_les)
-                blocks = E.token_blocks(spec, cands.known[keep])
-                for blk in range(spec.blocks):
-                    sel = np.nonzero(blocks == blk)[0]
-                    cap = None if stage2_tokens is None else -(-int(stage2_tokens) // len(dirs))
-                    if cap is not None and len(sel) > cap:
-                        rng = np.random.default_rng([random_state or 0, blk, d])
-                        sel = np.sort(rng.choice(sel, cap, replace=False))
-                    if len(sel) == 0:
-                        continue
-                    rows, p2 = E.token_rows(ptr, sel)
-                    X = E.design(tab, np.ascontiguousarray(Fr[keep[sel]]), cols, p2,
-                                 np.ascontiguousarray(vals[rows]), one, n_bins, S,
-                                 qloc[keep[sel]], np.zeros(len(sel), np.int64))
-                    pieces[blk].append((X, y[rows], p2, len(sel)))
-                    n_rows += len(rows)
+            ranker, n_rows = _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, C,
+                                         epsilon, max_iter, random_state, loss, stage2_tokens)
             stage2[spec.name] = n_rows
-            cs, es, b = [], [], 0.0
-            for blk in range(spec.blocks):
-                if sum(pc[3] for pc in pieces[blk]) < 2:
-                    cs.append(None)
-                    es.append(None)
-                    continue
-                X = sp.vstack([pc[0] for pc in pieces[blk]]).tocsr()
-                y = np.concatenate([pc[1] for pc in pieces[blk]])
-                offs = np.cumsum([0] + [pc[2][-1] for pc in pieces[blk]])
-                p2 = np.concatenate([pieces[blk][0][2][:1]] +
-                                    [pc[2][1:] + o for pc, o in zip(pieces[blk], offs)])
-                coef, b_blk, c, e = E.fit_lambda(X, y, p2, C, epsilon, max_iter,
-                                                 random_state, loss)
-                lb, ld = E.unpack(one, coef, len(cols), n_bins)
-                lam[blk], lam_doc[blk] = lb[0], ld[0]
-                cs.append(c)
-                es.append(e)
-                if blk == 0:
-                    b = b_blk
-            if any(c is not None for c in cs):
-                rankers_out[spec.name] = E.Ranker(spec, lam, lam_doc, b, cs, n_rows, es)
+            if ranker is not None:
+                rankers_out[spec.name] = ranker
         if not refit:
             tables, guesser = tables1, guesser1
     for spec in specs:
@@ -407,7 +393,107 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
                                 n_values)
         guesser = SuffixGuesser().fit(_guesser_pairs(tables, fs, space), voc)
     return Learned(voc, scheme, space, fs, cols, tables, guesser, rankers_out, n_bins,
-                   unknown, stage2, bool(known_guesses))
+                   unknown, stage2, bool(known_guesses), kg_scores)
+
+
+def _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, C, epsilon, max_iter,
+                random_state, loss, stage2_tokens, use=None):
+    """Stage 2 of one ranker on the rows of the directions ``dirs`` (``(tables, guesser, F,
+    candidates, S, qloc, gold values)`` of each): ``(Ranker or None, stage-2 rows)``.
+    ``use``: per direction a boolean mask of the tokens that may give stage-2 rows (None:
+    all)."""
+    one = E.RankerSpec(spec.name, spec.level, spec.targets, spec.doc_targets, spec.uniform, 1)
+    lam, lam_doc = E.uniform_weights(spec, len(cols), n_bins)
+    pieces = [[] for _ in range(spec.blocks)]
+    n_rows = 0
+    for d, (tab, _, Fr, cands, S, qloc, gold_lv) in enumerate(dirs):
+        keep, ptr, vals, y = _stage2_rows(cands, spec.level, gold_lv, space.n_targets,
+                                          graded, n_les)
+        if use is not None:
+            sub = np.nonzero(use[d][keep])[0]
+            rows, ptr = E.token_rows(ptr, sub)
+            keep, vals, y = keep[sub], vals[rows], y[rows]
+        blocks = E.token_blocks(spec, cands.known[keep])
+        for blk in range(spec.blocks):
+            sel = np.nonzero(blocks == blk)[0]
+            cap = None if stage2_tokens is None else -(-int(stage2_tokens) // len(dirs))
+            if cap is not None and len(sel) > cap:
+                rng = np.random.default_rng([random_state or 0, blk, d])
+                sel = np.sort(rng.choice(sel, cap, replace=False))
+            if len(sel) == 0:
+                continue
+            rows, p2 = E.token_rows(ptr, sel)
+            X = E.design(tab, np.ascontiguousarray(Fr[keep[sel]]), cols, p2,
+                         np.ascontiguousarray(vals[rows]), one, n_bins, S,
+                         qloc[keep[sel]], np.zeros(len(sel), np.int64))
+            pieces[blk].append((X, y[rows], p2, len(sel)))
+            n_rows += len(rows)
+    cs, es, b = [], [], 0.0
+    for blk in range(spec.blocks):
+        if sum(pc[3] for pc in pieces[blk]) < 2:
+            cs.append(None)
+            es.append(None)
+            continue
+        X = sp.vstack([pc[0] for pc in pieces[blk]]).tocsr()
+        y = np.concatenate([pc[1] for pc in pieces[blk]])
+        offs = np.cumsum([0] + [pc[2][-1] for pc in pieces[blk]])
+        p2 = np.concatenate([pieces[blk][0][2][:1]] +
+                            [pc[2][1:] + o for pc, o in zip(pieces[blk], offs)])
+        coef, b_blk, c, e = E.fit_lambda(X, y, p2, C, epsilon, max_iter, random_state, loss)
+        lb, ld = E.unpack(one, coef, len(cols), n_bins)
+        lam[blk], lam_doc[blk] = lb[0], ld[0]
+        cs.append(c)
+        es.append(e)
+        if blk == 0:
+            b = b_blk
+    if not any(c is not None for c in cs):
+        return None, n_rows
+    return E.Ranker(spec, lam, lam_doc, b, cs, n_rows, es), n_rows
+
+
+#: stage-2 tokens (both directions together, per weight set) of each fit that chooses
+#: ``known_guesses="inner"`` (a cost bound, not tuned)
+CHOICE_TOKENS = 6000
+
+
+def _choose_known_guesses(dirs, space, cols, n_bins, graded, n_les, C, epsilon, max_iter,
+                          random_state, loss, use_doc, unknown_weights):
+    """``known_guesses="inner"``: M_full is fitted with and without the guessed inflections
+    of known tokens on the first half of the stage-2 tokens of every direction (at most
+    :data:`CHOICE_TOKENS`, ``C`` and ``epsilon`` chosen as usual) and its E1 measured on all
+    tokens of the second halves (scored with the counts of the other part of the training
+    data; uncovered tokens are errors).  Training data only: an inner split of the training
+    sentences.  Returns ``(yes?, {"no": E1, "yes": E1, "tokens": n})``; ties: no."""
+    base = _specs(space, ["M_full"])[0]
+    spec = E.RankerSpec(base.name, base.level, base.targets,
+                        base.doc_targets if use_doc else (), False,
+                        2 if unknown_weights else 1)
+    halves = [len(d[2]) // 2 for d in dirs]
+    use = [np.arange(len(d[2])) < h for d, h in zip(dirs, halves)]
+    out: dict = {}
+    n_eval = 0
+    for name in ("no", "yes"):
+        ds = dirs if name == "yes" else \
+            [d[:3] + (d[3].without_inflections(),) + d[4:] for d in dirs]
+        ranker, _ = _fit_ranker(spec, ds, space, cols, n_bins, graded, n_les, C, epsilon,
+                                max_iter, random_state, loss, CHOICE_TOKENS, use)
+        if ranker is None:
+            lam, lam_doc = E.uniform_weights(spec, len(cols), n_bins)
+            ranker = E.Ranker(spec, lam, lam_doc, 0.0, None, 0)
+        errors = n_eval = 0
+        for (tab, _, Fr, cands, S, qloc, gold_lv), h in zip(ds, halves):
+            ev = np.arange(h, len(Fr))
+            ptr, vals = E.row_values(cands, -1, space.n_targets)
+            rows, p2 = E.token_rows(ptr, ev)
+            v = np.ascontiguousarray(vals[rows])
+            sc = E.score(tab, np.ascontiguousarray(Fr[ev]), cols, p2, v, ranker, n_bins, S,
+                         qloc[ev], E.token_blocks(spec, cands.known[ev]))
+            best, _ = E.top2(p2, sc)
+            errors += int(np.sum(v[best, 0] != gold_lv[ev, 0]))
+            n_eval += len(ev)
+        out[name] = 100.0 * errors / max(n_eval, 1)
+    out["tokens"] = n_eval
+    return bool(out["yes"] < out["no"]), out
 
 
 def _rank(learned: Learned, cands, F, S, qloc, name, threads=None):
@@ -535,11 +621,14 @@ class LexicalDisambiguator(Parser):
     unknown : {"suffix", "none"}, default "suffix"
         Candidates of tokens unknown to the lexicon and the analyser: the suffix guesser's
         (:class:`~fastspectral.lexical.analyser.SuffixGuesser`) or a single empty analysis.
-    known_guesses : {"auto", "yes", "no"} or bool, default "auto"
+    known_guesses : {"inner", "auto", "yes", "no"} or bool, default "inner"
         Known tokens also get the guesser's analyses whose lemma is one of their lexicon
         lemmas (unseen inflections of a known lexeme; the role of SAMA's full analysis
-        lists); "no"/False: exactly eq. 9 for known tokens; "auto": yes for vocalised corpora
-        (whose guesser proposes whole vocalised analyses by shape analogy).
+        lists); "no"/False: exactly eq. 9 for known tokens; "inner": chosen on the training
+        data — M_full fitted both ways on the first half of the stage-2 tokens and its E1
+        compared on the second half (ties: no; ``known_guesses_``); "auto": yes for vocalised
+        corpora (a setting chosen after seeing cross-validation results: kept for
+        reproducing them, not a default).
     analyser : callable or None, default None
         ``analyser(token) -> analyses`` added to every candidate set (the role of SAMA; see
         :mod:`.analyser`).  Not saved in model files: set it again after loading.
@@ -569,6 +658,11 @@ class LexicalDisambiguator(Parser):
         weights).
     epsilon_ : dict
         The SVR ``epsilon`` of each ranker, one per weight set (as ``C_``).
+    known_guesses_ : bool
+        Whether known tokens get the guessed inflections (the resolved ``known_guesses``).
+    known_guesses_scores_ : dict or None
+        With ``known_guesses="inner"``: the inner E1 of M_full without (``"no"``) and with
+        (``"yes"``) them and the number of inner evaluation tokens (``"tokens"``).
     fit_time_ : float
         Seconds spent in the last ``fit``.
 
@@ -601,7 +695,7 @@ class LexicalDisambiguator(Parser):
 
     def __init__(self, variant="full", features="all", vocalised="auto", split=0.5,
                  refit=True, cross_fit=True, C=None, epsilon=None, frequency_classes=5,
-                 unknown="suffix", known_guesses="auto", analyser=None,
+                 unknown="suffix", known_guesses="inner", analyser=None,
                  loss="squared_epsilon_insensitive", max_iter=1000, random_state=0):
         self.variant = variant
         self.features = features
@@ -627,9 +721,9 @@ class LexicalDisambiguator(Parser):
         _check_number("split", self.split, 0.0, 1.0, strict_low=True)
         if not 0.0 < float(self.split) < 1.0:
             raise ValueError(f"split must be a number in (0, 1), not {self.split!r}")
-        if self.known_guesses not in ("auto", "yes", "no", True, False):
-            raise ValueError(f"known_guesses must be 'auto', 'yes', 'no', True or False, not "
-                             f"{self.known_guesses!r}")
+        if self.known_guesses not in ("inner", "auto", "yes", "no", True, False):
+            raise ValueError(f"known_guesses must be 'inner', 'auto', 'yes', 'no', True or "
+                             f"False, not {self.known_guesses!r}")
         for name in ("refit", "cross_fit"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
@@ -685,6 +779,9 @@ class LexicalDisambiguator(Parser):
         self.lambdas_ = {k: (r.lam, r.lam_doc, r.intercept) for k, r in lr.rankers.items()}
         self.C_ = {k: r.C for k, r in lr.rankers.items()}
         self.epsilon_ = {k: r.epsilon for k, r in lr.rankers.items()}
+        self.known_guesses_ = bool(lr.known_guesses)
+        self.known_guesses_scores_ = None if lr.known_guesses_scores is None else \
+            dict(lr.known_guesses_scores)
 
     # -- prediction --------------------------------------------------------------------------
     def _model_name(self) -> str:
@@ -763,6 +860,7 @@ class LexicalDisambiguator(Parser):
             "n_bins": lr.n_bins,
             "unknown": lr.unknown,
             "known_guesses": lr.known_guesses,
+            "known_guesses_scores": lr.known_guesses_scores,
             "stage2": lr.stage2,
             "rankers": {k: {"level": r.spec.level, "targets": list(r.spec.targets),
                             "doc_targets": list(r.spec.doc_targets),
@@ -802,7 +900,8 @@ class LexicalDisambiguator(Parser):
             model.learned_ = Learned(voc, scheme, space, fs, [int(c) for c in meta["cols"]],
                                      tables, guesser, rankers, int(meta["n_bins"]),
                                      meta["unknown"], dict(meta.get("stage2", {})),
-                                     bool(meta.get("known_guesses", False)))
+                                     bool(meta.get("known_guesses", False)),
+                                     meta.get("known_guesses_scores"))
             model._set_attributes()
             model.fit_time_ = float(meta.get("fit_time", 0.0))
         except (KeyError, TypeError, ValueError) as exc:
