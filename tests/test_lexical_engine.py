@@ -189,3 +189,28 @@ def test_without_inflections_is_the_plain_candidate_set():
     drop = yes.without_inflections()
     assert np.array_equal(drop.ptr, no.ptr) and np.array_equal(drop.label, no.label)
     assert np.array_equal(drop.lv, no.lv) and np.array_equal(drop.known, no.known)
+
+
+def test_fast_inflections_equal_the_filtered_shape_guesses(shared_data):
+    """SuffixGuesser.inflections (labels built only where the undiacritised lemma can match)
+    gives exactly the guesses of _guess_shapes whose lemma is a lexicon lemma, in order."""
+    from collections import defaultdict
+
+    from fastspectral.lexical.data import read_corpus
+
+    sents = read_corpus(shared_data / "arabic" / "padt-v1.3-dev.conllu")
+    c = corpus_from_sentences(sents[:300], True)
+    pairs = sorted(set(zip(c.tokens, c.labels)))
+    g = SuffixGuesser().fit(pairs, True)
+    lemmas = defaultdict(set)
+    for t, lab in pairs:
+        lemmas[t].add(lab[0])
+    n = 4 * g.max_vocalised_guesses
+    found = 0
+    for t in sorted(lemmas):
+        if not t:
+            continue
+        want = [lab for lab in g._guess_shapes(t, n) if lab[0] in lemmas[t]]
+        assert g.inflections(t, lemmas[t]) == want, t
+        found += len(want)
+    assert found > len(lemmas)

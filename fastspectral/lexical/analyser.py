@@ -127,6 +127,20 @@ def _vocalised_lemma_rule(form: str, lemma: str) -> tuple:
     return (m.a, len(form) - m.a - m.size, lemma[:m.b], lemma[m.b + m.size:])
 
 
+def _shape_cut(shape: tuple):
+    """``(letters, start, end, front, back)`` of a shape: the lemma its rule gives for a token
+    of ``letters`` letters, undiacritised, is ``front + token[start:end] + back``; None when
+    the rule gives an empty lemma (no label)."""
+    pattern, (a, b, front, back) = shape[0], shape[1]
+    n = len(pattern)
+    if a + b > n or (a + b == n and not front and not back):
+        return None
+    pos = [i for i, c in enumerate(pattern) if c == _LETTER]
+    start = sum(1 for p in pos if p < a)
+    end = sum(1 for p in pos if p < n - b)
+    return (len(pos), start, max(start, end), undiacritize(front), undiacritize(back))
+
+
 def _apply_lemma_rule(form: str, rule: tuple) -> str:
     a, b, front, back = rule
     if a + b > len(form):
@@ -206,8 +220,66 @@ class SuffixGuesser:
         self._shapes = list(shape_ids)
         self._key_ptr = np.searchsorted(k, np.arange(len(key_ids) + 1))
         self._key_shapes = sid
+        self._cuts = [_shape_cut(sh) for sh in self._shapes]
         self.table = {}
         return self
+
+    def _label(self, token: str, sid: int):
+        pattern, rule, upos, xpos, feats = self._shapes[sid]
+        vocalised = revocalize(token, pattern)
+        lemma = _apply_lemma_rule(vocalised, rule)
+        return (lemma, upos, xpos, feats, vocalised) if lemma else None
+
+    def _inflections_shapes(self, token: str, n: int, lemmas: set) -> list[tuple]:
+        """``[lab for lab in self._guess_shapes(token, n) if lab[0] in lemmas]`` without
+        building the labels that cannot match: a shape's undiacritised lemma is a slice of the
+        token between its two ends (:func:`_shape_cut`), so a label is built only when that
+        is one of the undiacritised ``lemmas``, or to tell apart two shapes that could give
+        the same label (same pattern, tags and undiacritised lemma: ``n`` counts distinct
+        labels)."""
+        ulemmas = {undiacritize(x) for x in lemmas}
+        out: list = []
+        done: set = set()
+        twins: dict = {}
+        labels: dict = {}
+        count = 0
+        m = len(token)
+
+        def label(sid):
+            if sid not in labels:
+                labels[sid] = self._label(token, sid)
+            return labels[sid]
+
+        for key in _shape_keys(token):
+            kid = self._key_ids.get(key)
+            if kid is None:
+                continue
+            for sid in self._key_shapes[self._key_ptr[kid]:self._key_ptr[kid + 1]].tolist():
+                if sid in done:         # the same shape gives the same label again
+                    continue
+                done.add(sid)
+                cut = self._cuts[sid]
+                if cut is None:         # empty lemma: never a label
+                    continue
+                letters, ls, le, front, back = cut
+                if letters != m:        # pragma: no cover - the keys keep the length
+                    if label(sid) is None:
+                        continue
+                    ulem = undiacritize(label(sid)[0])
+                else:
+                    ulem = front + token[ls:le] + back
+                pattern, _, upos, xpos, feats = self._shapes[sid]
+                twin = (pattern, upos, xpos, feats, ulem)
+                prev = twins.setdefault(twin, [])
+                if prev and label(sid) in {label(p) for p in prev}:
+                    continue            # a label seen before
+                prev.append(sid)
+                count += 1
+                if ulem in ulemmas and label(sid)[0] in lemmas:
+                    out.append(label(sid))
+                if count >= n:
+                    return out
+        return out
 
     def _guess_shapes(self, token: str, n: int) -> list[tuple]:
         out: list = []
@@ -237,9 +309,9 @@ class SuffixGuesser:
         lemmas = set(lemmas)
         if not token:
             return []
-        found = self._guess_shapes(token, 4 * self.max_vocalised_guesses) if self.vocalised \
-            else self(token)
-        return [lab for lab in found if lab[0] in lemmas]
+        if self.vocalised:
+            return self._inflections_shapes(token, 4 * self.max_vocalised_guesses, lemmas)
+        return [lab for lab in self(token) if lab[0] in lemmas]
 
     def __call__(self, token: str) -> list[tuple]:
         if self.vocalised:
