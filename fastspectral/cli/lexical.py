@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from .._argtypes import int_at_least, nonneg_float, positive_int
+from .._argtypes import int_at_least, positive_int
 from . import kit
 
 DESCRIPTION = "lexical disambiguator: lemma, tags, features, vocalisation (Shah et al. 2010)"
