@@ -358,11 +358,8 @@ def test_padt_sample_round_trip(shared_data):
 
     sents = read_corpus(shared_data / "arabic" / "padt-v1.3-dev.conllu")
     train_s, test_s = sents[:300], sents[300:340]
-    import time
-    c0 = time.process_time()
-    m = LexicalDisambiguator(C=0.1).fit(train_s)
+    m = LexicalDisambiguator(C=0.1).fit(train_s)       # speed: benchmarks/bench_lexical.py
     assert m.vocalised_ and "Case" in m.label_elements_
-    assert time.process_time() - c0 < 30     # CPU seconds (wall time varies with the load)
     out = m.parse([DepSentence(words=[undiacritize(w) for w in s.words], heads=s.heads,
                                comments=s.comments) for s in test_s])
     gold = corpus_from_sentences(test_s, True).labels
