@@ -394,32 +394,113 @@ def test_known_guesses_inner_is_chosen_on_the_training_data_and_recorded():
     assert LexicalDisambiguator(variant="uni").fit(sents).known_guesses_scores_ == sc
 
 
-def test_cross_validation_chooses_known_guesses_inside_each_training_fold(monkeypatch):
-    """Every fold's choice is made by train() on that fold's training sentences only: the
-    inner choice sees exactly the training tokens, never a held-out sentence."""
+def test_cross_validation_chooses_the_inner_settings_inside_each_training_fold(monkeypatch):
+    """Every fold's choices (known_guesses, graded targets, unknown-token weights) are made
+    by train() on that fold's training sentences only: each inner choice sees exactly the
+    training tokens, never a held-out sentence; each fold's choice is reported."""
     import fastspectral.lexical.cv as cvmod
     import fastspectral.lexical.model as model
 
     sents = arabic(120, 5)
-    seen, sizes = [], []
-    real_train, real_choose = cvmod.train, model._choose_known_guesses
+    seen, sizes, asked = [], [], []
+    real_train, real_choose = cvmod.train, model._choose_settings
 
     def spy_train(train_sents, **kw):
         seen.append({id(s) for s in train_sents})
+        sizes.append([])
+        asked.append([])
         return real_train(train_sents, **kw)
 
-    def spy_choose(dirs, *a, **kw):
-        sizes.append(sum(len(d[2]) for d in dirs))
-        return real_choose(dirs, *a, **kw)
+    def spy_choose(inner, options):
+        sizes[-1].append(sum(len(d[2]) for d in inner.dirs))
+        asked[-1].append(tuple(options))
+        return real_choose(inner, options)
 
     monkeypatch.setattr(cvmod, "train", spy_train)
-    monkeypatch.setattr(model, "_choose_known_guesses", spy_choose)
+    monkeypatch.setattr(model, "_choose_settings", spy_choose)
     res = cvmod.cross_validate(sents, 3, features="table3")
     parts = cvmod.fold_indices(sents, 3)
     assert len(seen) == len(sizes) == 3 == len(res["known_guesses_folds"])
-    for ids, test_ids, size in zip(seen, parts, sizes):
+    for ids, test_ids, size, opts in zip(seen, parts, sizes, asked):
         assert not ids & {id(sents[i]) for i in test_ids}
-        assert size == sum(len(s) for i, s in enumerate(sents) if i not in set(test_ids))
+        n_train = sum(len(s) for i, s in enumerate(sents) if i not in set(test_ids))
+        assert size == [n_train] * 3
+        assert opts == [("no", "yes"), model.GRADED_GRID, model.UNKNOWN_WEIGHTS_GRID]
     for k in res["known_guesses_folds"]:
         sc = k["inner_E1"]
         assert k["known_guesses"] == (sc["yes"] < sc["no"])
+        g = k["graded_inner_E1"]
+        assert k["graded"] == min(model.GRADED_GRID, key=lambda o: (g[o], o != "no"))
+        u = k["unknown_weights_inner_E1"]
+        assert k["unknown_weights"] == (u["yes"] < u["no"])
+    report = cvmod.format_report(res, per_le=False)
+    assert "graded targets per fold: " + " ".join(k["graded"] for k in res["known_guesses_folds"]) \
+        in report
+    assert "unknown_weights per fold: " in report
+
+
+def test_inner_choice_takes_the_lowest_inner_e1_ties_to_the_first_option():
+    """_choose_settings: the option with the lowest inner E1, ties to the earlier (simpler)
+    option, with every score and the token count recorded."""
+    from fastspectral.lexical.model import _choose_settings
+
+    class Fake:
+        tokens = 7
+
+        def __init__(self, e1):
+            self.e1, self.calls = e1, []
+
+        def __call__(self, kg, graded, uw):
+            self.calls.append((kg, graded, uw))
+            return self.e1[(kg, graded, uw)]
+
+    opts = {"no": (False, "no", True), "unknown": (False, "unknown", True)}
+    tie = Fake({(False, "no", True): 3.0, (False, "unknown", True): 3.0})
+    assert _choose_settings(tie, opts) == ("no", {"no": 3.0, "unknown": 3.0, "tokens": 7})
+    better = Fake({(False, "no", True): 3.0, (False, "unknown", True): 2.5})
+    assert _choose_settings(better, opts)[0] == "unknown"
+    assert better.calls == list(opts.values())
+
+
+def test_graded_and_unknown_weights_inner_are_chosen_on_the_training_data_and_recorded(
+        tmp_path):
+    """graded="inner" / unknown_weights="inner" (the defaults): the choice is the inner
+    argmin, is recorded in graded_ / unknown_weights_ (+ scores) and the model file, and the
+    model equals the one fitted with those settings given explicitly."""
+    from fastspectral.lexical.model import GRADED_GRID
+
+    sents = arabic(200, 3)
+    m = LexicalDisambiguator().fit(sents)
+    g, u = m.graded_scores_, m.unknown_weights_scores_
+    assert set(g) == set(GRADED_GRID) | {"tokens"} and set(u) == {"no", "yes", "tokens"}
+    assert g["tokens"] == u["tokens"] == m.known_guesses_scores_["tokens"]
+    assert m.graded_ == min(GRADED_GRID, key=lambda o: (g[o], o != "no"))
+    assert m.unknown_weights_ == (u["yes"] < u["no"])
+    assert all(r.spec.blocks == (2 if m.unknown_weights_ else 1)
+               for r in m.learned_.rankers.values() if not r.spec.uniform)
+    m2 = LexicalDisambiguator(known_guesses="yes" if m.known_guesses_ else "no",
+                              graded=m.graded_,
+                              unknown_weights="yes" if m.unknown_weights_ else "no").fit(sents)
+    assert m2.graded_scores_ is None and m2.unknown_weights_scores_ is None
+    assert (m2.graded_, m2.unknown_weights_) == (m.graded_, m.unknown_weights_)
+    for k in m.lambdas_:
+        assert np.array_equal(m.lambdas_[k][0], m2.lambdas_[k][0])
+    import fastspectral
+
+    path = tmp_path / "m.lex"
+    m.save(path)
+    m3 = fastspectral.load(path)
+    assert (m3.graded_, m3.graded_scores_) == (m.graded_, g)
+    assert (m3.unknown_weights_, m3.unknown_weights_scores_) == (m.unknown_weights_, u)
+    # the settings change the fit: the other weight-set choice gives other weights
+    m4 = LexicalDisambiguator(known_guesses="yes" if m.known_guesses_ else "no",
+                              graded=m.graded_,
+                              unknown_weights="no" if m.unknown_weights_ else "yes").fit(sents)
+    assert m4.lambdas_["M_full"][0].shape[0] != m.lambdas_["M_full"][0].shape[0]
+    # nothing to choose for a variant without stage 2
+    mu = LexicalDisambiguator(variant="uni").fit(sents)
+    assert mu.graded_scores_ is None and mu.unknown_weights_scores_ is None
+    with pytest.raises(ValueError, match="graded"):
+        LexicalDisambiguator(graded="sometimes").fit(sents)
+    with pytest.raises(ValueError, match="unknown_weights"):
+        LexicalDisambiguator(unknown_weights="maybe").fit(sents)

@@ -109,6 +109,13 @@ def _model_options(g, cls, variant: bool = True) -> None:
                help="known tokens also get the guesser's unseen inflections of their lemmas "
                     "(inner: chosen by M_full's E1 on an inner split of the training data; "
                     "auto: for vocalised corpora)")
+    kit.option(g, "--graded", cls, "graded", choices=("inner", "no", "unknown", "all"),
+               help="stage-2 targets: 0/1, or graded by shared label elements for tokens "
+                    "outside the lexicon / for all tokens (inner: no or unknown, chosen by "
+                    "M_full's E1 on an inner split of the training data)")
+    kit.option(g, "--unknown-weights", cls, "unknown_weights", choices=("inner", "yes", "no"),
+               help="a second set of shrinkage weights for tokens outside the lexicon (inner: "
+                    "chosen by M_full's E1 on an inner split of the training data)")
     kit.option(g, "--max-iter", cls, "max_iter", type=positive_int, metavar="N",
                help="liblinear iterations")
     kit.add_seed(g, cls)
@@ -321,7 +328,8 @@ def _cv(args) -> int:
     sents = read(args)
     params = {}
     for name in ("features", "vocalised", "split", "refit", "cross_fit", "C", "epsilon", "loss",
-                 "frequency_classes", "unknown", "known_guesses", "max_iter", "random_state"):
+                 "frequency_classes", "unknown", "known_guesses", "graded", "unknown_weights",
+                 "max_iter", "random_state"):
         if hasattr(args, name):
             params[name] = getattr(args, name)
     if len(sents) < args.folds:

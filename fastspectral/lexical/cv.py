@@ -13,7 +13,8 @@ and scores the held-out fold:
 * the coverage upper bound (gold label among the candidates) with lexicon candidates only
   (eq. 9) and with the suffix guesser's candidates of unknown tokens;
 * the time spent fitting and tagging;
-* ``known_guesses`` as resolved in each fold (with ``"inner"``: chosen on an inner split of
+* ``known_guesses``, ``graded`` and ``unknown_weights`` as resolved in each fold (with
+  ``"inner"``: chosen on an inner split of
   the fold's training part, never on the held-out fold; the inner E1 of both settings).
 """
 from __future__ import annotations
@@ -64,7 +65,8 @@ def cross_validate(sentences, folds: int = 10, *, progress=None, **params) -> di
 
     ``params``: the keyword arguments of :func:`fastspectral.lexical.model.train` (``features``,
     ``C``, ``epsilon``, ``split``, ``refit``, ``frequency_classes``, ``unknown``, ``analyser``,
-    ``max_iter``, ``random_state``, ``vocalised``).  ``progress(fold, folds)`` is called after
+    ``max_iter``, ``random_state``, ``vocalised``, ``known_guesses``, ``graded``,
+    ``unknown_weights``).  ``progress(fold, folds)`` is called after
     each fold.  Returns a dict (see :func:`format_report`)."""
     sentences = check_sentences(sentences, labelled=True)
     vocalised = params.pop("vocalised", "auto")
@@ -96,7 +98,10 @@ def cross_validate(sentences, folds: int = 10, *, progress=None, **params) -> di
                         with_morph=True, **params)
         fit_time += time.perf_counter() - t0
         kg_folds.append({"known_guesses": bool(learned.known_guesses),
-                         "inner_E1": learned.known_guesses_scores})
+                         "inner_E1": learned.known_guesses_scores,
+                         "graded": learned.graded, "graded_inner_E1": learned.graded_scores,
+                         "unknown_weights": bool(learned.unknown_weights),
+                         "unknown_weights_inner_E1": learned.unknown_weights_scores})
         n_train_tokens += sum(len(s) for s in train_sents)
         test = corpus_from_sentences(test_sents, voc)
         t0 = time.perf_counter()
@@ -195,6 +200,22 @@ def format_report(res: dict, per_le: bool = True) -> str:
             line += " (chosen on inner splits of the training folds; inner E1 of M_full no/yes: " \
                 + ", ".join(f"{k['no']:.2f}/{k['yes']:.2f}" for k in inner) + ")"
         lines.append(line)
+        if any("graded" in k for k in kg):
+            line = "graded targets per fold: " + " ".join(k["graded"] for k in kg)
+            inner = [k["graded_inner_E1"] for k in kg if k.get("graded_inner_E1")]
+            if inner:
+                opts = [o for o in inner[0] if o != "tokens"]
+                line += f" (inner E1 of M_full {'/'.join(opts)}: " + ", ".join(
+                    "/".join(f"{k[o]:.2f}" for o in opts) for k in inner) + ")"
+            lines.append(line)
+            line = "unknown_weights per fold: " + "".join(
+                "y" if k["unknown_weights"] else "n" for k in kg)
+            inner = [k["unknown_weights_inner_E1"] for k in kg
+                     if k.get("unknown_weights_inner_E1")]
+            if inner:
+                line += " (inner E1 of M_full no/yes: " + ", ".join(
+                    f"{k['no']:.2f}/{k['yes']:.2f}" for k in inner) + ")"
+            lines.append(line)
     tr = res["train_tokens_per_s"]
     tg = res["tag_tokens_per_s"]
     lines.append(f"time: fitting every model {res['fit_seconds']:.1f} s "

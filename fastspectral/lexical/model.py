@@ -30,6 +30,16 @@ PAPER_NAMES = {"full": "M_full", "uni": "M_uni", "baseline": "M_baseline", "ind"
                "unigram": "unigram"}
 _UNKNOWN = ("suffix", "none")
 _VOCALISED = ("auto", "yes", "no")
+#: ``graded``: the targets g(i, k) of stage 2 — "no": 1 for the gold candidate, 0 for the
+#: others (the paper's reading); "unknown": graded (share of LEs shared with the gold label)
+#: for tokens outside the lexicon; "all": graded for every token; "inner": chosen
+_GRADED = ("inner", "no", "unknown", "all")
+#: the options ``graded="inner"`` compares, the first winning ties (the simpler targets)
+GRADED_GRID = ("no", "unknown")
+#: ``unknown_weights``: a second weight set for the tokens outside the lexicon
+_UNKNOWN_WEIGHTS = ("inner", "yes", "no", True, False)
+#: the options ``unknown_weights="inner"`` compares, the first winning ties (one weight set)
+UNKNOWN_WEIGHTS_GRID = ("no", "yes")
 
 
 # ------------------------------------------------------------------------------------------
@@ -101,6 +111,10 @@ class Learned:
     stage2: dict           # name -> rows used by stage 2
     known_guesses: bool = False
     known_guesses_scores: dict | None = None   # E1 of the inner choice ("inner")
+    graded: str = "unknown"                    # the resolved g(i, k) ("no", "unknown", "all")
+    graded_scores: dict | None = None          # E1 of the inner choice ("inner")
+    unknown_weights: bool = True               # the resolved second weight set
+    unknown_weights_scores: dict | None = None  # E1 of the inner choice ("inner")
 
     def target(self, name: str) -> int:
         return self.space.target(name)
@@ -280,24 +294,35 @@ def _filter_by_tags(label, ptr, tags, ov):
     return label[keep], np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
+def _graded_value(graded):
+    """``graded`` as "no", "unknown" or "all" (True: "all"; False / None: "no")."""
+    if graded is True:
+        return "all"
+    if graded is False or graded is None:
+        return "no"
+    return _check_choice("graded", graded, ("no", "unknown", "all"))
+
+
 def _stage2_rows(cands: E.Candidates, level: int, gold_lv: np.ndarray, n_targets: int,
                  graded, n_les: int):
     """Stage-2 rows: ``(token index, ptr, vals, g)`` of the tokens with two candidates or more
     whose targets ``g(i, k)`` differ: 1 for the gold candidate and 0 for the others, or
     (``graded``, label rankers) the share of the ``n_les`` label elements a candidate shares
-    with the gold label; ``graded="unknown"``: graded for the tokens outside the lexicon."""
+    with the gold label; ``graded="unknown"``: graded for the tokens outside the lexicon
+    (``"all"`` or True: every token; ``"no"``, False or None: 0/1)."""
+    graded = _graded_value(graded)
     ptr, vals = E.row_values(cands, level, n_targets)
     col = 0 if level < 0 else level
     tok_of_row = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
     gold = gold_lv[tok_of_row]
     y = (vals[:, col] == gold[:, col]).astype(np.float64)
-    if graded and level < 0 and n_les:
+    if graded != "no" and level < 0 and n_les:
         share = (vals[:, 1:1 + n_les] == gold[:, 1:1 + n_les]).mean(axis=1)
-        use = np.ones(len(y), dtype=bool) if graded is True else ~cands.known[tok_of_row]
+        use = np.ones(len(y), dtype=bool) if graded == "all" else ~cands.known[tok_of_row]
         y[use] = np.maximum(y[use], share[use])
     graded_tok = np.zeros(len(ptr) - 1, dtype=bool)
-    if graded and level < 0 and n_les:
-        graded_tok[:] = True if graded is True else ~cands.known
+    if graded != "no" and level < 0 and n_les:
+        graded_tok[:] = True if graded == "all" else ~cands.known
     n_rows = np.diff(ptr)
     n_tok = len(ptr) - 1
     hi = np.full(n_tok, -np.inf)
@@ -316,16 +341,21 @@ def _stage2_rows(cands: E.Candidates, level: int, gold_lv: np.ndarray, n_targets
 def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, refit=True,
           C=None, epsilon=None, frequency_classes=5, unknown="suffix", analyser=None,
           max_iter=1000, random_state=0, with_morph=False,
-          loss="squared_epsilon_insensitive", graded="unknown", unknown_weights=True,
+          loss="squared_epsilon_insensitive", graded="inner", unknown_weights="inner",
           cross_fit=True, stage2_tokens=20000, known_guesses="inner") -> Learned:
     """Fit the stage-1 tables and the ``rankers`` (see :func:`_specs`) on labelled
     sentences (the body of :meth:`LexicalDisambiguator.fit`, shared with the
-    cross-validation)."""
+    cross-validation).  ``known_guesses``, ``graded`` and ``unknown_weights`` equal to
+    ``"inner"`` are chosen on an inner split of these sentences (:func:`_choose_settings`)."""
     templates = parse_features(features)
     voc = corpus_vocalised(sentences) if vocalised == "auto" else vocalised == "yes"
     choose = known_guesses == "inner" and unknown == "suffix"
-    kg_scores = None
+    kg_scores = g_scores = uw_scores = None
     known_guesses = voc if known_guesses == "auto" else known_guesses in (True, "yes")
+    choose_g = graded == "inner"
+    graded = "unknown" if choose_g else _graded_value(graded)
+    choose_uw = unknown_weights == "inner"
+    unknown_weights = True if choose_uw else unknown_weights in (True, "yes")
     corpus = corpus_from_sentences(sentences, voc)
     scheme = LabelScheme.from_labels(set(corpus.labels), voc)
     space = E.LabelSpace(scheme, with_morph)
@@ -337,9 +367,13 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
     V = space.lv[ids]
     cols = [c for c, name in enumerate(fs.names) if name in templates]
     use_doc = "Doc" in templates
-    specs = [E.RankerSpec(s.name, s.level, s.targets, s.doc_targets if use_doc else (),
-                          s.uniform, 2 if unknown_weights and not s.uniform else 1)
-             for s in _specs(space, rankers)]
+
+    def make_specs(uw):
+        return [E.RankerSpec(s.name, s.level, s.targets, s.doc_targets if use_doc else (),
+                             s.uniform, 2 if uw and not s.uniform else 1)
+                for s in _specs(space, rankers)]
+
+    specs = make_specs(unknown_weights)
     targets = sorted({m for s in specs for m in s.targets} | {0})
     doc_targets = sorted({m for s in specs for m in s.doc_targets})
     n_values = space.n_values()
@@ -348,8 +382,11 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
     rankers_out: dict = {}
     stage2: dict = {}
     trainable = [s for s in specs if not s.uniform]
-    if choose and corpus.n_sentences < 2:
-        choose = False
+    # graded targets and the second weight set only matter to rankers with a stage 2
+    choose_g = choose_g and bool(trainable)
+    choose_uw = choose_uw and bool(trainable)
+    if corpus.n_sentences < 2:
+        choose = choose_g = choose_uw = False
     if (trainable or choose) and corpus.n_sentences >= 2:
         s1 = _split_point(corpus, split)
         cut = corpus.sent_starts[s1]
@@ -369,13 +406,25 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
             S, qloc = tab.doc_similarity(Fr[:, 0], np.asarray(corpus.docs)[row_idx])
             dirs.append((tab, gue, Fr, cands, S, qloc, V[row_idx]))
         tables1, guesser1 = dirs[0][0], dirs[0][1]
-        if choose:
-            kg, kg_scores = _choose_known_guesses(
-                dirs, space, cols, n_bins, graded, n_les, C, epsilon, max_iter,
-                random_state, loss, use_doc, unknown_weights)
-            known_guesses = kg
-            if not kg:
-                dirs = [d[:3] + (d[3].without_inflections(),) + d[4:] for d in dirs]
+        if choose or choose_g or choose_uw:
+            inner = _InnerE1(dirs, space, cols, n_bins, n_les, C, epsilon, max_iter,
+                             random_state, loss, use_doc)
+            if choose:
+                kg, kg_scores = _choose_known_guesses(inner, graded, unknown_weights)
+                known_guesses = kg
+            if choose_g:
+                graded, g_scores = _choose_settings(
+                    inner, {g: (known_guesses, g, unknown_weights) for g in GRADED_GRID})
+            if choose_uw:
+                uw, uw_scores = _choose_settings(
+                    inner, {u: (known_guesses, graded, u == "yes")
+                            for u in UNKNOWN_WEIGHTS_GRID})
+                unknown_weights = uw == "yes"
+        if choose and not known_guesses:
+            dirs = inner._plain if inner._plain is not None else \
+                [d[:3] + (d[3].without_inflections(),) + d[4:] for d in dirs]
+        specs = make_specs(unknown_weights)
+        trainable = [s for s in specs if not s.uniform]
         for spec in trainable:
             ranker, n_rows = _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, C,
                                          epsilon, max_iter, random_state, loss, stage2_tokens)
@@ -393,7 +442,8 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
                                 n_values)
         guesser = SuffixGuesser().fit(_guesser_pairs(tables, fs, space), voc)
     return Learned(voc, scheme, space, fs, cols, tables, guesser, rankers_out, n_bins,
-                   unknown, stage2, bool(known_guesses), kg_scores)
+                   unknown, stage2, bool(known_guesses), kg_scores, graded, g_scores,
+                   bool(unknown_weights), uw_scores)
 
 
 def _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, C, epsilon, max_iter,
@@ -452,48 +502,87 @@ def _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, C, epsilon, max_
 
 
 #: stage-2 tokens (both directions together, per weight set) of each fit that chooses
-#: ``known_guesses="inner"`` (a cost bound, not tuned)
+#: ``known_guesses``, ``graded`` or ``unknown_weights`` on the inner split (a cost bound,
+#: not tuned)
 CHOICE_TOKENS = 6000
 
 
-def _choose_known_guesses(dirs, space, cols, n_bins, graded, n_les, C, epsilon, max_iter,
-                          random_state, loss, use_doc, unknown_weights):
-    """``known_guesses="inner"``: M_full is fitted with and without the guessed inflections
-    of known tokens on the first half of the stage-2 tokens of every direction (at most
-    :data:`CHOICE_TOKENS`, ``C`` and ``epsilon`` chosen as usual) and its E1 measured on all
-    tokens of the second halves (scored with the counts of the other part of the training
-    data; uncovered tokens are errors).  Training data only: an inner split of the training
-    sentences.  Returns ``(yes?, {"no": E1, "yes": E1, "tokens": n})``; ties: no."""
-    base = _specs(space, ["M_full"])[0]
-    spec = E.RankerSpec(base.name, base.level, base.targets,
-                        base.doc_targets if use_doc else (), False,
-                        2 if unknown_weights else 1)
-    halves = [len(d[2]) // 2 for d in dirs]
-    use = [np.arange(len(d[2])) < h for d, h in zip(dirs, halves)]
-    out: dict = {}
-    n_eval = 0
-    for name in ("no", "yes"):
-        ds = dirs if name == "yes" else \
-            [d[:3] + (d[3].without_inflections(),) + d[4:] for d in dirs]
-        ranker, _ = _fit_ranker(spec, ds, space, cols, n_bins, graded, n_les, C, epsilon,
-                                max_iter, random_state, loss, CHOICE_TOKENS, use)
+class _InnerE1:
+    """The inner split of the training data on which ``known_guesses``, ``graded`` and
+    ``unknown_weights`` are chosen: M_full is fitted on the first half of the stage-2 tokens
+    of every direction (at most :data:`CHOICE_TOKENS`, ``C`` and ``epsilon`` chosen as
+    usual) and its E1 measured on all tokens of the second halves (scored with the counts of
+    the other part of the training data; uncovered tokens are errors).  Training data only.
+    ``self(known_guesses, graded, unknown_weights)`` is that E1 (memoised); ``tokens``: the
+    number of inner evaluation tokens."""
+
+    def __init__(self, dirs, space, cols, n_bins, n_les, C, epsilon, max_iter, random_state,
+                 loss, use_doc):
+        self.dirs, self.space, self.cols, self.n_bins, self.n_les = \
+            dirs, space, cols, n_bins, n_les
+        self.fit_args = (C, epsilon, max_iter, random_state, loss)
+        self.base = _specs(space, ["M_full"])[0]
+        self.use_doc = use_doc
+        self.halves = [len(d[2]) // 2 for d in dirs]
+        self.use = [np.arange(len(d[2])) < h for d, h in zip(dirs, self.halves)]
+        self.tokens = sum(len(d[2]) - h for d, h in zip(dirs, self.halves))
+        self._memo: dict = {}
+        self._plain = None
+
+    def __call__(self, known_guesses: bool, graded: str, unknown_weights: bool) -> float:
+        key = (bool(known_guesses), graded, bool(unknown_weights))
+        if key in self._memo:
+            return self._memo[key]
+        base, space = self.base, self.space
+        spec = E.RankerSpec(base.name, base.level, base.targets,
+                            base.doc_targets if self.use_doc else (), False,
+                            2 if unknown_weights else 1)
+        ds = self.dirs
+        if not known_guesses:
+            if self._plain is None:
+                self._plain = [d[:3] + (d[3].without_inflections(),) + d[4:] for d in ds]
+            ds = self._plain
+        C, epsilon, max_iter, random_state, loss = self.fit_args
+        ranker, _ = _fit_ranker(spec, ds, space, self.cols, self.n_bins, graded, self.n_les,
+                                C, epsilon, max_iter, random_state, loss, CHOICE_TOKENS,
+                                self.use)
         if ranker is None:
-            lam, lam_doc = E.uniform_weights(spec, len(cols), n_bins)
+            lam, lam_doc = E.uniform_weights(spec, len(self.cols), self.n_bins)
             ranker = E.Ranker(spec, lam, lam_doc, 0.0, None, 0)
-        errors = n_eval = 0
-        for (tab, _, Fr, cands, S, qloc, gold_lv), h in zip(ds, halves):
+        errors = 0
+        for (tab, _, Fr, cands, S, qloc, gold_lv), h in zip(ds, self.halves):
             ev = np.arange(h, len(Fr))
             ptr, vals = E.row_values(cands, -1, space.n_targets)
             rows, p2 = E.token_rows(ptr, ev)
             v = np.ascontiguousarray(vals[rows])
-            sc = E.score(tab, np.ascontiguousarray(Fr[ev]), cols, p2, v, ranker, n_bins, S,
-                         qloc[ev], E.token_blocks(spec, cands.known[ev]))
+            sc = E.score(tab, np.ascontiguousarray(Fr[ev]), self.cols, p2, v, ranker,
+                         self.n_bins, S, qloc[ev], E.token_blocks(spec, cands.known[ev]))
             best, _ = E.top2(p2, sc)
             errors += int(np.sum(v[best, 0] != gold_lv[ev, 0]))
-            n_eval += len(ev)
-        out[name] = 100.0 * errors / max(n_eval, 1)
-    out["tokens"] = n_eval
-    return bool(out["yes"] < out["no"]), out
+        out = 100.0 * errors / max(self.tokens, 1)
+        self._memo[key] = out
+        return out
+
+
+def _choose_settings(inner: _InnerE1, options: dict):
+    """The option of ``options`` (``{name: (known_guesses, graded, unknown_weights)}``, in
+    order of preference) with the lowest inner E1, ties to the earlier:
+    ``(name, {name: E1, ..., "tokens": n})``."""
+    scores = {name: inner(*setting) for name, setting in options.items()}
+    best = min(scores, key=lambda k: (scores[k], list(options).index(k)))
+    scores["tokens"] = inner.tokens
+    return best, scores
+
+
+def _choose_known_guesses(inner: _InnerE1, graded, unknown_weights):
+    """``known_guesses="inner"``: M_full with and without the guessed inflections of known
+    tokens compared on the inner split (:class:`_InnerE1`; ``graded`` and
+    ``unknown_weights`` at their defaults when they are chosen too — they are chosen next,
+    one after the other).  Returns ``(yes?, {"no": E1, "yes": E1, "tokens": n})``; ties:
+    no."""
+    name, scores = _choose_settings(inner, {"no": (False, graded, unknown_weights),
+                                            "yes": (True, graded, unknown_weights)})
+    return name == "yes", scores
 
 
 def _rank(learned: Learned, cands, F, S, qloc, name, threads=None):
@@ -629,6 +718,16 @@ class LexicalDisambiguator(Parser):
         compared on the second half (ties: no; ``known_guesses_``); "auto": yes for vocalised
         corpora (a setting chosen after seeing cross-validation results: kept for
         reproducing them, not a default).
+    graded : {"inner", "no", "unknown", "all"}, default "inner"
+        The stage-2 targets g(i, k) of the label rankers: "no": 1 for the gold candidate and
+        0 for the others; "unknown": the share of LEs a candidate shares with the gold label
+        for the tokens outside the lexicon (whose gold label is rarely a candidate); "all":
+        graded for every token; "inner": "no" or "unknown" chosen on the training data (after
+        ``known_guesses``, the same inner split and score; ties: "no"; ``graded_``).
+    unknown_weights : {"inner", "yes", "no"} or bool, default "inner"
+        A second weight set for the tokens outside the lexicon; "inner": chosen on the
+        training data (after ``graded``, the same inner split and score; ties: no;
+        ``unknown_weights_``).
     analyser : callable or None, default None
         ``analyser(token) -> analyses`` added to every candidate set (the role of SAMA; see
         :mod:`.analyser`).  Not saved in model files: set it again after loading.
@@ -663,6 +762,16 @@ class LexicalDisambiguator(Parser):
     known_guesses_scores_ : dict or None
         With ``known_guesses="inner"``: the inner E1 of M_full without (``"no"``) and with
         (``"yes"``) them and the number of inner evaluation tokens (``"tokens"``).
+    graded_ : str
+        The resolved ``graded`` ("no", "unknown" or "all").
+    graded_scores_ : dict or None
+        With ``graded="inner"``: the inner E1 of M_full of each option of ``GRADED_GRID`` and
+        ``"tokens"``.
+    unknown_weights_ : bool
+        Whether tokens outside the lexicon have their own weight set.
+    unknown_weights_scores_ : dict or None
+        With ``unknown_weights="inner"``: the inner E1 of M_full without (``"no"``) and with
+        (``"yes"``) the second weight set and ``"tokens"``.
     fit_time_ : float
         Seconds spent in the last ``fit``.
 
@@ -695,7 +804,8 @@ class LexicalDisambiguator(Parser):
 
     def __init__(self, variant="full", features="all", vocalised="auto", split=0.5,
                  refit=True, cross_fit=True, C=None, epsilon=None, frequency_classes=5,
-                 unknown="suffix", known_guesses="inner", analyser=None,
+                 unknown="suffix", known_guesses="inner", graded="inner",
+                 unknown_weights="inner", analyser=None,
                  loss="squared_epsilon_insensitive", max_iter=1000, random_state=0):
         self.variant = variant
         self.features = features
@@ -708,6 +818,8 @@ class LexicalDisambiguator(Parser):
         self.frequency_classes = frequency_classes
         self.unknown = unknown
         self.known_guesses = known_guesses
+        self.graded = graded
+        self.unknown_weights = unknown_weights
         self.analyser = analyser
         self.loss = loss
         self.max_iter = max_iter
@@ -724,6 +836,10 @@ class LexicalDisambiguator(Parser):
         if self.known_guesses not in ("inner", "auto", "yes", "no", True, False):
             raise ValueError(f"known_guesses must be 'inner', 'auto', 'yes', 'no', True or "
                              f"False, not {self.known_guesses!r}")
+        _check_choice("graded", self.graded, _GRADED)
+        if self.unknown_weights not in _UNKNOWN_WEIGHTS:
+            raise ValueError(f"unknown_weights must be 'inner', 'yes', 'no', True or False, "
+                             f"not {self.unknown_weights!r}")
         for name in ("refit", "cross_fit"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
@@ -763,7 +879,8 @@ class LexicalDisambiguator(Parser):
             C=None if self.C is None else float(self.C),
             epsilon=None if self.epsilon is None else float(self.epsilon),
             frequency_classes=int(self.frequency_classes), unknown=self.unknown,
-            known_guesses=self.known_guesses,
+            known_guesses=self.known_guesses, graded=self.graded,
+            unknown_weights=self.unknown_weights,
             analyser=self.analyser, loss=self.loss, max_iter=int(self.max_iter),
             random_state=seed,
             with_morph=self.variant == "ind")
@@ -782,6 +899,11 @@ class LexicalDisambiguator(Parser):
         self.known_guesses_ = bool(lr.known_guesses)
         self.known_guesses_scores_ = None if lr.known_guesses_scores is None else \
             dict(lr.known_guesses_scores)
+        self.graded_ = lr.graded
+        self.graded_scores_ = None if lr.graded_scores is None else dict(lr.graded_scores)
+        self.unknown_weights_ = bool(lr.unknown_weights)
+        self.unknown_weights_scores_ = None if lr.unknown_weights_scores is None else \
+            dict(lr.unknown_weights_scores)
 
     # -- prediction --------------------------------------------------------------------------
     def _model_name(self) -> str:
@@ -861,6 +983,10 @@ class LexicalDisambiguator(Parser):
             "unknown": lr.unknown,
             "known_guesses": lr.known_guesses,
             "known_guesses_scores": lr.known_guesses_scores,
+            "graded": lr.graded,
+            "graded_scores": lr.graded_scores,
+            "unknown_weights": lr.unknown_weights,
+            "unknown_weights_scores": lr.unknown_weights_scores,
             "stage2": lr.stage2,
             "rankers": {k: {"level": r.spec.level, "targets": list(r.spec.targets),
                             "doc_targets": list(r.spec.doc_targets),
@@ -901,7 +1027,12 @@ class LexicalDisambiguator(Parser):
                                      tables, guesser, rankers, int(meta["n_bins"]),
                                      meta["unknown"], dict(meta.get("stage2", {})),
                                      bool(meta.get("known_guesses", False)),
-                                     meta.get("known_guesses_scores"))
+                                     meta.get("known_guesses_scores"),
+                                     # files before the inner choice: the fixed defaults then
+                                     _graded_value(meta.get("graded", "unknown")),
+                                     meta.get("graded_scores"),
+                                     bool(meta.get("unknown_weights", True)),
+                                     meta.get("unknown_weights_scores"))
             model._set_attributes()
             model.fit_time_ = float(meta.get("fit_time", 0.0))
         except (KeyError, TypeError, ValueError) as exc:
