@@ -66,7 +66,10 @@ def speed(sents, n_tokens):
     tag, tag_cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"tokens": n, "fit_seconds": fit, "tag_seconds": tag, "fit_cpu_seconds": fit_cpu,
             "tag_cpu_seconds": tag_cpu, "fit_tokens_per_s": n / fit,
-            "tag_tokens_per_s": n / tag}
+            "tag_tokens_per_s": n / tag,
+            # the settings chosen on the inner split of this training data
+            "chosen": {"known_guesses": model.known_guesses_, "graded": model.graded_,
+                       "unknown_weights": model.unknown_weights_}}
 
 
 def cli_speed(sents, n_tokens):
@@ -145,7 +148,8 @@ def main(argv=None):
         print(f"speed (M_full, corpus repeated to {sp['tokens']} tokens): fit "
               f"{sp['fit_seconds']:.1f} s wall / {sp['fit_cpu_seconds']:.1f} s CPU "
               f"({sp['fit_tokens_per_s']:,.0f} tokens/s), tag {sp['tag_seconds']:.1f} s wall / "
-              f"{sp['tag_cpu_seconds']:.1f} s CPU ({sp['tag_tokens_per_s']:,.0f} tokens/s)")
+              f"{sp['tag_cpu_seconds']:.1f} s CPU ({sp['tag_tokens_per_s']:,.0f} tokens/s); "
+              f"chosen on the inner split: {sp['chosen']}")
         cs = cli_speed(sents, args.speed_tokens)
         res["cli_speed"] = cs
         print(f"whole processes ({cs['tokens']} tokens): `fastspectral lexical train` "
