@@ -794,7 +794,7 @@ class LexicalDisambiguator(Parser):
     >>> data = [sent(["they", "can", "fish"], ["PRON", "AUX", "VERB"]),
     ...         sent(["a", "can", "opens"], ["DET", "NOUN", "VERB"])] * 20
     >>> model = LexicalDisambiguator(C=1.0).fit(data)
-    >>> out = model.parse([sent(["we", "can", "fish"], ["_"] * 3)])
+    >>> out = model.parse([sent(["they", "can", "fish"], ["_"] * 3)])
     >>> out[0].upos
     ['PRON', 'AUX', 'VERB']
     """
