@@ -74,6 +74,17 @@ def _order(parent, a, n, order, start, child):
     return STATUS_OK
 
 
+@njit(cache=True, nogil=True)
+def _tree(parent, a, n):
+    """Children lists and a bottom-up order of the tree at ``parent[a:a+n]`` (see
+    :func:`_order`): ``(status, order, start, child)``."""
+    order = np.empty(n, np.int64)
+    start = np.empty(n + 1, np.int64)
+    child = np.empty(max(n, 1), np.int64)
+    st = _order(parent, a, n, order, start, child)
+    return st, order, start, child
+
+
 @njit(cache=True, parallel=True)
 def check_trees(offsets, parent):
     """Status code of each tree (0: a valid forest; 1: a head out of range or a self-loop;
@@ -83,10 +94,7 @@ def check_trees(offsets, parent):
     for s in prange(ns):
         a = offsets[s]
         n = offsets[s + 1] - a
-        order = np.empty(n, np.int64)
-        start = np.empty(n + 1, np.int64)
-        child = np.empty(max(n, 1), np.int64)
-        status[s] = _order(parent, a, n, order, start, child)
+        status[s] = _tree(parent, a, n)[0]
     return status
 
 
@@ -143,10 +151,7 @@ def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
     for s in prange(ns):
         a = offsets[s]
         n = offsets[s + 1] - a
-        order = np.empty(n, np.int64)
-        start = np.empty(n + 1, np.int64)
-        child = np.empty(max(n, 1), np.int64)
-        st = _order(parent, a, n, order, start, child)
+        st, order, start, child = _tree(parent, a, n)
         status[s] = st
         if st != STATUS_OK:
             logabs[s] = np.nan
@@ -240,10 +245,7 @@ def fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1):
     for s in prange(ns):
         a = offsets[s]
         n = offsets[s + 1] - a
-        order = np.empty(n, np.int64)
-        start = np.empty(n + 1, np.int64)
-        child = np.empty(max(n, 1), np.int64)
-        st = _order(parent, a, n, order, start, child)
+        st, order, start, child = _tree(parent, a, n)
         status[s] = st
         if st != STATUS_OK:
             logabs[s] = np.nan
