@@ -24,6 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _toy import coordination_treebank, dep_treebank
+
 WORKER = textwrap.dedent('''
     import json, logging, sys, warnings
     logging.disable(logging.CRITICAL)
@@ -90,34 +92,8 @@ class Worker:
 
 
 # ---- small models of every kind ---------------------------------------------------------------
-CLAUSES = ["(S (NP (DT the) (NN dog)) (VP (VBZ barks)))",
-           "(S (NP (DT a) (NN cat)) (VP (VBZ sees) (NP (DT the) (NN dog))))",
-           "(S (NP (NNS dogs)) (VP (VBP bark)))",
-           "(S (NP (DT the) (NN cat)) (VP (VBZ sleeps)))"]
-
-
 def treebank(k=40, seed=0):
-    from fastspectral.trees.tree import Tree
-
-    rng = random.Random(seed)
-    out = []
-    for _ in range(k):
-        c = [rng.choice(CLAUSES) for _ in range(rng.randint(1, 3))]
-        inner = " (CC and) ".join(c) if len(c) > 1 else c[0][3:-1]
-        out.append(Tree.fromstring(f"(TOP (S {inner} (. .)))"))
-    return out
-
-
-def dep_treebank():
-    from fastspectral.trees.conll import DepSentence
-
-    def sent(text, heads):
-        words, tags = zip(*(w.split("/") for w in text.split()))
-        return DepSentence(words=list(words), xpos=list(tags), heads=heads)
-
-    return [sent("the/DT dog/NN barks/VBZ", [2, 3, 0]), sent("a/DT cat/NN sleeps/VBZ", [2, 3, 0]),
-            sent("dogs/NNS bark/VBP", [2, 0]),
-            sent("the/DT big/JJ dog/NN sleeps/VBZ", [3, 3, 4, 0])] * 4
+    return coordination_treebank(k, seed, max_clauses=3)
 
 
 def token_corpus(n=300, seed=0):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import subprocess
 import sys
 import textwrap
@@ -25,6 +24,7 @@ from hypothesis import strategies as st
 
 from fastspectral import _memory
 from fastspectral._ext.cky import ChartGrammar, chart_marginals, parse_batch, prune_batch
+from _toy import coordination_treebank, dep_treebank
 from test_cky import random_grammar, random_lexical
 
 
@@ -84,11 +84,11 @@ LONG = """
     import json, logging, random, sys
     logging.disable(logging.CRITICAL)
     sys.path.insert(0, %(tests)r)
-    from test_kernel_safety import coordination_treebank, long_sentence, dep_sentence
+    from test_kernel_safety import long_sentence, dep_sentence
+    from _toy import coordination_treebank, dep_treebank
     from fastspectral import PCFG
     from fastspectral.lpcfg import SpectralLPCFG, PivotLPCFG, EMLPCFG
     from fastspectral.dependency import SHAGParser
-    from test_fuzz_modelfiles import dep_treebank
     trees = coordination_treebank()
     out = {}
     for name, model in (("pcfg", PCFG(jobs=2)), ("pcfg-viterbi", PCFG(jobs=2, decode="viterbi")),
@@ -113,25 +113,6 @@ LONG = """
                                 shag.last_parse_stats_.too_long]
     print(json.dumps(out))
 """
-
-CLAUSES = ["(S (NP (DT the) (NN dog)) (VP (VBZ barks)))",
-           "(S (NP (DT a) (NN cat)) (VP (VBZ sees) (NP (DT the) (NN dog))))",
-           "(S (NP (NNS dogs)) (VP (VBP bark)))",
-           "(S (NP (DT the) (NN cat)) (VP (VBZ sleeps)))"]
-
-
-def coordination_treebank(k=60, seed=0):
-    """Clauses joined by "and": a grammar that parses sentences of any length."""
-    from fastspectral.trees.tree import Tree
-
-    rng = random.Random(seed)
-    out = []
-    for _ in range(k):
-        c = [rng.choice(CLAUSES) for _ in range(rng.randint(1, 4))]
-        inner = " (CC and) ".join(c) if len(c) > 1 else c[0][3:-1]
-        out.append(Tree.fromstring(f"(TOP (S {inner} (. .)))"))
-    return out
-
 
 def long_sentence(n):
     words = "the dog barks and a cat sees the dog and".split()
@@ -169,7 +150,6 @@ def small_models():
     from fastspectral import PCFG
     from fastspectral.dependency import SHAGParser
     from fastspectral.lpcfg import EMLPCFG, PivotLPCFG, SpectralLPCFG
-    from test_fuzz_modelfiles import dep_treebank
 
     trees = coordination_treebank()
     return {"pcfg": PCFG(jobs=2).fit(trees),
