@@ -14,6 +14,7 @@ cimport numpy as cnp
 from cython.parallel import prange
 from libc.stdlib cimport malloc, free
 from libc.math cimport INFINITY
+from .packed_check cimport check_packed
 
 cnp.import_array()
 
@@ -144,17 +145,9 @@ def eisner_batch(const double[::1] scores, const cnp.int64_t[::1] off, const cnp
     """
     cdef Py_ssize_t B = lengths.shape[0]
     cdef Py_ssize_t b
-    if off.shape[0] < B or hoff.shape[0] < B or best.shape[0] < B:
-        raise ValueError("offset arrays shorter than the batch")
+    check_packed(scores, off, lengths, hoff, heads.shape[0], best.shape[0], 1, 32767)
     if nthreads < 1:
         nthreads = 1
-    for b in range(B):
-        if lengths[b] < 0 or lengths[b] > 32767 or off[b] < 0 or hoff[b] < 0:
-            raise ValueError("sentence %d: length or offsets out of range" % b)
-        if off[b] + (<cnp.int64_t> lengths[b] + 1) * (lengths[b] + 1) > scores.shape[0]:
-            raise ValueError("score block of sentence %d runs past the score array" % b)
-        if hoff[b] + lengths[b] > heads.shape[0]:
-            raise ValueError("head block of sentence %d runs past the head array" % b)
     with nogil:
         for b in prange(B, num_threads=nthreads, schedule="dynamic"):
             best[b] = _eisner_one(&scores[off[b]], lengths[b], single_root,

@@ -39,6 +39,7 @@ cimport numpy as cnp
 from cython.parallel import prange
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.math cimport INFINITY
+from .packed_check cimport check_packed
 
 cnp.import_array()
 
@@ -367,19 +368,11 @@ def kbest_batch(const double[::1] scores, const cnp.int64_t[::1] off,
     cdef Py_ssize_t b
     if k < 1:
         raise ValueError("k must be >= 1")
-    if off.shape[0] < B or hoff.shape[0] < B or count.shape[0] < B:
-        raise ValueError("offset arrays shorter than the batch")
+    check_packed(scores, off, lengths, hoff, heads.shape[0], count.shape[0], k, 4096)
     if kscores.shape[0] < B * k:
         raise ValueError("kscores shorter than batch * k")
     if nthreads < 1:
         nthreads = 1
-    for b in range(B):
-        if lengths[b] < 0 or lengths[b] > 4096 or off[b] < 0 or hoff[b] < 0:
-            raise ValueError("sentence %d: length or offsets out of range" % b)
-        if off[b] + (<cnp.int64_t> lengths[b] + 1) * (lengths[b] + 1) > scores.shape[0]:
-            raise ValueError("score block of sentence %d runs past the score array" % b)
-        if hoff[b] + <cnp.int64_t> k * lengths[b] > heads.shape[0]:
-            raise ValueError("head block of sentence %d runs past the head array" % b)
     with nogil:
         for b in prange(B, num_threads=nthreads, schedule="dynamic"):
             count[b] = _kbest_one(&scores[off[b]], lengths[b], k, single_root,

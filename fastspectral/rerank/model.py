@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..base import Parser, check_jobs
+from ..base import check_jobs
 from ..errors import ModelFileError
-from .mst import MSTParser, _check_int, copy_with_heads, numba_threads
+from .mst import HeadsParser, MSTParser, _check_int, numba_threads
 from .reranker import RerankData, correct_counts, rerank_epoch, score_candidates
 
 __all__ = ["RerankDepParser", "RerankFitInfo", "TrainingLists", "FEATURES"]
@@ -95,7 +95,7 @@ def _spectral_class():
                          f"'latent-dep'), which is not available in this build ({exc})") from None
 
 
-class RerankDepParser(Parser):
+class RerankDepParser(HeadsParser):
     """k-best re-ranking dependency parser with spectral tree probabilities (Dhillon et al. 2012).
 
     Parameters
@@ -471,24 +471,6 @@ class RerankDepParser(Parser):
         if progress is not None:
             progress(len(items), len(items))
         return out
-
-    def parse(self, items, *, tags=None, jobs=None, progress=None) -> list:
-        """Parse dependency sentences; returns copies with ``heads`` filled (``rels`` "_").
-
-        Parameters
-        ----------
-        items : list of DepSentence
-            Sentences with words and POS tags (their heads are ignored).
-        tags : list of lists of str, optional
-            POS tags to parse with instead of the sentences' own.
-        jobs : int, optional
-            Threads (None: the model's ``jobs``, else every core available).
-        progress : callable, optional
-            ``progress(done, total)``.
-        """
-        items = list(items)
-        heads = self.predict_heads(items, tags=tags, jobs=jobs, progress=progress)
-        return [copy_with_heads(s, h) for s, h in zip(items, heads)]
 
     # ------------------------------------------------------------------ model files
     def _model_file(self):

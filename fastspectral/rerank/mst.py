@@ -132,7 +132,30 @@ def _check_int(name, value, low):
     return int(value)
 
 
-class MSTParser(Parser):
+class HeadsParser(Parser):
+    """A dependency :class:`~fastspectral.base.Parser` whose ``parse`` copies each sentence
+    with the heads of ``predict_heads`` (shared by ``MSTParser`` and ``RerankDepParser``)."""
+
+    def parse(self, items, *, tags=None, jobs=None, progress=None) -> list:
+        """Parse dependency sentences; returns copies with ``heads`` filled (``rels`` "_").
+
+        Parameters
+        ----------
+        items : list of DepSentence
+            Sentences with words and POS tags (their heads are ignored).
+        tags : list of lists of str, optional
+            POS tags to parse with instead of the sentences' own (one list per sentence).
+        jobs : int, optional
+            Threads (None: the model's ``jobs``, else every core available).
+        progress : callable, optional
+            ``progress(done, total)`` as sentences finish.
+        """
+        items = list(items)
+        heads = self.predict_heads(items, tags=tags, jobs=jobs, progress=progress)
+        return [copy_with_heads(s, h) for s, h in zip(items, heads)]
+
+
+class MSTParser(HeadsParser):
     """First-order arc-factored dependency parser trained with the averaged perceptron.
 
     Parameters
@@ -354,24 +377,6 @@ class MSTParser(Parser):
             if progress is not None:
                 progress(len(out), len(items))
         return out
-
-    def parse(self, items, *, tags=None, jobs=None, progress=None) -> list:
-        """Parse dependency sentences; returns copies with ``heads`` filled (``rels`` "_").
-
-        Parameters
-        ----------
-        items : list of DepSentence
-            Sentences with words and POS tags (their heads are ignored).
-        tags : list of lists of str, optional
-            POS tags to parse with instead of the sentences' own (one list per sentence).
-        jobs : int, optional
-            Threads (None: the model's ``jobs``, else every core available).
-        progress : callable, optional
-            ``progress(done, total)`` after each batch.
-        """
-        items = list(items)
-        heads = self.predict_heads(items, tags=tags, jobs=jobs, progress=progress)
-        return [copy_with_heads(s, h) for s, h in zip(items, heads)]
 
     def kbest(self, items, k: int = 50, *, tags=None, jobs=None):
         """The ``k`` best trees of each sentence under the model
