@@ -32,22 +32,29 @@ def markov_order(text: str):
     return int_at_least(0, "a non-negative integer or 'inf'")(text)
 
 
-def nonneg_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}")
-    return value
+def float_in(lo: float, hi: float = float("inf"), *, lo_open: bool = False,
+             hi_open: bool = True, what: str, auto: bool = False):
+    """A type accepting numbers in the interval from ``lo`` to ``hi`` (open ends as flagged);
+    with ``auto``, ``auto`` / ``none`` give None.  ``what`` names the accepted values in the
+    message."""
+    what = f"{what} or 'auto'" if auto else what
+
+    def parse(text: str):
+        if auto and text.lower() in ("auto", "none"):
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not ((value > lo if lo_open else value >= lo)
+                and (value < hi if hi_open else value <= hi)):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
 
 
-def unit_interval(text: str) -> float:
-    """A number in [0, 1) (an interpolation weight)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
-    return value
+nonneg_float = float_in(0.0, what="a non-negative number")
+"""A number >= 0."""
+unit_interval = float_in(0.0, 1.0, what="a number in [0, 1)")
+"""A number in [0, 1) (an interpolation weight)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from .._argtypes import int_at_least, positive_int
+from .._argtypes import float_in, int_at_least, positive_int
 from . import kit
 
 DESCRIPTION = "lexical disambiguator: lemma, tags, features, vocalisation (Shah et al. 2010)"
@@ -32,40 +32,9 @@ examples:
 """
 
 
-def _epsilon_value(text: str):
-    if text.lower() in ("auto", "none"):
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'auto', got "
-                                         f"{text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'auto', got {text!r}")
-    return value
-
-
-def _c_value(text: str):
-    if text.lower() in ("auto", "none"):
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number or 'auto', got "
-                                         f"{text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number or 'auto', got {text!r}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
-    return value
+_epsilon_value = float_in(0.0, what="a number >= 0", auto=True)
+_c_value = float_in(0.0, lo_open=True, what="a positive number", auto=True)
+_fraction = float_in(0.0, 1.0, lo_open=True, what="a number in (0, 1)")
 
 
 def _model_options(g, cls, variant: bool = True) -> None:
