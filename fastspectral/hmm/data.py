@@ -305,9 +305,10 @@ def build_and_encode(sequences, min_count: int = 1, lowercase: bool = False,
                      return_counts: bool = False):
     """``(SymbolTable.build(sequences, min_count, None, lowercase), encode(sequences, table))``
     (and, with ``return_counts``, the number of tokens of every symbol id) with the tokens
-    hashed in C loops only: ``dict.fromkeys`` collects the distinct strings in first-seen
-    order, ``operator.itemgetter(*tokens)`` looks every token up (no Python call per token)
-    and ``bytes`` (at most 256 distinct strings) or ``np.fromiter`` packs the ids; the counts
+    hashed in C loops only: a ``set`` collects the distinct strings (their order does not
+    matter: the final ids are sorted), ``operator.itemgetter(*tokens)`` looks every token up
+    (no Python call per token) and ``bytes`` (at most 256 distinct strings) or
+    ``np.fromiter`` packs the ids; the counts
     are a ``bincount`` of those ids and the final ids (most frequent first, ties in string
     order, rarer than ``min_count`` and reserved strings -> ``<unk>``) one gather."""
     lens = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
@@ -316,12 +317,10 @@ def build_and_encode(sequences, min_count: int = 1, lowercase: bool = False,
     flat = list(chain.from_iterable(sequences))
     if lowercase:
         flat = list(map(str.lower, flat))
-    index = dict.fromkeys(flat)
-    keys = list(index)
+    keys = list(set(flat))                          # the distinct strings (any order)
     if not all(type(k) is str for k in keys):       # one check per distinct token
         raise TypeError("a token is not a string")
-    for i, k in enumerate(keys):
-        index[k] = i
+    index = dict(zip(keys, range(len(keys))))
     if len(flat) >= 2:
         looked = itemgetter(*flat)(index)
         if len(keys) <= 256:

@@ -581,9 +581,8 @@ class HMM(PartitionedFit, Estimator):
             ridge = DEFAULT_RIDGE if self.ridge is None else float(self.ridge)
             P = self._partition_hankel[0]
             with _sp.blas_single_thread():
-                U, X, sv = _sp._projections(
-                    sp.csr_matrix(_sp._dense_to_csr(P), shape=P.shape), int(self.n_states),
-                    ridge, 1e-10, stats.n_sequences, self.random_state)
+                U, X, sv = _sp._projections(P, int(self.n_states), ridge, 1e-10,
+                                            stats.n_sequences, self.random_state)
             self._partition_svd = (U, X, sv, ridge)
             return context.next("operators", U=U, X=X)
         P, n, n_seq = self._partition_hankel

@@ -59,6 +59,7 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from .._blas import blas_single_thread
+from ..linalg._svd_numba import orth
 from .data import Encoded
 
 __all__ = ["HankelData", "hankel_data", "DenseHankel", "dense_hankel", "SpectralOperators",
@@ -532,6 +533,65 @@ def _svd(P, N: int, random_state=0):
                           random_state=random_state)
 
 
+@njit(cache=True)
+def _csr_transpose(data, indices, indptr, n_cols):  # pragma: no cover - numba
+    """CSR arrays of the transpose of the CSR matrix ``(data, indices, indptr)`` (sorted
+    indices): a counting sort of the entries by column."""
+    R = len(indptr) - 1
+    tptr = np.zeros(n_cols + 1, dtype=np.int32)
+    for k in range(len(indices)):
+        tptr[indices[k] + 1] += 1
+    for c in range(n_cols):
+        tptr[c + 1] += tptr[c]
+    fill = tptr[:n_cols].copy()
+    tdata = np.empty(len(data))
+    tind = np.empty(len(indices), dtype=np.int32)
+    for r in range(R):
+        for k in range(indptr[r], indptr[r + 1]):
+            c = indices[k]
+            tdata[fill[c]] = data[k]
+            tind[fill[c]] = r
+            fill[c] += 1
+    return tdata, tind, tptr
+
+
+@njit(cache=True)
+def _csr_dot(data, indices, indptr, Y):  # pragma: no cover - numba
+    """``P @ Y`` for the CSR matrix ``P`` and a dense ``Y`` [cols, k]."""
+    R = len(indptr) - 1
+    k = Y.shape[1]
+    out = np.zeros((R, k))
+    for r in range(R):
+        o = out[r]
+        for q in range(indptr[r], indptr[r + 1]):
+            v = data[q]
+            y = Y[indices[q]]
+            for j in range(k):
+                o[j] += v * y[j]
+    return out
+
+
+@njit(cache=True)
+def _sparse_range_svd(D, G, k, n_iter):  # pragma: no cover - numba
+    """Top-``k`` singular triplets ``(U, s, Vt)`` of the dense block ``D`` [r, c] through its
+    non-zero entries (CSR of ``D`` and of ``D^T``): Halko et al.'s range finder (algorithm
+    4.4) with the test matrix ``G`` [c, p], ``n_iter`` power iterations re-orthonormalised by
+    Cholesky QR (Householder when a sketch is ill-conditioned: :func:`orth`), then the SVD of
+    ``(Q^T D)^T``.  The computation of :func:`fastspectral.linalg.randomized_svd` (the same
+    test matrix, products and orthonormalisations up to the signs of the columns) with no
+    Python call per product."""
+    data, ind, ptr = _dense_to_csr(D)
+    tdata, tind, tptr = _csr_transpose(data, ind, ptr, D.shape[1])
+    Q, chol = orth(_csr_dot(data, ind, ptr, G), n_iter <= 0, True)
+    for it in range(n_iter):
+        W, chol = orth(_csr_dot(tdata, tind, tptr, Q), False, chol)
+        Q, chol = orth(_csr_dot(data, ind, ptr, W), it == n_iter - 1, chol)
+    Bt = _csr_dot(tdata, tind, tptr, Q)                      # (Q^T D)^T: [c, p]
+    Vb, s, UbT = np.linalg.svd(Bt, full_matrices=False)
+    U = Q @ np.ascontiguousarray(UbT.T[:, :k])
+    return U, s[:k].copy(), np.ascontiguousarray(Vb[:, :k].T)
+
+
 def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False):
     """``U`` ([rows, n]), ``X = (U^T P)^+`` ridge-regularised ([cols, n]) and the singular
     values (the SHAG learner's regularised pseudo-inverse: ``s / (s^2 + lam^2)``,
@@ -544,7 +604,16 @@ def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False):
         dr = 1.0 / np.sqrt(np.asarray(P.sum(axis=1)).ravel() + eps)
         dc = 1.0 / np.sqrt(np.asarray(P.sum(axis=0)).ravel() + eps)
         P = sp.diags(dr) @ sp.csr_matrix(P) @ sp.diags(dc)
-    U, s, Vt = _svd(sp.csr_matrix(P), N, random_state)
+    if isinstance(P, np.ndarray) and min(P.shape) > _DENSE_SVD:
+        # a dense Hankel block (DenseHankel.P): the compiled randomized SVD of its non-zeros
+        k = min(N, min(P.shape))
+        p = min(k + OVERSAMPLE, min(P.shape))
+        G = np.random.default_rng(random_state).standard_normal((P.shape[1], p))
+        with blas_single_thread():
+            U, s, Vt = _sparse_range_svd(np.ascontiguousarray(P, dtype=np.float64), G, k,
+                                         POWER_ITERATIONS)
+    else:
+        U, s, Vt = _svd(sp.csr_matrix(P), N, random_state)
     keep = s > rcond * max(s[0], 1e-300) if len(s) else np.zeros(0, dtype=bool)
     U, s, Vt = U[:, keep], s[keep], Vt[keep]
     lam2 = (ridge * ridge) / n_seq
@@ -619,7 +688,8 @@ def learn_operators(enc: Encoded, M: int, n_states: int, max_basis: int = 32,
     with blas_single_thread():
         H = hankel if hankel is not None else (dense_hankel(enc, M, max_basis) or
                                                hankel_data(enc, M, max_basis))
-        P = H.hankel()
+        dense = isinstance(H, DenseHankel) and not scaled
+        P = H.P if dense else H.hankel()
         U, X, s = _projections(P, int(n_states), float(ridge), float(rcond), H.n_seq,
                                random_state, bool(scaled))
         A = _operators(H, U, X)
