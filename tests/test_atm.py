@@ -173,3 +173,51 @@ def test_sentences_beyond_the_decoder_limit_get_the_right_branching_tree():
     assert model.last_parse_stats_ == {"sentences": 2, "too_long": 1}
     assert str(out[0]) == str(branching_tree(words, tags, "right"))
     assert out[1].leaves() == words[:20]
+
+
+# --------------------------------------------------------------- the paper's section 4.1 pieces
+def _split(tagged):
+    from fastspectral.trees.universal_tags import to_universal
+    from fastspectral.unsupervised.atm import paper_top_split
+    from fastspectral.unsupervised.common import strip_punctuation
+
+    tags = [t for _, t in tagged]
+    return paper_top_split(tags, strip_punctuation(tags), to_universal(tags))
+
+
+def test_paper_top_bracket_heuristic():
+    def tagged(s):
+        return [tuple(x.rsplit("/", 1)) for x in s.split()]
+
+    # rule 2: before the first non-participle verb (the participle "based" is skipped)
+    assert _split(tagged("the/DT firm/NN based/VBN here/RB said/VBD no/DT ./.")) == 4
+    # rule 1: the rightmost comma with a verb before it and a noun then a verb after it
+    s = tagged("prices/NNS rose/VBD ,/, and/CC stocks/NNS fell/VBD ,/, traders/NNS said/VBD ./.")
+    assert _split(s) == 5
+    # a comma without a verb before it is not used: rule 2
+    assert _split(tagged("in/IN March/NNP ,/, the/DT firm/NN said/VBD so/RB")) == 4
+    # a comma without "noun ... verb" after it: rule 2
+    assert _split(tagged("he/PRP left/VBD ,/, sadly/RB for/IN us/PRP")) == 1
+    # rule 3: no verb, or the verb first: the first word alone
+    assert _split(tagged("the/DT big/JJ dog/NN")) == 1
+    assert _split(tagged("buy/VB the/DT stock/NN")) == 1
+    assert _split(tagged("hi/UH")) == -1
+    # universal tags only: any verb counts, commas cannot be told from other marks
+    from fastspectral.unsupervised.atm import paper_top_split
+    u = ["DET", "NOUN", "VERB", "NOUN"]
+    assert paper_top_split(u, [0, 1, 2, 3], u) == 2
+
+
+def test_kernel_weights():
+    from fastspectral.unsupervised.atm import kernel_weights
+
+    W = kernel_weights(8, 0.4, "relative")
+    assert (W[:, 0] == 0).all() and W[3, 3] == 1.0
+    # kappa = |d - d'| / (d + d'): d=1, d'=2 gives 1/3, so 1 - (1/3)/0.4
+    assert W[1, 2] == pytest.approx(1 - (1 / 3) / 0.4)
+    assert W[1, 3] == 0.0                            # kappa 1/2 > gamma
+    assert W[5, 7] == pytest.approx(1 - (2 / 12) / 0.4)
+    A = kernel_weights(8, 2.0, "absolute")
+    assert A[1, 2] == pytest.approx(0.5) and A[5, 7] == 0.0
+    with pytest.raises(ValueError, match="kernel"):
+        kernel_weights(8, 1.0, "gauss")

@@ -323,6 +323,10 @@ def _leaf_paths(merges, n_leaf):
     return paths[:n_leaf]
 
 
+#: the observed vectors of :class:`BrownClusters`
+FEATURES = ("bits", "bits+clusters")
+
+
 class BrownClusters(Estimator):
     """Brown clusters of words and their bit-string vectors.
 
@@ -346,13 +350,19 @@ class BrownClusters(Estimator):
         Bits in the vectors (None: the depth of the hierarchy).
     lowercase : bool
         Fold words to lower case.
+    features : {"bits", "bits+clusters"}
+        The vectors of :meth:`transform`: the +-1 bits of the path (``dim`` of them, None:
+        the depth of the hierarchy); or the vectors of Parikh, Cohen & Xing (2014, section
+        4.1, "word embeddings"): ``log2(C)`` bits of the path (``dim``, None: ``ceil(log2
+        C)``) followed by the ``C`` one-hot indicators of the word's cluster.
 
     Attributes
     ----------
     words_ : list of str, ``words_[0] == "<unk>"``, then by decreasing frequency.
     bits_ : list of str, the bit string of every word (``""`` for ``<unk>``).
     clusters_ : ndarray of int64, every word's cluster (-1 for ``<unk>``).
-    embeddings_ : ndarray (len(words_), dim), the +-1 bit vectors.
+    embeddings_ : ndarray (len(words_), dim) (``features="bits+clusters"``: ``dim + C``
+        columns), the vectors of :meth:`transform`.
     fit_time_ : float
 
     References
@@ -377,12 +387,14 @@ class BrownClusters(Estimator):
     kind = "brown"
     input_kind = "sequences"
 
-    def __init__(self, n_clusters=100, min_count=2, vocabulary=None, dim=None, lowercase=True):
+    def __init__(self, n_clusters=100, min_count=2, vocabulary=None, dim=None, lowercase=True,
+                 features="bits"):
         self.n_clusters = n_clusters
         self.min_count = min_count
         self.vocabulary = vocabulary
         self.dim = dim
         self.lowercase = lowercase
+        self.features = features
 
     def _check_params(self):
         for name in ("n_clusters", "min_count"):
@@ -394,6 +406,8 @@ class BrownClusters(Estimator):
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))
                                   or v < 1):
                 raise ValueError(f"{name} must be an integer >= 1 or None, got {v!r}")
+        if self.features not in FEATURES:
+            raise ValueError(f"features must be one of {FEATURES}, got {self.features!r}")
 
     def fit(self, sentences):
         """Cluster the words of ``sentences`` (lists of words, or trees: their words)."""
@@ -432,11 +446,19 @@ class BrownClusters(Estimator):
         self.clusters_ = leaf
         self.bits_ = [""] + [paths[c] for c in leaf[1:]]
         depth = max(len(p) for p in paths) if paths else 0
-        dim = max(1, depth if self.dim is None else int(self.dim))
-        E = np.zeros((V, dim))
+        if self.features == "bits":
+            dim = max(1, depth if self.dim is None else int(self.dim))
+        else:                                   # log2(C) bits, then the one-hot cluster
+            dim = max(1, int(np.ceil(np.log2(max(n_leaf, 2)))) if self.dim is None
+                      else int(self.dim))
+        E = np.zeros((V, dim + (n_leaf if self.features == "bits+clusters" else 0)))
         for i, b in enumerate(self.bits_):
             for k, ch in enumerate(b[:dim]):
                 E[i, k] = 1.0 if ch == "1" else -1.0
+        if self.features == "bits+clusters":
+            rows = np.flatnonzero(leaf >= 0)
+            rows = rows[rows > 0]
+            E[rows, dim + leaf[rows]] = 1.0
         self.embeddings_ = E
         self._index = {w: i for i, w in enumerate(self.words_)}
         self.fit_time_ = time.perf_counter() - t0

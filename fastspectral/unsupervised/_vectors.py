@@ -236,8 +236,9 @@ def atm_fit_statistics(model, stats, context):
             vectors = load_vectors(model.embeddings)
         elif model.vectors == "brown":
             from ..embeddings.brown_clusters import BrownClusters
-            vectors = BrownClusters(n_clusters=int(model.brown_clusters), min_count=1,
-                                    dim=int(model.embedding_dim)).fit_counts(
+            bits = int(model.embedding_dim) if model.brown_features == "bits" else None
+            vectors = BrownClusters(n_clusters=int(model.brown_clusters), min_count=1, dim=bits,
+                                    features=model.brown_features).fit_counts(
                 context["vocab"], stats.co)
         else:
             vectors = eigenwords_from_cooccurrence(stats.co, context["vocab"],

@@ -18,7 +18,78 @@ __all__ = ["ATMParser"]
 MAX_DISTANCE = 60
 #: singular values below this are clipped (log of 0)
 _EPS = 1e-12
-TOP_BRACKETS = ("verb", "punct-verb", "none")
+TOP_BRACKETS = ("paper", "verb", "punct-verb", "none")
+KERNELS = ("relative", "absolute")
+#: Penn tags of participles (not "non-participle verbs" of the section 4.1 heuristic)
+_PARTICIPLES = frozenset({"VBN", "VBG", "VBD|VBN", "VBG|NN"})
+#: Penn tags of the marks the section 4.1 heuristic may split at (comma, semicolon, colon)
+_CLAUSE_MARKS = frozenset({",", ":", ";"})
+
+
+def paper_top_split(orig_tags, keep, utags) -> int:
+    """The top bracket of the heuristic of the paper's section 4.1, as the number of kept
+    (non-punctuation) words left of it:
+
+    1. the rightmost comma, semicolon or colon with a verb somewhere before it and, after it,
+       a noun followed (later) by a verb: the split is at that mark;
+    2. else the first non-participle verb (Penn tags other than VBN/VBG; with universal tags
+       only, any VERB): the split is just before it;
+    3. else (no such verb, or it is the first word): the first word alone.
+
+    ``orig_tags`` are the sentence's tags with punctuation, ``keep`` the indices of the kept
+    words, ``utags`` the universal tags (nouns: NOUN, verbs: VERB).  -1 under two words."""
+    n = len(keep)
+    if n < 2:
+        return -1
+    L = len(orig_tags)
+    kept_before = np.zeros(L + 1, np.int64)
+    kept = np.zeros(L, bool)
+    kept[keep] = True
+    kept_before[1:] = np.cumsum(kept)
+    first_verb = next((i for i in range(L) if kept[i] and utags[i] == "VERB"), L)
+    verb_right = False          # a verb right of the position scanned
+    nv_right = False            # a noun right of it with a verb further right
+    for i in range(L - 1, -1, -1):
+        if not kept[i]:
+            if orig_tags[i] in _CLAUSE_MARKS and nv_right and first_verb < i:
+                k = int(kept_before[i])
+                if 1 <= k < n:
+                    return k
+            continue
+        if utags[i] == "NOUN" and verb_right:
+            nv_right = True
+        if utags[i] == "VERB":
+            verb_right = True
+    for i in keep:
+        if utags[i] == "VERB" and orig_tags[i] not in _PARTICIPLES:
+            k = int(kept_before[i])
+            return k if k >= 1 else 1
+    return 1
+
+
+def kernel_weights(n_dist, bandwidth, kind="relative"):
+    """The anchor kernel as a matrix ``W[d, d']`` over word-pair distances ``0 .. n_dist-1``:
+    the weight of a pair at distance ``d'`` in the covariance of a pair at distance ``d``, both
+    with the same tags at both ends and the same direction (else the kernel is 0).
+
+    ``"relative"`` is the kernel of the paper's section 4.1 ("choice of kernel"):
+    ``max(0, 1 - kappa / gamma)`` with ``kappa = |d - d'| / (d + d')``, so ``gamma`` is a
+    fraction (the paper chose 0.4) and long distances are pooled more widely than short ones;
+    ``"absolute"`` is ``max(0, 1 - |d - d'| / gamma)`` with ``gamma`` in words (this package's
+    reading before the paper's text was available).  Column 0 is zero: distance 0 is no pair.
+    """
+    dd = np.arange(n_dist, dtype=np.float64)
+    diff = np.abs(dd[:, None] - dd[None, :])
+    if kind == "relative":
+        tot = dd[:, None] + dd[None, :]
+        kappa = np.divide(diff, tot, out=np.zeros_like(diff), where=tot > 0)
+        W = np.maximum(0.0, 1.0 - kappa / bandwidth)
+    elif kind == "absolute":
+        W = np.maximum(0.0, 1.0 - diff / bandwidth)
+    else:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kind!r}")
+    W[:, 0] = 0.0
+    return W
 
 
 class ATMParser(PartitionedFit, Parser):
@@ -118,10 +189,13 @@ class ATMParser(PartitionedFit, Parser):
     kind = "atm"
     input_kind = "sentences"
 
-    def __init__(self, dim=2, bandwidth=4.0, embeddings=None, embedding_dim=30,
-                 vectors="eigenwords", brown_clusters=100, tagset="universal", center=False,
-                 top_bracket="verb", random_state=0):
+    def __init__(self, dim=7, bandwidth=0.4, kernel="relative", embeddings=None,
+                 embedding_dim=30, vectors="eigenwords", brown_clusters=100,
+                 brown_features="bits+clusters", tagset="universal", center=False,
+                 top_bracket="paper", random_state=0):
         self.dim = dim
+        self.brown_features = brown_features
+        self.kernel = kernel
         self.vectors = vectors
         self.brown_clusters = brown_clusters
         self.bandwidth = bandwidth
@@ -140,6 +214,12 @@ class ATMParser(PartitionedFit, Parser):
         if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)) or \
                 not self.bandwidth > 0:
             raise ValueError(f"bandwidth must be a number > 0, got {self.bandwidth!r}")
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
+        from ..embeddings.brown_clusters import FEATURES
+        if self.brown_features not in FEATURES:
+            raise ValueError(f"brown_features must be one of {FEATURES}, got "
+                             f"{self.brown_features!r}")
         check_tagset(self.tagset)
         if self.vectors not in _vectors.VECTORS:
             raise ValueError(f"vectors must be one of {_vectors.VECTORS}, got {self.vectors!r}")
@@ -199,10 +279,7 @@ class ATMParser(PartitionedFit, Parser):
         T, _, D1 = N.shape
         p = S.shape[1]
         m = min(int(self.dim), p)
-        g = float(self.bandwidth)
-        dd = np.arange(D1)
-        W = np.maximum(0.0, 1.0 - np.abs(dd[:, None] - dd[None, :]) / g)   # W[d, d']
-        W[:, 0] = 0.0                               # distance 0 is not a pair
+        W = kernel_weights(D1, float(self.bandwidth), self.kernel)     # W[d, d']
         # per-tag terms: log L_m(Sigma(j, j))
         diag = np.zeros(T)
         for t in range(T):
@@ -273,6 +350,8 @@ class ATMParser(PartitionedFit, Parser):
         n = len(keep)
         if n < 2 or self.top_bracket == "none":
             return -1
+        if self.top_bracket == "paper":
+            return paper_top_split(orig_tags, keep, utags)
         verbs = [k for k, i in enumerate(keep) if utags[i] == "VERB"]
         first_verb = verbs[0] if verbs else None
         if self.top_bracket == "punct-verb":
