@@ -446,12 +446,38 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
                    bool(unknown_weights), uw_scores)
 
 
+def _digest(*parts) -> bytes:
+    """A 128-bit digest of arrays (dtype, shape and bytes) and plain values: the key of the
+    inner fits' memo (:func:`_fit_ranker`'s ``memo``)."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    for p in parts:
+        if isinstance(p, np.ndarray):
+            a = np.ascontiguousarray(p)
+            h.update(repr((a.dtype.str, a.shape)).encode())
+            h.update(memoryview(a).cast("B"))
+        else:
+            h.update(repr(p).encode())
+        h.update(b"\x00")
+    return h.digest()
+
+
 def _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, C, epsilon, max_iter,
-                random_state, loss, stage2_tokens, use=None):
+                random_state, loss, stage2_tokens, use=None, memo=None):
     """Stage 2 of one ranker on the rows of the directions ``dirs`` (``(tables, guesser, F,
     candidates, S, qloc, gold values)`` of each): ``(Ranker or None, stage-2 rows)``.
     ``use``: per direction a boolean mask of the tokens that may give stage-2 rows (None:
-    all)."""
+    all).
+
+    ``memo``: a dict shared by fits on the same ``dirs`` (the inner choices): a design matrix
+    is keyed by its direction and a digest of its inputs (tokens, candidate values, row
+    groups), a weight set's fit by the keys of its pieces, its targets and the SVR's
+    settings — the settings compared on the inner split often leave a weight set's rows as
+    they are (``graded`` changes only the targets of tokens outside the lexicon, which have
+    their own weight set; with every stage-2 token known, ``unknown_weights`` changes nothing),
+    and those fits are then taken from the memo, not repeated (the same inputs give the same
+    weights)."""
     one = E.RankerSpec(spec.name, spec.level, spec.targets, spec.doc_targets, spec.uniform, 1)
     lam, lam_doc = E.uniform_weights(spec, len(cols), n_bins)
     pieces = [[] for _ in range(spec.blocks)]
@@ -473,10 +499,17 @@ def _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, C, epsilon, max_
             if len(sel) == 0:
                 continue
             rows, p2 = E.token_rows(ptr, sel)
-            X = E.design(tab, np.ascontiguousarray(Fr[keep[sel]]), cols, p2,
-                         np.ascontiguousarray(vals[rows]), one, n_bins, S,
-                         qloc[keep[sel]], np.zeros(len(sel), np.int64))
-            pieces[blk].append((X, y[rows], p2, len(sel)))
+            v = np.ascontiguousarray(vals[rows])
+            key = None if memo is None else \
+                ("design", d, _digest(keep[sel], v, p2, one.targets, one.doc_targets, n_bins,
+                                      tuple(cols)))
+            X = None if key is None else memo.get(key)
+            if X is None:
+                X = E.design(tab, np.ascontiguousarray(Fr[keep[sel]]), cols, p2, v, one,
+                             n_bins, S, qloc[keep[sel]], np.zeros(len(sel), np.int64))
+                if key is not None:
+                    memo[key] = X
+            pieces[blk].append((X, y[rows], p2, len(sel), key))
             n_rows += len(rows)
     cs, es, b = [], [], 0.0
     for blk in range(spec.blocks):
@@ -484,12 +517,20 @@ def _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, C, epsilon, max_
             cs.append(None)
             es.append(None)
             continue
-        X = sp.vstack([pc[0] for pc in pieces[blk]]).tocsr()
         y = np.concatenate([pc[1] for pc in pieces[blk]])
         offs = np.cumsum([0] + [pc[2][-1] for pc in pieces[blk]])
         p2 = np.concatenate([pieces[blk][0][2][:1]] +
                             [pc[2][1:] + o for pc, o in zip(pieces[blk], offs)])
-        coef, b_blk, c, e = E.fit_lambda(X, y, p2, C, epsilon, max_iter, random_state, loss)
+        key = None if memo is None else \
+            ("fit", tuple(pc[4] for pc in pieces[blk]), _digest(y, p2), C, epsilon, max_iter,
+             random_state, loss)
+        fitted = None if key is None else memo.get(key)
+        if fitted is None:
+            X = sp.vstack([pc[0] for pc in pieces[blk]]).tocsr()
+            fitted = E.fit_lambda(X, y, p2, C, epsilon, max_iter, random_state, loss)
+            if key is not None:
+                memo[key] = fitted
+        coef, b_blk, c, e = fitted
         lb, ld = E.unpack(one, coef, len(cols), n_bins)
         lam[blk], lam_doc[blk] = lb[0], ld[0]
         cs.append(c)
@@ -527,6 +568,7 @@ class _InnerE1:
         self.use = [np.arange(len(d[2])) < h for d, h in zip(dirs, self.halves)]
         self.tokens = sum(len(d[2]) - h for d, h in zip(dirs, self.halves))
         self._memo: dict = {}
+        self._fits: dict = {}      # design matrices, fits and scores shared by the settings
         self._plain = None
 
     def __call__(self, known_guesses: bool, graded: str, unknown_weights: bool) -> float:
@@ -545,20 +587,32 @@ class _InnerE1:
         C, epsilon, max_iter, random_state, loss = self.fit_args
         ranker, _ = _fit_ranker(spec, ds, space, self.cols, self.n_bins, graded, self.n_les,
                                 C, epsilon, max_iter, random_state, loss, CHOICE_TOKENS,
-                                self.use)
+                                self.use, memo=self._fits)
         if ranker is None:
             lam, lam_doc = E.uniform_weights(spec, len(self.cols), self.n_bins)
             ranker = E.Ranker(spec, lam, lam_doc, 0.0, None, 0)
         errors = 0
-        for (tab, _, Fr, cands, S, qloc, gold_lv), h in zip(ds, self.halves):
+        for d, ((tab, _, Fr, cands, S, qloc, gold_lv), h) in enumerate(zip(ds, self.halves)):
             ev = np.arange(h, len(Fr))
-            ptr, vals = E.row_values(cands, -1, space.n_targets)
-            rows, p2 = E.token_rows(ptr, ev)
-            v = np.ascontiguousarray(vals[rows])
-            sc = E.score(tab, np.ascontiguousarray(Fr[ev]), self.cols, p2, v, ranker,
-                         self.n_bins, S, qloc[ev], E.token_blocks(spec, cands.known[ev]))
-            best, _ = E.top2(p2, sc)
-            errors += int(np.sum(v[best, 0] != gold_lv[ev, 0]))
+            blocks = E.token_blocks(spec, cands.known[ev])
+            # the errors depend on the candidates and on the weights of the blocks in use
+            used = np.unique(blocks)
+            lam = np.asarray(ranker.lam).reshape(spec.blocks, -1)[used]
+            lam_doc = np.asarray(ranker.lam_doc).reshape(spec.blocks, -1)[used]
+            key = ("errors", d, bool(known_guesses),
+                   _digest(blocks, lam, lam_doc, ranker.intercept, spec.targets,
+                           spec.doc_targets))
+            err = self._fits.get(key)
+            if err is None:
+                ptr, vals = E.row_values(cands, -1, space.n_targets)
+                rows, p2 = E.token_rows(ptr, ev)
+                v = np.ascontiguousarray(vals[rows])
+                sc = E.score(tab, np.ascontiguousarray(Fr[ev]), self.cols, p2, v, ranker,
+                             self.n_bins, S, qloc[ev], blocks)
+                best, _ = E.top2(p2, sc)
+                err = int(np.sum(v[best, 0] != gold_lv[ev, 0]))
+                self._fits[key] = err
+            errors += err
         out = 100.0 * errors / max(self.tokens, 1)
         self._memo[key] = out
         return out
