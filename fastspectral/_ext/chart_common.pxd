@@ -71,6 +71,7 @@ cdef struct TensorGrammar:
     const i32* bin_right
     const i64* toff
     const double* T
+    const float* Tf        # optional float32 copy of T (NULL: none); the products then read it
     const i32* rl_ptr      # binary rules grouped by left child: rules rl_rule[rl_ptr[b]:rl_ptr[b+1]]
     const i32* rl_rule
     int R

@@ -46,6 +46,8 @@ cdef extern from "small_dense.h" nogil:
     # threads)
     void fs_gemv_rows(int m, int n, const double* A, const double* x, double* y)
     void fs_gemv_cols(int m, int n, const double* A, const double* w, double* z)
+    void fs_gemv_rows_f(int m, int n, const float* A, const double* x, double* y)
+    void fs_gemv_cols_f(int m, int n, const float* A, const double* w, double* z)
     void fs_outer_add(int nb, int nc, const double* x, const double* y, double* M)
     void fs_bilinear_back(int nb, int nc, const double* W, const double* x, const double* y,
                           double* bx, double* by)
@@ -366,7 +368,10 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
                         fs_outer_add(mb, mc, &alpha[voff[wk.edges[2 * e]]],
                                      &alpha[voff[wk.edges[2 * e + 1]]], M)
                     # T row-major (ma, mb*mc): alpha^a += T M
-                    fs_gemv_rows(ma, mb * mc, &g.T[g.toff[r]], M, &alpha[voff[jt]])
+                    if g.Tf != NULL:
+                        fs_gemv_rows_f(ma, mb * mc, &g.Tf[g.toff[r]], M, &alpha[voff[jt]])
+                    else:
+                        fs_gemv_rows(ma, mb * mc, &g.T[g.toff[r]], M, &alpha[voff[jt]])
                 ngrp += ncr
                 nedge += ntmp
             for q in range(ncr):
@@ -406,7 +411,10 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
             continue
         memset(M, 0, mb * mc * sizeof(double))
         # W = T^T beta^a  (mb*mc vector, i.e. an mb x mc matrix)
-        fs_gemv_cols(ma, mb * mc, &g.T[g.toff[r]], &beta[voff[jt]], M)
+        if g.Tf != NULL:
+            fs_gemv_cols_f(ma, mb * mc, &g.Tf[g.toff[r]], &beta[voff[jt]], M)
+        else:
+            fs_gemv_cols(ma, mb * mc, &g.T[g.toff[r]], &beta[voff[jt]], M)
         for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
             it = wk.edges[2 * e]
             q = wk.edges[2 * e + 1]
@@ -702,14 +710,16 @@ def inside_outside_batch(int S, const i32[::1] m,
                          const i32[::1] sent_len, const i64[::1] item_ptr,
                          const i32[::1] item_i, const i32[::1] item_j, const i32[::1] item_sym,
                          const double[::1] leaf_w, const i64[::1] leaf_off, const double[::1] leaf_table,
-                         int n_threads=1, cnp.int64_t max_bytes=0):
+                         int n_threads=1, cnp.int64_t max_bytes=0, T32=None):
     """Tensor inside-outside for a batch of sentences over pruned charts.
 
     Items of sentence ``s`` are ``item_ptr[s]:item_ptr[s+1]`` and must be grouped by cell with
     at most one item per (i, j, sym) (the passes produce them sorted by ``(j - i, i, sym)``).
     Returns ``(mu, Z, status)``: the raw (unclipped) marginal of every item, the scaled sentence
     weight per sentence and a per-sentence status (0 ok, -1 out of memory, -2 the sentence's
-    chart would pass ``max_bytes``; 0: no limit).  Every index of the grammar and the items is
+    chart would pass ``max_bytes``; 0: no limit).  ``T32``: an optional float32 copy of ``T``
+    (same layout) that the tensor products then read instead (half the memory traffic; the
+    inside / outside vectors and every sum stay float64).  Every index of the grammar and the items is
     checked here, once, before the kernel runs (``ValueError`` otherwise).
     """
     cdef Py_ssize_t nsent = sent_len.shape[0]
@@ -746,6 +756,14 @@ def inside_outside_batch(int S, const i32[::1] m,
     g.bin_right = &bin_right[0] if g.R > 0 else &dummy_i
     g.toff = &toff[0] if toff.shape[0] > 0 else &dummy_l
     g.T = &T[0] if T.shape[0] > 0 else &dummy_d
+    g.Tf = NULL
+    cdef const float[::1] tf_v
+    if T32 is not None:
+        tf_v = T32
+        if tf_v.shape[0] != T.shape[0]:
+            raise ValueError("the float32 tensor copy differs in length from T")
+        if tf_v.shape[0] > 0:
+            g.Tf = &tf_v[0]
     g.rl_ptr = &rl_ptr[0]
     g.rl_rule = &rl_rule[0] if rl_rule.shape[0] > 0 else &dummy_i
     g.un_parent = &un_parent[0] if un_parent.shape[0] > 0 else &dummy_i
