@@ -166,3 +166,54 @@ def test_build_and_encode_equals_table_then_encode():
         build_and_encode([["a", 3]])
     with pytest.raises(TypeError, match=r"sequences\[1\] holds a int"):
         HMM().fit([["a"], ["b", 3]])
+
+
+def test_compiled_sparse_svd_of_the_hankel_block(monkeypatch):
+    """The compiled randomized SVD of a dense block (its non-zeros, from the counting pass or
+    from a scan) against LAPACK's: the leading singular values and subspaces; and a model
+    learned through it (dense block) against the index-array path (scipy sparse randomized
+    SVD): the same sequence probabilities."""
+    rng = np.random.default_rng(3)
+    k, r, c = 6, 180, 150
+    D = (rng.random((r, k)) * (rng.random((r, k)) < 0.3)) @ np.diag(2.0 ** -np.arange(k)) \
+        @ (rng.random((k, c)) * (rng.random((k, c)) < 0.3))
+    nz = D != 0                                         # about half the cells
+    D[nz] += 1e-4 * rng.random(int(nz.sum()))           # full rank, a gap after k
+    data, ind, ptr = S._dense_to_csr(D)
+    G = rng.standard_normal((c, k + 10))
+    U, s, Vt = S._sparse_range_svd(data, ind, ptr, *S._csr_transpose(data, ind, ptr, c), G,
+                                   k, 2)
+    U0, s0, Vt0 = np.linalg.svd(D, full_matrices=False)
+    np.testing.assert_allclose(s, s0[:k], rtol=1e-6)
+    np.testing.assert_allclose(np.abs(U.T @ U0[:, :k]).diagonal(), 1.0, atol=1e-5)
+    np.testing.assert_allclose(U @ np.diag(s) @ Vt, U0[:, :k] @ np.diag(s0[:k]) @ Vt0[:k],
+                               atol=1e-6 * s0[0])
+    rng = np.random.default_rng(9)                       # a 3-state HMM over 30 symbols
+    obs = rng.dirichlet(np.full(30, 0.3), size=3) * 0.8
+    emit = np.hstack([obs, np.full((3, 1), 0.2)])
+    seqs = _sample(np.array([0.5, 0.3, 0.2]), rng.dirichlet(np.ones(3), size=3), emit, 4000,
+                   10)
+    off = np.zeros(len(seqs) + 1, dtype=np.int64)
+    np.cumsum([len(q) for q in seqs], out=off[1:])
+    enc = Encoded(off, np.concatenate([np.asarray(q, dtype=np.int64) for q in seqs]))
+    H = S.hankel_data(enc, 30, max_basis=200)
+    Dh = S.dense_hankel(enc, 30, max_basis=200)
+    assert min(Dh.P.shape) > S._DENSE_SVD and Dh.csr is not None
+    import scipy.sparse as sps
+
+    nr, nc = Dh.P.shape                                  # the CSR of P and of P^T
+    np.testing.assert_array_equal(sps.csr_matrix(Dh.csr[:3], shape=(nr, nc)).toarray(), Dh.P)
+    np.testing.assert_array_equal(sps.csr_matrix(Dh.csr[3:], shape=(nc, nr)).toarray(),
+                                  Dh.P.T)
+    assert len(Dh.csr[0]) == np.count_nonzero(Dh.P)
+    test = enc.subset(np.arange(300))
+    for few in (S.FEW_POWER_RANK, 0):                   # one, then two power iterations
+        monkeypatch.setattr(S, "FEW_POWER_RANK", few)
+        a = S.learn_operators(enc, 30, 3, 200, 1.0, hankel=H)
+        b = S.learn_operators(enc, 30, 3, 200, 1.0, hankel=Dh)
+        tol = 1e-4 if few else 1e-8          # the index path has two power iterations
+        np.testing.assert_allclose(b.singular_values, a.singular_values, rtol=tol)
+        la, sa = S.raw_log_probability(a, test)
+        lb, sb = S.raw_log_probability(b, test)
+        np.testing.assert_array_equal(sb, sa)
+        np.testing.assert_allclose(lb, la, rtol=30 * tol)

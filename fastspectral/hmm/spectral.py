@@ -74,6 +74,12 @@ _DENSE_SVD = 100
 #: development perplexities on the WSJ tags (m = 10 / 20 / 40: 9.698 / 8.835 / 8.531 with 2,
 #: 9.697 / 8.834 / 8.534 with 4) at 1-4 ms less per fit
 POWER_ITERATIONS = 2
+#: ... except for dense blocks (:func:`_sparse_range_svd`) at ranks up to
+#: :data:`FEW_POWER_RANK`, where the ``OVERSAMPLE`` extra columns are at least half the rank:
+#: one power iteration (development perplexities of the spectral model
+#: alone at m = 10 / 20: 9.6983 / 8.8341 with 1, 9.6976 / 8.8351 with 2; at m = 40 one
+#: iteration was worse, 8.556 against 8.531)
+FEW_POWER_RANK = 20
 #: extra columns of the randomized SVD's test matrix
 OVERSAMPLE = 10
 #: Hankel blocks (and length-2 code tables) with at most this many cells are dense
@@ -257,14 +263,19 @@ def _pair_counts(F, M):  # pragma: no cover - numba
 
 
 @njit(cache=True)
-def _hankel_counts(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover - numba
+def _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover - numba
     """The dense Hankel block ``P[s, p] = E #(p s)`` and the prefix counts ``n[p] = E #(p)``
-    (per sequence: times ``scale``) in one pass over the framed sequences ``F``; ``ptab`` /
-    ``stab``: length-2 code -> basis index (-1: not in the basis)."""
+    (per sequence: times ``scale``) in one pass over the framed sequences ``F``, with the
+    positions of the non-zero entries of ``P`` in the order they were first met (``rows``,
+    ``cols``); ``ptab`` / ``stab``: length-2 code -> basis index (-1: not in the basis)."""
     B2 = M + 2
     STOP = M + 1
     P = np.zeros((n_rows, n_cols))
     n = np.zeros(n_cols)
+    cap = min(n_rows * n_cols, 4 * len(F) + 4)
+    rows = np.empty(cap, dtype=np.int32)
+    cols = np.empty(cap, dtype=np.int32)
+    nnz = 0
     for i in range(len(F) - 1):
         z = F[i]
         if z == STOP:
@@ -273,21 +284,73 @@ def _hankel_counts(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover
         y = F[i + 1]
         s1 = y if y < M else M
         s2 = stab[y * B2 + F[i + 2]] if y < M else -1
+        if P[s1, z] == 0.0:
+            rows[nnz] = s1
+            cols[nnz] = z
+            nnz += 1
         P[s1, z] += 1.0
         n[z] += 1.0
         if p2 >= 0:
+            if P[s1, p2] == 0.0:
+                rows[nnz] = s1
+                cols[nnz] = p2
+                nnz += 1
             P[s1, p2] += 1.0
             n[p2] += 1.0
         if s2 >= 0:
+            if P[s2, z] == 0.0:
+                rows[nnz] = s2
+                cols[nnz] = z
+                nnz += 1
             P[s2, z] += 1.0
             if p2 >= 0:
+                if P[s2, p2] == 0.0:
+                    rows[nnz] = s2
+                    cols[nnz] = p2
+                    nnz += 1
                 P[s2, p2] += 1.0
-    for r in range(n_rows):
-        for c in range(n_cols):
-            P[r, c] *= scale
+    for k in range(nnz):
+        P[rows[k], cols[k]] *= scale
     for c in range(n_cols):
         n[c] *= scale
+    return P, n, rows[:nnz], cols[:nnz]
+
+
+@njit(cache=True)
+def _hankel_counts(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover - numba
+    """``(P, n)`` of :func:`_hankel_block`."""
+    P, n, _, _ = _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale)
     return P, n
+
+
+@njit(cache=True)
+def _entries_csr(P, rows, cols, n_rows):  # pragma: no cover - numba
+    """CSR arrays ``(data, indices, indptr)`` of the entries ``P[rows[k], cols[k]]`` (each
+    position once) of a matrix with ``n_rows`` rows (a counting sort by row; the column order
+    within a row is the order of the entries: the products do not need it sorted)."""
+    ptr = np.zeros(n_rows + 1, dtype=np.int32)
+    for k in range(len(rows)):
+        ptr[rows[k] + 1] += 1
+    for r in range(n_rows):
+        ptr[r + 1] += ptr[r]
+    fill = ptr[:n_rows].copy()
+    data = np.empty(len(rows))
+    ind = np.empty(len(rows), dtype=np.int32)
+    for k in range(len(rows)):
+        r = rows[k]
+        q = fill[r]
+        data[q] = P[r, cols[k]]
+        ind[q] = cols[k]
+        fill[r] = q + 1
+    return data, ind, ptr
+
+
+@njit(cache=True)
+def _hankel_csr(P, rows, cols):  # pragma: no cover - numba
+    """CSR arrays of ``P`` and of ``P^T`` from the positions of its non-zero entries."""
+    data, ind, ptr = _entries_csr(P, rows, cols, P.shape[0])
+    tdata, tind, tptr = _entries_csr(P.T, cols, rows, P.shape[1])
+    return data, ind, ptr, tdata, tind, tptr
 
 
 @njit(cache=True)
@@ -408,6 +471,8 @@ class DenseHankel:
     M: int
     prefix_codes: np.ndarray
     suffix_codes: np.ndarray
+    #: CSR arrays of ``P`` and ``P^T`` (:func:`_hankel_csr`), or None
+    csr: tuple | None = None
 
     @property
     def tok(self) -> np.ndarray:
@@ -447,8 +512,9 @@ def dense_hankel(enc: Encoded, M: int, max_basis: int = 32, F=None) -> DenseHank
     ptab[pc] = M + 1 + np.arange(len(pc))
     stab = np.full(B2 * B2, -1, dtype=np.int64)
     stab[sc] = M + 1 + np.arange(len(sc))
-    P, n = _hankel_counts(F, M, ptab, stab, n_rows, n_cols, 1.0 / enc.n_sequences)
-    return DenseHankel(F, P, n, ptab, stab, n_rows, n_cols, enc.n_sequences, M, pc, sc)
+    P, n, rows, cols = _hankel_block(F, M, ptab, stab, n_rows, n_cols, 1.0 / enc.n_sequences)
+    return DenseHankel(F, P, n, ptab, stab, n_rows, n_cols, enc.n_sequences, M, pc, sc,
+                       _hankel_csr(P, rows, cols))
 
 
 # ---------------------------------------------------------------------------- operators
@@ -519,6 +585,11 @@ def _accumulate_rows(order, sym_start, r1, r2, c1, c2, Xe, n_rows):  # pragma: n
 _DENSE_PX = 1 << 23
 
 
+def _power_iterations(k: int) -> int:
+    """Power iterations of the compiled randomized SVD of a dense block at rank ``k``."""
+    return 1 if k <= FEW_POWER_RANK else POWER_ITERATIONS
+
+
 def _svd(P, N: int, random_state=0):
     """Top-``N`` singular triplets of the sparse block ``P`` (exact when it is small)."""
     k = min(N, min(P.shape))
@@ -572,16 +643,14 @@ def _csr_dot(data, indices, indptr, Y):  # pragma: no cover - numba
 
 
 @njit(cache=True)
-def _sparse_range_svd(D, G, k, n_iter):  # pragma: no cover - numba
-    """Top-``k`` singular triplets ``(U, s, Vt)`` of the dense block ``D`` [r, c] through its
-    non-zero entries (CSR of ``D`` and of ``D^T``): Halko et al.'s range finder (algorithm
+def _sparse_range_svd(data, ind, ptr, tdata, tind, tptr, G, k, n_iter):  # pragma: no cover
+    """Top-``k`` singular triplets ``(U, s, Vt)`` of the block ``D`` [r, c] given by the CSR
+    arrays of ``D`` and of ``D^T``: Halko et al.'s range finder (algorithm
     4.4) with the test matrix ``G`` [c, p], ``n_iter`` power iterations re-orthonormalised by
     Cholesky QR (Householder when a sketch is ill-conditioned: :func:`orth`), then the SVD of
     ``(Q^T D)^T``.  The computation of :func:`fastspectral.linalg.randomized_svd` (the same
     test matrix, products and orthonormalisations up to the signs of the columns) with no
     Python call per product."""
-    data, ind, ptr = _dense_to_csr(D)
-    tdata, tind, tptr = _csr_transpose(data, ind, ptr, D.shape[1])
     Q, chol = orth(_csr_dot(data, ind, ptr, G), n_iter <= 0, True)
     for it in range(n_iter):
         W, chol = orth(_csr_dot(tdata, tind, tptr, Q), False, chol)
@@ -592,13 +661,16 @@ def _sparse_range_svd(D, G, k, n_iter):  # pragma: no cover - numba
     return U, s[:k].copy(), np.ascontiguousarray(Vb[:, :k].T)
 
 
-def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False):
+def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False, csr=None):
     """``U`` ([rows, n]), ``X = (U^T P)^+`` ridge-regularised ([cols, n]) and the singular
     values (the SHAG learner's regularised pseudo-inverse: ``s / (s^2 + lam^2)``,
     ``lam = ridge / sqrt(n_seq)``; singular values below ``rcond`` times the largest dropped).
     ``scaled``: the singular vectors of ``D_r^{-1/2} P D_c^{-1/2}`` (row and column sums),
     mapped back (``U <- D_r^{-1/2} U``, ``X <- D_c^{-1/2} V diag(inv)``; still
-    ``U^T P X = I`` on the kept directions): the CCA-like variant of the SHAG learner."""
+    ``U^T P X = I`` on the kept directions): the CCA-like variant of the SHAG learner.
+    A dense ``P`` (larger than :data:`_DENSE_SVD` on both sides) takes the compiled
+    randomized SVD of its non-zeros (:func:`_sparse_range_svd`; ``csr``: the CSR arrays of
+    ``P`` and ``P^T`` if known)."""
     if scaled:
         eps = 1e-3 / n_seq
         dr = 1.0 / np.sqrt(np.asarray(P.sum(axis=1)).ravel() + eps)
@@ -609,9 +681,11 @@ def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False):
         k = min(N, min(P.shape))
         p = min(k + OVERSAMPLE, min(P.shape))
         G = np.random.default_rng(random_state).standard_normal((P.shape[1], p))
+        if csr is None:
+            data, ind, ptr = _dense_to_csr(np.ascontiguousarray(P, dtype=np.float64))
+            csr = (data, ind, ptr) + _csr_transpose(data, ind, ptr, P.shape[1])
         with blas_single_thread():
-            U, s, Vt = _sparse_range_svd(np.ascontiguousarray(P, dtype=np.float64), G, k,
-                                         POWER_ITERATIONS)
+            U, s, Vt = _sparse_range_svd(*csr, G, k, _power_iterations(k))
     else:
         U, s, Vt = _svd(sp.csr_matrix(P), N, random_state)
     keep = s > rcond * max(s[0], 1e-300) if len(s) else np.zeros(0, dtype=bool)
@@ -691,7 +765,7 @@ def learn_operators(enc: Encoded, M: int, n_states: int, max_basis: int = 32,
         dense = isinstance(H, DenseHankel) and not scaled
         P = H.P if dense else H.hankel()
         U, X, s = _projections(P, int(n_states), float(ridge), float(rcond), H.n_seq,
-                               random_state, bool(scaled))
+                               random_state, bool(scaled), H.csr if dense else None)
         A = _operators(H, U, X)
         return finish_operators(H.P if isinstance(H, DenseHankel) else P,
                                 H.prefix_counts(), M, U, X, s, A)
