@@ -31,6 +31,20 @@ def test_scores_by_hand():
     assert [r.sentences for r in rows] == [0, 1, 1]
 
 
+def test_macro_average_is_the_mean_of_sentence_f1():
+    pred = Tree.fromstring("(X (X (DT The) (X (JJ big) (NN dog))) (, ,) (X (VBD saw) (X (DT a) "
+                           "(NN cat))) (. .))")
+    short = Tree.fromstring("(TOP (S (NP (NNS dogs)) (VP (VBP bark))))")     # nothing to score
+    other = Tree.fromstring("(TOP (S (NP (DT a) (NN b)) (VP (VB c))))")
+    flat = Tree.fromstring("(X (DT a) (X (NN b) (VB c)))")                   # 0 of 1
+    s = evaluate_unlabelled([G, short, other], [pred, short, flat])
+    assert s.sentences == 3 and s.f1_sentences == 2
+    assert s.macro_f1 == pytest.approx(100 * (6 / 7 + 0.0) / 2)
+    assert s.f1 == pytest.approx(100 * 2 * 3 / (4 + 5))          # micro: 3 of 4 gold, 5 pred
+    rows = evaluate_by_length([G, short, other], [pred, short, flat], (10,))
+    assert rows[0].macro_f1 == pytest.approx(s.macro_f1)
+
+
 def test_unary_chain_counts_once_and_traces_removed():
     gold = Tree.fromstring("( (S (NP-SBJ (-NONE- *)) (NP (NP (DT a) (NN b))) (VP (VB c) (NN d))))")
     pred = Tree.fromstring("(X (X (DT a) (NN b)) (X (VB c) (NN d)))")

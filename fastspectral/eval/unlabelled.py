@@ -12,7 +12,12 @@ The convention (the one of Klein & Manning, followed by Parikh et al.):
 * brackets are unlabelled spans, counted once each (a unary chain is one bracket); brackets
   of a single word and the bracket of the whole sentence are NOT counted (every tree has them);
 * precision, recall and F1 are micro-averaged over the corpus (EVALB's habit); sentences of
-  one or two words have no bracket to score and only count as sentences.
+  one or two words have no bracket to score and only count as sentences.  The sentence-level
+  (macro) average, common in later unsupervised-parsing papers, is
+  :attr:`UnlabelledScore.macro_f1` (``--by-length`` prints it too).
+
+Parikh et al. say only that all punctuation is removed; the rest is Klein & Manning's
+convention (their trivial brackets: single words and the whole sentence).
 
 Examples
 --------
@@ -49,6 +54,10 @@ class UnlabelledScore:
     sentences: int = 0
     max_length: int | None = None
     per_sentence: list = field(default_factory=list, repr=False)
+    #: sum of the per-sentence F1 and the sentences it is defined for (some bracket in the gold
+    #: or the predicted tree): the sentence-level (macro) average of :attr:`macro_f1`
+    f1_sum: float = 0.0
+    f1_sentences: int = 0
 
     @property
     def precision(self) -> float:
@@ -62,6 +71,22 @@ class UnlabelledScore:
     def f1(self) -> float:
         p, r = self.precision, self.recall
         return 2 * p * r / (p + r) if p + r else 0.0
+
+    @property
+    def macro_f1(self) -> float:
+        """F1 averaged over sentences (each sentence's own F1; sentences without a bracket to
+        score in either tree, i.e. of one or two words, are left out)."""
+        return 100.0 * self.f1_sum / self.f1_sentences if self.f1_sentences else 0.0
+
+    def add(self, m: int, g: int, p: int) -> None:
+        """Count one sentence with ``m`` matched of ``g`` gold and ``p`` predicted brackets."""
+        self.matched += m
+        self.gold += g
+        self.predicted += p
+        self.sentences += 1
+        if g or p:
+            self.f1_sum += 2.0 * m / (g + p)
+            self.f1_sentences += 1
 
 
 def _is_punct(tag: str) -> bool:
@@ -139,10 +164,7 @@ def evaluate_unlabelled(gold_trees, pred_trees, max_length=None, *,
         if n == 0 or (max_length is not None and n > max_length):
             continue
         m = len(gs & ps)
-        score.matched += m
-        score.gold += len(gs)
-        score.predicted += len(ps)
-        score.sentences += 1
+        score.add(m, len(gs), len(ps))
         if keep_sentences:
             score.per_sentence.append((i, n, m, len(gs), len(ps)))
     return score
@@ -161,10 +183,7 @@ def evaluate_by_length(gold_trees, pred_trees, lengths=LENGTHS) -> list:
         for n, gs, ps in rows:
             if n == 0 or (L is not None and n > L):
                 continue
-            s.matched += len(gs & ps)
-            s.gold += len(gs)
-            s.predicted += len(ps)
-            s.sentences += 1
+            s.add(len(gs & ps), len(gs), len(ps))
         out.append(s)
     return out
 
@@ -191,11 +210,11 @@ def evaluate_unlabelled_files(gold_path, pred_path, max_length=None, by_length=F
     if by_length:
         lines.append("Unlabelled bracketing (punctuation removed; single-word and whole-sentence "
                      "brackets not counted)")
-        lines.append(f"{'length':>8} {'sents':>6} {'P':>7} {'R':>7} {'F1':>7}")
+        lines.append(f"{'length':>8} {'sents':>6} {'P':>7} {'R':>7} {'F1':>7} {'sent-F1':>8}")
         for s in scores[:-1]:
             L = "all" if s.max_length is None else f"<= {s.max_length}"
             lines.append(f"{L:>8} {s.sentences:6d} {s.precision:7.2f} {s.recall:7.2f} "
-                         f"{s.f1:7.2f}")
+                         f"{s.f1:7.2f} {s.macro_f1:8.2f}")
         lines.append("")
     s = scores[-1]
     L = "all" if max_length is None else str(max_length)
