@@ -387,15 +387,23 @@ def apply_labels(sent, first, second, vocalised: bool):
     from ..trees.conll import DepSentence
 
     n = len(sent)
-    words = list(sent.words)
+    words = []
     misc = []
-    for i in range(n):
-        items = _misc_without(sent.misc[i], (ALT_KEY, INPUT_FORM_KEY))
-        if vocalised and first[i][4] and first[i][4] != words[i]:
-            items.append(f"{INPUT_FORM_KEY}={_escape(words[i])}")
-            words[i] = first[i][4]
-        if second is not None and second[i] is not None:
-            items.append(f"{ALT_KEY}={encode_alt(second[i])}")
+    keys = (ALT_KEY, INPUT_FORM_KEY)
+    for w, raw, lab, alt in zip(sent.words, sent.misc, first,
+                                second if second is not None else [None] * n):
+        if raw == "_" or raw == "":
+            items = []
+        elif ALT_KEY in raw or INPUT_FORM_KEY in raw:
+            items = _misc_without(raw, keys)
+        else:                   # no item has one of the keys: the items are ``raw`` itself
+            items = [raw]
+        if vocalised and lab[4] and lab[4] != w:
+            items.append(INPUT_FORM_KEY + "=" + _escape(w))
+            w = lab[4]
+        words.append(w)
+        if alt is not None:
+            items.append(ALT_KEY + "=" + encode_alt(alt))
         misc.append("|".join(items) if items else "_")
     return DepSentence(
         ids=list(sent.ids), words=words, lemmas=[lab[0] or "_" for lab in first],

@@ -8,6 +8,7 @@ the cross-validation of table 5 in :mod:`fastspectral.lexical.cv`.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -664,12 +665,15 @@ def predict_labels(learned: Learned, corpus: Corpus, models, *, analyser=None, t
     ov = cands.overlay
     out = {}
     n = len(corpus)
+    labels = _LabelLookup(ov)
     for name in models:
         if name == "unigram":
             ptr = cands.ptr
-            first = [ov.label(int(cands.label[ptr[j]])) for j in range(n)]
-            second = [ov.label(int(cands.label[ptr[j] + 1])) if ptr[j + 1] - ptr[j] > 1
-                      else None for j in range(n)]
+            lab = cands.label
+            first = labels.take(lab[ptr[:-1]]) if n else []
+            has2 = np.diff(ptr) > 1
+            second = labels.take(np.where(has2, lab[np.minimum(ptr[:-1] + 1, len(lab) - 1)],
+                                          -1)) if n else []
             out[name] = (first, second)
         elif name == "M_ind":
             lem = learned.target("Lemma")
@@ -698,12 +702,45 @@ def predict_labels(learned: Learned, corpus: Corpus, models, *, analyser=None, t
                           for j in range(n)])
         else:
             v, _, b, s2 = _rank(learned, cands, F, S, qloc, name, threads)
-            out[name] = ([ov.label(int(v[b[j]])) for j in range(n)],
-                         [ov.label(int(v[s2[j]])) if s2[j] >= 0 else None for j in range(n)])
-    ptr = cands.ptr
-    out["_candidates"] = [[ov.label(int(k)) for k in cands.label[ptr[j]:ptr[j + 1]]]
-                          for j in range(n)]
+            out[name] = (labels.take(v[b]), labels.take(np.where(s2 >= 0, v[s2], -1)))
+    out["_candidates"] = CandidateLists(cands, labels)
     return out
+
+
+class _LabelLookup:
+    """Label tuples of label ids of an :class:`~fastspectral.lexical.engine.Overlay`, many at
+    a time (``take``; id -1 gives None)."""
+
+    def __init__(self, ov):
+        self.ov = ov
+        self.table = list(ov.base.labels) + list(ov.labels) + [None]
+
+    def take(self, ids) -> list:
+        table = self.table
+        return [table[k] for k in np.asarray(ids, dtype=np.int64).tolist()]
+
+
+class CandidateLists(Sequence):
+    """The candidate labels of every token (a read-only sequence of lists of label tuples),
+    built token by token when asked for: tagging does not need them."""
+
+    def __init__(self, cands, labels: _LabelLookup):
+        self._ptr = cands.ptr
+        self._label = cands.label
+        self._labels = labels
+
+    def __len__(self) -> int:
+        return len(self._ptr) - 1
+
+    def __getitem__(self, j):
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(len(self)))]
+        n = len(self)
+        if j < 0:
+            j += n
+        if not 0 <= j < n:
+            raise IndexError("token index out of range")
+        return self._labels.take(self._label[self._ptr[j]:self._ptr[j + 1]])
 
 
 # ------------------------------------------------------------------------------------------
