@@ -146,7 +146,7 @@ def test_model_file_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("kw", [{"n_clusters": 0}, {"min_count": 1.5}, {"dim": 0},
-                                {"vocabulary": True}])
+                                {"vocabulary": True}, {"features": "onehot"}])
 def test_bad_parameters(kw):
     with pytest.raises(ValueError):
         BrownClusters(**kw).fit([["a", "b"]])
@@ -157,3 +157,47 @@ def test_nothing_to_cluster():
         BrownClusters(min_count=5).fit([["a", "b"]])
     with pytest.raises(TypeError):
         BrownClusters().fit("a b c")
+
+
+def test_paper_features_bits_then_one_hot_cluster():
+    """Parikh, Cohen & Xing (2014, section 4.1): log2(C) path bits, then C cluster indicators."""
+    sents = [["the", "dog", "runs"], ["a", "cat", "runs"], ["the", "cat", "sleeps"],
+             ["a", "dog", "sleeps"]] * 20
+    bc = BrownClusters(n_clusters=3, min_count=1, features="bits+clusters").fit(sents)
+    X = bc.transform(["dog", "runs", "zebra"])
+    assert X.shape == (3, 2 + 3)                       # ceil(log2 3) bits + 3 clusters
+    onehot = X[:, 2:]
+    assert onehot[0].sum() == 1 and onehot[1].sum() == 1
+    assert onehot[0, bc.clusters_[bc.words_.index("dog")]] == 1
+    assert not (onehot[0] == onehot[1]).all()
+    assert not X[2].any()                              # unknown word: zero
+    bits = BrownClusters(n_clusters=3, min_count=1).fit(sents).transform(["dog"])
+    np.testing.assert_array_equal(X[0, :2], bits[0, :2])
+
+
+def test_cli_train_brown(tmp_path):
+    """``fastspectral train brown CORPUS -o FILE`` (word/TAG lines: the tags are dropped), and a
+    clean one-line error on an empty corpus (it does not name the file: the generic reader of
+    "sequences" kinds, fastspectral/cli/kit.py, accepts an empty corpus)."""
+    import subprocess
+    import sys
+
+    import fastspectral
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the/at dog/nn runs/vbz ./.\na/at cat/nn sleeps/vbz ./.\n" * 10)
+    out = tmp_path / "c.brown"
+    r = subprocess.run([sys.executable, "-m", "fastspectral", "train", "brown", str(corpus),
+                        "-o", str(out), "--n-clusters", "4", "--min-count", "1"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    bc = fastspectral.load(out)
+    assert isinstance(bc, BrownClusters) and bc.n_clusters == 4
+    assert "dog" in bc.words_ and "dog/nn" not in bc.words_
+    assert bc.bits_[bc.words_.index("dog")] == bc.bits_[bc.words_.index("cat")]
+    empty = tmp_path / "e.txt"
+    empty.write_text("")
+    r = subprocess.run([sys.executable, "-m", "fastspectral", "train", "brown", str(empty),
+                        "-o", str(tmp_path / "e.brown")], capture_output=True, text=True)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "no words" in r.stderr
