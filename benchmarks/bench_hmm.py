@@ -8,6 +8,7 @@ Sections (run any subset)::
     python benchmarks/bench_hmm.py --brown               # Brown words, 800k training tokens
     python benchmarks/bench_hmm.py --hmmlearn            # hmmlearn CategoricalHMM rows (slow)
     python benchmarks/bench_hmm.py --speed               # paired spectral / EM fit times
+    python benchmarks/bench_hmm.py --init                # spectral-init EM vs random starts
 
 ``--convergence``: sequences sampled from a known 3-state HMM over 5 symbols (stop
 probabilities 0.2-0.3); the spectral estimate (single-symbol basis, no ridge) of ``p(x)`` for
@@ -325,6 +326,62 @@ def speed(args):
     RESULTS["speed"] = {"first_wall": first_wall, "first_cpu": first_cpu, "rows": out}
 
 
+def init_curves(args):
+    """Spectral-initialised EM against EM from random starts (issue 17's "reaches EM's
+    perplexity in <= 1/5 of its iterations").  Per m and random seed: EM to convergence (tol,
+    at most --max-em-iterations) and its perplexity after every iteration; the spectral start
+    (each of --inits) run --init-iterations iterations; "reaches": the first iteration whose
+    perplexity is at most the seed's converged one.  Two protocols: development (train on the
+    first 90%, perplexity of the last 10%: where the start's settings were chosen) and test
+    (train on all training sequences, perplexity of the test set recorded after every
+    iteration; nothing is chosen on it: EM stops by the training tolerance).  Interpolation
+    weight fixed at 0.2 (w of the EM methods when none is chosen)."""
+    train, tr90, dev, test = _tag_data()
+    print(f"\n## spectral-initialised EM vs EM from random starts (WSJ tags); load average "
+          f"{os.getloadavg()}\n", flush=True)
+    out = []
+    for split, tr, ev in (("dev", tr90, dev), ("test", train, test)):
+        if split not in args.init_splits:
+            continue
+        for m in args.states:
+            em = {}
+            for seed in args.em_seeds:
+                r = HMM(n_states=m, method="em", field="tag", iterations=args.max_em_iterations,
+                        tol=args.tol, backoff_weight=0.2, random_state=seed).fit(tr, dev=ev)
+                em[seed] = (int(r.iterations_run_), float(r.dev_perplexity_[-1]),
+                            r.dev_perplexity_.tolist())
+            for init in args.inits:
+                sem = HMM(n_states=m, method="spectral-em", field="tag",
+                          iterations=args.init_iterations, backoff_weight=0.2,
+                          random_state=args.seed, spectral_init=init).fit(tr, dev=ev)
+                c = sem.dev_perplexity_
+                row = {"split": split, "m": m, "init": init, "curve": c.tolist(),
+                       "init_time": sem.timings_.get("spectral_init"), "seeds": []}
+                for seed, (its, final, curve) in em.items():
+                    hit = _first_at_or_below(c, final)
+                    row["seeds"].append({"seed": seed, "iterations": its, "final": final,
+                                         "curve": curve, "reaches_at": hit,
+                                         "met": hit is not None and hit <= its / 5})
+                out.append(row)
+                print(f"{split} m={m} {init}: start " + " / ".join(
+                    f"{c[i]:.3f}" for i in (0, 1, 5, 10, 20, 30) if i < len(c)) + " | " +
+                    "; ".join(f"seed {q['seed']}: {q['iterations']} its -> {q['final']:.3f}, "
+                              f"reached at {q['reaches_at']} ({'met' if q['met'] else 'not met'})"
+                              for q in row["seeds"]), flush=True)
+    print("\n| split | m | start | EM seed: converged at iteration, final ppl | "
+          "spectral-init EM ppl at 0 / 1 / 5 / 10 / 20 | reaches it at (limit = 1/5) | met |")
+    print("|---|---|---|---|---|---|---|")
+    for r in out:
+        c = r["curve"]
+        print(f"| {r['split']} | {r['m']} | {r['init']} | " +
+              "; ".join(f"{q['seed']}: {q['iterations']}, {q['final']:.3f}" for q in r["seeds"])
+              + " | " + " / ".join(f"{c[i]:.3f}" for i in (0, 1, 5, 10, 20) if i < len(c)) +
+              " | " + " / ".join(f"{q['reaches_at'] if q['reaches_at'] is not None else 'never'}"
+                                 f" ({q['iterations'] // 5})" for q in r["seeds"]) + " | " +
+              f"{sum(q['met'] for q in r['seeds'])} of {len(r['seeds'])} |")
+    RESULTS["init"] = out
+
+
 def _at(model, seqs, w) -> float:
     """Perplexity with the interpolation weight set to ``w`` (0: the hidden-state model
     alone)."""
@@ -458,6 +515,13 @@ def main(argv=None):
     ap.add_argument("--brown", action="store_true")
     ap.add_argument("--speed", action="store_true",
                     help="paired spectral / EM-to-convergence fit times only")
+    ap.add_argument("--init", action="store_true",
+                    help="spectral-initialised EM against EM from random starts (dev and test)")
+    ap.add_argument("--inits", nargs="+", default=["classes", "anchors"],
+                    help="--init: the spectral starts compared")
+    ap.add_argument("--init-splits", nargs="+", default=["dev", "test"])
+    ap.add_argument("--init-iterations", type=int, default=30,
+                    help="--init: iterations of the spectral-initialised EM curves")
     ap.add_argument("--pairs", type=int, default=2, help="--speed: EM fits per m")
     ap.add_argument("--states", type=int, nargs="+", default=[10, 20, 40])
     ap.add_argument("--hmmlearn-states", type=int, nargs="+", default=[10, 20, 40])
@@ -476,7 +540,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args(argv)
-    if not (args.convergence or args.tags or args.hmmlearn or args.brown or args.speed):
+    if not (args.convergence or args.tags or args.hmmlearn or args.brown or args.speed or
+            args.init):
         args.convergence = args.tags = True
     if args.convergence:
         convergence(args)
@@ -484,6 +549,8 @@ def main(argv=None):
         tags(args)
     if args.speed:
         speed(args)
+    if args.init:
+        init_curves(args)
     if args.brown:
         brown(args)
     if args.hmmlearn:

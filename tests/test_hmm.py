@@ -260,7 +260,7 @@ def test_estimator_contract_and_errors(toy):
         model.log_likelihood([["a"]])
     for bad in ({"n_states": 0}, {"method": "gibbs"}, {"field": "lemma"},
                 {"backoff_weight": 1.0}, {"ridge": -1.0}, {"iterations": -1},
-                {"max_vocab": 0}, {"lowercase": "yes"}):
+                {"max_vocab": 0}, {"lowercase": "yes"}, {"spectral_init": "kmeans"}):
         with pytest.raises(ValueError):
             HMM(**bad).fit(train)
     with pytest.raises(TypeError):

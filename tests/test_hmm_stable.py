@@ -217,3 +217,43 @@ def test_compiled_sparse_svd_of_the_hankel_block(monkeypatch):
         lb, sb = S.raw_log_probability(b, test)
         np.testing.assert_array_equal(sb, sa)
         np.testing.assert_allclose(lb, la, rtol=30 * tol)
+
+
+def test_token_class_start():
+    """The class start of spectral-initialised EM: distributions of the right shapes (also
+    with more states than distinct (previous, symbol) pairs), symbols of two disjoint hidden
+    classes kept apart, a better training likelihood than a random start, and both starts
+    selectable by ``spectral_init``."""
+    from fastspectral.hmm import em as E
+
+    start = np.array([0.6, 0.4])
+    trans = np.array([[0.1, 0.9], [0.8, 0.2]])
+    obs = np.array([[0.5, 0.4, 0.0, 0.0], [0.0, 0.0, 0.3, 0.6]])
+    stop = np.array([0.1, 0.1])
+    emit = np.hstack([obs * (1 - stop)[:, None] / obs.sum(1, keepdims=True), stop[:, None]])
+    seqs = _sample(start, trans, emit, 2000, 4)
+    off = np.zeros(len(seqs) + 1, dtype=np.int64)
+    np.cumsum([len(q) for q in seqs], out=off[1:])
+    enc = Encoded(off, np.concatenate([np.asarray(q, dtype=np.int64) for q in seqs]))
+    H = S.dense_hankel(enc, 4, max_basis=8)
+    for m in (2, 3, 40):                                 # 40 > the 20 distinct pairs
+        s0, t0, e0 = S.hmm_from_token_classes(H, m, 0)
+        assert s0.shape == (m,) and t0.shape == (m, m) and e0.shape == (m, 5)
+        for x in (s0, t0, e0):
+            assert np.all(x > 0)
+            np.testing.assert_allclose(np.sum(x, axis=-1), 1.0)
+    s0, t0, e0 = S.hmm_from_token_classes(H, 2, 0, floor=0.0)
+    group = np.argmax(e0[:, :4], axis=0)                 # the class of each symbol's mass
+    assert group[0] == group[1] != group[2] == group[3]
+    ll_classes = E.log_probability(enc, *S.hmm_from_token_classes(H, 2, 0)).sum()
+    unigram = np.append(np.bincount(enc.ids, minlength=4), len(seqs)).astype(np.float64)
+    ll_random = E.log_probability(enc, *E.random_init(4, 2, unigram / unigram.sum(),
+                                                        np.random.default_rng(0))).sum()
+    assert ll_classes > ll_random
+    names = ["a", "b", "c", "d"]
+    strs = [[names[x] for x in q] for q in seqs]
+    for init in ("classes", "anchors"):
+        model = HMM(n_states=2, method="spectral-em", iterations=3, spectral_init=init,
+                    max_basis=8).fit(strs)
+        assert model.get_params()["spectral_init"] == init and model.n_states_ == 2
+        assert "spectral_init" in model.timings_

@@ -65,7 +65,7 @@ from .data import Encoded
 __all__ = ["HankelData", "hankel_data", "DenseHankel", "dense_hankel", "SpectralOperators",
            "learn_operators", "finish_operators", "hmm_from_emissions",
            "spectral_conditionals", "spectral_prefix_states", "raw_log_probability",
-           "context_matrix", "hmm_from_anchors"]
+           "context_matrix", "hmm_from_anchors", "symbol_embedding", "hmm_from_token_classes"]
 
 #: exact SVD up to this many rows or columns of the Hankel block, randomized (Halko et al.,
 #: 4 power iterations) above: the same development perplexities on the WSJ tags, 2-3x faster
@@ -1007,6 +1007,77 @@ def hmm_from_anchors(H: HankelData, n_states: int, random_state=0, floor: float 
     with blas_single_thread():
         res = mdp2(context_matrix(H), k, candidates=cand, random_state=random_state)
     return hmm_from_emissions(H, np.asarray(res.r, dtype=np.float64), n_states, rng, floor)
+
+
+def symbol_embedding(H, dim: int, random_state=0) -> np.ndarray:
+    """``[M, dim]``: the symbols' coordinates on the top ``dim`` singular vectors (scaled by
+    the singular values) of the Hellinger-scaled symbol-context matrix, ``sqrt`` of the rows
+    of :func:`context_matrix` normalised to distributions over (previous symbol or START,
+    next symbol or STOP): symbols with similar left and right contexts lie close."""
+    C = context_matrix(H).tocsr()
+    tot = np.asarray(C.sum(axis=1)).ravel()
+    C = sp.diags(1.0 / np.where(tot > 0, tot, 1.0)) @ C
+    C.data = np.sqrt(C.data)
+    M = C.shape[0]
+    d = int(min(dim, M))
+    with blas_single_thread():
+        if M <= 500:
+            U, s, _ = np.linalg.svd(C.toarray(), full_matrices=False)
+        else:
+            from ..linalg import randomized_svd
+
+            U, s, _ = randomized_svd(C, d, random_state=random_state)
+    return U[:, :d] * s[:d]
+
+
+def hmm_from_token_classes(H, n_states: int, random_state=0, floor: float = 0.1,
+                           context_weight: float = 0.3):
+    """HMM parameters ``(start [m], trans [m, m], emit [m, M + 1])`` from hard token classes:
+    every distinct (previous symbol, symbol) pair is placed at
+    ``(e(symbol), context_weight * e(previous))`` (``e``: :func:`symbol_embedding` with
+    ``m`` dimensions, START at the origin), the pairs are clustered into ``m`` classes by
+    k-means weighted by their counts (scikit-learn, 5 restarts), every token takes its pair's
+    class, and the start, transition, emission and stop probabilities are the relative
+    frequencies of the classes of first tokens, of consecutive tokens, of each class's symbols
+    and of last tokens, each mixed with the uniform distribution (weight ``floor``).  The
+    spectral step is the embedding (a spectral clustering, not a method-of-moments estimate
+    of the HMM); ``context_weight`` 0.3 and ``floor`` 0.1 were chosen on the WSJ-tag
+    development split (docs/hmm.md).  Fewer distinct pairs than states: the classes are split
+    into noisy copies (:func:`_split_states`)."""
+    from sklearn.cluster import KMeans
+
+    M, F, t = H.M, H.F, H.tok
+    m = int(n_states)
+    rng = np.random.default_rng(random_state)
+    emb = np.vstack([symbol_embedding(H, m, random_state), np.zeros((1, min(m, M)))])
+    prev = F[t - 1]                                    # a symbol, or START = M
+    code = prev * M + F[t]
+    u, inv, cnt = np.unique(code, return_inverse=True, return_counts=True)
+    k = int(min(m, len(u)))
+    if k < 1:
+        raise ValueError("no symbol occurs in the training sequences")
+    feats = np.hstack([emb[u % M], float(context_weight) * emb[u // M]])
+    seed = None if random_state is None else int(random_state)
+    with blas_single_thread():
+        lab = KMeans(k, n_init=5, random_state=seed).fit(
+            feats, sample_weight=cnt.astype(np.float64)).labels_
+    c = lab[inv.ravel()].astype(np.int64)              # the class of every token
+    O = np.zeros((k, M))
+    np.add.at(O, (c, F[t]), 1.0)
+    pi = np.bincount(c[F[t - 1] == M], minlength=k).astype(np.float64)
+    stops = np.bincount(c[F[t + 1] == M + 1], minlength=k).astype(np.float64)
+    nxt = F[t + 1] < M                                  # the next token is in the sequence
+    C = np.zeros((k, k))
+    np.add.at(C, (c[:-1][nxt[:-1]], c[1:][nxt[:-1]]), 1.0)
+    stop = np.clip(stops / np.maximum(O.sum(axis=1), 1.0), 1e-3, 1.0 - 1e-3)
+    start, trans, emit_o = pi, C, O
+    if k < m:
+        start, trans, emit_o, stop = _split_states(_norm(pi, 0.0), _norm(C, 0.0), _norm(O, 0.0),
+                                                   stop, m, rng)
+    emit = np.empty((len(start), M + 1))
+    emit[:, :M] = _norm(emit_o, floor) * (1.0 - stop)[:, None]
+    emit[:, M] = stop
+    return _norm(start, floor), _norm(trans, floor), emit
 
 
 def hmm_from_emissions(H, O, n_states: int, rng, floor: float = 0.1):
