@@ -328,8 +328,11 @@ def _stage2_rows(cands: E.Candidates, level: int, gold_lv: np.ndarray, n_targets
     n_tok = len(ptr) - 1
     hi = np.full(n_tok, -np.inf)
     lo = np.full(n_tok, np.inf)
-    np.maximum.at(hi, tok_of_row, y)
-    np.minimum.at(lo, tok_of_row, y)
+    has = n_rows > 0            # a token's rows are contiguous: reduce them in one pass
+    if has.any():
+        starts = ptr[:-1][has]
+        hi[has] = np.maximum.reduceat(y, starts)
+        lo[has] = np.minimum.reduceat(y, starts)
     ok = (n_rows >= 2) & (hi > lo)
     n_hit = np.bincount(tok_of_row, weights=(y == 1.0), minlength=n_tok)
     ok &= graded_tok | (n_hit == 1)
