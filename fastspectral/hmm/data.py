@@ -324,7 +324,7 @@ def build_and_encode(sequences, min_count: int = 1, lowercase: bool = False,
     if len(flat) >= 2:
         looked = itemgetter(*flat)(index)
         if len(keys) <= 256:
-            ids0 = np.frombuffer(bytes(looked), dtype=np.uint8).astype(np.int64)
+            ids0 = np.frombuffer(bytes(looked), dtype=np.uint8)     # gathered below
         else:
             ids0 = np.fromiter(looked, dtype=np.int64, count=len(flat))
     else:

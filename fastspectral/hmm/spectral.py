@@ -270,7 +270,7 @@ def _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover 
     ``cols``); ``ptab`` / ``stab``: length-2 code -> basis index (-1: not in the basis)."""
     B2 = M + 2
     STOP = M + 1
-    P = np.zeros((n_rows, n_cols))
+    P = np.zeros((n_rows, n_cols), dtype=np.int32)     # counts: half the cache
     n = np.zeros(n_cols)
     cap = min(n_rows * n_cols, 4 * len(F) + 4)
     rows = np.empty(cap, dtype=np.int32)
@@ -284,36 +284,38 @@ def _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover 
         y = F[i + 1]
         s1 = y if y < M else M
         s2 = stab[y * B2 + F[i + 2]] if y < M else -1
-        if P[s1, z] == 0.0:
+        if P[s1, z] == 0:
             rows[nnz] = s1
             cols[nnz] = z
             nnz += 1
-        P[s1, z] += 1.0
+        P[s1, z] += 1
         n[z] += 1.0
         if p2 >= 0:
-            if P[s1, p2] == 0.0:
+            if P[s1, p2] == 0:
                 rows[nnz] = s1
                 cols[nnz] = p2
                 nnz += 1
-            P[s1, p2] += 1.0
+            P[s1, p2] += 1
             n[p2] += 1.0
         if s2 >= 0:
-            if P[s2, z] == 0.0:
+            if P[s2, z] == 0:
                 rows[nnz] = s2
                 cols[nnz] = z
                 nnz += 1
-            P[s2, z] += 1.0
+            P[s2, z] += 1
             if p2 >= 0:
-                if P[s2, p2] == 0.0:
+                if P[s2, p2] == 0:
                     rows[nnz] = s2
                     cols[nnz] = p2
                     nnz += 1
-                P[s2, p2] += 1.0
-    for k in range(nnz):
-        P[rows[k], cols[k]] *= scale
+                P[s2, p2] += 1
+    Pf = np.empty((n_rows, n_cols))
+    for r in range(n_rows):
+        for c in range(n_cols):
+            Pf[r, c] = P[r, c] * scale
     for c in range(n_cols):
         n[c] *= scale
-    return P, n, rows[:nnz], cols[:nnz]
+    return Pf, n, rows[:nnz], cols[:nnz]
 
 
 @njit(cache=True)
