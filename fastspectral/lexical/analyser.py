@@ -221,8 +221,23 @@ class SuffixGuesser:
         self._key_ptr = np.searchsorted(k, np.arange(len(key_ids) + 1))
         self._key_shapes = sid
         self._cuts = [_shape_cut(sh) for sh in self._shapes]
+        # per shape: its cut and the id of its (pattern, UPOS, XPOS, FEATS) — two shapes can
+        # give the same label only when these ids and the undiacritised lemmas are equal
+        tag_ids: dict = {}
+        self._infl = [None if cut is None else
+                      cut + (tag_ids.setdefault((sh[0],) + sh[2:], len(tag_ids)),)
+                      for sh, cut in zip(self._shapes, self._cuts)]
+        self._key_lists: dict = {}
         self.table = {}
         return self
+
+    def _shapes_of(self, kid: int) -> list:
+        """The shape ids of key ``kid`` (most frequent first) as a list, kept once built."""
+        out = self._key_lists.get(kid)
+        if out is None:
+            out = self._key_lists[kid] = \
+                self._key_shapes[self._key_ptr[kid]:self._key_ptr[kid + 1]].tolist()
+        return out
 
     def _label(self, token: str, sid: int):
         pattern, rule, upos, xpos, feats = self._shapes[sid]
@@ -245,31 +260,40 @@ class SuffixGuesser:
         count = 0
         m = len(token)
 
-        def label(sid):
+        shapes = self._shapes
+        vocs: dict = {}             # the vocalised form of each pattern met (twins share it)
+
+        def label(sid):             # = self._label(token, sid), memoised
             if sid not in labels:
-                labels[sid] = self._label(token, sid)
+                pattern, rule, upos, xpos, feats = shapes[sid]
+                vocalised = vocs.get(pattern)
+                if vocalised is None:
+                    vocalised = vocs[pattern] = revocalize(token, pattern)
+                lemma = _apply_lemma_rule(vocalised, rule)
+                labels[sid] = (lemma, upos, xpos, feats, vocalised) if lemma else None
             return labels[sid]
 
+        infl = self._infl
+        key_ids = self._key_ids
         for key in _shape_keys(token):
-            kid = self._key_ids.get(key)
+            kid = key_ids.get(key)
             if kid is None:
                 continue
-            for sid in self._key_shapes[self._key_ptr[kid]:self._key_ptr[kid + 1]].tolist():
+            for sid in self._shapes_of(kid):
                 if sid in done:         # the same shape gives the same label again
                     continue
                 done.add(sid)
-                cut = self._cuts[sid]
-                if cut is None:         # empty lemma: never a label
+                info = infl[sid]
+                if info is None:        # empty lemma: never a label
                     continue
-                letters, ls, le, front, back = cut
+                letters, ls, le, front, back, tag_id = info
                 if letters != m:        # pragma: no cover - the keys keep the length
                     if label(sid) is None:
                         continue
                     ulem = undiacritize(label(sid)[0])
                 else:
                     ulem = front + token[ls:le] + back
-                pattern, _, upos, xpos, feats = self._shapes[sid]
-                twin = (pattern, upos, xpos, feats, ulem)
+                twin = (tag_id, ulem)
                 prev = twins.setdefault(twin, [])
                 if prev and label(sid) in {label(p) for p in prev}:
                     continue            # a label seen before
@@ -288,7 +312,7 @@ class SuffixGuesser:
             kid = self._key_ids.get(key)
             if kid is None:
                 continue
-            for sid in self._key_shapes[self._key_ptr[kid]:self._key_ptr[kid + 1]].tolist():
+            for sid in self._shapes_of(kid):
                 pattern, rule, upos, xpos, feats = self._shapes[sid]
                 vocalised = revocalize(token, pattern)
                 lemma = _apply_lemma_rule(vocalised, rule)
