@@ -188,6 +188,242 @@ def sweep(args, train):
     return res
 
 
+# ---------------------------------------------------------------------------------------------
+# --sweep-extra: further development experiments on the same split (docs/rerank.md, "Further
+# attempts"): self-training of the spectral model on parsed raw text, non-negative (one-hot)
+# observations, feature forms of the spectral score, several spectral models at once.  Each
+# setting is scored on the dev split (314 sentences) and by 3-fold cross-validation of the
+# re-ranker over the jack-knifed training lists (2,817 sentences: less noisy).
+
+def dev_lists(args, tr, dev):
+    """The jack-knifed lists of ``tr`` and the dev lists (cached in --cache)."""
+    from fastspectral.rerank import RerankDepParser
+
+    base_m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs, features="base")
+    cache = os.path.join(args.cache, f"dev_lists_k{args.k}_e{args.epochs}.pkl") \
+        if args.cache else None
+    if cache and os.path.exists(cache):
+        with open(cache, "rb") as fh:
+            return pickle.load(fh)
+    jack = base_m.training_lists(tr)
+    dev_data = base_m._lists(base_m._new_mst().fit(tr), dev, args.jobs)
+    if cache:
+        os.makedirs(args.cache, exist_ok=True)
+        with open(cache, "wb") as fh:
+            pickle.dump((jack, dev_data), fh)
+    return jack, dev_data
+
+
+def raw_parses(args, tr):
+    """The raw text (``--raw``) parsed by each jack-knife fold's base parser (trained on the
+    other folds, as for the lists) and by the parser of the whole of ``tr`` (last)."""
+    from fastspectral.rerank import RerankDepParser
+    from fastspectral.rerank.selftrain import read_tagged_text
+
+    raw = read_tagged_text(args.raw, tagset=args.raw_tagset)
+    path = os.path.join(args.cache, f"raw_heads_e{args.epochs}_{len(raw)}.pkl") \
+        if args.cache else None
+    if path and os.path.exists(path):
+        with open(path, "rb") as fh:
+            return raw, pickle.load(fh)
+    m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs, features="base")
+    cuts = m._cuts(len(tr))
+    heads = []
+    for f in range(len(cuts)):
+        rest = tr if f == len(cuts) - 1 else tr[:cuts[f]] + tr[cuts[f + 1]:]
+        (mst, t, c) = timed(lambda: m._new_mst().fit(rest))
+        (h, t, c) = timed(lambda: mst.predict_heads(raw, jobs=args.jobs))
+        print(f"raw text parsed: {len(raw)} sentences, {c:.1f} CPU s", flush=True)
+        heads.append([np.asarray(x, np.int32) for x in h])
+    if path:
+        with open(path, "wb") as fh:
+            pickle.dump(heads, fh)
+    return raw, heads
+
+
+def cluster_map(emb_file, n_clusters):
+    """Word -> cluster id: k-means (``scipy.cluster.vq.kmeans2``, seed 0) of the length-
+    normalised eigenwords; ``(map, lowercase)``."""
+    from scipy.cluster.vq import kmeans2
+    from fastspectral.embeddings.eigenwords import load_embeddings
+
+    ew = load_embeddings(emb_file)
+    E = np.asarray(ew.embeddings_, np.float64)
+    E = E / np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)
+    _, lab = kmeans2(E, n_clusters, seed=0, minit="++", iter=20)
+    return {w: f"c{c}" for w, c in zip(ew.words_, lab)}, bool(ew.lowercase)
+
+
+def spectral_view(sents, what, clusters=None):
+    """The sentences as a spectral model reads them: words; POS tags as words; eigenword
+    cluster ids as words."""
+    from fastspectral.trees.conll import DepSentence
+
+    if what == "words":
+        return list(sents)
+    if what == "pos":
+        return [DepSentence(words=list(s.tags), heads=list(s.heads)) for s in sents]
+    cl, low = clusters
+    return [DepSentence(words=[cl.get(w.lower() if low else w, "<unk>") for w in s.words],
+                        xpos=list(s.xpos), heads=list(s.heads)) for s in sents]
+
+
+def extra_scores(args, spec, tr, dev, jack, dev_data, raw):
+    """Spectral scores (jack-knifed on the training lists; trained on ``tr`` for the dev
+    lists) of the model ``spec`` = ``input:states:ridge:raw_sentences``."""
+    from fastspectral.rerank import RerankDepParser
+    from fastspectral.trees.conll import DepSentence
+
+    what, states, ridge, n_raw = spec.split(":")
+    n_raw = int(n_raw)
+    clusters = None
+    if what.startswith("cluster"):
+        clusters = cluster_map(args.embeddings, int(what[len("cluster"):]))
+        emb = "one-hot"
+    else:
+        emb = args.embeddings if what == "words" else "one-hot"
+    sp = spectral_params(emb, "none", int(states), float(ridge))
+    if emb == "one-hot":
+        sp["embeddings"] = "one-hot"
+    m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs,
+                        features="base+spectral", spectral_params=sp, spectral_scores="both")
+
+    def auto(f):
+        if n_raw == 0:
+            return []
+        text, heads = raw
+        return [DepSentence(words=s.words, xpos=s.xpos, heads=list(h))
+                for s, h in zip(text[:n_raw], heads[f][:n_raw])]
+
+    cuts = m._cuts(len(tr))
+    vt = spectral_view(tr, what, clusters)
+    all_heads = jack.data.heads_list()
+    parts = []
+    t, c = time.perf_counter(), cpu()
+    for f in range(len(cuts) - 1):
+        model = m._new_spectral().fit(vt[:cuts[f]] + vt[cuts[f + 1]:] +
+                                      spectral_view(auto(f), what, clusters))
+        lo, hi = int(jack.data.cand_off[cuts[f]]), int(jack.data.cand_off[cuts[f + 1]])
+        parts.append(m._spectral_scores(model, [vt[b] for b in jack.data.sent[lo:hi]],
+                                        all_heads[lo:hi], args.jobs, hi - lo))
+    tr_scores = tuple(np.concatenate([p[j] for p in parts]) for j in range(4))
+    model = m._new_spectral().fit(vt + spectral_view(auto(len(cuts) - 1), what, clusters))
+    vd = spectral_view(dev, what, clusters)
+    dev_scores = m._spectral_scores(model, [vd[b] for b in dev_data.sent],
+                                    dev_data.heads_list(), args.jobs, dev_data.n_candidates)
+    _, gold_sign = model.log_prob(vd, return_sign=True, jobs=args.jobs)
+    info = {"cpu_s": round(cpu() - c, 1), "seconds": round(time.perf_counter() - t, 1),
+            "gold_negative_dev": round(float((gold_sign < 0).mean()), 3)}
+    return tr_scores, dev_scores, info
+
+
+def spectral_columns(data, scores, forms):
+    """Dense re-ranker columns of one spectral model: ``tree`` (log |p-hat| minus the list's
+    best, p-hat < 0), ``tree-word`` (that per word), ``rank`` (rank of log |p-hat| in the list
+    over the list's size), ``fragment`` (fragment log p-hat minus the list's best, negative
+    fragments minus the list's fewest)."""
+    from fastspectral.rerank.model import _normalise
+
+    lp, sign, frag, fneg = scores
+    cols = []
+    for form in forms:
+        if form in ("tree", "tree-word"):
+            cols += [_normalise(lp, data, "max" if form == "tree" else "word"),
+                     (sign < 0).astype(np.float64)]
+        elif form == "rank":
+            order = np.lexsort((-lp, data.sent))
+            rank = np.empty(len(lp))
+            rank[order] = np.arange(len(lp)) - data.cand_off[data.sent[order]]
+            cols.append(rank / np.maximum(np.diff(data.cand_off)[data.sent] - 1, 1))
+        elif form == "fragment":
+            cols += [_normalise(frag, data, "max"), data.relative(-np.asarray(fneg))]
+        else:
+            raise ValueError(f"unknown form {form!r}")
+    return cols
+
+
+def extra_evaluate(args, jack, dev_data, dev_eval, models, gain):
+    """Dev UAS and 3-fold CV UAS over the training lists of the re-ranker with the dense
+    columns of ``models`` (``[(train scores, dev scores, forms)]``; [] = baseline features)."""
+    from fastspectral.rerank import RerankDepParser
+    from fastspectral.rerank.model import TrainingLists, _argmax_segments
+
+    class Extra(RerankDepParser):
+        columns = None
+
+        def _raw_dense(self, data, *unused):
+            return np.ascontiguousarray(np.stack([data.relative(data.base)] +
+                                                 self.columns(data), axis=1))
+
+    def fit(data, correct, cols):
+        r = Extra(k=args.k, features="base", dense_gain=gain, rerank_epochs=5,
+                  jobs=args.jobs)
+        r.columns = cols
+        r.fit_lists(TrainingLists(data, None, correct, 1, {}))
+        return r
+
+    def cols_of(which, cand=None):
+        return lambda d: sum((spectral_columns(d, tuple(x if cand is None else x[cand]
+                                                        for x in mdl[which]), mdl[2])
+                              for mdl in models), [])
+
+    r = fit(jack.data, jack.correct, cols_of(0))
+    r.columns = cols_of(1)
+    pick = _argmax_segments(r.rerank_scores(None, dev_data), dev_data.cand_off)
+    dev_uas = dev_eval(pick)
+    D = jack.data
+    cuts = np.linspace(0, len(D.lengths), 4).astype(int)
+    got = 0
+    for f in range(3):
+        Dtr, ctr = D.subset(np.r_[0:cuts[f], cuts[f + 1]:len(D.lengths)])
+        Dte, cte = D.subset(np.arange(cuts[f], cuts[f + 1]))
+        r = fit(Dtr, jack.correct[ctr], cols_of(0, ctr))
+        r.columns = cols_of(0, cte)
+        pick = _argmax_segments(r.rerank_scores(None, Dte), Dte.cand_off)
+        got += int(jack.correct[cte][pick].sum())
+    return {"dev": dev_uas, "cv": round(100.0 * got / jack.n_tokens, 2)}
+
+
+def sweep_extra(args, train):
+    from fastspectral.rerank.model import _argmax_segments, count_correct
+
+    ndev = int(0.9 * len(train))
+    tr, dev = train[:ndev], train[ndev:]
+    jack, dev_data = dev_lists(args, tr, dev)
+    dev_correct, dev_tok = count_correct(dev, dev_data)
+    keep_dev = keep_counts(dev)
+
+    def dev_eval(pick):
+        return list_scores(dev_correct, dev_tok, dev_data, keep_dev, pick)[0]
+
+    out = {"load_avg_start": os.getloadavg()}
+    out["dev_base_parser"] = dev_eval(dev_data.cand_off[:-1])
+    out["cv_base_parser"] = round(100.0 * jack.correct[jack.data.cand_off[:-1]].sum()
+                                  / jack.n_tokens, 2)
+    print(json.dumps(out), flush=True)
+    raw = raw_parses(args, tr) if any(int(m.split(":")[3]) for m in
+                                      args.extra_models.split(",")) else None
+    scores = {}
+    for spec in args.extra_models.split(","):
+        tr_s, dev_s, info = extra_scores(args, spec, tr, dev, jack, dev_data, raw)
+        scores[spec] = (tr_s, dev_s)
+        lp = dev_s[0]
+        alone = dev_eval(_argmax_segments(lp, dev_data.cand_off))
+        print(json.dumps({"model": spec, **info, "dev_log_p_alone": alone}), flush=True)
+    gains = [float(g) for g in args.gains.split(",")]
+    runs = [([], None)]
+    runs += [([m], forms) for m in scores for forms in ("tree", "fragment", "tree+fragment")]
+    runs += [([m], forms) for m in args.extra_models.split(",")[:2]
+             for forms in ("rank", "tree-word+fragment")]
+    runs += [(c.split("+"), "tree+fragment") for c in args.extra_combos.split(",") if c]
+    for models, forms in runs:
+        for g in gains:
+            mdl = [(*scores[m], forms.split("+")) for m in models]
+            r = extra_evaluate(args, jack, dev_data, dev_eval, mdl, g)
+            print(json.dumps({"models": models, "forms": forms, "gain": g, **r}), flush=True)
+    print(json.dumps({"load_avg_end": os.getloadavg()}), flush=True)
+
+
 def final(args, train, test):
     from fastspectral.rerank import RerankDepParser
     from fastspectral.rerank.kbest import kbest_packed
@@ -274,11 +510,29 @@ def main(argv=None):
     ap.add_argument("--rerank-epochs", default="1,5")
     ap.add_argument("--top", type=int, default=2)
     ap.add_argument("--cache", default=None)
+    ap.add_argument("--sweep-extra", action="store_true",
+                    help="further dev experiments (self-training, one-hot inputs, feature "
+                         "forms, several spectral models; dev + CV over the training lists)")
+    ap.add_argument("--raw", default=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                  "shared", "data", "brown",
+                                                  "brown-tagged.txt"))
+    ap.add_argument("--raw-tagset", default="brown", choices=("ptb", "brown"))
+    ap.add_argument("--extra-models", default="words:16:0.3:0,pos:8:0.03:57340,"
+                    "words:16:0.3:57340,pos:8:0.03:0,cluster64:8:0.3:0,cluster64:16:0.3:0,"
+                    "cluster64:16:0.3:57340",
+                    help="spectral models INPUT:STATES:RIDGE:RAW_SENTENCES, INPUT one of "
+                         "words, pos, clusterN (k-means of the eigenwords, one-hot)")
+    ap.add_argument("--extra-combos", default="words:16:0.3:0+pos:8:0.03:0,"
+                    "words:16:0.3:0+pos:8:0.03:57340,words:16:0.3:0+cluster64:8:0.3:0,"
+                    "words:16:0.3:0+pos:8:0.03:57340+cluster64:8:0.3:0")
     ap.add_argument("--cv", type=int, default=0, help="N-fold cross-validation on --data")
     args = ap.parse_args(argv)
     from fastspectral.trees.readers import read_treebank
 
     sents = list(read_treebank(args.data))
+    if args.sweep_extra:
+        sweep_extra(args, sents[:int(0.8 * len(sents))])
+        return
     if args.sweep:
         ntr = int(0.8 * len(sents))
         print(json.dumps(sweep(args, sents[:ntr])))

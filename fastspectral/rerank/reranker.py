@@ -211,6 +211,30 @@ class RerankData:
         n = int(self.lengths[self.sent[c]])
         return self.heads[self.cand_hoff[c]:self.cand_hoff[c] + n]
 
+    def subset(self, idx) -> tuple:
+        """``(lists, candidates)``: a :class:`RerankData` of the lists ``idx`` (in that order)
+        and the indices of their candidates in this one (to select per-candidate arrays)."""
+        from .mst import _ranges
+
+        idx = np.asarray(idx, dtype=np.int64)
+        counts = np.diff(self.cand_off)[idx]
+        cand = _ranges(self.cand_off[idx], counts)
+        out = RerankData.__new__(RerankData)
+        out.lengths = self.lengths[idx]
+        out.cand_off = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(counts, out=out.cand_off[1:])
+        out.sent = np.repeat(np.arange(len(idx)), counts)
+        out.rank, out.base = self.rank[cand], self.base[cand]
+        tok_len = np.diff(self.tok_off)[idx]
+        out.P = self.P[_ranges(self.tok_off[idx], tok_len)]
+        out.tok_off = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(tok_len, out=out.tok_off[1:])
+        n = self.lengths[self.sent[cand]]
+        out.heads = self.heads[_ranges(self.cand_hoff[cand], n)]
+        out.cand_hoff = np.zeros(len(cand), dtype=np.int64)
+        np.cumsum(n[:-1], out=out.cand_hoff[1:])
+        return out, cand
+
     def heads_list(self) -> list:
         """Every candidate's heads as a list of int arrays (in candidate order)."""
         ends = self.cand_hoff + self.lengths[self.sent]
