@@ -98,11 +98,14 @@ class ATMParser(PartitionedFit, Parser):
     Learning (Algorithm 1 of the paper): every word ``j`` of a sentence is observed through its
     embedding ``x_j`` (eigenwords, :class:`fastspectral.embeddings.Eigenwords`).  For a word pair
     ``(j, k)`` the cross-covariance ``Sigma(j, k)`` is estimated by kernel smoothing over all
-    pairs ``(j', k')`` of all sentences (section 3.4, eq. 8)::
+    pairs ``(j', k')`` of all sentences (section 3.4; the estimate in Algorithm 1)::
 
         Sigma(j, k) = sum K_gamma(j, k, j', k') x_j' x_k'^T / sum K_gamma(j, k, j', k')
-        K_gamma = max(0, 1 - |(k - j) - (k' - j')| / gamma)   if tag(j) = tag(j'), tag(k) = tag(k')
-                                                              and the same direction, else 0.
+        K_gamma = max(0, 1 - kappa / gamma),  kappa = ||k - j| - |k' - j'|| / (|k - j| + |k' - j'|)
+                  if tag(j) = tag(j'), tag(k) = tag(k') and the same direction, else 0
+
+    (the kernel of section 4.1, "choice of kernel"; ``kernel="absolute"`` is
+    ``max(0, 1 - ||k - j| - |k' - j'|| / gamma)`` instead, see :func:`kernel_weights`).
 
     The kernel depends on the sentence only through the anchor ``(tag_j, tag_k, k - j)``: the
     sums are grouped by anchor in one compiled pass (linear in the corpus), smoothed along the
@@ -118,16 +121,25 @@ class ATMParser(PartitionedFit, Parser):
     of the top bracket chosen by ``top_bracket`` and the minimal tree containing that edge is
     returned.
 
-    Punctuation is removed before parsing (its words are put back into the output tree beside
-    their neighbours); with ``top_bracket="punct-verb"`` it is used only to place the top
-    bracket.
+    Punctuation is removed before learning and parsing (its words are put back into the
+    output tree beside their neighbours); the top-bracket heuristics alone look at it (the
+    paper's first rule splits at a comma, semicolon or colon: :func:`paper_top_split`).
+
+    Defaults: the paper's kernel and heuristic; ``m`` and ``gamma`` chosen on the dev sets
+    (docs/unsupervised.md).  The paper's own choice, ``m=7, gamma=0.4``, was made for its
+    embeddings (learned on far more text) and is worse with eigenwords learned on the
+    training words here.
 
     Parameters
     ----------
     dim : int
         ``m``: the singular values in the spectral distance.
     bandwidth : float
-        ``gamma`` of the kernel (in words of distance; 1 or less: no smoothing across distances).
+        ``gamma`` of the kernel: with ``kernel="relative"`` a fraction (the paper: 0.4; 1 or
+        more pools every distance), with ``"absolute"`` in words of distance (1 or less: no
+        smoothing across distances).
+    kernel : {"relative", "absolute"}
+        The anchor kernel's distance term (see :func:`kernel_weights`).
     embeddings : str or Eigenwords or BrownClusters or None
         The observed word vectors, learned elsewhere: a file or a fitted object of
         :class:`~fastspectral.embeddings.Eigenwords` (``fastspectral train eigenwords``) or
@@ -142,14 +154,19 @@ class ATMParser(PartitionedFit, Parser):
         cluster path, words seen once share the zero vector).
     brown_clusters : int
         Clusters of the Brown vectors learned when ``embeddings`` is None.
+    brown_features : {"bits+clusters", "bits"}
+        Those Brown vectors: the paper's (section 4.1: ``log2 C`` path bits and the one-hot
+        cluster) or ``embedding_dim`` +-1 path bits.
     tagset : {"universal", "as-is"}
         Tags mapped to the universal tagset of Petrov et al. (Penn tags expected), or kept.
     center : bool
         Subtract the smoothed means (covariances) instead of raw second moments.
-    top_bracket : {"verb", "punct-verb", "none"}
-        Rooting heuristic: split before the first verb; or at the first punctuation mark before
-        the first verb, else before the first verb; or no heuristic (the root the decoder
-        finds first).  Sentences without a usable split fall back to "none".
+    top_bracket : {"paper", "verb", "punct-verb", "none"}
+        Rooting heuristic: the three rules of the paper's section 4.1
+        (:func:`paper_top_split`); or split before the first verb; or at the first
+        punctuation mark before the first verb, else before the first verb; or no heuristic
+        (the root of the minimal tree).  Sentences without a usable split fall back to
+        "none".
     random_state : int
         Seed of the eigenwords' randomized SVD.
 
@@ -168,8 +185,9 @@ class ATMParser(PartitionedFit, Parser):
     ----------
     Ankur P. Parikh, Shay B. Cohen and Eric P. Xing (2014).  Spectral Unsupervised Parsing with
     Additive Tree Metrics.  ACL 2014: eqs. 3-4 (edge lengths from leaf distances), eq. 5 (the
-    spectral distance), eq. 6 (the minimal projective tree), eq. 8 and section 3.4 (kernel
-    smoothing), section 4.1 (the top-bracket heuristic), Algorithm 1.
+    spectral distance), eq. 6 (the minimal projective tree), section 3.4 and Algorithm 1 (the
+    kernel-smoothed covariances), section 4.1 (the top-bracket heuristic, the word vectors,
+    the kernel).
     Paramveer S. Dhillon, Dean Foster and Lyle Ungar (2011).  Multi-View Learning of Word
     Embeddings via CCA.  NIPS 24.
 
@@ -189,7 +207,7 @@ class ATMParser(PartitionedFit, Parser):
     kind = "atm"
     input_kind = "sentences"
 
-    def __init__(self, dim=7, bandwidth=0.4, kernel="relative", embeddings=None,
+    def __init__(self, dim=2, bandwidth=0.7, kernel="relative", embeddings=None,
                  embedding_dim=30, vectors="eigenwords", brown_clusters=100,
                  brown_features="bits+clusters", tagset="universal", center=False,
                  top_bracket="paper", random_state=0):
