@@ -88,3 +88,24 @@ def test_cli_refuses_max_length_without_unlabelled(tmp_path):
     r = subprocess.run([sys.executable, "-m", "fastspectral", "eval", str(f), str(f),
                         "--unlabelled"], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.rstrip().endswith("Bracketing FMeasure = 100.00")
+
+
+def test_brown_tag_table_and_reader(tmp_path):
+    from fastspectral.errors import FormatError
+    from fastspectral.unsupervised.brown_tags import brown_to_universal, read_brown_tagged
+
+    assert brown_to_universal(["at", "np-tl", "bedz*", "ppss+md", "fw-in", "cd$", "pp$", "``",
+                               "rp", "jj-hl", "wdt"]) == \
+        ["DET", "NOUN", "VERB", "PRON", "X", "NUM", "PRON", ".", "PRT", "ADJ", "DET"]
+    with pytest.raises(ValueError, match="unknown Brown tag"):
+        brown_to_universal(["zz"])
+    f = tmp_path / "b.txt"
+    f.write_text("The/at dog/nn ran/vbd ./.\n\nA/at n/a/nn\n")
+    assert read_brown_tagged(f) == [(["The", "dog", "ran", "."], ["DET", "NOUN", "VERB", "."]),
+                                    (["A", "n/a"], ["DET", "NOUN"])]
+    f.write_text("The/at dog/nn\nbad/qq\n")
+    with pytest.raises(FormatError, match=r"b.txt:2: unknown Brown tag 'qq'"):
+        read_brown_tagged(f)
+    f.write_text("notag\n")
+    with pytest.raises(FormatError, match=r"b.txt:1: token 'notag'"):
+        read_brown_tagged(f)
