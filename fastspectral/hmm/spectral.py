@@ -264,9 +264,10 @@ def _pair_counts(F, M):  # pragma: no cover - numba
 
 @njit(cache=True)
 def _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover - numba
-    """The dense Hankel block ``P[s, p] = E #(p s)`` and the prefix counts ``n[p] = E #(p)``
-    (per sequence: times ``scale``) in one pass over the framed sequences ``F``, with the
-    positions of the non-zero entries of ``P`` in the order they were first met (``rows``,
+    """The dense Hankel counts ``C[s, p] = #(p s)`` (int32: half the cache footprint of the
+    random increments) and the prefix counts ``n[p] = E #(p)`` (per sequence: times
+    ``scale``) in one pass over the framed sequences ``F``, with the
+    positions of the non-zero entries of ``C`` in the order they were first met (``rows``,
     ``cols``); ``ptab`` / ``stab``: length-2 code -> basis index (-1: not in the basis)."""
     B2 = M + 2
     STOP = M + 1
@@ -309,26 +310,26 @@ def _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover 
                     cols[nnz] = p2
                     nnz += 1
                 P[s2, p2] += 1
-    Pf = np.empty((n_rows, n_cols))
-    for r in range(n_rows):
-        for c in range(n_cols):
-            Pf[r, c] = P[r, c] * scale
     for c in range(n_cols):
         n[c] *= scale
-    return Pf, n, rows[:nnz], cols[:nnz]
+    return P, n, rows[:nnz], cols[:nnz]
 
 
 @njit(cache=True)
 def _hankel_counts(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover - numba
-    """``(P, n)`` of :func:`_hankel_block`."""
-    P, n, _, _ = _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale)
+    """``(P, n)``: the block of :func:`_hankel_block` as floats times ``scale``."""
+    C, n, _, _ = _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale)
+    P = np.empty((n_rows, n_cols))
+    for r in range(n_rows):
+        for c in range(n_cols):
+            P[r, c] = C[r, c] * scale
     return P, n
 
 
 @njit(cache=True)
-def _entries_csr(P, rows, cols, n_rows):  # pragma: no cover - numba
-    """CSR arrays ``(data, indices, indptr)`` of the entries ``P[rows[k], cols[k]]`` (each
-    position once) of a matrix with ``n_rows`` rows (a counting sort by row; the column order
+def _entries_csr(P, rows, cols, n_rows, scale):  # pragma: no cover - numba
+    """CSR arrays ``(data, indices, indptr)`` of the entries ``scale * P[rows[k], cols[k]]``
+    (each position once) of a matrix with ``n_rows`` rows (a counting sort by row; the column order
     within a row is the order of the entries: the products do not need it sorted)."""
     ptr = np.zeros(n_rows + 1, dtype=np.int32)
     for k in range(len(rows)):
@@ -341,17 +342,18 @@ def _entries_csr(P, rows, cols, n_rows):  # pragma: no cover - numba
     for k in range(len(rows)):
         r = rows[k]
         q = fill[r]
-        data[q] = P[r, cols[k]]
+        data[q] = P[r, cols[k]] * scale
         ind[q] = cols[k]
         fill[r] = q + 1
     return data, ind, ptr
 
 
 @njit(cache=True)
-def _hankel_csr(P, rows, cols):  # pragma: no cover - numba
-    """CSR arrays of ``P`` and of ``P^T`` from the positions of its non-zero entries."""
-    data, ind, ptr = _entries_csr(P, rows, cols, P.shape[0])
-    tdata, tind, tptr = _entries_csr(P.T, cols, rows, P.shape[1])
+def _hankel_csr(C, rows, cols, scale):  # pragma: no cover - numba
+    """CSR arrays of ``scale * C`` and of its transpose from the positions of the non-zero
+    entries of ``C``."""
+    data, ind, ptr = _entries_csr(C, rows, cols, C.shape[0], scale)
+    tdata, tind, tptr = _entries_csr(C.T, cols, rows, C.shape[1], scale)
     return data, ind, ptr, tdata, tind, tptr
 
 
@@ -460,10 +462,13 @@ class DenseHankel:
     (``(M + 2)^2`` code tables and ``P`` of at most :data:`_DENSE_COUNT` cells), counted by
     compiled passes over the framed sequences without per-split index arrays.
 
-    ``P`` [n_rows, n_cols]: ``E #(p s)``; ``n`` [n_cols]: ``E #(p)``; ``ptab`` / ``stab``:
-    length-2 code -> basis index or -1."""
+    ``counts`` [n_rows, n_cols] (int32): ``#(p s)``, and ``P = scale * counts`` (a property:
+    ``E #(p s)`` per sequence; the fit reads only its first ``M + 1`` columns and its STOP
+    row); ``n`` [n_cols]: ``E #(p)``; ``ptab`` / ``stab``: length-2 code -> basis index or
+    -1."""
     F: np.ndarray
-    P: np.ndarray
+    counts: np.ndarray
+    scale: float
     n: np.ndarray
     ptab: np.ndarray
     stab: np.ndarray
@@ -479,6 +484,17 @@ class DenseHankel:
     @property
     def tok(self) -> np.ndarray:
         return np.nonzero(self.F < self.M)[0]
+
+    @property
+    def P(self) -> np.ndarray:
+        """The dense block ``E #(p s)`` [n_rows, n_cols] (float64, computed on each access)."""
+        return self.counts * self.scale
+
+    def blocks(self):
+        """``(P[:, :M + 1], P[M, :])``: the single-symbol (and START) columns and the STOP row
+        of the block, what :func:`finish_operators` reads."""
+        M = self.M
+        return self.counts[:, :M + 1] * self.scale, self.counts[M, :] * self.scale
 
     def hankel(self) -> sp.csr_matrix:
         data, indices, indptr = _dense_to_csr(self.P)
@@ -514,9 +530,10 @@ def dense_hankel(enc: Encoded, M: int, max_basis: int = 32, F=None) -> DenseHank
     ptab[pc] = M + 1 + np.arange(len(pc))
     stab = np.full(B2 * B2, -1, dtype=np.int64)
     stab[sc] = M + 1 + np.arange(len(sc))
-    P, n, rows, cols = _hankel_block(F, M, ptab, stab, n_rows, n_cols, 1.0 / enc.n_sequences)
-    return DenseHankel(F, P, n, ptab, stab, n_rows, n_cols, enc.n_sequences, M, pc, sc,
-                       _hankel_csr(P, rows, cols))
+    scale = 1.0 / enc.n_sequences
+    C, n, rows, cols = _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale)
+    return DenseHankel(F, C, scale, n, ptab, stab, n_rows, n_cols, enc.n_sequences, M, pc, sc,
+                       _hankel_csr(C, rows, cols, scale))
 
 
 # ---------------------------------------------------------------------------- operators
@@ -663,7 +680,8 @@ def _sparse_range_svd(data, ind, ptr, tdata, tind, tptr, G, k, n_iter):  # pragm
     return U, s[:k].copy(), np.ascontiguousarray(Vb[:, :k].T)
 
 
-def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False, csr=None):
+def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False, csr=None,
+                 shape=None):
     """``U`` ([rows, n]), ``X = (U^T P)^+`` ridge-regularised ([cols, n]) and the singular
     values (the SHAG learner's regularised pseudo-inverse: ``s / (s^2 + lam^2)``,
     ``lam = ridge / sqrt(n_seq)``; singular values below ``rcond`` times the largest dropped).
@@ -672,17 +690,21 @@ def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False, csr=None
     ``U^T P X = I`` on the kept directions): the CCA-like variant of the SHAG learner.
     A dense ``P`` (larger than :data:`_DENSE_SVD` on both sides) takes the compiled
     randomized SVD of its non-zeros (:func:`_sparse_range_svd`; ``csr``: the CSR arrays of
-    ``P`` and ``P^T`` if known)."""
+    ``P`` and ``P^T`` if known; then ``P`` may be None, with its ``shape`` given)."""
     if scaled:
         eps = 1e-3 / n_seq
         dr = 1.0 / np.sqrt(np.asarray(P.sum(axis=1)).ravel() + eps)
         dc = 1.0 / np.sqrt(np.asarray(P.sum(axis=0)).ravel() + eps)
         P = sp.diags(dr) @ sp.csr_matrix(P) @ sp.diags(dc)
-    if isinstance(P, np.ndarray) and min(P.shape) > _DENSE_SVD:
-        # a dense Hankel block (DenseHankel.P): the compiled randomized SVD of its non-zeros
-        k = min(N, min(P.shape))
-        p = min(k + OVERSAMPLE, min(P.shape))
-        G = np.random.default_rng(random_state).standard_normal((P.shape[1], p))
+    shape = P.shape if P is not None else tuple(shape)
+    if P is None and min(shape) <= _DENSE_SVD:
+        data, ind, ptr = csr[:3]
+        P = sp.csr_matrix((data, ind, ptr), shape=shape)
+    if (P is None or isinstance(P, np.ndarray)) and min(shape) > _DENSE_SVD:
+        # a dense Hankel block: the compiled randomized SVD of its non-zeros
+        k = min(N, min(shape))
+        p = min(k + OVERSAMPLE, min(shape))
+        G = np.random.default_rng(random_state).standard_normal((shape[1], p))
         if csr is None:
             data, ind, ptr = _dense_to_csr(np.ascontiguousarray(P, dtype=np.float64))
             csr = (data, ind, ptr) + _csr_transpose(data, ind, ptr, P.shape[1])
@@ -764,22 +786,33 @@ def learn_operators(enc: Encoded, M: int, n_states: int, max_basis: int = 32,
     with blas_single_thread():
         H = hankel if hankel is not None else (dense_hankel(enc, M, max_basis) or
                                                hankel_data(enc, M, max_basis))
-        dense = isinstance(H, DenseHankel) and not scaled
-        P = H.P if dense else H.hankel()
-        U, X, s = _projections(P, int(n_states), float(ridge), float(rcond), H.n_seq,
-                               random_state, bool(scaled), H.csr if dense else None)
+        if isinstance(H, DenseHankel) and not scaled:
+            # the compiled SVD of the block's non-zeros; the dense float block is never formed
+            U, X, s = _projections(None, int(n_states), float(ridge), float(rcond), H.n_seq,
+                                   random_state, csr=H.csr, shape=H.counts.shape)
+        else:
+            P = H.hankel()
+            U, X, s = _projections(P, int(n_states), float(ridge), float(rcond), H.n_seq,
+                                   random_state, bool(scaled))
         A = _operators(H, U, X)
-        return finish_operators(H.P if isinstance(H, DenseHankel) else P,
+        return finish_operators(H.blocks() if isinstance(H, DenseHankel) else P,
                                 H.prefix_counts(), M, U, X, s, A)
 
 
 def finish_operators(P, n, M: int, U, X, s, A) -> SpectralOperators:
-    """The automaton from the Hankel block ``P`` (dense or sparse, per sequence), the prefix
-    counts ``n``, the projections ``U``, ``X``, the kept singular values ``s`` and the
-    operators ``A``: ``alpha1 = U^T P[:, START]``, ``beta = P[STOP, :] X``, ``c = n X``, ``W``
-    and the averaged state after each symbol (the fallback of the filter)."""
+    """The automaton from the Hankel block ``P`` (dense or sparse, per sequence; or the pair
+    ``(P[:, :M + 1], P[M, :])`` of :meth:`DenseHankel.blocks`), the prefix counts ``n``, the
+    projections ``U``, ``X``, the kept singular values ``s`` and the operators ``A``:
+    ``alpha1 = U^T P[:, START]``, ``beta = P[STOP, :] X``, ``c = n X``, ``W`` and the averaged
+    state after each symbol (the fallback of the filter)."""
     with blas_single_thread():
-        if isinstance(P, np.ndarray):
+        if isinstance(P, tuple):
+            Pl, stop_row = P
+            alpha1 = Pl[:, M] @ U
+            beta = stop_row @ X
+            G = Pl[:, :M].T @ U
+            mean = Pl.sum(axis=1) @ U
+        elif isinstance(P, np.ndarray):
             alpha1 = P[:, M] @ U
             beta = P[M, :] @ X
             G = P[:, :M].T @ U
