@@ -201,3 +201,18 @@ def test_cli_train_brown(tmp_path):
                         "-o", str(tmp_path / "e.brown")], capture_output=True, text=True)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "no words" in r.stderr
+
+
+def test_class_bigram_log_likelihood_is_a_distribution(tmp_path):
+    sents = [["the", "dog", "runs"], ["a", "cat", "runs"], ["the", "cat", "sleeps"],
+             ["a", "dog", "sleeps"], ["odd"]] * 20
+    bc = BrownClusters(n_clusters=4, min_count=2).fit(sents + [["rare", "dog"]])
+    # one-word sentences: the probabilities of the vocabulary (with <unk>) sum to one
+    total = sum(np.exp(bc.log_likelihood([[w]])) for w in bc.words_)
+    assert total == pytest.approx(1.0)
+    # the class transitions are learned: a seen order beats its reverse
+    assert bc.log_likelihood([["the", "dog", "runs"]]) > \
+        bc.log_likelihood([["runs", "dog", "the"]])
+    bc.save(tmp_path / "b.brown")
+    back = BrownClusters.load(tmp_path / "b.brown")
+    assert back.log_likelihood(sents[:4]) == pytest.approx(bc.log_likelihood(sents[:4]))

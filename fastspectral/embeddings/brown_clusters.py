@@ -363,6 +363,9 @@ class BrownClusters(Estimator):
     clusters_ : ndarray of int64, every word's cluster (-1 for ``<unk>``).
     embeddings_ : ndarray (len(words_), dim) (``features="bits+clusters"``: ``dim + C``
         columns), the vectors of :meth:`transform`.
+    class_bigrams_ : ndarray (C + 1, C + 1), class transition counts (the last class:
+        ``<unk>``); ``word_counts_`` : ndarray (len(words_),), the emission counts; both for
+        :meth:`log_likelihood`.
     fit_time_ : float
 
     References
@@ -460,9 +463,44 @@ class BrownClusters(Estimator):
             rows = rows[rows > 0]
             E[rows, dim + leaf[rows]] = 1.0
         self.embeddings_ = E
+        # the class bigram model the clustering optimises (for log_likelihood): class
+        # transition counts, the unclustered words (<unk>) a class of their own
+        cls = np.where(leaf >= 0, leaf, n_leaf)
+        Mc = sp.csr_matrix((np.ones(V), (np.arange(V), cls)), shape=(V, n_leaf + 1))
+        self.class_bigrams_ = np.asarray((Mc.T @ B @ Mc).todense(), dtype=np.float64)
+        self.word_counts_ = np.asarray(B.sum(axis=1)).ravel() + np.asarray(B.sum(axis=0)).ravel()
         self._index = {w: i for i, w in enumerate(self.words_)}
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    def log_likelihood(self, sentences) -> float:
+        """Log-probability (nats) of ``sentences`` (lists of words) under the class bigram model
+        of Brown et al. (1992) that the clustering maximises: ``P(c_1) P(w_1|c_1) prod
+        P(c_i|c_{i-1}) P(w_i|c_i)``, add-one smoothed, the emission counts taken from the
+        bigram marginals (each token counted once per neighbour in its sentence); unknown
+        words are ``<unk>``, a class of their own (the sequence-model interface)."""
+        self._check_fitted()
+        if isinstance(sentences, (str, bytes)):
+            raise TypeError("log_likelihood takes a list of sentences, not a string")
+        CB = self.class_bigrams_
+        K = CB.shape[0]
+        cls = np.where(self.clusters_ >= 0, self.clusters_, K - 1)
+        wc = self.word_counts_
+        class_total = np.bincount(cls, weights=wc, minlength=K)
+        class_size = np.bincount(cls, minlength=K).astype(np.float64)
+        log_emit = np.log((wc + 1.0) / (class_total[cls] + class_size[cls]))
+        log_trans = np.log((CB + 1.0) / (CB.sum(axis=1, keepdims=True) + K))
+        start = CB.sum(axis=0)
+        log_start = np.log((start + 1.0) / (start.sum() + K))
+        total = 0.0
+        for sent in sentences:
+            words = sent.leaves() if hasattr(sent, "leaves") else list(sent)
+            if not words:
+                continue
+            ids = self.ids(words)
+            c = cls[ids]
+            total += log_start[c[0]] + log_emit[ids].sum() + log_trans[c[:-1], c[1:]].sum()
+        return float(total)
 
     def ids(self, words) -> np.ndarray:
         """Vocabulary ids of ``words`` (0 = ``<unk>``)."""
@@ -482,7 +520,8 @@ class BrownClusters(Estimator):
     def _model_file(self):
         meta = {"params": self.get_params(), "words": list(self.words_), "bits": self.bits_,
                 "fit_time": self.fit_time_}
-        return meta, {"embeddings": self.embeddings_, "clusters": self.clusters_}
+        return meta, {"embeddings": self.embeddings_, "clusters": self.clusters_,
+                      "class_bigrams": self.class_bigrams_, "word_counts": self.word_counts_}
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
@@ -491,6 +530,18 @@ class BrownClusters(Estimator):
         model.bits_ = [str(b) for b in meta["bits"]]
         model.embeddings_ = np.ascontiguousarray(arrays["embeddings"], dtype=np.float64)
         model.clusters_ = np.asarray(arrays["clusters"], dtype=np.int64)
+        V = len(model.words_)
+        if "class_bigrams" in arrays:
+            model.class_bigrams_ = np.asarray(arrays["class_bigrams"], dtype=np.float64)
+            model.word_counts_ = np.asarray(arrays["word_counts"], dtype=np.float64)
+        else:                 # a file written before the class model was kept: uniform counts
+            K = int(model.clusters_.max()) + 2 if V else 1
+            model.class_bigrams_ = np.zeros((K, K))
+            model.word_counts_ = np.zeros(V)
+        K = model.class_bigrams_.shape[0]
+        if model.class_bigrams_.shape != (K, K) or model.word_counts_.shape != (V,) or \
+                model.clusters_.shape != (V,) or (V and int(model.clusters_.max()) >= K - 1):
+            raise ValueError("Brown cluster class counts do not match the vocabulary")
         if model.embeddings_.ndim != 2 or model.embeddings_.shape[0] != len(model.words_) or \
                 len(model.bits_) != len(model.words_):
             raise ValueError("Brown cluster arrays do not match the vocabulary")
