@@ -14,6 +14,7 @@ sentences of at most L words and evaluated at L (``--no-ccm-by-length`` skips it
 
     python benchmarks/bench_atm.py [--restarts 10] [--embeddings FILE] [--split test|dev|sample]
         [--vectors eigenwords|brown] [--dim M] [--bandwidth GAMMA] [--learn-brown]
+        [--grid '[{"dim": 2, "bandwidth": 0.7}, ...]']
 """
 from __future__ import annotations
 
@@ -46,9 +47,15 @@ def main():
     ap.add_argument("--learn-brown", action="store_true",
                     help="ATM also learns from the tagged Brown corpus (tags mapped to "
                          "universal; CCM and the timings' corpus are unchanged)")
+    ap.add_argument("--grid", default=None, metavar="JSON",
+                    help="a JSON list of ATMParser settings: print only ATM's F1 (heuristic "
+                         "and oracle top bracket, length <= 10 / <= 40) for each (the dev "
+                         "sweeps of docs/unsupervised.md)")
     a = ap.parse_args()
     kw = {k: v for k, v in (("vectors", a.vectors), ("dim", a.dim),
                             ("bandwidth", a.bandwidth)) if v is not None}
+    if a.embeddings is not None:
+        kw["embeddings"] = a.embeddings
     try:
         sample = [clean(t) for t in read_treebank(str(need(data_path("ptb", "wsj-sample.mrg"))))]
         s22 = list(read_treebank(str(need(data_path("ptb", "wsj22.trees")))))
@@ -61,13 +68,29 @@ def main():
     learn = sample + s22          # words and tags only
     rows = {}
     clock = time.process_time
-    ATMParser(**kw).fit(learn[:50])           # compiled code loaded (not timed)
+    ATMParser().fit(learn[:50])               # compiled code loaded (not timed)
     atm_learn = learn
     if a.learn_brown:
         from fastspectral.unsupervised.brown_tags import read_brown_tagged
         atm_learn = learn + read_brown_tagged(str(need(data_path("brown", "brown-tagged.txt"))))
+    if a.grid is not None:
+        import json
+
+        splits = [gold_top_split(t) for t in gold]
+        print(f"ATM on {a.split} ({len(gold)} sentences): F1 <= 10 / <= 40, heuristic top "
+              "bracket | oracle top bracket")
+        for settings in json.loads(a.grid):
+            t0 = clock()
+            m = ATMParser(**{**kw, **settings}).fit(atm_learn)
+            t = clock() - t0
+            cells = []
+            for top in (None, splits):
+                sc = evaluate_by_length(gold, m.parse(words, tags=tags, top_splits=top), (10, 40))
+                cells.append(f"{sc[0].f1:5.1f} / {sc[1].f1:5.1f}")
+            print(f"  {settings}: {cells[0]} | {cells[1]}  (learning {t:.1f} CPU-s)", flush=True)
+        return
     t0 = clock()
-    atm = ATMParser(embeddings=a.embeddings, **kw).fit(atm_learn)
+    atm = ATMParser(**kw).fit(atm_learn)
     t_atm = clock() - t0
     atm.parse(words[:5], tags=tags[:5])
     t0 = clock()
