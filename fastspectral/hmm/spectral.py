@@ -174,9 +174,8 @@ def _lookup(sorted_codes, codes, valid, base):
 
 
 @njit(cache=True)
-def _frame(offsets, ids, start, stop):  # pragma: no cover - numba
+def _frame(offsets, ids, start, stop, F):  # pragma: no cover - numba
     n = len(offsets) - 1
-    F = np.empty(len(ids) + 2 * n, dtype=np.int64)
     k = 0
     for i in range(n):
         F[k] = start
@@ -189,14 +188,15 @@ def _frame(offsets, ids, start, stop):  # pragma: no cover - numba
     return F
 
 
-def frame(enc: Encoded, M: int) -> np.ndarray:
-    """The framed sequences ``START x STOP`` concatenated (START = ``M``, STOP = ``M + 1``)."""
-    if enc.offsets.dtype == np.int64 and enc.ids.dtype == np.int64:
-        return _frame(enc.offsets, enc.ids, M, M + 1)
+def frame(enc: Encoded, M: int, dtype=np.int64) -> np.ndarray:
+    """The framed sequences ``START x STOP`` concatenated (START = ``M``, STOP = ``M + 1``;
+    ``dtype``: int64, or int32 for the dense Hankel path's compiled passes, half the memory)."""
     n = enc.n_sequences
-    lens = enc.lengths
     total = len(enc.ids) + 2 * n
-    F = np.empty(total, dtype=np.int64)
+    F = np.empty(total, dtype=dtype)
+    if enc.offsets.dtype == np.int64 and enc.ids.dtype == np.int64:
+        return _frame(enc.offsets, enc.ids, M, M + 1, F)
+    lens = enc.lengths
     fs = enc.offsets[:-1] + 2 * np.arange(n)
     F[fs] = M
     F[fs + lens + 1] = M + 1
@@ -520,7 +520,7 @@ def dense_hankel(enc: Encoded, M: int, max_basis: int = 32, F=None) -> DenseHank
     k = int(max_basis)
     if B2 * B2 > _DENSE_COUNT:
         return None
-    F = frame(enc, M) if F is None else F
+    F = frame(enc, M, np.int32) if F is None else F
     cp, cs = _pair_counts(F, M)
     pc, sc = _dense_top(cp, k), _dense_top(cs, k)
     n_rows, n_cols = M + 1 + len(sc), M + 1 + len(pc)
