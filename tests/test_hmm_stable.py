@@ -242,9 +242,13 @@ def test_token_class_start():
         for x in (s0, t0, e0):
             assert np.all(x > 0)
             np.testing.assert_allclose(np.sum(x, axis=-1), 1.0)
-    s0, t0, e0 = S.hmm_from_token_classes(H, 2, 0, floor=0.0)
-    group = np.argmax(e0[:, :4], axis=0)                 # the class of each symbol's mass
-    assert group[0] == group[1] != group[2] == group[3]
+    for temperature in (0.0, 2.0):                       # hard and soft classes
+        s0, t0, e0 = S.hmm_from_token_classes(H, 2, 0, floor=0.0, temperature=temperature)
+        group = np.argmax(e0[:, :4], axis=0)             # the class of each symbol's mass
+        assert group[0] == group[1] != group[2] == group[3]
+    hard = S.hmm_from_token_classes(H, 3, 0, floor=0.0, temperature=0.0)[2]
+    soft = S.hmm_from_token_classes(H, 3, 0, floor=0.0, temperature=2.0)[2]
+    assert np.count_nonzero(soft[:, :4] > 1e-12) > np.count_nonzero(hard[:, :4] > 1e-12)
     ll_classes = E.log_probability(enc, *S.hmm_from_token_classes(H, 2, 0)).sum()
     unigram = np.append(np.bincount(enc.ids, minlength=4), len(seqs)).astype(np.float64)
     ll_random = E.log_probability(enc, *E.random_init(4, 2, unigram / unigram.sum(),

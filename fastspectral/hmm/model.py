@@ -95,7 +95,7 @@ class HMM(PartitionedFit, Estimator):
         Baum-Welch started from HMM parameters read from the data through a spectral step
         (``spectral_init``): ``"classes"`` (default) clusters the (previous symbol, symbol)
         pairs on the top singular vectors of the symbol-context matrix and counts the class
-        HMM of the tokens' classes (:func:`fastspectral.hmm.spectral.hmm_from_token_classes`;
+        HMM of the tokens' (soft) classes (:func:`fastspectral.hmm.spectral.hmm_from_token_classes`;
         a spectral clustering, not a moment estimate of the HMM); ``"anchors"``: the CCA
         anchor decomposition of the symbol-context matrix (MDP 2 of Cohen & Collins 2014)
         gives the emissions, least squares through them the transitions
@@ -156,7 +156,7 @@ class HMM(PartitionedFit, Estimator):
         k-means and of the randomized SVD (None: fresh entropy).
     spectral_init : {"classes", "anchors"}, default "classes"
         The starting point of ``method="spectral-em"`` (above); "classes" reached random-start
-        EM's converged development perplexity within a fifth of its iterations in 5 of 9
+        EM's converged development perplexity within a fifth of its iterations in 6 of 9
         (m, seed) cases on the WSJ tags, "anchors" in 2 (docs/hmm.md).
 
     Attributes

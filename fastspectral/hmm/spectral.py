@@ -1066,17 +1066,21 @@ def symbol_embedding(H, dim: int, random_state=0) -> np.ndarray:
 
 
 def hmm_from_token_classes(H, n_states: int, random_state=0, floor: float = 0.1,
-                           context_weight: float = 0.3):
-    """HMM parameters ``(start [m], trans [m, m], emit [m, M + 1])`` from hard token classes:
+                           context_weight: float = 0.3, temperature: float = 2.0):
+    """HMM parameters ``(start [m], trans [m, m], emit [m, M + 1])`` from token classes:
     every distinct (previous symbol, symbol) pair is placed at
     ``(e(symbol), context_weight * e(previous))`` (``e``: :func:`symbol_embedding` with
     ``m`` dimensions, START at the origin), the pairs are clustered into ``m`` classes by
-    k-means weighted by their counts (scikit-learn, 5 restarts), every token takes its pair's
-    class, and the start, transition, emission and stop probabilities are the relative
-    frequencies of the classes of first tokens, of consecutive tokens, of each class's symbols
-    and of last tokens, each mixed with the uniform distribution (weight ``floor``).  The
-    spectral step is the embedding (a spectral clustering, not a method-of-moments estimate
-    of the HMM); ``context_weight`` 0.3 and ``floor`` 0.1 were chosen on the WSJ-tag
+    k-means weighted by their counts (scikit-learn, 5 restarts), every pair gets soft class
+    weights ``exp(-d_h^2 / (temperature * D))`` (``d_h``: its distance to centroid ``h``,
+    ``D``: the count-weighted mean squared distance of the pairs to their own centroids;
+    normalised; ``temperature`` 0: the hard k-means classes) which every token inherits, and
+    the start, transition, emission and stop probabilities are the weighted relative
+    frequencies of the classes of first tokens, of consecutive tokens (``sum_t r_t r_{t+1}^T``,
+    summed over distinct consecutive pairs), of each class's symbols and of last tokens, each
+    mixed with the uniform distribution (weight ``floor``).  The spectral step is the
+    embedding (a spectral clustering, not a method-of-moments estimate of the HMM);
+    ``context_weight`` 0.3, ``temperature`` 2 and ``floor`` 0.1 were chosen on the WSJ-tag
     development split (docs/hmm.md).  Fewer distinct pairs than states: the classes are split
     into noisy copies (:func:`_split_states`)."""
     from sklearn.cluster import KMeans
@@ -1085,25 +1089,39 @@ def hmm_from_token_classes(H, n_states: int, random_state=0, floor: float = 0.1,
     m = int(n_states)
     rng = np.random.default_rng(random_state)
     emb = np.vstack([symbol_embedding(H, m, random_state), np.zeros((1, min(m, M)))])
-    prev = F[t - 1]                                    # a symbol, or START = M
-    code = prev * M + F[t]
+    code = F[t - 1].astype(np.int64) * M + F[t]       # (previous symbol or START, symbol)
     u, inv, cnt = np.unique(code, return_inverse=True, return_counts=True)
+    inv = inv.ravel()
     k = int(min(m, len(u)))
     if k < 1:
         raise ValueError("no symbol occurs in the training sequences")
     feats = np.hstack([emb[u % M], float(context_weight) * emb[u // M]])
+    w = cnt.astype(np.float64)
     seed = None if random_state is None else int(random_state)
     with blas_single_thread():
-        lab = KMeans(k, n_init=5, random_state=seed).fit(
-            feats, sample_weight=cnt.astype(np.float64)).labels_
-    c = lab[inv.ravel()].astype(np.int64)              # the class of every token
-    O = np.zeros((k, M))
-    np.add.at(O, (c, F[t]), 1.0)
-    pi = np.bincount(c[F[t - 1] == M], minlength=k).astype(np.float64)
-    stops = np.bincount(c[F[t + 1] == M + 1], minlength=k).astype(np.float64)
-    nxt = F[t + 1] < M                                  # the next token is in the sequence
-    C = np.zeros((k, k))
-    np.add.at(C, (c[:-1][nxt[:-1]], c[1:][nxt[:-1]]), 1.0)
+        km = KMeans(k, n_init=5, random_state=seed).fit(feats, sample_weight=w)
+        d2 = ((feats[:, None, :] - km.cluster_centers_[None, :, :]) ** 2).sum(axis=2)
+        if temperature > 0:
+            within = float(np.average(d2[np.arange(len(u)), km.labels_], weights=w))
+            R = np.exp(-(d2 - d2.min(axis=1, keepdims=True)) /
+                       (float(temperature) * within + 1e-300))
+            R /= R.sum(axis=1, keepdims=True)           # [pairs, k]
+        else:
+            R = np.zeros((len(u), k))
+            R[np.arange(len(u)), km.labels_] = 1.0
+        npairs = len(u)
+        sym = (u % M).astype(np.int64)
+        O = np.zeros((M, k))
+        np.add.at(O, sym, R * w[:, None])
+        O = O.T                                          # [k, M]
+        first = np.bincount(inv[F[t - 1] == M], minlength=npairs).astype(np.float64)
+        last = np.bincount(inv[F[t + 1] == M + 1], minlength=npairs).astype(np.float64)
+        pi = R.T @ first
+        stops = R.T @ last
+        nxt = np.nonzero(F[t[:-1] + 1] < M)[0]           # token i is followed by token i + 1
+        Cpp = sp.csr_matrix((np.ones(len(nxt)), (inv[nxt], inv[nxt + 1])),
+                            shape=(npairs, npairs))
+        C = R.T @ np.asarray(Cpp @ R)
     stop = np.clip(stops / np.maximum(O.sum(axis=1), 1.0), 1e-3, 1.0 - 1e-3)
     start, trans, emit_o = pi, C, O
     if k < m:
