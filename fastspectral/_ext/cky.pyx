@@ -965,12 +965,45 @@ def chart_marginals(ChartGrammar grammar, int n, i32[::1] lex_pos, i32[::1] lex_
 
 
 def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i32[::1] lex_pos,
-                i32[::1] lex_sym, double[::1] lex_prob, double threshold=1e-5, int n_threads=1):
+                i32[::1] lex_sym, double[::1] lex_prob, double threshold=1e-5, int n_threads=1,
+                ChartGrammar coarse=None, i32[::1] proj=None, i64[::1] coarse_lex_offsets=None,
+                i32[::1] coarse_lex_pos=None, i32[::1] coarse_lex_sym=None,
+                double[::1] coarse_lex_prob=None, double coarse_threshold=1e-5):
     """Posterior pruning: for each sentence the items (i, j, A) whose pre- or post-layer marginal
     is >= threshold, as an int32 array (k, 3) (j exclusive); an empty array when the sentence has
-    no parse.  Sentences run in parallel; each keeps its items in a private growing buffer."""
+    no parse.  Sentences run in parallel; each keeps its items in a private growing buffer.
+
+    With ``coarse`` (a coarser grammar, ``proj`` mapping every symbol of ``grammar`` to one of
+    its symbols, and its own lexical entries ``coarse_lex_*``), the chart of ``grammar`` is itself
+    pruned first (Petrov & Klein 2007): the coarse grammar runs exhaustive inside-outside and
+    only the (cell, symbol) pairs whose projection has a coarse marginal >= ``coarse_threshold``
+    are built; a sentence that so loses every parse is redone with a 1000x lower coarse
+    threshold, then unpruned."""
     cdef Py_ssize_t ns = lengths.shape[0], s
     _check_lexical(lengths, lex_offsets, lex_pos, lex_sym, lex_prob, grammar.n_symbols)
+    cdef const CGrammar* cp = NULL
+    cdef const i32* pp = NULL
+    cdef const i32* cpos = NULL
+    cdef const i32* csym = NULL
+    cdef const double* cprob = NULL
+    cdef const i64* cloff = NULL
+    if coarse is not None:
+        if proj is None or proj.shape[0] != grammar.n_symbols:
+            raise ValueError("proj must map every symbol to a coarse symbol")
+        if np.asarray(proj).min() < 0 or np.asarray(proj).max() >= coarse.n_symbols:
+            raise ValueError("proj maps a symbol outside the coarse grammar")
+        if coarse_lex_offsets is None or coarse_lex_pos is None or coarse_lex_sym is None \
+                or coarse_lex_prob is None:
+            raise ValueError("a coarse grammar needs its own lexical entries")
+        _check_lexical(lengths, coarse_lex_offsets, coarse_lex_pos, coarse_lex_sym,
+                       coarse_lex_prob, coarse.n_symbols, "coarse lexical")
+        cp = &coarse.g
+        pp = &proj[0]
+        cloff = &coarse_lex_offsets[0]
+        if coarse_lex_sym.shape[0]:
+            cpos = &coarse_lex_pos[0]
+            csym = &coarse_lex_sym[0]
+            cprob = &coarse_lex_prob[0]
     cdef i32** bufs = <i32**> calloc(max(ns, 1), sizeof(i32*))
     if bufs == NULL:
         raise MemoryError("cannot allocate the pruning buffers")
@@ -987,7 +1020,12 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
             for s in prange(ns, schedule="dynamic", chunksize=1, num_threads=max(1, n_threads)):
                 counts[s] = _prune_one(gp, <int> lengths[s], lpos_p + loff[s], lsym_p + loff[s],
                                        lprob_p + loff[s], <int> (loff[s + 1] - loff[s]), threshold,
-                                       &bufs[s])
+                                       &bufs[s], cp, pp,
+                                       (cpos + cloff[s]) if cp != NULL else NULL,
+                                       (csym + cloff[s]) if cp != NULL else NULL,
+                                       (cprob + cloff[s]) if cp != NULL else NULL,
+                                       <int> (cloff[s + 1] - cloff[s]) if cp != NULL else 0,
+                                       coarse_threshold)
         for s in range(ns):
             if counts[s] < 0:
                 raise MemoryError(f"chart allocation failed for sentence {s}")
@@ -1003,21 +1041,53 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
 
 
 cdef i64 _prune_one(const CGrammar* g, int n, const i32* lpos, const i32* lsym, const double* lprob,
-                    int nlex, double threshold, i32** outp) noexcept nogil:
+                    int nlex, double threshold, i32** outp, const CGrammar* coarse,
+                    const i32* proj, const i32* clpos, const i32* clsym, const double* clprob,
+                    int cnlex, double coarse_threshold) noexcept nogil:
     cdef Chart ch
-    cdef int i, j, cell, A, S = g.S
+    cdef Chart cc
+    cdef int i, j, cell, A, S = g.S, attempt
     cdef i64 cnt = 0, cap = 1024
-    cdef double logz, lf, v1, v2
+    cdef double logz = -INFINITY, logz_c = -INFINITY, lf, v1, v2
+    cdef double thr = coarse_threshold
+    cdef bint use_mask = coarse != NULL
     cdef i32* out = <i32*> malloc(3 * cap * sizeof(i32))
     cdef i32* tmp
     outp[0] = out
     if out == NULL:
         return -1
-    if chart_alloc(&ch, n, S, True, False, False) != 0:
+    if use_mask:
+        # the coarser grammar first: exhaustive, it masks this grammar's chart
+        if chart_alloc(&cc, n, coarse.S, True, False, False) != 0:
+            chart_free(&cc)
+            return -1
+        inside_pass(coarse, &cc, clpos, clsym, clprob, cnlex, False)
+        logz_c = log_partition(coarse, &cc, False)
+        if logz_c == -INFINITY:
+            chart_free(&cc)
+            use_mask = False
+        else:
+            outside_pass(coarse, &cc)
+    # masked at the coarse threshold, then 1000x lower; unmasked if both lose every parse
+    for attempt in range(3 if use_mask else 1):
+        if chart_alloc(&ch, n, S, True, False, use_mask and attempt < 2) != 0:
+            chart_free(&ch)
+            if use_mask:
+                chart_free(&cc)
+            return -1
+        if use_mask and attempt < 2:
+            if build_mask(coarse, &cc, logz_c, &ch, proj, S, thr) != 0:
+                chart_free(&ch)
+                chart_free(&cc)
+                return -1
+        inside_pass(g, &ch, lpos, lsym, lprob, nlex, False)
+        logz = log_partition(g, &ch, False)
+        if logz != -INFINITY:
+            break
         chart_free(&ch)
-        return -1
-    inside_pass(g, &ch, lpos, lsym, lprob, nlex, False)
-    logz = log_partition(g, &ch, False)
+        thr = thr * 1e-3
+    if use_mask:
+        chart_free(&cc)
     if logz != -INFINITY:
         outside_pass(g, &ch)
         for i in range(n):

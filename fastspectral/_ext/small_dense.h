@@ -19,7 +19,7 @@
 
 #if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__)) && \
     !defined(FASTSPECTRAL_NO_CLONES)
-#define FS_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define FS_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define FS_CLONES
 /* The same two products with a float32 matrix (the parse path's copy of the rule tensors: half

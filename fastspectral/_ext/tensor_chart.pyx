@@ -62,9 +62,14 @@ cdef inline char _nonzero(const double* v, i64 n) noexcept nogil:
 
 
 cdef struct Work:
+    # the sentence: words, first and end item of the batch's arrays
+    int n
+    i64 p0
+    i64 p1
     i64* voff
     i64* cell_lo
     i64* cell_hi
+    i64* lvl          # groups of the cells of span length L: grp[lvl[L] : lvl[L + 1]]
     i32* pos_par
     i32* pos_right
     i32* slot
@@ -84,6 +89,10 @@ cdef struct Work:
     i32* uedge        # unary edges: rule, parent item, child item
     char* live        # item has a nonzero inside vector
     i64 ue_cap
+    i64 ngrp
+    i64 nedge
+    i64 nue
+    double Z
     i64 bytes         # bytes allocated for this sentence
     i64 limit         # its memory budget (0: none); a sentence that would pass it gets -2
 
@@ -129,21 +138,11 @@ cdef inline int _grow64(i64** buf, i64* cap, i64 need, Work* wk) noexcept nogil:
     return 0
 
 
-cdef int _sentence(const TensorGrammar* g, int n, i64 p0, i64 p1,
-                   const i32* item_i, const i32* item_j, const i32* item_sym,
-                   const double* leaf_w, const i64* leaf_off, const double* leaf_table,
-                   double* mu_out, double* z_out, i64 limit) noexcept nogil:
-    """Inside-outside for one sentence; returns 0, -1 when memory ran out, -2 when its chart
-    would pass ``limit`` bytes (0: no limit)."""
-    cdef Work wk
-    cdef int status
-    memset(&wk, 0, sizeof(Work))
-    wk.limit = limit
-    status = _sentence_core(g, &wk, n, p0, p1, item_i, item_j, item_sym, leaf_w, leaf_off,
-                            leaf_table, mu_out, z_out)
+cdef void _free_work(Work* wk) noexcept nogil:
     free(wk.voff)
     free(wk.cell_lo)
     free(wk.cell_hi)
+    free(wk.lvl)
     free(wk.pos_par)
     free(wk.pos_right)
     free(wk.slot)
@@ -157,26 +156,55 @@ cdef int _sentence(const TensorGrammar* g, int n, i64 p0, i64 p1,
     free(wk.cnt)
     free(wk.uedge)
     free(wk.live)
+    memset(wk, 0, sizeof(Work))
+
+
+cdef int _sentence(const TensorGrammar* g, int n, i64 p0, i64 p1,
+                   const i32* item_i, const i32* item_j, const i32* item_sym,
+                   const double* leaf_w, const i64* leaf_off, const double* leaf_table,
+                   double* mu_out, double* z_out, i64 limit) noexcept nogil:
+    """Inside-outside for one sentence; returns 0, -1 when memory ran out, -2 when its chart
+    would pass ``limit`` bytes (0: no limit)."""
+    cdef Work wk
+    cdef int status, length
+    cdef i64 gi
+    memset(&wk, 0, sizeof(Work))
+    wk.limit = limit
+    status = _setup(g, &wk, n, p0, p1, item_i, item_j, item_sym, leaf_w, leaf_off, leaf_table)
+    if status == 0:
+        for length in range(2, n + 1):
+            status = _build_level(g, &wk, item_sym, length)
+            if status != 0:
+                break
+            for gi in range(wk.lvl[length], wk.lvl[length + 1]):
+                _contract_in(g, &wk, gi)
+            _finish_level(&wk, length)
+    if status == 0:
+        _root(g, &wk, item_sym, z_out)
+        gi = wk.ngrp - 1
+        while gi >= 0:
+            _contract_out(g, &wk, gi)
+            gi -= 1
+        _finish(g, &wk, mu_out)
+    _free_work(&wk)
     return status
 
 
-cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
-                   const i32* item_i, const i32* item_j, const i32* item_sym,
-                   const double* leaf_w, const i64* leaf_off, const double* leaf_table,
-                   double* mu_out, double* z_out) noexcept nogil:
+cdef int _setup(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
+                const i32* item_i, const i32* item_j, const i32* item_sym,
+                const double* leaf_w, const i64* leaf_off, const double* leaf_table) noexcept nogil:
+    """Allocate the sentence's buffers, index its items by cell and compute the inside vectors
+    of the one-word spans (lexical items and unary rules above them).  0, -1 or -2."""
     cdef i64 k = p1 - p0
-    cdef i64 it, jt, e, q, gi
-    cdef int i, j, s, length, a, b, c, r, h, h2, h3, ma, mb, mc
+    cdef i64 it, jt, q
+    cdef int i, s, a, r, h, h2, ma, mb, cid, status
     cdef int ncell = (n + 1) * (n + 1)
-    cdef int cid, lc, rc_, split
-    cdef i64 total = 0
-    cdef double Z = 0.0, acc, w
-    cdef int status = 0
-
-    cdef i64 ntmp = 0, ngrp = 0, nedge = 0, nue = 0
-    cdef int ncr
+    cdef double acc, w
     cdef i64 sum_m = 0
     cdef i64 maxm2 = 1
+    wk.n = n
+    wk.p0 = p0
+    wk.p1 = p1
     for it in range(k):
         sum_m += g.m[item_sym[p0 + it]]
     for s in range(g.S):
@@ -184,59 +212,41 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
             maxm2 = <i64> g.m[s] * g.m[s]
     # the fixed buffers, counted before any is allocated
     wk.bytes = ((k + 1) * 9 + <i64> ncell * 16 + <i64> g.S * 8 + (g.R + 1) * 4
-                + (sum_m + 1) * 16 + (maxm2 + 1) * 8)
+                + (sum_m + 1) * 16 + (maxm2 + 1) * 8 + (n + 3) * 8)
     if wk.limit > 0 and wk.bytes > wk.limit:
         return -2
     wk.voff = <i64*> malloc((k + 1) * sizeof(i64))
-    wk.cell_lo = <i64*> malloc(ncell * sizeof(i64))
-    wk.cell_hi = <i64*> malloc(ncell * sizeof(i64))
+    wk.cell_lo = <i64*> calloc(ncell, sizeof(i64))
+    wk.cell_hi = <i64*> calloc(ncell, sizeof(i64))
+    wk.lvl = <i64*> calloc(n + 3, sizeof(i64))
     wk.pos_par = <i32*> malloc(g.S * sizeof(i32))
     wk.pos_right = <i32*> malloc(g.S * sizeof(i32))
     wk.slot = <i32*> malloc((g.R + 1) * sizeof(i32))
     wk.live = <char*> calloc(k + 1, sizeof(char))
-    if wk.live == NULL:
+    if (wk.voff == NULL or wk.cell_lo == NULL or wk.cell_hi == NULL or wk.lvl == NULL
+            or wk.pos_par == NULL or wk.pos_right == NULL or wk.slot == NULL or wk.live == NULL):
         return -1
     cdef char* live = wk.live
     cdef i64* voff = wk.voff
     cdef i64* cell_lo = wk.cell_lo
     cdef i64* cell_hi = wk.cell_hi
     cdef i32* pos_par = wk.pos_par
-    cdef i32* pos_right = wk.pos_right
-    cdef i32* slot = wk.slot
-    cdef double* alpha = NULL
-    cdef double* beta = NULL
-    cdef double* M = NULL
-    cdef int maxm = 1
-    cdef i64 base
-
-    if voff == NULL or cell_lo == NULL or cell_hi == NULL or pos_par == NULL or pos_right == NULL or slot == NULL:
-        return -1
     for s in range(g.S):
-        pos_par[s] = -1
-        pos_right[s] = -1
-        if g.m[s] > maxm:
-            maxm = g.m[s]
+        wk.pos_par[s] = -1
+        wk.pos_right[s] = -1
     for r in range(g.R + 1):
-        slot[r] = -1
-    for cid in range(ncell):
-        cell_lo[cid] = 0
-        cell_hi[cid] = 0
+        wk.slot[r] = -1
     voff[0] = 0
     for it in range(k):
         voff[it + 1] = voff[it] + g.m[item_sym[p0 + it]]
-    total = voff[k]
-    wk.alpha = <double*> calloc(total + 1, sizeof(double))
-    wk.beta = <double*> calloc(total + 1, sizeof(double))
-    wk.M = <double*> malloc((maxm * maxm + 1) * sizeof(double))
-    alpha = wk.alpha
-    beta = wk.beta
-    M = wk.M
-    if alpha == NULL or beta == NULL or M == NULL:
+    wk.alpha = <double*> calloc(voff[k] + 1, sizeof(double))
+    wk.beta = <double*> calloc(voff[k] + 1, sizeof(double))
+    wk.M = <double*> malloc((maxm2 + 1) * sizeof(double))
+    if wk.alpha == NULL or wk.beta == NULL or wk.M == NULL:
         return -1
+    cdef double* alpha = wk.alpha
     # items arrive sorted by (length, i, sym): one contiguous range per cell
     index_cells(n, k, item_i + p0, item_j + p0, cell_lo, cell_hi)
-
-    # ---------------- inside: one-word spans ----------------
     for i in range(n):
         cid = i * (n + 1) + i + 1
         for it in range(cell_lo[cid], cell_hi[cid]):
@@ -257,13 +267,13 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
                 if pos_par[a] < 0 or a == s:
                     continue
                 jt = pos_par[a]
-                status = _grow(&wk.uedge, &wk.ue_cap, 3 * (nue + 1), wk)
+                status = _grow(&wk.uedge, &wk.ue_cap, 3 * (wk.nue + 1), wk)
                 if status != 0:
                     return status
-                wk.uedge[3 * nue] = r
-                wk.uedge[3 * nue + 1] = <i32> jt
-                wk.uedge[3 * nue + 2] = <i32> it
-                nue += 1
+                wk.uedge[3 * wk.nue] = r
+                wk.uedge[3 * wk.nue + 1] = <i32> jt
+                wk.uedge[3 * wk.nue + 2] = <i32> it
+                wk.nue += 1
                 ma = g.m[a]
                 mb = g.m[s]
                 for h in range(ma):
@@ -274,176 +284,228 @@ cdef int _sentence_core(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
         for it in range(cell_lo[cid], cell_hi[cid]):
             pos_par[item_sym[p0 + it]] = -1
             live[it] = _nonzero(&alpha[voff[it]], voff[it + 1] - voff[it])
+    return 0
 
-    # ---------------- inside: longer spans ----------------
-    for length in range(2, n + 1):
-        for i in range(0, n - length + 1):
-            j = i + length
-            cid = i * (n + 1) + j
-            if cell_hi[cid] <= cell_lo[cid]:
+
+cdef int _build_level(const TensorGrammar* g, Work* wk, const i32* item_sym,
+                      int length) noexcept nogil:
+    """The hyperedges of every cell of span ``length``, grouped by (parent item, rule):
+    groups ``grp[lvl[length] : lvl[length + 1]]``.  Their contraction is left to the caller
+    (:func:`_contract_in`), then :func:`_finish_level`.  0, -1 or -2."""
+    cdef int n = wk.n
+    cdef i64 p0 = wk.p0
+    cdef i64 it, jt, e, q
+    cdef int i, j, b, c, a, r, cid, lc, rc_, split, ncr, status
+    cdef i64 ntmp
+    cdef i64* cell_lo = wk.cell_lo
+    cdef i64* cell_hi = wk.cell_hi
+    cdef i32* pos_par = wk.pos_par
+    cdef i32* pos_right = wk.pos_right
+    cdef i32* slot = wk.slot
+    cdef char* live = wk.live
+    wk.lvl[length] = wk.ngrp
+    for i in range(0, n - length + 1):
+        j = i + length
+        cid = i * (n + 1) + j
+        if cell_hi[cid] <= cell_lo[cid]:
+            continue
+        for it in range(cell_lo[cid], cell_hi[cid]):
+            pos_par[item_sym[p0 + it]] = <i32> it
+        ntmp = 0
+        ncr = 0
+        for split in range(i + 1, j):
+            lc = i * (n + 1) + split
+            rc_ = split * (n + 1) + j
+            if cell_hi[lc] <= cell_lo[lc] or cell_hi[rc_] <= cell_lo[rc_]:
                 continue
-            for it in range(cell_lo[cid], cell_hi[cid]):
-                pos_par[item_sym[p0 + it]] = <i32> it
-            ntmp = 0
-            ncr = 0
-            for split in range(i + 1, j):
-                lc = i * (n + 1) + split
-                rc_ = split * (n + 1) + j
-                if cell_hi[lc] <= cell_lo[lc] or cell_hi[rc_] <= cell_lo[rc_]:
+            # items with a zero inside vector take part in no derivation: skip them
+            for jt in range(cell_lo[rc_], cell_hi[rc_]):
+                if live[jt]:
+                    pos_right[item_sym[p0 + jt]] = <i32> jt
+            for it in range(cell_lo[lc], cell_hi[lc]):
+                if not live[it]:
                     continue
-                # items with a zero inside vector take part in no derivation: skip them
-                for jt in range(cell_lo[rc_], cell_hi[rc_]):
-                    if live[jt]:
-                        pos_right[item_sym[p0 + jt]] = <i32> jt
-                for it in range(cell_lo[lc], cell_hi[lc]):
-                    if not live[it]:
+                b = item_sym[p0 + it]
+                for q in range(g.rl_ptr[b], g.rl_ptr[b + 1]):
+                    r = g.rl_rule[q]
+                    c = g.bin_right[r]
+                    if pos_right[c] < 0:
                         continue
-                    b = item_sym[p0 + it]
-                    for q in range(g.rl_ptr[b], g.rl_ptr[b + 1]):
-                        r = g.rl_rule[q]
-                        c = g.bin_right[r]
-                        if pos_right[c] < 0:
-                            continue
-                        a = g.bin_parent[r]
-                        if pos_par[a] < 0:
-                            continue
-                        status = _grow(&wk.tmp, &wk.tmp_cap, 3 * (ntmp + 1), wk)
+                    a = g.bin_parent[r]
+                    if pos_par[a] < 0:
+                        continue
+                    status = _grow(&wk.tmp, &wk.tmp_cap, 3 * (ntmp + 1), wk)
+                    if status != 0:
+                        return status
+                    wk.tmp[3 * ntmp] = r
+                    wk.tmp[3 * ntmp + 1] = <i32> it
+                    wk.tmp[3 * ntmp + 2] = pos_right[c]
+                    ntmp += 1
+                    if slot[r] < 0:
+                        status = _grow(&wk.cell_rules, &wk.cr_cap, ncr + 1, wk)
                         if status != 0:
                             return status
-                        wk.tmp[3 * ntmp] = r
-                        wk.tmp[3 * ntmp + 1] = <i32> it
-                        wk.tmp[3 * ntmp + 2] = pos_right[c]
-                        ntmp += 1
-                        if slot[r] < 0:
-                            status = _grow(&wk.cell_rules, &wk.cr_cap, ncr + 1, wk)
-                            if status != 0:
-                                return status
-                            slot[r] = ncr
-                            wk.cell_rules[ncr] = r
-                            ncr += 1
-                for jt in range(cell_lo[rc_], cell_hi[rc_]):
-                    pos_right[item_sym[p0 + jt]] = -1
-            if ntmp > 0:
-                # counting sort of this cell's edges by rule slot -> groups
-                status = _grow(&wk.cnt, &wk.cnt_cap, ncr + 1, wk)
-                if status != 0:
-                    return status
-                for q in range(ncr + 1):
-                    wk.cnt[q] = 0
-                for e in range(ntmp):
-                    wk.cnt[slot[wk.tmp[3 * e]] + 1] += 1
-                for q in range(ncr):
-                    wk.cnt[q + 1] += wk.cnt[q]
-                status = _grow(&wk.edges, &wk.edge_cap, 2 * (nedge + ntmp), wk)
-                if status == 0:
-                    status = _grow64(&wk.grp, &wk.grp_cap, 4 * (ngrp + ncr), wk)
-                if status != 0:
-                    return status
-                for q in range(ncr):
-                    r = wk.cell_rules[q]
-                    wk.grp[4 * (ngrp + q)] = r
-                    wk.grp[4 * (ngrp + q) + 1] = pos_par[g.bin_parent[r]]
-                    wk.grp[4 * (ngrp + q) + 2] = nedge + wk.cnt[q]
-                    wk.grp[4 * (ngrp + q) + 3] = nedge + wk.cnt[q + 1]
-                for e in range(ntmp):
-                    q = slot[wk.tmp[3 * e]]
-                    wk.edges[2 * (nedge + wk.cnt[q])] = wk.tmp[3 * e + 1]
-                    wk.edges[2 * (nedge + wk.cnt[q]) + 1] = wk.tmp[3 * e + 2]
-                    wk.cnt[q] += 1
-                # contract once per (parent item, rule)
-                for gi in range(ngrp, ngrp + ncr):
-                    r = <int> wk.grp[4 * gi]
-                    jt = wk.grp[4 * gi + 1]
-                    ma = g.m[g.bin_parent[r]]
-                    mb = g.m[g.bin_left[r]]
-                    mc = g.m[g.bin_right[r]]
-                    if ma == 1 and mb == 1 and mc == 1:
-                        acc = 0.0
-                        for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
-                            acc = acc + alpha[voff[wk.edges[2 * e]]] * alpha[voff[wk.edges[2 * e + 1]]]
-                        alpha[voff[jt]] += g.T[g.toff[r]] * acc
-                        continue
-                    memset(M, 0, mb * mc * sizeof(double))
-                    for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
-                        fs_outer_add(mb, mc, &alpha[voff[wk.edges[2 * e]]],
-                                     &alpha[voff[wk.edges[2 * e + 1]]], M)
-                    # T row-major (ma, mb*mc): alpha^a += T M
-                    if g.Tf != NULL:
-                        fs_gemv_rows_f(ma, mb * mc, &g.Tf[g.toff[r]], M, &alpha[voff[jt]])
-                    else:
-                        fs_gemv_rows(ma, mb * mc, &g.T[g.toff[r]], M, &alpha[voff[jt]])
-                ngrp += ncr
-                nedge += ntmp
+                        slot[r] = ncr
+                        wk.cell_rules[ncr] = r
+                        ncr += 1
+            for jt in range(cell_lo[rc_], cell_hi[rc_]):
+                pos_right[item_sym[p0 + jt]] = -1
+        if ntmp > 0:
+            # counting sort of this cell's edges by rule slot -> groups
+            status = _grow(&wk.cnt, &wk.cnt_cap, ncr + 1, wk)
+            if status != 0:
+                return status
+            for q in range(ncr + 1):
+                wk.cnt[q] = 0
+            for e in range(ntmp):
+                wk.cnt[slot[wk.tmp[3 * e]] + 1] += 1
             for q in range(ncr):
-                slot[wk.cell_rules[q]] = -1
-            for it in range(cell_lo[cid], cell_hi[cid]):
-                pos_par[item_sym[p0 + it]] = -1
-                live[it] = _nonzero(&alpha[voff[it]], voff[it + 1] - voff[it])
+                wk.cnt[q + 1] += wk.cnt[q]
+            status = _grow(&wk.edges, &wk.edge_cap, 2 * (wk.nedge + ntmp), wk)
+            if status == 0:
+                status = _grow64(&wk.grp, &wk.grp_cap, 4 * (wk.ngrp + ncr), wk)
+            if status != 0:
+                return status
+            for q in range(ncr):
+                r = wk.cell_rules[q]
+                wk.grp[4 * (wk.ngrp + q)] = r
+                wk.grp[4 * (wk.ngrp + q) + 1] = pos_par[g.bin_parent[r]]
+                wk.grp[4 * (wk.ngrp + q) + 2] = wk.nedge + wk.cnt[q]
+                wk.grp[4 * (wk.ngrp + q) + 3] = wk.nedge + wk.cnt[q + 1]
+            for e in range(ntmp):
+                q = slot[wk.tmp[3 * e]]
+                wk.edges[2 * (wk.nedge + wk.cnt[q])] = wk.tmp[3 * e + 1]
+                wk.edges[2 * (wk.nedge + wk.cnt[q]) + 1] = wk.tmp[3 * e + 2]
+                wk.cnt[q] += 1
+            wk.ngrp += ncr
+            wk.nedge += ntmp
+        for q in range(ncr):
+            slot[wk.cell_rules[q]] = -1
+        for it in range(cell_lo[cid], cell_hi[cid]):
+            pos_par[item_sym[p0 + it]] = -1
+    wk.lvl[length + 1] = wk.ngrp
+    return 0
 
-    # ---------------- root ----------------
-    cid = n
-    Z = 0.0
-    for it in range(cell_lo[cid], cell_hi[cid]):
-        s = item_sym[p0 + it]
+
+cdef inline void _contract_in(const TensorGrammar* g, Work* wk, i64 gi) noexcept nogil:
+    """Inside step of group ``gi``: ``alpha^a += T (sum over its edges of alpha^b (x) alpha^c)``
+    (the outer products summed first: one tensor product per group, not per split point)."""
+    cdef int r = <int> wk.grp[4 * gi]
+    cdef i64 jt = wk.grp[4 * gi + 1]
+    cdef i64 e
+    cdef int ma = g.m[g.bin_parent[r]]
+    cdef int mb = g.m[g.bin_left[r]]
+    cdef int mc = g.m[g.bin_right[r]]
+    cdef double acc
+    cdef double* alpha = wk.alpha
+    cdef i64* voff = wk.voff
+    cdef i32* edges = wk.edges
+    if ma == 1 and mb == 1 and mc == 1:
+        acc = 0.0
+        for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
+            acc = acc + alpha[voff[edges[2 * e]]] * alpha[voff[edges[2 * e + 1]]]
+        alpha[voff[jt]] += g.T[g.toff[r]] * acc
+        return
+    memset(wk.M, 0, mb * mc * sizeof(double))
+    for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
+        fs_outer_add(mb, mc, &alpha[voff[edges[2 * e]]], &alpha[voff[edges[2 * e + 1]]], wk.M)
+    # T row-major (ma, mb*mc): alpha^a += T M
+    if g.Tf != NULL:
+        fs_gemv_rows_f(ma, mb * mc, &g.Tf[g.toff[r]], wk.M, &alpha[voff[jt]])
+    else:
+        fs_gemv_rows(ma, mb * mc, &g.T[g.toff[r]], wk.M, &alpha[voff[jt]])
+
+
+cdef void _finish_level(Work* wk, int length) noexcept nogil:
+    """Mark the items of span ``length`` whose inside vector is nonzero (``live``)."""
+    cdef int n = wk.n, i, cid
+    cdef i64 it
+    for i in range(0, n - length + 1):
+        cid = i * (n + 1) + i + length
+        for it in range(wk.cell_lo[cid], wk.cell_hi[cid]):
+            wk.live[it] = _nonzero(&wk.alpha[wk.voff[it]], wk.voff[it + 1] - wk.voff[it])
+
+
+cdef void _root(const TensorGrammar* g, Work* wk, const i32* item_sym, double* z_out) noexcept nogil:
+    """Root vectors as the outside vectors of the whole-sentence items; ``Z``."""
+    cdef int s, h
+    cdef i64 it
+    cdef int cid = wk.n
+    cdef double Z = 0.0
+    for it in range(wk.cell_lo[cid], wk.cell_hi[cid]):
+        s = item_sym[wk.p0 + it]
         if g.c1off[s] >= 0:
             for h in range(g.m[s]):
-                beta[voff[it] + h] = g.c1[g.c1off[s] + h]
-                Z += g.c1[g.c1off[s] + h] * alpha[voff[it] + h]
+                wk.beta[wk.voff[it] + h] = g.c1[g.c1off[s] + h]
+                Z += g.c1[g.c1off[s] + h] * wk.alpha[wk.voff[it] + h]
+    wk.Z = Z
     z_out[0] = Z
 
-    # ---------------- outside ----------------
-    gi = ngrp - 1
-    while gi >= 0:
-        r = <int> wk.grp[4 * gi]
-        jt = wk.grp[4 * gi + 1]
-        ma = g.m[g.bin_parent[r]]
-        mb = g.m[g.bin_left[r]]
-        mc = g.m[g.bin_right[r]]
-        if ma == 1 and mb == 1 and mc == 1:
-            w = g.T[g.toff[r]] * beta[voff[jt]]
-            if w != 0.0:
-                for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
-                    it = wk.edges[2 * e]
-                    q = wk.edges[2 * e + 1]
-                    beta[voff[it]] += w * alpha[voff[q]]
-                    beta[voff[q]] += w * alpha[voff[it]]
-            gi -= 1
-            continue
-        memset(M, 0, mb * mc * sizeof(double))
-        # W = T^T beta^a  (mb*mc vector, i.e. an mb x mc matrix)
-        if g.Tf != NULL:
-            fs_gemv_cols_f(ma, mb * mc, &g.Tf[g.toff[r]], &beta[voff[jt]], M)
-        else:
-            fs_gemv_cols(ma, mb * mc, &g.T[g.toff[r]], &beta[voff[jt]], M)
-        for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
-            it = wk.edges[2 * e]
-            q = wk.edges[2 * e + 1]
-            fs_bilinear_back(mb, mc, M, &alpha[voff[it]], &alpha[voff[q]], &beta[voff[it]],
-                             &beta[voff[q]])
-        gi -= 1
-    for e in range(nue):
+
+cdef inline void _contract_out(const TensorGrammar* g, Work* wk, i64 gi) noexcept nogil:
+    """Outside step of group ``gi``: ``W = T^T beta^a`` once, then every edge's two children."""
+    cdef int r = <int> wk.grp[4 * gi]
+    cdef i64 jt = wk.grp[4 * gi + 1]
+    cdef i64 e, it, q
+    cdef int ma = g.m[g.bin_parent[r]]
+    cdef int mb = g.m[g.bin_left[r]]
+    cdef int mc = g.m[g.bin_right[r]]
+    cdef double w
+    cdef double* alpha = wk.alpha
+    cdef double* beta = wk.beta
+    cdef i64* voff = wk.voff
+    cdef i32* edges = wk.edges
+    if ma == 1 and mb == 1 and mc == 1:
+        w = g.T[g.toff[r]] * beta[voff[jt]]
+        if w != 0.0:
+            for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
+                it = edges[2 * e]
+                q = edges[2 * e + 1]
+                beta[voff[it]] += w * alpha[voff[q]]
+                beta[voff[q]] += w * alpha[voff[it]]
+        return
+    memset(wk.M, 0, mb * mc * sizeof(double))
+    # W = T^T beta^a  (mb*mc vector, i.e. an mb x mc matrix)
+    if g.Tf != NULL:
+        fs_gemv_cols_f(ma, mb * mc, &g.Tf[g.toff[r]], &beta[voff[jt]], wk.M)
+    else:
+        fs_gemv_cols(ma, mb * mc, &g.T[g.toff[r]], &beta[voff[jt]], wk.M)
+    for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
+        it = edges[2 * e]
+        q = edges[2 * e + 1]
+        fs_bilinear_back(mb, mc, wk.M, &alpha[voff[it]], &alpha[voff[q]], &beta[voff[it]],
+                         &beta[voff[q]])
+
+
+cdef void _finish(const TensorGrammar* g, Work* wk, double* mu_out) noexcept nogil:
+    """Outside vectors through the unary rules of the one-word spans, then the marginals
+    ``mu = alpha . beta / Z`` of every item."""
+    cdef i64 e, it, jt, h
+    cdef int r, ma, mb, hh, h2
+    cdef double w, acc
+    cdef double Z = wk.Z
+    cdef double* alpha = wk.alpha
+    cdef double* beta = wk.beta
+    cdef i64* voff = wk.voff
+    for e in range(wk.nue):
         r = wk.uedge[3 * e]
         jt = wk.uedge[3 * e + 1]
         it = wk.uedge[3 * e + 2]
         ma = g.m[g.un_parent[r]]
         mb = g.m[g.un_child[r]]
-        for h in range(ma):
-            w = beta[voff[jt] + h]
+        for hh in range(ma):
+            w = beta[voff[jt] + hh]
             if w != 0.0:
                 for h2 in range(mb):
-                    beta[voff[it] + h2] += w * g.U[g.uoff[r] + h * mb + h2]
-
-    # ---------------- marginals ----------------
-    for it in range(k):
+                    beta[voff[it] + h2] += w * g.U[g.uoff[r] + hh * mb + h2]
+    for it in range(wk.p1 - wk.p0):
         acc = 0.0
         for h in range(voff[it], voff[it + 1]):
             acc = acc + alpha[h] * beta[h]
         if Z != 0.0:
-            mu_out[p0 + it] = acc / Z
+            mu_out[wk.p0 + it] = acc / Z
         else:
-            mu_out[p0 + it] = 0.0
-
-    return 0
+            mu_out[wk.p0 + it] = 0.0
 
 
 cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,

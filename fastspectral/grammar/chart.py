@@ -144,12 +144,18 @@ def marginals(grammar, words, tags=None, viterbi=False):
                            pos, sym, prob, viterbi)
 
 
-def posterior_prune(grammar, sentences, threshold=1e-5, tags=None, jobs=1):
+def posterior_prune(grammar, sentences, threshold=1e-5, tags=None, jobs=1, xbar=None,
+                    xbar_threshold=1e-5):
     """Items (i, j, symbol) whose posterior marginal is >= ``threshold``, per sentence.
 
     Returns a list of int32 arrays of shape (k, 3), j exclusive; symbols index
     ``grammar.symbols``.  A sentence without a parse gets an empty array; an empty sentence
     raises ``ValueError``.  This is the coarse pass of coarse-to-fine parsing for L-PCFGs.
+
+    ``xbar``: the :class:`~fastspectral.grammar.hierarchy.XBar` grammar of ``grammar``; it then
+    runs first and only the (cell, symbol) pairs whose X-bar marginal is >= ``xbar_threshold``
+    are built (see :mod:`fastspectral.grammar.hierarchy`).  Its preterminals are those of
+    ``grammar``, so the lexical entries are the same with projected symbols.
     """
     from .._ext.cky import prune_batch
 
@@ -157,5 +163,10 @@ def posterior_prune(grammar, sentences, threshold=1e-5, tags=None, jobs=1):
         if len(s) == 0:
             raise ValueError(f"sentence {k} is empty")
     lengths, offsets, pos, sym, prob = pack_lexical(grammar, sentences, tags)
+    if xbar is None:
+        return prune_batch(grammar.chart_grammar("sum"), lengths, offsets, pos, sym, prob,
+                           float(threshold), int(jobs))
     return prune_batch(grammar.chart_grammar("sum"), lengths, offsets, pos, sym, prob,
-                       float(threshold), int(jobs))
+                       float(threshold), int(jobs), xbar.chart, xbar.proj, offsets, pos,
+                       np.ascontiguousarray(xbar.proj[sym], dtype=np.int32), prob,
+                       float(xbar_threshold))

@@ -139,37 +139,9 @@ class Grammar:
 
     # -- compiled form -------------------------------------------------------------------------
     def unary_closure(self, mode: str = "sum"):
-        """(parent, child, weight) rules of U* - I (sum) or of the max-product closure (max).
-
-        ``U*`` sums over unary chains of any length: ``(I - U)^-1``, computed densely on the
-        symbols that take part in unary rules.  In max mode a chain longer than one step keeps
-        only its score (the Viterbi decoder then outputs its two ends).
-        """
-        if self.un_parent.size == 0:
-            e = np.zeros(0, dtype=np.int32)
-            return e, e, np.zeros(0)
-        involved = np.unique(np.concatenate([self.un_parent, self.un_child]))
-        pos = {int(s): i for i, s in enumerate(involved)}
-        k = len(involved)
-        U = np.zeros((k, k))
-        for a, b, p in zip(self.un_parent, self.un_child, self.un_prob):
-            U[pos[int(a)], pos[int(b)]] += p
-        if np.abs(U @ U).max() == 0.0:      # chains of one step (the collapsed-unary case)
-            C = U
-        elif mode == "sum":
-            C = np.linalg.inv(np.eye(k) - U) - np.eye(k)
-        else:                               # max-product closure by relaxation
-            C = U.copy()
-            for _ in range(k):
-                nxt = C.copy()
-                for b in range(k):          # best chain a ->* b -> c, column by column
-                    np.maximum(nxt, C[:, b:b + 1] * U[b:b + 1, :], out=nxt)
-                if np.allclose(nxt, C):
-                    break
-                C = nxt
-        np.fill_diagonal(C, 0.0)
-        pa, ch = np.nonzero(C > 0)
-        return involved[pa].astype(np.int32), involved[ch].astype(np.int32), C[pa, ch]
+        """(parent, child, weight) rules of U* - I (sum) or of the max-product closure (max):
+        :func:`unary_closure` of this grammar's unary rules."""
+        return unary_closure(self.un_parent, self.un_child, self.un_prob, mode)
 
     def chart_grammar(self, mode: str = "sum"):
         """The compiled rule index for the kernels (cached per mode)."""
@@ -238,3 +210,39 @@ class Grammar:
                 "binary_rules": self.n_binary, "unary_rules": int(self.un_parent.shape[0]),
                 "vocabulary": self.lexicon.vocab_size,
                 "intermediate_symbols": sum(is_intermediate(s) for s in self.symbols)}
+
+
+def unary_closure(un_parent, un_child, un_prob, mode: str = "sum"):
+    """(parent, child, weight) rules of U* - I (sum) or of the max-product closure (max).
+
+    ``U*`` sums over unary chains of any length: ``(I - U)^-1``, computed densely on the
+    symbols that take part in unary rules.  In max mode a chain longer than one step keeps
+    only its score (the Viterbi decoder then outputs its two ends).
+    """
+    un_parent = np.asarray(un_parent)
+    un_child = np.asarray(un_child)
+    if un_parent.size == 0:
+        e = np.zeros(0, dtype=np.int32)
+        return e, e, np.zeros(0)
+    involved = np.unique(np.concatenate([un_parent, un_child]))
+    pos = {int(s): i for i, s in enumerate(involved)}
+    k = len(involved)
+    U = np.zeros((k, k))
+    for a, b, p in zip(un_parent, un_child, un_prob):
+        U[pos[int(a)], pos[int(b)]] += p
+    if np.abs(U @ U).max() == 0.0:      # chains of one step (the collapsed-unary case)
+        C = U
+    elif mode == "sum":
+        C = np.linalg.inv(np.eye(k) - U) - np.eye(k)
+    else:                               # max-product closure by relaxation
+        C = U.copy()
+        for _ in range(k):
+            nxt = C.copy()
+            for b in range(k):          # best chain a ->* b -> c, column by column
+                np.maximum(nxt, C[:, b:b + 1] * U[b:b + 1, :], out=nxt)
+            if np.allclose(nxt, C):
+                break
+            C = nxt
+    np.fill_diagonal(C, 0.0)
+    pa, ch = np.nonzero(C > 0)
+    return involved[pa].astype(np.int32), involved[ch].astype(np.int32), C[pa, ch]

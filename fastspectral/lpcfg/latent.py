@@ -185,6 +185,7 @@ class _ParseTables:
     c2f_ptr: np.ndarray
     c2f_sym: np.ndarray
     fine_is_pre: np.ndarray
+    xbar: object = None         # the X-bar grammar in front of the coarse pass (or None)
 
 
 @dataclass
@@ -326,6 +327,13 @@ class LatentPCFGBase(Parser):
     #: for half the physical memory (or ``$FASTSPECTRAL_MAX_MEMORY``), bytes, a size such as
     #: ``"2G"``, 0 for no limit; an attribute, not a hyperparameter (it is not saved)
     max_memory = None
+    #: X-bar pre-pass of the coarse pass (:mod:`fastspectral.grammar.hierarchy`): the coarse
+    #: grammar builds only the (cell, symbol) pairs whose X-bar posterior is at least
+    #: ``xbar_ratio`` times the coarse threshold in use (None or 0: the coarse pass is
+    #: exhaustive).  An X-bar posterior of a cell sums the posteriors of the coarse symbols it
+    #: projects, so a ratio of 1 would drop no item the coarse pass keeps if the X-bar grammar
+    #: were an exact projection.  An attribute of the parse path, not saved.
+    xbar_ratio = 1.0
 
     # -- shared checks -----------------------------------------------------------------------
     def _check_common_params(self) -> None:
@@ -468,22 +476,42 @@ class LatentPCFGBase(Parser):
 
     # -- parsing -----------------------------------------------------------------------------
     @staticmethod
-    def _run(grammar, ptr, ii, jj, ss, lw, lo, table, lens, jobs, max_bytes=0):
+    def _run(grammar, ptr, ii, jj, ss, lw, lo, table, lens, jobs, max_bytes=0, T32=None):
         """The tensor inside-outside of a batch; ``max_bytes``: per-sentence chart budget
-        (0: none; a sentence over it gets status -2)."""
+        (0: none; a sentence over it gets status -2); ``T32``: a float32 copy of the binary
+        tensors for the products (see :meth:`_tensors_f32`)."""
         from .._ext.tensor_chart import inside_outside_batch
 
         g = grammar
         return inside_outside_batch(
             g.S, g.m, g.bin_parent, g.bin_left, g.bin_right, g.toff, g.T, g.rl_ptr, g.rl_rule,
             g.un_parent, g.un_child, g.uoff, g.U, g.uc_ptr, g.uc_rule, g.c1, g.c1off,
-            lens, ptr, ii, jj, ss, lw, lo, table, n_threads=jobs, max_bytes=int(max_bytes or 0))
+            lens, ptr, ii, jj, ss, lw, lo, table, n_threads=jobs, max_bytes=int(max_bytes or 0),
+            T32=T32)
+
+    def _tensors_f32(self):
+        """The parse path's float32 copy of the binary rule tensors (made on first use, again
+        after a refit or load; the model keeps float64 and saves float64).  The tensor products
+        are memory-bound, and float32 halves their traffic; the inside / outside vectors and all
+        sums stay float64.  Values below float32's smallest normal number (1.2e-38) become 0
+        (denormals would be slow and carry nothing at that scale)."""
+        T = self.lpcfg_.T
+        hit = getattr(self, "_t32", None)
+        if hit is not None and hit[0] is T:
+            return hit[1]
+        t32 = T.astype(np.float32)
+        t32[np.abs(T) < np.finfo(np.float32).tiny] = 0.0
+        self._t32 = (T, t32)
+        return t32
 
     def _parse_tables(self) -> _ParseTables:
         """The coarse-to-fine tables of ``pcfg_`` (built on first use, rebuilt after a refit)."""
         tables = getattr(self, "_tables", None)
-        if tables is not None and tables.pcfg is self.pcfg_:
+        if tables is not None and tables.pcfg is self.pcfg_ and \
+                (tables.xbar is not None) == bool(self.xbar_ratio):
             return tables
+        from ..grammar.hierarchy import xbar_grammar
+
         pc = self.pcfg_
         cg, fg = pc.coarse_, pc.grammar_
         proj = pc.proj_
@@ -494,7 +522,8 @@ class LatentPCFGBase(Parser):
                               coarse_un=np.unique(cg.un_parent).astype(np.int32),
                               coarse_bin=np.unique(cg.bin_parent).astype(np.int32),
                               c2f_ptr=ptr, c2f_sym=order,
-                              fine_is_pre=fg.is_preterminal.astype(np.uint8))
+                              fine_is_pre=fg.is_preterminal.astype(np.uint8),
+                              xbar=xbar_grammar(cg) if self.xbar_ratio else None)
         self._tables = tables
         return tables
 
@@ -551,7 +580,8 @@ class LatentPCFGBase(Parser):
         threshold = 0.5
         if coarse_threshold:
             citems = posterior_prune(self.pcfg_.coarse_, sents, float(coarse_threshold), stags,
-                                     jobs)
+                                     jobs, tables.xbar,
+                                     float(coarse_threshold) * float(self.xbar_ratio or 0.0))
             ptr = np.zeros(len(sents) + 1, dtype=np.int64)
             np.cumsum([len(x) for x in citems], out=ptr[1:])
             call = (np.concatenate(citems).astype(np.int32) if ptr[-1]
@@ -613,7 +643,7 @@ class LatentPCFGBase(Parser):
         lo = np.full(lx.shape[0], -1, dtype=np.int64)
         lo[at] = self._leaf_offsets(ch.fl_sym[ent], ch.words_flat[tok])
         mu, Z, st = self._run(self.lpcfg_, ptr, ii, jj, ss, lw, lo, self.lex_table_, lens, jobs,
-                              max_bytes)
+                              max_bytes, self._tensors_f32())
         if np.any(st == -1):
             raise MemoryError("chart allocation failed in the L-PCFG pass")
         over_mask = ch.over | (st == -2)
@@ -701,6 +731,7 @@ class LatentPCFGBase(Parser):
         n_threads = self._check_parse_args(items, tags, jobs)
         sentences, tags = _check_sentences(items, tags)
         tables = self._parse_tables()
+        self._tensors_f32()         # made here once, not by the worker threads at once
         out: list = [None] * len(sentences)
         todo = [k for k, s in enumerate(sentences) if s]
         for k, s in enumerate(sentences):
