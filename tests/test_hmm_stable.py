@@ -261,3 +261,26 @@ def test_token_class_start():
                     max_basis=8).fit(strs)
         assert model.get_params()["spectral_init"] == init and model.n_states_ == 2
         assert "spectral_init" in model.timings_
+
+
+def test_smoother_from_the_hankel_pair_counts():
+    """Without a vocabulary cap the spectral fit builds the Kneser-Ney bigram counts from the
+    Hankel pass's framed-bigram table: the same counts (empty sequences and <unk> included)
+    as the compiled pass over the ids that the EM fit uses, and the same probabilities as
+    ``fastspectral.lm``'s model."""
+    from fastspectral.lm.kneser_ney import KneserNeyBigramLM
+
+    rng = np.random.default_rng(11)
+    voc = ["a", "b", "c", "d", "E", "e", "rare"]
+    seqs = [[voc[j] for j in rng.integers(0, 7, size=rng.integers(0, 6))] for _ in range(300)]
+    for kw in ({}, {"min_count": 5, "lowercase": True}):
+        sp_model = HMM(n_states=2, max_basis=6, **kw).fit(seqs)
+        em_model = HMM(n_states=2, method="em", iterations=1, **kw).fit(seqs)
+        a, b = sp_model.smoother_.counts_, em_model.smoother_.counts_
+        np.testing.assert_array_equal(a.toarray(), b.toarray())
+        np.testing.assert_array_equal(a.indices, b.indices)
+        kn = KneserNeyBigramLM(min_count=kw.get("min_count", 1),
+                               lowercase=kw.get("lowercase", False)).fit(seqs)
+        ll, n = kn.log_likelihood(seqs[:50])
+        png = sp_model._ngram_probs(sp_model._encode(seqs[:50]))
+        assert np.log(png).sum() == pytest.approx(ll, rel=1e-12)

@@ -300,11 +300,19 @@ class HMM(PartitionedFit, Estimator):
             delattr(self, k)
         timings = {}
         self.symbols_ = table
-        self._fit_smoother(full, counts)
         self._set_rare_weights(full, counts)
         M = self.n_latent_symbols_
         enc = self._latent(full)
-        timings["counting"] = time.perf_counter() - t_start
+        H = None
+        if self.method in ("spectral", "spectral-em"):
+            t0 = time.perf_counter()
+            H = _sp.dense_hankel(enc, M, int(self.max_basis)) or \
+                _sp.hankel_data(enc, M, int(self.max_basis))
+            timings["hankel"] = time.perf_counter() - t0
+        # without a vocabulary cap the Hankel pass's pair counts are the smoother's bigrams
+        pairs = H.pairs if isinstance(H, _sp.DenseHankel) and enc is full else None
+        self._fit_smoother(full, counts, pairs)
+        timings["counting"] = time.perf_counter() - t_start - timings.get("hankel", 0.0)
         dev_full = encode(dev_seqs, table) if dev_seqs else None
         dev_png = self._ngram_probs(dev_full) if dev_full is not None else None
         dev_enc = self._latent(dev_full) if dev_full is not None else None
@@ -316,12 +324,6 @@ class HMM(PartitionedFit, Estimator):
         self.dev_perplexity_ = np.zeros(0)
         self.best_iteration_ = 0
         self.iterations_run_ = 0
-        H = None
-        if self.method in ("spectral", "spectral-em"):
-            t0 = time.perf_counter()
-            H = _sp.dense_hankel(enc, M, int(self.max_basis)) or \
-                _sp.hankel_data(enc, M, int(self.max_basis))
-            timings["hankel"] = time.perf_counter() - t0
         self.state_mixing_ = 0.0
         self.ridge_ = None
         if self.method == "spectral":
@@ -381,16 +383,27 @@ class HMM(PartitionedFit, Estimator):
                     best = (score, ridge, mix, op)
         _, self.ridge_, self.state_mixing_, self.operators_ = best
 
-    def _fit_smoother(self, enc: Encoded, counts=None) -> None:
+    def _fit_smoother(self, enc: Encoded, counts=None, pairs=None) -> None:
         """The Kneser-Ney bigram over this model's symbols (``fastspectral.lm``), built from
         the encoded ids: the vocabulary, bigram counts and discounts ``KneserNeyBigramLM.fit``
-        gives on the symbol strings (tested equal), without re-reading the strings."""
+        gives on the symbol strings (tested equal), without re-reading the strings.
+        ``pairs``: the framed-bigram counts of ``enc`` (``DenseHankel.pairs``), if known."""
         t0 = time.perf_counter()
         if counts is None:
             counts = np.bincount(enc.ids, minlength=len(self.symbols_))
         kn, kid = self._smoother_vocabulary(counts)
         V = len(kn.vocab_)
-        if V * V <= _sp._DENSE_COUNT:     # one compiled pass: the same CSR as bigram_matrix
+        if pairs is not None:             # the (M + 2)^2 framed-bigram table, regrouped
+            M = len(self.symbols_)
+            cp, cs = pairs
+            B = cs.reshape(M + 2, M + 2).astype(np.float64)     # symbol -> symbol / STOP
+            B[M, :M] = cp.reshape(M + 2, M + 2)[M, :M]          # START -> symbol
+            B[M, M + 1] = np.count_nonzero(enc.offsets[1:] == enc.offsets[:-1])  # empty
+            K = np.zeros((M + 2, V))
+            K[np.arange(M), kid] = 1.0
+            K[M, 0] = K[M + 1, 1] = 1.0                          # <s>, </s>
+            counts = K.T @ B @ K
+        elif V * V <= _sp._DENSE_COUNT:   # one compiled pass: the same CSR as bigram_matrix
             counts = _bigram_counts(enc.offsets, enc.ids, kid, V)
         else:
             from ..lm.kneser_ney import bigram_matrix

@@ -376,7 +376,7 @@ def _trigram_operators(F, M, ptab, stab, U, Xe, scale):  # pragma: no cover - nu
             start[F[t] + 1] += 1
     for a in range(M):
         start[a + 1] += start[a]
-    order = np.empty(start[M], dtype=np.int64)
+    order = np.empty(start[M], dtype=np.int32)
     fill = start[:M].copy()
     for t in range(1, L - 1):
         a = F[t]
@@ -480,6 +480,9 @@ class DenseHankel:
     suffix_codes: np.ndarray
     #: CSR arrays of ``P`` and ``P^T`` (:func:`_hankel_csr`), or None
     csr: tuple | None = None
+    #: ``(cp, cs)`` of :func:`_pair_counts`: every framed bigram ``x y`` counted at code
+    #: ``x * (M + 2) + y`` (prefix pairs, suffix pairs), or None
+    pairs: tuple | None = None
 
     @property
     def tok(self) -> np.ndarray:
@@ -533,7 +536,7 @@ def dense_hankel(enc: Encoded, M: int, max_basis: int = 32, F=None) -> DenseHank
     scale = 1.0 / enc.n_sequences
     C, n, rows, cols = _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale)
     return DenseHankel(F, C, scale, n, ptab, stab, n_rows, n_cols, enc.n_sequences, M, pc, sc,
-                       _hankel_csr(C, rows, cols, scale))
+                       _hankel_csr(C, rows, cols, scale), (cp, cs))
 
 
 # ---------------------------------------------------------------------------- operators
