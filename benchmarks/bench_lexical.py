@@ -11,8 +11,12 @@
    the whole processes ``fastspectral lexical train`` / ``tag`` on the same tokens (CPU seconds
    of the child processes).
 3. The targets of issue #16, checked on the numbers just measured.
+4. ``--profile``: where the CPU time of ``fit`` and ``parse`` goes (CPU seconds of the main
+   steps: candidate sets, guessers, counts, design matrices, liblinear, scoring, the inner
+   choices) and the start-up CPU of a process that imports what training needs.
 
     PYTHONPATH=. python benchmarks/bench_lexical.py [--folds 10] [--json out.json]
+    PYTHONPATH=. python benchmarks/bench_lexical.py --speed-only --profile
 """
 from __future__ import annotations
 
@@ -104,6 +108,98 @@ def cli_speed(sents, n_tokens):
     return out
 
 
+#: the functions whose CPU time ``--profile`` reports (module, attribute, label); nested
+#: entries are included in the ones that call them (SVR fits in fit_lambda, in _fit_ranker)
+PROFILED = (("model", "candidates", "candidate sets (eq. 9, guessed inflections included)"),
+            ("analyser", "SuffixGuesser.inflections", "  of which guessed inflections"),
+            ("analyser", "SuffixGuesser.fit", "guessers (suffixes / word shapes)"),
+            ("engine", "Tables.build", "stage-1 counts"),
+            ("model", "_stage2_rows", "stage-2 rows and targets"),
+            ("engine", "design", "design matrices (_design_kernel, document scores)"),
+            ("engine", "fit_lambda", "stage 2: (C, epsilon) grid and final SVR fits"),
+            ("engine", "_svr", "  of which liblinear (LinearSVR.fit)"),
+            ("engine", "score", "scoring (eq. 6, _score kernel, document scores)"),
+            ("model", "_InnerE1.__call__", "inner choices (fits + scoring, included above)"))
+
+
+def cpu_profile(sents, n_tokens):
+    """CPU seconds of the main steps of ``fit`` and ``parse`` on the corpus repeated to
+    ``n_tokens`` tokens (``time.process_time`` around each listed function, all threads of
+    the process), and of the imports a training process needs."""
+    import functools
+    import importlib
+    import subprocess
+
+    big = repeated(sents, n_tokens)
+    acc, calls = {}, {}
+    saved = []
+    for mod, attr, label in PROFILED:
+        m = importlib.import_module(f"fastspectral.lexical.{mod}")
+        owner, name = (m, attr) if "." not in attr else \
+            (getattr(m, attr.split(".")[0]), attr.split(".")[1])
+        fn = getattr(owner, name)
+        saved.append((owner, name, vars(owner)[name]))   # the raw attribute (classmethod ...)
+        def timed(*a, __fn=fn, __label=label, **k):
+            t0 = time.process_time()    # the whole process: Numba's parallel kernels too
+            try:
+                return __fn(*a, **k)
+            finally:
+                acc[__label] = acc.get(__label, 0.0) + time.process_time() - t0
+                calls[__label] = calls.get(__label, 0) + 1
+        setattr(owner, name, functools.wraps(fn)(timed))
+    try:
+        model = LexicalDisambiguator()
+        model.fit(big[:200])
+        model.parse(big[:20])
+        out = {}
+        for what, run in (("fit", lambda: model.fit(big)), ("parse", lambda: model.parse(big))):
+            acc.clear()
+            calls.clear()
+            c0 = time.process_time()
+            run()
+            total = time.process_time() - c0
+            out[what] = {"cpu_seconds": total,
+                         "steps": {k: (acc[k], calls[k]) for _, _, k in PROFILED if k in acc}}
+    finally:
+        for owner, name, fn in saved:
+            setattr(owner, name, fn)
+    imports = {}
+    for label, code in (("python", "pass"),
+                        ("numpy, scipy, numba, fastspectral.lexical.model",
+                         "import fastspectral.cli, fastspectral.lexical.model"),
+                        ("... and sklearn.svm (LinearSVR)",
+                         "import fastspectral.cli, fastspectral.lexical.model; "
+                         "from sklearn.svm import LinearSVR"),
+                        ("... and only sklearn.svm._liblinear",
+                         "import fastspectral.cli, fastspectral.lexical.model; "
+                         "from sklearn.svm import _liblinear")):
+        r0 = resource_children()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        imports[label] = resource_children() - r0
+    out["imports"] = imports
+    return out
+
+
+def resource_children() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def format_profile(prof) -> str:
+    lines = []
+    for what in ("fit", "parse"):
+        p = prof[what]
+        lines.append(f"  {what}: {p['cpu_seconds']:.2f} CPU-s in all")
+        for label, (sec, n) in p["steps"].items():
+            lines.append(f"    {sec:6.2f}  {label} ({n} calls)")
+    lines.append("  whole-process start-up (CPU-s of `python -c ...`):")
+    for label, sec in prof["imports"].items():
+        lines.append(f"    {sec:6.2f}  {label}")
+    return "\n".join(lines)
+
+
 def targets(res):
     t5 = res["table5"]
     lines = []
@@ -128,6 +224,8 @@ def main(argv=None):
     ap.add_argument("--speed-tokens", type=int, default=100000)
     ap.add_argument("--json", default=None)
     ap.add_argument("--speed-only", action="store_true", help="skip the cross-validation")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print the CPU seconds of the main steps of fit and parse")
     args = ap.parse_args(argv)
     out = {"load_average": os.getloadavg(), "corpora": {}}
     for name in args.corpora.split(","):
@@ -156,6 +254,11 @@ def main(argv=None):
               f"{cs['train_cpu_seconds']:.1f} CPU-s ({cs['train_wall_seconds']:.1f} s wall), "
               f"`fastspectral lexical tag` {cs['tag_cpu_seconds']:.1f} CPU-s "
               f"({cs['tag_wall_seconds']:.1f} s wall)")
+        if args.profile:
+            prof = cpu_profile(sents, args.speed_tokens)
+            res["profile"] = prof
+            print(f"where the CPU time goes ({sp['tokens']} tokens, in-process):")
+            print(format_profile(prof))
         print(f"(cross-validation {res['seconds']:.0f} s; load average "
               f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores)")
         print()

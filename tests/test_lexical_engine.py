@@ -214,3 +214,75 @@ def test_fast_inflections_equal_the_filtered_shape_guesses(shared_data):
         assert g.inflections(t, lemmas[t]) == want, t
         found += len(want)
     assert found > len(lemmas)
+
+
+# ------------------------------------------------------------------------------------------
+# speed measures that must not change the results (docs/lexical.md, "Speed")
+# ------------------------------------------------------------------------------------------
+def test_inner_choice_memo_gives_the_results_of_fresh_fits(monkeypatch):
+    """The inner choices share design matrices, SVR fits and inner errors whose inputs are
+    equal (content-keyed memo): the scores, choices and final weights equal those of a fit in
+    which every key is new (no memo hit), and the memo does save fits."""
+    import itertools
+
+    import fastspectral.lexical.model as model
+    from fastspectral.lexical.model import LexicalDisambiguator
+    from test_lexical import arabic
+
+    sents = arabic(160, 4)
+    calls = []
+    real_fit = E.fit_lambda
+
+    def counting(*a, **k):
+        calls.append(1)
+        return real_fit(*a, **k)
+
+    monkeypatch.setattr(E, "fit_lambda", counting)
+    m = LexicalDisambiguator().fit(sents)
+    n_memo = len(calls)
+    calls.clear()
+    fresh = itertools.count()
+    monkeypatch.setattr(model, "_digest", lambda *a: next(fresh))   # never the same key
+    m2 = LexicalDisambiguator().fit(sents)
+    assert n_memo < len(calls)
+    for attr in ("known_guesses_", "known_guesses_scores_", "graded_", "graded_scores_",
+                 "unknown_weights_", "unknown_weights_scores_", "C_", "epsilon_"):
+        assert getattr(m, attr) == getattr(m2, attr), attr
+    for k in m.lambdas_:
+        assert all(np.array_equal(a, b) for a, b in zip(m.lambdas_[k][:2], m2.lambdas_[k][:2]))
+        assert m.lambdas_[k][2] == m2.lambdas_[k][2]
+
+
+def test_candidate_lists_are_the_candidates_of_every_token():
+    """predict_labels' "_candidates" (built on demand) lists every token's candidate labels in
+    candidate order, as a sequence (indexing, negative indices, slices, iteration)."""
+    from fastspectral.lexical.model import predict_labels
+
+    lr, corpus, F, c = _prepared()
+    out = predict_labels(lr, corpus, ["unigram"])
+    lists = out["_candidates"]
+    ov = c.overlay
+    want = [[ov.label(int(k)) for k in c.label[c.ptr[j]:c.ptr[j + 1]]]
+            for j in range(len(corpus))]
+    assert len(lists) == len(want) and list(lists) == want
+    assert lists[-1] == want[-1] and lists[2:5] == want[2:5]
+    with pytest.raises(IndexError):
+        lists[len(want)]
+    first, second = out["unigram"]
+    assert first == [w[0] for w in want]
+    assert second == [w[1] if len(w) > 1 else None for w in want]
+
+
+def test_apply_labels_misc_keeps_other_items_and_replaces_lexalt():
+    from fastspectral.lexical.data import apply_labels, encode_alt
+    from fastspectral.trees.conll import DepSentence
+
+    lab = ("dog", "NOUN", "NN", "Number=Sing", "")
+    alt = ("dog", "VERB", "VB", "_", "")
+    s = DepSentence(words=["dog", "dog", "dog", "dog"], heads=[0, 1, 1, -1],
+                    misc=["_", "SpaceAfter=No", "A=1|LexAlt=old|B=2", "LexAltX=1"])
+    out = apply_labels(s, [lab] * 4, [alt, alt, alt, None], False)
+    new = "LexAlt=" + encode_alt(alt)
+    assert out.misc == [new, "SpaceAfter=No|" + new, "A=1|B=2|" + new, "LexAltX=1"]
+    assert out.lemmas == ["dog"] * 4 and out.upos == ["NOUN"] * 4
+    assert out.heads == [0, 1, 1, 0]

@@ -25,7 +25,6 @@ Stage 2 (:func:`fit_lambda`)
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -737,30 +736,17 @@ LOSSES = ("squared_epsilon_insensitive", "epsilon_insensitive")
 
 
 def _svr(X, y, C, epsilon, max_iter, random_state, loss="squared_epsilon_insensitive"):
-    with _quiet_convergence():
-        return _svr_fit(X, y, C, epsilon, max_iter, random_state, loss)
-
-
-@contextmanager
-def _quiet_convergence():
-    """A block in which liblinear's ConvergenceWarning is not shown (the warnings filters are
-    process-wide: entered once by the calling thread, never by the fitting threads)."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        yield
-
-
-def _svr_fit(X, y, C, epsilon, max_iter, random_state, loss="squared_epsilon_insensitive"):
     from sklearn.svm import LinearSVR
 
     svr = LinearSVR(C=C, epsilon=epsilon, loss=loss, fit_intercept=True,
                     dual=loss == "epsilon_insensitive", max_iter=max_iter,
                     random_state=random_state, tol=1e-3)
-    svr.fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        svr.fit(X, y)
     return svr.coef_.astype(np.float64), float(svr.intercept_[0])
 
 
@@ -779,39 +765,6 @@ def token_rows(ptr, toks):
 
 #: at most this many tokens of each half fit and score the grid of ``C`` values
 SELECTION_TOKENS = 3000
-
-
-def _grid_workers(n_fits: int, loss: str) -> int:
-    """Threads for ``n_fits`` independent SVR fits: every available core
-    (:func:`fastspectral._threads.available_cores`) for the primal L2-loss solver, which draws
-    no random numbers and runs without the GIL; one for the dual solver, whose coordinate
-    order comes from liblinear's process-wide random generator (threads would race on it)."""
-    if n_fits < 2 or loss != "squared_epsilon_insensitive":
-        return 1
-    from .._threads import available_cores
-
-    return max(1, min(available_cores(), n_fits))
-
-
-def _grid_fits(X, y, grid, max_iter, random_state, loss) -> list:
-    """``[(coef, intercept)]`` of the SVR on ``(X, y)`` for every ``(C, epsilon)`` of ``grid``,
-    in grid order.  The fits are independent and each is deterministic, so running them on
-    :func:`_grid_workers` threads (largest ``C`` first: the slowest fits start first) gives the
-    same weights as one after the other; liblinear's solver itself is single-threaded, so no
-    thread pool nests in another."""
-    workers = _grid_workers(len(grid), loss)
-    if workers < 2:
-        return [_svr(X, y, c, e, max_iter, random_state, loss) for c, e in grid]
-    from concurrent.futures import ThreadPoolExecutor
-
-    order = sorted(range(len(grid)), key=lambda i: (-grid[i][0], grid[i][1]))
-    out = [None] * len(grid)
-    with _quiet_convergence(), ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {i: pool.submit(_svr_fit, X, y, grid[i][0], grid[i][1], max_iter,
-                                  random_state, loss) for i in order}
-        for i, f in futures.items():
-            out[i] = f.result()
-    return out
 
 
 def fit_lambda(X, y, ptr, C, epsilon, max_iter, random_state,
@@ -842,13 +795,13 @@ def fit_lambda(X, y, ptr, C, epsilon, max_iter, random_state,
             ra, _ = token_rows(ptr, ta)
             rb, pb = token_rows(ptr, tb)
             Xa, ya, Xb, yb = X[ra], y[ra], X[rb], y[rb]
-            grid = [(c, e) for c in cs for e in eps]
-            fits = _grid_fits(Xa, ya, grid, max_iter, random_state, loss)
             best = None
-            for (c, e), (coef, b) in zip(grid, fits):
-                acc = _accuracy(pb, yb, Xb @ coef + b)
-                if best is None or acc > best[0] + 1e-12:
-                    best = (acc, c, e)
+            for c in cs:
+                for e in eps:
+                    coef, b = _svr(Xa, ya, c, e, max_iter, random_state, loss)
+                    acc = _accuracy(pb, yb, Xb @ coef + b)
+                    if best is None or acc > best[0] + 1e-12:
+                        best = (acc, c, e)
             C, epsilon = best[1], best[2]
         else:
             C, epsilon = cs[-1] if C is None else C, eps[0]
