@@ -329,11 +329,12 @@ class LatentPCFGBase(Parser):
     max_memory = None
     #: X-bar pre-pass of the coarse pass (:mod:`fastspectral.grammar.hierarchy`): the coarse
     #: grammar builds only the (cell, symbol) pairs whose X-bar posterior is at least
-    #: ``xbar_ratio`` times the coarse threshold in use (None or 0: the coarse pass is
-    #: exhaustive).  An X-bar posterior of a cell sums the posteriors of the coarse symbols it
-    #: projects, so a ratio of 1 would drop no item the coarse pass keeps if the X-bar grammar
-    #: were an exact projection.  An attribute of the parse path, not saved.
-    xbar_ratio = 1.0
+    #: ``xbar_ratio`` times the coarse threshold in use (None or 0: off, the coarse pass is
+    #: exhaustive).  Off by default: on the dev split (section 22, sentences 1-400) it saves
+    #: time only at ratios that change parses (ratio 1: +30 % sentences per CPU-s for Pivot+EM,
+    #: 6 % of the dev parses changed; <= 0.2: no gain), see docs/throughput.md.  An attribute
+    #: of the parse path, not saved.
+    xbar_ratio = None
 
     # -- shared checks -----------------------------------------------------------------------
     def _check_common_params(self) -> None:
@@ -692,7 +693,7 @@ class LatentPCFGBase(Parser):
             out[k] = nodes_to_tree(tri, words, fg.classes, fg.class_is_tag)
         return retry
 
-    def parse(self, items, *, tags=None, jobs=None, progress=None, chunk_size=256) -> list:
+    def parse(self, items, *, tags=None, jobs=None, progress=None, chunk_size=64) -> list:
         """Parse tokenised sentences; one :class:`~fastspectral.trees.Tree` per sentence
         (rooted at ``TOP``).
 
@@ -706,8 +707,11 @@ class LatentPCFGBase(Parser):
             OpenMP threads (default: the model's ``jobs``, else every core available).
         progress : callable, optional
             ``progress(done, total)`` called as chunks of sentences finish.
-        chunk_size : int, default 256
-            Sentences per thread and chunk (memory bound of the charts).
+        chunk_size : int, default 64
+            Sentences per thread and chunk (memory bound of the charts).  The item arrays of
+            a chunk are allocated afresh; at 256 the spectral model's PCFG pass (~27,000 items
+            a sentence) made arrays of hundreds of MB whose page faults cost 10 % of its parse
+            time (the kernel zeroing fresh pages), at 64 they are reused by the allocator.
 
         Returns
         -------
@@ -748,6 +752,8 @@ class LatentPCFGBase(Parser):
         # counted by the tensor kernel (a sentence over its share comes back in ``over``)
         budget = _memory.resolve_budget(self.max_memory)
         n_coarse = self.pcfg_.coarse_.n_symbols
+        if tables.xbar is not None:     # its dense chart lives beside the coarse one
+            n_coarse += len(tables.xbar.labels)
         need = {k: _memory.lpcfg_chart_bytes(len(sentences[k]), n_coarse) for k in todo}
         plan = _memory.plan(todo, need, budget, n_threads)
         refused = list(plan.refused)
