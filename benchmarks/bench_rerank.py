@@ -14,8 +14,13 @@ of base parsing, k-best and re-ranking with --jobs threads, with the load averag
     PYTHONPATH=. python benchmarks/bench_rerank.py --embeddings en30.eigenwords \\
         --states 16 --tags auto --gain 3 --norm max [--epochs 10] [--jobs 2] [--k 50]
 
-``--cache DIR`` keeps the k-best lists of the dev split between runs (a benchmark cache, not a
-model file).  ``--cv N --data UD.conllu``: N-fold cross-validation on one file (UD EWT dev).
+``--sweep-extra``: further dev experiments (self-training of the spectral model on raw text
+parsed by the base parser, ``--raw``; one-hot POS / eigenword-cluster inputs; feature forms;
+several spectral models), each scored on the dev split and by 3-fold CV of the re-ranker over
+the jack-knifed training lists (docs/rerank.md, "Further attempts").
+
+``--cache DIR`` keeps the k-best lists of the dev split (and the parsed raw text) between runs
+(a benchmark cache, not a model file).  ``--cv N --data UD.conllu``: N-fold cross-validation on one file (UD EWT dev).
 """
 from __future__ import annotations
 
