@@ -20,7 +20,8 @@ several spectral models), each scored on the dev split and by 3-fold CV of the r
 the jack-knifed training lists (docs/rerank.md, "Further attempts").
 
 ``--cache DIR`` keeps the k-best lists of the dev split (and the parsed raw text) between runs
-(a benchmark cache, not a model file).  ``--cv N --data UD.conllu``: N-fold cross-validation on one file (UD EWT dev).
+(a benchmark cache, not a model file).  ``--cv N --data UD.conllu``: N-fold cross-validation
+on one file (UD EWT dev).
 """
 from __future__ import annotations
 
