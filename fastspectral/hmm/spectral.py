@@ -32,8 +32,9 @@ The generalisation of :func:`fastspectral.dependency.spectral.learn_spectral` to
 lives here because that learner indexes its length-2 basis by dense ``(M+2)^2`` tables and
 stores one automaton per (head, direction): fine for 45 tags, impossible for a vocabulary of
 20,000 words.  Here the length-2 basis is looked up by binary search over sorted codes and the
-Hankel matrix is sparse; its SVD is exact (LAPACK) for small blocks and the randomized range
-finder of :func:`fastspectral.linalg.randomized_svd` otherwise.
+Hankel matrix is sparse; its SVD is exact (LAPACK) for small blocks, the compiled randomized
+range finder over the non-zeros (:func:`_sparse_range_svd`) for dense-path blocks and
+:func:`fastspectral.linalg.randomized_svd` otherwise.
 
 Scoring (:func:`spectral_conditionals`): the state ``v`` after a prefix is kept normalised to
 ``c^T v = 1``; the conditional of the next event ``x`` (a symbol or STOP) is
