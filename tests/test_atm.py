@@ -155,6 +155,17 @@ def test_cli_train_parse_eval(tmp_path, synthetic):
     report = run("eval", gold, out, "--unlabelled", "--max-length", "10", "--by-length")
     assert report.rstrip().splitlines()[-1].startswith("Bracketing FMeasure = ")
     assert "<= 40" in report
+    # the section-4.1 options are reachable from the command line and land in the model
+    run("train", "atm", tb, "-o", model, "--kernel", "absolute", "--bandwidth", "3",
+        "--top-bracket", "verb", "--vectors", "brown", "--brown-features", "bits",
+        "--brown-clusters", "4", "--embedding-dim", "4")
+    import fastspectral
+    m = fastspectral.load(model)
+    assert (m.kernel, m.top_bracket, m.vectors, m.brown_features) == \
+        ("absolute", "verb", "brown", "bits")
+    r = subprocess.run([sys.executable, "-m", "fastspectral", "train", "atm", str(tb), "-o",
+                        str(model), "--bandwidth", "0"], capture_output=True, text=True)
+    assert r.returncode == 2 and "positive number" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_sentences_beyond_the_decoder_limit_get_the_right_branching_tree():

@@ -177,8 +177,8 @@ def test_paper_features_bits_then_one_hot_cluster():
 
 def test_cli_train_brown(tmp_path):
     """``fastspectral train brown CORPUS -o FILE`` (word/TAG lines: the tags are dropped), and a
-    clean one-line error on an empty corpus (it does not name the file: the generic reader of
-    "sequences" kinds, fastspectral/cli/kit.py, accepts an empty corpus)."""
+    clean one-line error naming the file on an empty corpus (the reader of every "sequences"
+    kind refuses it)."""
     import subprocess
     import sys
 
@@ -201,6 +201,7 @@ def test_cli_train_brown(tmp_path):
                         "-o", str(tmp_path / "e.brown")], capture_output=True, text=True)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "no words" in r.stderr
+    assert str(empty) in r.stderr
 
 
 def test_class_bigram_log_likelihood_is_a_distribution(tmp_path):

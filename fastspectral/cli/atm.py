@@ -2,7 +2,7 @@
 metric parser (:class:`fastspectral.unsupervised.ATMParser`)."""
 from __future__ import annotations
 
-from .._argtypes import positive_int
+from .._argtypes import float_in, positive_int
 from . import kit
 
 DESCRIPTION = ("unsupervised constituency parser with spectral additive tree metrics (Parikh, "
@@ -22,12 +22,22 @@ examples:
 
 
 def add_arguments(parser, cls) -> None:
+    # the learner's own tables (imported here: the class is loaded by now, the module at
+    # start-up must stay light)
+    from ..embeddings.brown_clusters import FEATURES
+    from ..unsupervised.atm import KERNELS, TOP_BRACKETS
+
     add_unsupervised_input(parser)
     g = parser.add_argument_group("ATM options")
     kit.option(g, "--dim", cls, "dim", type=positive_int, metavar="M",
                help="m: singular values in the spectral distance (eq. 5)")
-    kit.option(g, "--bandwidth", cls, "bandwidth", type=float, metavar="GAMMA",
-               help="gamma: bandwidth of the anchor kernel, in words of distance")
+    kit.option(g, "--bandwidth", cls, "bandwidth",
+               type=float_in(0.0, lo_open=True, what="a positive number"), metavar="GAMMA",
+               help="gamma: bandwidth of the anchor kernel (--kernel relative: a fraction of "
+                    "the pair distances, the paper's section 4.1; absolute: in words)")
+    kit.option(g, "--kernel", cls, "kernel", choices=KERNELS,
+               help="distance term of the anchor kernel: relative |d-d'|/(d+d') (the "
+                    "paper's) or absolute |d-d'|")
     kit.option(g, "--embeddings", cls, "embeddings", metavar="FILE",
                help="eigenword file (fastspectral train eigenwords) or Brown-cluster file "
                     "(BrownClusters.save)",
@@ -37,12 +47,16 @@ def add_arguments(parser, cls) -> None:
     kit.option(g, "--vectors", cls, "vectors", choices=("eigenwords", "brown"),
                help="observed vectors learned without --embeddings: eigenwords (CCA) or "
                     "Brown-cluster bit vectors")
+    kit.option(g, "--brown-features", cls, "brown_features", choices=FEATURES,
+               help="Brown vectors: path bits and the one-hot cluster (the paper's log C + C), "
+                    "or the bits alone")
     kit.option(g, "--brown-clusters", cls, "brown_clusters", type=positive_int, metavar="C",
                help="clusters of the Brown vectors learned with --vectors brown")
     kit.option(g, "--tagset", cls, "tagset", choices=("universal", "as-is"),
                help="map Penn tags to the universal tagset, or keep the tags")
-    kit.option(g, "--top-bracket", cls, "top_bracket", choices=("verb", "punct-verb", "none"),
-               help="rooting heuristic of section 4.1")
+    kit.option(g, "--top-bracket", cls, "top_bracket", choices=TOP_BRACKETS,
+               help="rooting heuristic: the paper's three rules of section 4.1, the first "
+                    "verb, the first punctuation before it, or none")
     g.add_argument("--center", dest="center", action="store_true", default=_suppress(),
                    help="use covariances (means subtracted) instead of second moments")
     kit.add_seed(g, cls)

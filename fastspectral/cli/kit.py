@@ -192,8 +192,11 @@ def read_training_data(args, input_kind: str) -> list:
     encoding = getattr(args, "encoding", None) or "utf-8"
     if input_kind == "sequences":
         from ..lm.corpus import read_corpus
-        return read_corpus(path, getattr(args, "corpus_format", None) or "auto",
+        data = read_corpus(path, getattr(args, "corpus_format", None) or "auto",
                            encoding=encoding)
+        if not any(len(s) for s in data):
+            raise FormatError("the corpus is empty (no words)", path)
+        return data
     from ..trees.readers import read_treebank
     from ..trees.tree import Tree
 
