@@ -118,6 +118,21 @@ def _apply(E, vc, eta, tmp, out):
         out[a] = acc
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _start_node(leaf, w, start, child, i, cur):
+    """``cur <- leaf[w]`` (the start vector of node ``i``, word row ``w``) and the range of its
+    children ``child[lo:hi]`` (sentence order), split at ``split``: the left children are
+    ``child[lo:split]`` (those before ``i``), the right ones ``child[split:hi]``."""
+    for q in range(cur.shape[0]):
+        cur[q] = leaf[w, q]
+    lo = start[i]
+    hi = start[i + 1]
+    split = lo
+    while split < hi and child[split] < i:
+        split += 1
+    return lo, split, hi
+
+
 @njit(cache=True, parallel=True)
 def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
     """Algorithm 1 over many trees: ``(log|p|, sign, status)`` per tree.
@@ -165,15 +180,8 @@ def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
         sg = 1.0
         for r in range(n - 1, -1, -1):          # children before parents
             i = order[r]
-            for q in range(m):
-                cur[q] = leaf[words[a + i], q]
-            # children of i are child[start[i]:start[i+1]], in sentence order: left ones are
-            # those before i; apply the nearest first
-            lo = start[i]
-            hi = start[i + 1]
-            split = lo
-            while split < hi and child[split] < i:
-                split += 1
+            lo, split, hi = _start_node(leaf, words[a + i], start, child, i, cur)
+            # apply the nearest child first
             for q in range(split - 1, lo - 1, -1):
                 _apply(E_L, eta[child[q]], cur, tmp, out)
                 for z in range(m):
@@ -256,13 +264,7 @@ def fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1):
         total = 0.0
         neg = 0.0
         for i in range(n):
-            for q in range(m):
-                cur[q] = leaf[words[a + i], q]
-            lo = start[i]
-            hi = start[i + 1]
-            split = lo
-            while split < hi and child[split] < i:
-                split += 1
+            lo, split, hi = _start_node(leaf, words[a + i], start, child, i, cur)
             for q in range(split - 1, lo - 1, -1):          # left children, nearest first
                 _mat_apply(M_L, words[a + child[q]], cur, out)
             for q in range(split, hi):                      # right children, nearest first
