@@ -286,3 +286,25 @@ def test_apply_labels_misc_keeps_other_items_and_replaces_lexalt():
     assert out.misc == [new, "SpaceAfter=No|" + new, "A=1|B=2|" + new, "LexAltX=1"]
     assert out.lemmas == ["dog"] * 4 and out.upos == ["NOUN"] * 4
     assert out.heads == [0, 1, 1, 0]
+
+
+def test_compiled_document_scores_equal_the_sparse_products():
+    """Tables.doc_scores (compiled, one dense row of S @ C per query document) gives exactly
+    the floating-point numbers of the scipy.sparse block products it replaced, rows in any
+    order, values outside the table 0."""
+    from test_lexical import arabic
+
+    lr = train(arabic(120, 2), rankers=("M_full",), C=1.0, epsilon=0.1,
+               known_guesses="no", graded="no", unknown_weights="no")
+    corpus = corpus_from_sentences(arabic(40, 9), lr.vocalised)
+    F = lr.fs.transform(corpus.tokens, corpus.sent_starts)
+    S, qloc = lr.tables.doc_similarity(F[:, 0], np.asarray(corpus.docs))
+    rng = np.random.default_rng(3)
+    assert lr.tables.doc_values
+    for m, cm in lr.tables.doc_values.items():
+        q = rng.integers(0, S.shape[0], 3000)
+        v = rng.integers(-2, cm.shape[1] + 3, 3000)
+        got = lr.tables.doc_scores(m, S, q, v)
+        want = lr.tables.doc_scores_reference(m, S, q, v, block=3)
+        assert np.array_equal(got, want) and (got != 0).any()
+        assert np.all(got[(v < 0) | (v >= cm.shape[1])] == 0)

@@ -179,6 +179,41 @@ def _score(F, ptr, vals, g_col, g_target, col_base, ftot, indptr, indices, count
 
 
 @njit(cache=True)
+def _doc_scores_kernel(s_ptr, s_idx, s_val, c_ptr, c_idx, c_val, nv, order, qs, vs,
+                       out):  # pragma: no cover - numba
+    """``out[order[t]] = (S @ C)[qs[t], vs[t]]`` (0 for a value outside ``0..nv-1``) for rows
+    ``t`` sorted by query document ``qs``: one dense row of ``S @ C`` per query document,
+    accumulated in the order of ``scipy.sparse``'s CSR product (over the stored entries of the
+    document's row of ``S``, each adding ``S[q, d] * C[d, k]`` to column ``k``, from 0), so
+    the sums are the same floating-point numbers; only the columns it touched are reset."""
+    sums = np.zeros(nv)
+    touched = np.zeros(nv, np.bool_)
+    keys = np.empty(nv, np.int64)
+    n_keys = 0
+    cur = -1
+    for t in range(order.shape[0]):
+        q = qs[t]
+        if q != cur:
+            for u in range(n_keys):
+                sums[keys[u]] = 0.0
+                touched[keys[u]] = False
+            n_keys = 0
+            cur = q
+            for jj in range(s_ptr[q], s_ptr[q + 1]):
+                d = s_idx[jj]
+                w = s_val[jj]
+                for kk in range(c_ptr[d], c_ptr[d + 1]):
+                    k = c_idx[kk]
+                    if not touched[k]:
+                        touched[k] = True
+                        keys[n_keys] = k
+                        n_keys += 1
+                    sums[k] += w * c_val[kk]
+        v = vs[t]
+        out[order[t]] = sums[v] if 0 <= v < nv else 0.0
+
+
+@njit(cache=True)
 def _top2(ptr, scores):  # pragma: no cover - numba
     """Per group of rows ``ptr[j]:ptr[j+1]``: the rows of the best and second score (-1: none);
     ties go to the earlier row."""
@@ -499,6 +534,24 @@ class Tables:
     def doc_scores(self, m: int, S, qdoc_rows, values, block: int = 64) -> np.ndarray:
         """``sum_w x_iw beta*_wk`` of target ``m`` for rows of query document ``qdoc_rows``
         and value ``values``."""
+        out = np.zeros(len(values), dtype=np.float64)
+        cm = self.doc_values.get(m)
+        if cm is None or len(values) == 0 or S.shape[1] == 0:
+            return out
+        S = S.tocsr()
+        order = np.argsort(qdoc_rows, kind="stable").astype(np.int64)
+        _doc_scores_kernel(S.indptr.astype(np.int64), S.indices.astype(np.int64),
+                           S.data.astype(np.float64), cm.indptr.astype(np.int64),
+                           cm.indices.astype(np.int64), cm.data.astype(np.float64),
+                           int(cm.shape[1]), order,
+                           np.asarray(qdoc_rows, dtype=np.int64)[order],
+                           np.asarray(values, dtype=np.int64)[order], out)
+        return out
+
+    def doc_scores_reference(self, m: int, S, qdoc_rows, values,
+                             block: int = 64) -> np.ndarray:
+        """:meth:`doc_scores` by ``scipy.sparse`` products of blocks of query documents (the
+        definition the compiled kernel follows operation by operation; kept for the tests)."""
         out = np.zeros(len(values), dtype=np.float64)
         cm = self.doc_values.get(m)
         if cm is None or len(values) == 0 or S.shape[1] == 0:
