@@ -508,6 +508,60 @@ cdef void _finish(const TensorGrammar* g, Work* wk, double* mu_out) noexcept nog
             mu_out[wk.p0 + it] = 0.0
 
 
+cdef inline void _scalar_cell(const TensorGrammar* g, int n, i64 p0, int i, int j,
+                              const i32* item_sym, const i64* cell_lo, const i64* cell_hi,
+                              i32* pos_par, i32* pos_right, char* live, double* alpha,
+                              double* beta, bint outside) noexcept nogil:
+    """One cell ``[i, j)`` of the one-state kernel: every rule application ``a -> b c`` with
+    ``a`` in the cell and live children at a split point.  Inside (``outside`` false):
+    ``alpha[a] += T alpha[b] alpha[c]``, then the cell's items are marked live or not.
+    Outside: ``beta[b] += T beta[a] alpha[c]`` and ``beta[c] += T beta[a] alpha[b]``, for
+    parents with a nonzero outside score.  The same enumeration both ways (the inside and
+    outside passes visit the rule applications in the same order)."""
+    cdef int cid = i * (n + 1) + j
+    cdef int split, lc, rc_, b, c, a, r
+    cdef i64 it, jt, q
+    cdef double w
+    if cell_hi[cid] <= cell_lo[cid]:
+        return
+    for it in range(cell_lo[cid], cell_hi[cid]):
+        if not outside or (beta[it] != 0.0 and live[it]):
+            pos_par[item_sym[p0 + it]] = <i32> it
+    for split in range(i + 1, j):
+        lc = i * (n + 1) + split
+        rc_ = split * (n + 1) + j
+        if cell_hi[lc] <= cell_lo[lc] or cell_hi[rc_] <= cell_lo[rc_]:
+            continue
+        for jt in range(cell_lo[rc_], cell_hi[rc_]):
+            if live[jt]:
+                pos_right[item_sym[p0 + jt]] = <i32> jt
+        for it in range(cell_lo[lc], cell_hi[lc]):
+            if not live[it]:
+                continue
+            b = item_sym[p0 + it]
+            for q in range(g.rl_ptr[b], g.rl_ptr[b + 1]):
+                r = g.rl_rule[q]
+                c = g.bin_right[r]
+                if pos_right[c] < 0:
+                    continue
+                a = g.bin_parent[r]
+                if pos_par[a] < 0:
+                    continue
+                jt = pos_right[c]
+                if outside:
+                    w = g.T[g.toff[r]] * beta[pos_par[a]]
+                    beta[it] += w * alpha[jt]
+                    beta[jt] += w * alpha[it]
+                else:
+                    alpha[pos_par[a]] += g.T[g.toff[r]] * alpha[it] * alpha[jt]
+        for jt in range(cell_lo[rc_], cell_hi[rc_]):
+            pos_right[item_sym[p0 + jt]] = -1
+    for it in range(cell_lo[cid], cell_hi[cid]):
+        pos_par[item_sym[p0 + it]] = -1
+        if not outside:
+            live[it] = alpha[it] != 0.0
+
+
 cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
                           const i32* item_i, const i32* item_j, const i32* item_sym,
                           const double* leaf_w, const i64* leaf_off, const double* leaf_table,
@@ -526,9 +580,9 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
     cdef i32* pos_par = <i32*> malloc(g.S * sizeof(i32))
     cdef i32* pos_right = <i32*> malloc(g.S * sizeof(i32))
     cdef char* live = <char*> calloc(k + 1, sizeof(char))
-    cdef i64 it, jt, q
-    cdef int i, j, length, split, cid, lc, rc_, s, a, b, c, r, status = 0
-    cdef double Z = 0.0, w, ab, pa
+    cdef i64 it, q
+    cdef int i, length, cid, s, a, r, status = 0
+    cdef double Z = 0.0
     if (alpha == NULL or beta == NULL or cell_lo == NULL or cell_hi == NULL or pos_par == NULL
             or pos_right == NULL or live == NULL):
         status = -1
@@ -559,38 +613,8 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
         # inside, longer spans
         for length in range(2, n + 1):
             for i in range(0, n - length + 1):
-                j = i + length
-                cid = i * (n + 1) + j
-                if cell_hi[cid] <= cell_lo[cid]:
-                    continue
-                for it in range(cell_lo[cid], cell_hi[cid]):
-                    pos_par[item_sym[p0 + it]] = <i32> it
-                for split in range(i + 1, j):
-                    lc = i * (n + 1) + split
-                    rc_ = split * (n + 1) + j
-                    if cell_hi[lc] <= cell_lo[lc] or cell_hi[rc_] <= cell_lo[rc_]:
-                        continue
-                    for jt in range(cell_lo[rc_], cell_hi[rc_]):
-                        if live[jt]:
-                            pos_right[item_sym[p0 + jt]] = <i32> jt
-                    for it in range(cell_lo[lc], cell_hi[lc]):
-                        if not live[it]:
-                            continue
-                        b = item_sym[p0 + it]
-                        for q in range(g.rl_ptr[b], g.rl_ptr[b + 1]):
-                            r = g.rl_rule[q]
-                            c = g.bin_right[r]
-                            if pos_right[c] < 0:
-                                continue
-                            a = g.bin_parent[r]
-                            if pos_par[a] < 0:
-                                continue
-                            alpha[pos_par[a]] += g.T[g.toff[r]] * alpha[it] * alpha[pos_right[c]]
-                    for jt in range(cell_lo[rc_], cell_hi[rc_]):
-                        pos_right[item_sym[p0 + jt]] = -1
-                for it in range(cell_lo[cid], cell_hi[cid]):
-                    pos_par[item_sym[p0 + it]] = -1
-                    live[it] = alpha[it] != 0.0
+                _scalar_cell(g, n, p0, i, i + length, item_sym, cell_lo, cell_hi, pos_par,
+                             pos_right, live, alpha, beta, False)
         # root
         cid = n
         for it in range(cell_lo[cid], cell_hi[cid]):
@@ -603,41 +627,8 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
         length = n
         while length >= 2:
             for i in range(0, n - length + 1):
-                j = i + length
-                cid = i * (n + 1) + j
-                if cell_hi[cid] <= cell_lo[cid]:
-                    continue
-                for it in range(cell_lo[cid], cell_hi[cid]):
-                    if beta[it] != 0.0 and live[it]:
-                        pos_par[item_sym[p0 + it]] = <i32> it
-                for split in range(i + 1, j):
-                    lc = i * (n + 1) + split
-                    rc_ = split * (n + 1) + j
-                    if cell_hi[lc] <= cell_lo[lc] or cell_hi[rc_] <= cell_lo[rc_]:
-                        continue
-                    for jt in range(cell_lo[rc_], cell_hi[rc_]):
-                        if live[jt]:
-                            pos_right[item_sym[p0 + jt]] = <i32> jt
-                    for it in range(cell_lo[lc], cell_hi[lc]):
-                        if not live[it]:
-                            continue
-                        b = item_sym[p0 + it]
-                        for q in range(g.rl_ptr[b], g.rl_ptr[b + 1]):
-                            r = g.rl_rule[q]
-                            c = g.bin_right[r]
-                            if pos_right[c] < 0:
-                                continue
-                            a = g.bin_parent[r]
-                            if pos_par[a] < 0:
-                                continue
-                            w = g.T[g.toff[r]] * beta[pos_par[a]]
-                            jt = pos_right[c]
-                            beta[it] += w * alpha[jt]
-                            beta[jt] += w * alpha[it]
-                    for jt in range(cell_lo[rc_], cell_hi[rc_]):
-                        pos_right[item_sym[p0 + jt]] = -1
-                for it in range(cell_lo[cid], cell_hi[cid]):
-                    pos_par[item_sym[p0 + it]] = -1
+                _scalar_cell(g, n, p0, i, i + length, item_sym, cell_lo, cell_hi, pos_par,
+                             pos_right, live, alpha, beta, True)
             length -= 1
         # outside, unary rules in one-word spans
         for i in range(n):
