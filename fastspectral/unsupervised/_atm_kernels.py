@@ -88,6 +88,36 @@ def _msu(P, a, b, ps, pe, n):  # pragma: no cover - numba
 
 
 @njit(cache=True)
+def _prefix_sums(D):  # pragma: no cover - numba
+    """2-D prefix sums of the n x n matrix ``D``: ``P[b, d] = sum D[:b, :d]``."""
+    n = D.shape[0]
+    P = np.zeros((n + 1, n + 1))
+    for i in range(n):
+        for j in range(n):
+            P[i + 1, j + 1] = P[i, j + 1] + P[i + 1, j] - P[i, j] + D[i, j]
+    return P
+
+
+@njit(cache=True, inline="always")
+def _child_cost(P, BL, BR, x, y, s0, s1, u0, u1, n):  # pragma: no cover - numba
+    """Best cost of the subtree (x, y) plus its up-edge, and its best split (0 for a leaf
+    pair, ``y - x == 1``), where (x, y) is a child whose sibling is the span [s0, s1) and whose
+    parent's outside is the complement of [u0, u1): (x, y) left child of (x, pe) is
+    ``s = [y, pe)``, ``u = [x, pe)``; right child of (ps, y) is ``s = [ps, x)``, ``u = [ps, y)``."""
+    dsu = _msu(P, s0, s1, u0, u1, n)
+    if y - x == 1:
+        return 0.5 * (_mss(P, x, y, s0, s1) + _msu(P, x, y, u0, u1, n) - dsu), 0
+    best, arg = np.inf, 0
+    for m in range(x + 1, y):
+        c = 0.25 * (_mss(P, x, m, s0, s1) + _msu(P, x, m, u0, u1, n)
+                    + _mss(P, m, y, s0, s1) + _msu(P, m, y, u0, u1, n)) \
+            - 0.5 * _mss(P, x, m, m, y) - 0.5 * dsu + BL[x, m, y] + BR[m, y, x]
+        if c < best:
+            best, arg = c, m
+    return best, arg
+
+
+@njit(cache=True)
 def _decode(D, force, out, o):  # pragma: no cover - numba
     """Minimal projective tree of distance matrix ``D`` (n x n); ``force`` in 1..n-1 fixes
     the root split (-1: free).  Writes the n-1 internal nodes ``(start, end, split)`` in
@@ -95,10 +125,7 @@ def _decode(D, force, out, o):  # pragma: no cover - numba
     n = D.shape[0]
     if n < 2:
         return 0.0
-    P = np.zeros((n + 1, n + 1))
-    for i in range(n):
-        for j in range(n):
-            P[i + 1, j + 1] = P[i, j + 1] + P[i + 1, j] - P[i, j] + D[i, j]
+    P = _prefix_sums(D)
     INF = np.inf
     # BL[x, y, pe]: best cost of the subtree (x, y) plus its up-edge, (x, y) the left child of
     # (x, pe); BR[x, y, ps]: (x, y) the right child of (ps, y).  The root (0, n) is excluded.
@@ -113,36 +140,12 @@ def _decode(D, force, out, o):  # pragma: no cover - numba
             for pe in range(y + 1, n + 1):
                 if x == 0 and pe == n:
                     continue
-                dsu = _msu(P, y, pe, x, pe, n)
-                if L == 1:
-                    BL[x, y, pe] = 0.5 * (_mss(P, x, y, y, pe) + _msu(P, x, y, x, pe, n) - dsu)
-                    continue
-                best, arg = INF, 0
-                for m in range(x + 1, y):
-                    c = 0.25 * (_mss(P, x, m, y, pe) + _msu(P, x, m, x, pe, n)
-                                + _mss(P, m, y, y, pe) + _msu(P, m, y, x, pe, n)) \
-                        - 0.5 * _mss(P, x, m, m, y) - 0.5 * dsu + BL[x, m, y] + BR[m, y, x]
-                    if c < best:
-                        best, arg = c, m
-                BL[x, y, pe] = best
-                SL[x, y, pe] = arg
+                BL[x, y, pe], SL[x, y, pe] = _child_cost(P, BL, BR, x, y, y, pe, x, pe, n)
             # (x, y) as the right child of (ps, y): sibling [ps, x), up = outside [ps, y)
             for ps in range(0, x):
                 if ps == 0 and y == n:
                     continue
-                dsu = _msu(P, ps, x, ps, y, n)
-                if L == 1:
-                    BR[x, y, ps] = 0.5 * (_mss(P, x, y, ps, x) + _msu(P, x, y, ps, y, n) - dsu)
-                    continue
-                best, arg = INF, 0
-                for m in range(x + 1, y):
-                    c = 0.25 * (_mss(P, x, m, ps, x) + _msu(P, x, m, ps, y, n)
-                                + _mss(P, m, y, ps, x) + _msu(P, m, y, ps, y, n)) \
-                        - 0.5 * _mss(P, x, m, m, y) - 0.5 * dsu + BL[x, m, y] + BR[m, y, x]
-                    if c < best:
-                        best, arg = c, m
-                BR[x, y, ps] = best
-                SR[x, y, ps] = arg
+                BR[x, y, ps], SR[x, y, ps] = _child_cost(P, BL, BR, x, y, ps, x, ps, y, n)
     # the root: children (0, k) and (k, n) joined by one edge
     best, bk, b1, b2 = INF, 1, 0, 0
     k0, k1 = 1, n
@@ -234,10 +237,7 @@ def tree_cost(D, nodes):  # pragma: no cover - numba
     """c(u) of the binary tree given by its internal nodes ``(start, end, split)`` (preorder,
     root first), with the averaged edge lengths of eqs. 3-4 (for tests)."""
     n = D.shape[0]
-    P = np.zeros((n + 1, n + 1))
-    for i in range(n):
-        for j in range(n):
-            P[i + 1, j + 1] = P[i, j + 1] + P[i + 1, j] - P[i, j] + D[i, j]
+    P = _prefix_sums(D)
     split = np.full((n + 1, n + 1), -1, np.int64)
     for r in range(nodes.shape[0]):
         split[nodes[r, 0], nodes[r, 1]] = nodes[r, 2]
