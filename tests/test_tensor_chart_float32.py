@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from fastspectral._ext.tensor_chart import inside_outside_batch
-from fastspectral.lpcfg.params import LatentGrammar, _sort_items
+from fastspectral.lpcfg.params import LatentGrammar
 
 from test_lpcfg_kernel import _brute, _chart, _tiny
 
