@@ -47,6 +47,45 @@ __all__ = ["frank_wolfe_simplex", "frank_wolfe_gram", "mixture_weights_em",
 _VARIANTS = ("corrective", "away", "plain")
 
 
+@njit(cache=True, inline="always")
+def _fw_vertex(gv, b, g, grad):  # pragma: no cover - numba
+    """From ``gv = G gamma``: the gradient ``grad = 2 (G gamma - b)``, ``grad . gamma``, the
+    duality gap ``grad . gamma - min grad`` and the Frank-Wolfe vertex ``s = argmin grad``."""
+    s = 0
+    gs = np.inf
+    gdot = 0.0
+    for i in range(gv.shape[0]):
+        gr = 2.0 * (gv[i] - b[i])
+        grad[i] = gr
+        gdot += gr * g[i]
+        if gr < gs:
+            gs = gr
+            s = i
+    return gdot, gdot - gs, s
+
+
+@njit(cache=True, inline="always")
+def _fw_converged(gap, gdot, quad, cf, it, max_iter, tol, rtol):  # pragma: no cover - numba
+    """The stopping rule: ``gap <= tol``, ``max_iter`` steps, or ``gap <= rtol f(gamma)``.
+    ``f(gamma) = quad - 2 b.gamma + c = gdot - quad + c``, so ``gap <= rtol f`` gives
+    ``f - f* <= rtol f``, i.e. ``f <= f* / (1 - rtol)``."""
+    if gap <= tol or it >= max_iter:
+        return True
+    return rtol > 0.0 and gap <= rtol * (gdot - quad + cf)
+
+
+@njit(cache=True, inline="always")
+def _clip_renormalise(g):  # pragma: no cover - numba
+    """Clean up round-off: clip ``g`` at 0 and rescale it to sum 1."""
+    tot = 0.0
+    for i in range(g.shape[0]):
+        if g[i] < 0.0:
+            g[i] = 0.0
+        tot += g[i]
+    for i in range(g.shape[0]):
+        g[i] /= tot
+
+
 @njit(cache=True)
 def _start_at_best_vertex(G, b, g):  # pragma: no cover - numba
     """Set g to the simplex vertex e_i with the lowest objective G_ii - 2 b_i (+ const);
@@ -88,22 +127,8 @@ def _fw_kernel(G, B, c, gamma, gaps, iters, max_iter, tol, rtol, away):  # pragm
                         acc += G[i, j] * g[j]
                     gv[i] = acc
                     quad += acc * g[i]
-            s = 0
-            gs = np.inf
-            gdot = 0.0
-            for i in range(m):
-                gr = 2.0 * (gv[i] - b[i])
-                grad[i] = gr
-                gdot += gr * g[i]
-                if gr < gs:
-                    gs = gr
-                    s = i
-            gap = gdot - gs
-            if gap <= tol or it >= max_iter:
-                break
-            # f(gamma) = quad - 2 b.gamma + c = gdot - quad + c; gap <= rtol f gives
-            # f - f* <= rtol f, i.e. f <= f* / (1 - rtol)
-            if rtol > 0.0 and gap <= rtol * (gdot - quad + c[f]):
+            gdot, gap, s = _fw_vertex(gv, b, g, grad)
+            if _fw_converged(gap, gdot, quad, c[f], it, max_iter, tol, rtol):
                 break
             it += 1
             use_away = False
@@ -151,14 +176,7 @@ def _fw_kernel(G, B, c, gamma, gaps, iters, max_iter, tol, rtol, away):  # pragm
                 if drop:
                     g[a] = 0.0
                 quad = (1.0 + t) * (1.0 + t) * quad - 2.0 * t * (1.0 + t) * gva + t * t * G[a, a]
-        # clean up round-off: clip and renormalise
-        tot = 0.0
-        for i in range(m):
-            if g[i] < 0.0:
-                g[i] = 0.0
-            tot += g[i]
-        for i in range(m):
-            g[i] /= tot
+        _clip_renormalise(g)
         gaps[f] = gap
         iters[f] = it
 
@@ -175,6 +193,7 @@ def _fcfw_kernel(G, B, c, gamma, gaps, iters, max_iter, tol, rtol):  # pragma: n
         best = _start_at_best_vertex(G, b, g)
         active = np.zeros(m, dtype=np.bool_)
         active[best] = True
+        gv = np.empty(m)
         grad = np.empty(m)
         idx = np.empty(m, dtype=np.int64)
         x = np.empty(m)
@@ -182,24 +201,14 @@ def _fcfw_kernel(G, B, c, gamma, gaps, iters, max_iter, tol, rtol):  # pragma: n
         it = 0
         while True:
             quad = 0.0
-            gdot = 0.0
-            s = 0
-            gs = np.inf
             for i in range(m):
                 acc = 0.0
                 for j in range(m):
                     acc += G[i, j] * g[j]
+                gv[i] = acc
                 quad += acc * g[i]
-                gr = 2.0 * (acc - b[i])
-                grad[i] = gr
-                gdot += gr * g[i]
-                if gr < gs:
-                    gs = gr
-                    s = i
-            gap = gdot - gs
-            if gap <= tol or it >= max_iter:
-                break
-            if rtol > 0.0 and gap <= rtol * (gdot - quad + c[f]):
+            gdot, gap, s = _fw_vertex(gv, b, g, grad)
+            if _fw_converged(gap, gdot, quad, c[f], it, max_iter, tol, rtol):
                 break
             it += 1
             if active[s]:
@@ -266,13 +275,7 @@ def _fcfw_kernel(G, B, c, gamma, gaps, iters, max_iter, tol, rtol):  # pragma: n
                     if g[i] <= 1e-300 or (x[i] <= 0.0 and g[i] <= 1e-15):
                         g[i] = 0.0
                         active[i] = False
-        tot = 0.0
-        for i in range(m):
-            if g[i] < 0.0:
-                g[i] = 0.0
-            tot += g[i]
-        for i in range(m):
-            g[i] /= tot
+        _clip_renormalise(g)
         gaps[f] = gap
         iters[f] = it
 
