@@ -426,7 +426,8 @@ cdef void _finish_level(Work* wk, int length) noexcept nogil:
             wk.live[it] = _nonzero(&wk.alpha[wk.voff[it]], wk.voff[it + 1] - wk.voff[it])
 
 
-cdef void _root(const TensorGrammar* g, Work* wk, const i32* item_sym, double* z_out) noexcept nogil:
+cdef void _root(const TensorGrammar* g, Work* wk, const i32* item_sym,
+                double* z_out) noexcept nogil:
     """Root vectors as the outside vectors of the whole-sentence items; ``Z``."""
     cdef int s, h
     cdef i64 it
@@ -772,8 +773,8 @@ def inside_outside_batch(int S, const i32[::1] m,
     weight per sentence and a per-sentence status (0 ok, -1 out of memory, -2 the sentence's
     chart would pass ``max_bytes``; 0: no limit).  ``T32``: an optional float32 copy of ``T``
     (same layout) that the tensor products then read instead (half the memory traffic; the
-    inside / outside vectors and every sum stay float64).  Every index of the grammar and the items is
-    checked here, once, before the kernel runs (``ValueError`` otherwise).
+    inside / outside vectors and every sum stay float64).  Every index of the grammar and the
+    items is checked here, once, before the kernel runs (``ValueError`` otherwise).
     """
     cdef Py_ssize_t nsent = sent_len.shape[0]
     cdef Py_ssize_t nitems = item_i.shape[0]
