@@ -93,6 +93,34 @@ def _pair_loss(P, nl, nr, total, a, b, active, K):  # pragma: no cover - numba
 
 
 @njit(cache=True)
+def _best_pair(L, active, K):  # pragma: no cover - numba
+    """The active pair ``(a, b)``, ``a < b``, of least merge loss ``L[a, b]`` (first in row
+    order on ties)."""
+    best = np.inf
+    bi, bj = -1, -1
+    for a in range(K):
+        if not active[a]:
+            continue
+        for b in range(a + 1, K):
+            if active[b] and L[a, b] < best:
+                best = L[a, b]
+                bi, bj = a, b
+    return bi, bj
+
+
+@njit(cache=True)
+def _merge_counts(P, i, j, K):  # pragma: no cover - numba
+    """Cluster ``j``'s bigram counts join cluster ``i``'s (row and column); ``j``'s are zeroed."""
+    for c in range(K):
+        P[i, c] += P[j, c]
+    for c in range(K):
+        P[c, i] += P[c, j]
+    for c in range(K):
+        P[j, c] = 0.0
+        P[c, j] = 0.0
+
+
+@njit(cache=True)
 def _brown(indptr, indices, data, indptr_t, indices_t, data_t, nl_w, nr_w, n_words,
            n_clusters):  # pragma: no cover - numba
     """Cluster words ``1..n_words-1`` (id order = decreasing frequency; id 0, ``<unk>``, is
@@ -194,16 +222,7 @@ def _brown(indptr, indices, data, indptr_t, indices_t, data_t, nl_w, nr_w, n_wor
                     n_leaf += 1
             break
         # merge the best pair (i, j): j's members join i
-        best = np.inf
-        bi, bj = -1, -1
-        for a in range(K):
-            if not active[a]:
-                continue
-            for b in range(a + 1, K):
-                if active[b] and L[a, b] < best:
-                    best = L[a, b]
-                    bi, bj = a, b
-        i, j = bi, bj
+        i, j = _best_pair(L, active, K)
         # update the pairs without i and j: their terms with columns i, j become column i+j
         nli, nri = nl[i] + nl[j], nr[i] + nr[j]
         for a in range(K):
@@ -230,14 +249,7 @@ def _brown(indptr, indices, data, indptr_t, indices_t, data_t, nl_w, nr_w, n_wor
                     + _q(pbi, nl[b], nri, total) + _q(pib, nli, nr[b], total) \
                     - _q(pai + pbi, la, nri, total) - _q(pia + pib, nli, ra, total)
                 L[a, b] += new - old
-        # merge the counts
-        for c in range(K):
-            P[i, c] += P[j, c]
-        for c in range(K):
-            P[c, i] += P[c, j]
-        for c in range(K):
-            P[j, c] = 0.0
-            P[c, j] = 0.0
+        _merge_counts(P, i, j, K)
         nl[i] = nli
         nr[i] = nri
         nl[j] = 0.0
@@ -277,25 +289,10 @@ def _brown(indptr, indices, data, indptr_t, indices_t, data_t, nl_w, nr_w, n_wor
             n_leaf += 1
     merges = np.zeros((max(n_leaf - 1, 0), 2), np.int64)
     for t in range(n_leaf - 1):
-        best = np.inf
-        bi, bj = -1, -1
-        for a in range(K):
-            if not active[a]:
-                continue
-            for b in range(a + 1, K):
-                if active[b] and L[a, b] < best:
-                    best = L[a, b]
-                    bi, bj = a, b
-        i, j = bi, bj
+        i, j = _best_pair(L, active, K)
         merges[t, 0] = node[i]
         merges[t, 1] = node[j]
-        for c in range(K):
-            P[i, c] += P[j, c]
-        for c in range(K):
-            P[c, i] += P[c, j]
-        for c in range(K):
-            P[j, c] = 0.0
-            P[c, j] = 0.0
+        _merge_counts(P, i, j, K)
         nl[i] += nl[j]
         nr[i] += nr[j]
         nl[j] = 0.0
