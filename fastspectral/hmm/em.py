@@ -137,6 +137,35 @@ def _bw_stats(offsets, ids, start, trans, emitT, n_chunks):  # pragma: no cover 
     return lls.sum(), s_tot, t_tot, e_tot
 
 
+@njit(cache=True, inline="always")
+def _observe(pred, ex, post):  # pragma: no cover - numba
+    """``post = pred * ex`` (the joint of each state and the observed symbol, emission column
+    ``ex``); returns its total, the predictive probability of the symbol."""
+    tot = 0.0
+    for h in range(pred.shape[0]):
+        post[h] = pred[h] * ex[h]
+        tot += post[h]
+    return tot
+
+
+@njit(cache=True, inline="always")
+def _advance(pred, post, tot, trans):  # pragma: no cover - numba
+    """``pred = (post / tot) @ trans``: the next state distribution; after an impossible event
+    (``tot`` not positive) it restarts from the current prediction."""
+    m = pred.shape[0]
+    if not tot > 0.0:       # an impossible event: restart from the prediction
+        for h in range(m):
+            post[h] = pred[h]
+        tot = 1.0
+    for h2 in range(m):
+        pred[h2] = 0.0
+    for h in range(m):
+        a = post[h] / tot
+        row = trans[h]
+        for h2 in range(m):
+            pred[h2] += a * row[h2]
+
+
 @njit(cache=True, parallel=True)
 def _filtering(offsets, ids, start, trans, emitT):  # pragma: no cover - numba
     """Predictive probability of every event (tokens, then the end, sequence by sequence)."""
@@ -152,25 +181,11 @@ def _filtering(offsets, ids, start, trans, emitT):  # pragma: no cover - numba
         e0 = s0 + i
         for t in range(T + 1):
             x = ids[s0 + t] if t < T else STOP
-            ex = emitT[x]
-            tot = 0.0
-            for h in range(m):
-                post[h] = pred[h] * ex[h]
-                tot += post[h]
+            tot = _observe(pred, emitT[x], post)
             q[e0 + t] = tot
             if t == T:
                 break
-            if not tot > 0.0:       # an impossible event: restart from the prediction
-                for h in range(m):
-                    post[h] = pred[h]
-                tot = 1.0
-            for h2 in range(m):
-                pred[h2] = 0.0
-            for h in range(m):
-                a = post[h] / tot
-                row = trans[h]
-                for h2 in range(m):
-                    pred[h2] += a * row[h2]
+            _advance(pred, post, tot, trans)
     return q
 
 
@@ -184,22 +199,7 @@ def _prefix_states(offsets, ids, start, trans, emitT):  # pragma: no cover - num
         pred = start.copy()
         post = np.empty(m)
         for t in range(offsets[i], offsets[i + 1]):
-            ex = emitT[ids[t]]
-            tot = 0.0
-            for h in range(m):
-                post[h] = pred[h] * ex[h]
-                tot += post[h]
-            if not tot > 0.0:
-                for h in range(m):
-                    post[h] = pred[h]
-                tot = 1.0
-            for h2 in range(m):
-                pred[h2] = 0.0
-            for h in range(m):
-                a = post[h] / tot
-                row = trans[h]
-                for h2 in range(m):
-                    pred[h2] += a * row[h2]
+            _advance(pred, post, _observe(pred, emitT[ids[t]], post), trans)
         out[i] = pred
     return out
 
