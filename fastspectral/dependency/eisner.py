@@ -61,8 +61,10 @@ def eisner_packed(scores: np.ndarray, pair_off: np.ndarray, lengths: np.ndarray,
     return PackedHeads(heads, head_off, best)
 
 
-def eisner_batch(score_mats, single_root: bool = False, jobs=None):
-    """Decode a list of ``(n+1) x (n+1)`` score matrices; returns a list of head arrays."""
+def pack_score_mats(score_mats):
+    """A list of square ``(n+1) x (n+1)`` score matrices as the packed input of
+    :func:`eisner_packed` (and of :func:`fastspectral.rerank.kbest.kbest_packed`):
+    ``(flat float64, pair_off int64 (B+1,), lengths int32 (B,))``."""
     mats = [np.asarray(S, dtype=np.float64) for S in score_mats]
     for S in mats:
         if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] < 1:
@@ -71,8 +73,14 @@ def eisner_batch(score_mats, single_root: bool = False, jobs=None):
     pair_off = np.zeros(len(mats) + 1, dtype=np.int64)
     np.cumsum([S.size for S in mats], out=pair_off[1:])
     flat = np.concatenate([S.ravel() for S in mats]) if mats else np.zeros(0)
+    return flat, pair_off, lengths
+
+
+def eisner_batch(score_mats, single_root: bool = False, jobs=None):
+    """Decode a list of ``(n+1) x (n+1)`` score matrices; returns a list of head arrays."""
+    flat, pair_off, lengths = pack_score_mats(score_mats)
     res = eisner_packed(flat, pair_off, lengths, single_root, jobs)
-    return [res.heads[res.head_off[b]:res.head_off[b + 1]].copy() for b in range(len(mats))]
+    return [res.heads[res.head_off[b]:res.head_off[b + 1]].copy() for b in range(len(lengths))]
 
 
 def eisner(scores, single_root: bool = False) -> np.ndarray:

@@ -88,16 +88,12 @@ def kbest_packed(scores: np.ndarray, pair_off: np.ndarray, lengths: np.ndarray, 
 def kbest_batch(score_mats, k: int, single_root: bool = False, jobs=None):
     """The ``k`` best trees of each ``(n+1) x (n+1)`` score matrix: a list of
     ``(heads (c, n) int32, scores (c,))`` pairs, best first."""
-    mats = [np.asarray(S, dtype=np.float64) for S in score_mats]
-    for S in mats:
-        if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] < 1:
-            raise ValueError("each score matrix must be square (n+1) x (n+1)")
-    lengths = np.array([S.shape[0] - 1 for S in mats], dtype=np.int32)
-    pair_off = np.zeros(len(mats) + 1, dtype=np.int64)
-    np.cumsum([S.size for S in mats], out=pair_off[1:])
-    flat = np.concatenate([S.ravel() for S in mats]) if mats else np.zeros(0)
+    from ..dependency.eisner import pack_score_mats
+
+    flat, pair_off, lengths = pack_score_mats(score_mats)
     res = kbest_packed(flat, pair_off, lengths, k, single_root, jobs)
-    return [(res.trees(b).copy(), res.scores[b, :res.count[b]].copy()) for b in range(len(mats))]
+    return [(res.trees(b).copy(), res.scores[b, :res.count[b]].copy())
+            for b in range(len(lengths))]
 
 
 def kbest(scores, k: int, single_root: bool = False):
