@@ -210,6 +210,43 @@ def _chain(c):
         x = y
 
 
+def _copy_unary(src, dst, collapse):
+    """Copy the tree below ``src`` under ``dst`` (top-down), words and preterminals as they are.
+    With ``collapse`` each other node is the merged unary chain below it (:func:`_chain`); else
+    (``dst`` unlabelled) each node's label ``A+B+C`` is restored as the chain ``A -> B -> C``."""
+    stack = [(src, dst)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        src, dst = pop()
+        if not collapse:
+            label = src.label
+            if "+" in label:
+                parts = label.split("+")
+                dst.label = parts[0]
+                for p in parts[1:]:
+                    n = Tree(p, [])
+                    dst.children.append(n)
+                    dst = n
+            else:
+                dst.label = label
+        out = dst.children
+        for c in src.children:
+            if type(c) is str:
+                out.append(c)
+                continue
+            cch = c.children
+            if len(cch) == 1 and type(cch[0]) is str:
+                out.append(Tree(c.label, [cch[0]]))
+                continue
+            if collapse:
+                c, label = _chain(c)
+                n = Tree(label, [])
+            else:
+                n = Tree(None, [])
+            out.append(n)
+            push((c, n))
+
+
 def collapse_unary(t: Tree) -> Tree:
     """Merge unary chains of phrasal nodes into one node ``A+B`` (top to bottom); a chain stops
     above a preterminal; a ``TOP`` root is never merged.  Raises ``ValueError`` for a phrasal label
@@ -219,54 +256,14 @@ def collapse_unary(t: Tree) -> Tree:
     else:
         x, label = _chain(t)
     root = Tree(label, [])
-    stack = [(x, root)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        src, dst = pop()
-        out = dst.children
-        for c in src.children:
-            if type(c) is str:
-                out.append(c)
-                continue
-            cch = c.children
-            if len(cch) == 1 and type(cch[0]) is str:
-                out.append(Tree(c.label, [cch[0]]))
-                continue
-            x, label = _chain(c)
-            n = Tree(label, [])
-            out.append(n)
-            push((x, n))
+    _copy_unary(x, root, True)
     return root
 
 
 def restore_unary(t: Tree) -> Tree:
     """Inverse of :func:`collapse_unary`: a phrasal node ``A+B+C`` becomes the chain ``A -> B -> C``."""
     root = Tree(None, [])
-    stack = [(t, root)]
-    while stack:
-        src, dst = stack.pop()
-        label = src.label
-        if "+" in label:
-            parts = label.split("+")
-            dst.label = parts[0]
-            for p in parts[1:]:
-                n = Tree(p, [])
-                dst.children.append(n)
-                dst = n
-        else:
-            dst.label = label
-        out = dst.children
-        for c in src.children:
-            if type(c) is str:
-                out.append(c)
-                continue
-            cch = c.children
-            if len(cch) == 1 and type(cch[0]) is str:
-                out.append(Tree(c.label, [cch[0]]))
-                continue
-            n = Tree(None, [])
-            out.append(n)
-            stack.append((c, n))
+    _copy_unary(t, root, False)
     return root
 
 
