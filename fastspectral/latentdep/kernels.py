@@ -119,6 +119,21 @@ def _apply(E, vc, eta, tmp, out):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _open_tree(offsets, parent, s, status, r1, r2):
+    """Tree ``s``: its first token ``a``, length ``n`` and the children lists and order of
+    :func:`_tree`; sets ``status[s]``, and ``r1[s] = r2[s] = nan`` (the results) when the tree
+    is not valid."""
+    a = offsets[s]
+    n = offsets[s + 1] - a
+    st, order, start, child = _tree(parent, a, n)
+    status[s] = st
+    if st != STATUS_OK:
+        r1[s] = np.nan
+        r2[s] = np.nan
+    return a, n, order, start, child
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _start_node(leaf, w, start, child, i, cur):
     """``cur <- leaf[w]`` (the start vector of node ``i``, word row ``w``) and the range of its
     children ``child[lo:hi]`` (sentence order), split at ``split``: the left children are
@@ -164,13 +179,8 @@ def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
     sign = np.empty(ns, np.float64)
     status = np.zeros(ns, np.int64)
     for s in prange(ns):
-        a = offsets[s]
-        n = offsets[s + 1] - a
-        st, order, start, child = _tree(parent, a, n)
-        status[s] = st
-        if st != STATUS_OK:
-            logabs[s] = np.nan
-            sign[s] = np.nan
+        a, n, order, start, child = _open_tree(offsets, parent, s, status, logabs, sign)
+        if status[s] != STATUS_OK:
             continue
         eta = np.empty((n, m), np.float64)
         tmp = np.empty(m * m, np.float64)
@@ -251,13 +261,8 @@ def fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1):
     negs = np.empty(ns, np.float64)
     status = np.zeros(ns, np.int64)
     for s in prange(ns):
-        a = offsets[s]
-        n = offsets[s + 1] - a
-        st, order, start, child = _tree(parent, a, n)
-        status[s] = st
-        if st != STATUS_OK:
-            logabs[s] = np.nan
-            negs[s] = np.nan
+        a, n, order, start, child = _open_tree(offsets, parent, s, status, logabs, negs)
+        if status[s] != STATUS_OK:
             continue
         cur = np.empty(m, np.float64)
         out = np.empty(m, np.float64)
