@@ -48,6 +48,20 @@ _VARIANTS = ("corrective", "away", "plain")
 
 
 @njit(cache=True, inline="always")
+def _gram_apply(G, g, gv):  # pragma: no cover - numba
+    """``gv = G gamma``; returns ``gamma^T G gamma``."""
+    m = g.shape[0]
+    quad = 0.0
+    for i in range(m):
+        acc = 0.0
+        for j in range(m):
+            acc += G[i, j] * g[j]
+        gv[i] = acc
+        quad += acc * g[i]
+    return quad
+
+
+@njit(cache=True, inline="always")
 def _fw_vertex(gv, b, g, grad):  # pragma: no cover - numba
     """From ``gv = G gamma``: the gradient ``grad = 2 (G gamma - b)``, ``grad . gamma``, the
     duality gap ``grad . gamma - min grad`` and the Frank-Wolfe vertex ``s = argmin grad``."""
@@ -120,13 +134,7 @@ def _fw_kernel(G, B, c, gamma, gaps, iters, max_iter, tol, rtol, away):  # pragm
         it = 0
         while True:
             if it > 0 and it % 64 == 0:  # exact refresh of G gamma and gamma^T G gamma
-                quad = 0.0
-                for i in range(m):
-                    acc = 0.0
-                    for j in range(m):
-                        acc += G[i, j] * g[j]
-                    gv[i] = acc
-                    quad += acc * g[i]
+                quad = _gram_apply(G, g, gv)
             gdot, gap, s = _fw_vertex(gv, b, g, grad)
             if _fw_converged(gap, gdot, quad, c[f], it, max_iter, tol, rtol):
                 break
@@ -200,13 +208,7 @@ def _fcfw_kernel(G, B, c, gamma, gaps, iters, max_iter, tol, rtol):  # pragma: n
         gap = np.inf
         it = 0
         while True:
-            quad = 0.0
-            for i in range(m):
-                acc = 0.0
-                for j in range(m):
-                    acc += G[i, j] * g[j]
-                gv[i] = acc
-                quad += acc * g[i]
+            quad = _gram_apply(G, g, gv)
             gdot, gap, s = _fw_vertex(gv, b, g, grad)
             if _fw_converged(gap, gdot, quad, c[f], it, max_iter, tol, rtol):
                 break
