@@ -25,11 +25,10 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data", "ptb"))
+from _parse_bench import DATA, corpus, section22, trained_pcfg
+
 STATUS = re.compile(r"parsed (\d+) sentences.* in ([\d.]+) s \(([\d.]+) sentences/s\)")
 
 
@@ -93,20 +92,10 @@ def main(argv=None):
     ap.add_argument("--workdir", default=None, help="keep the files here (default: a temp dir)")
     args = ap.parse_args(argv)
 
-    from fastspectral.trees.readers import read_treebank
-
-    work = args.workdir or tempfile.mkdtemp(prefix="bench_dask_parse_")
-    os.makedirs(work, exist_ok=True)
-    v, h = args.pcfg.split(",")
-    model = os.path.join(work, f"wsj-v{v}h{h}.pcfg")
-    if not os.path.exists(model):
-        subprocess.run([sys.executable, "-m", "fastspectral", "train", "pcfg", args.train,
-                        "-o", model, "--v", v, "--h", h, "-q"], check=True)
-    sents = [" ".join(t.leaves()) for t in read_treebank(args.test)]
+    work, v, h, model = trained_pcfg(args.train, args.pcfg, args.workdir, "bench_dask_parse_")
+    sents = section22(args.test)
     inp = os.path.join(work, f"s22x{args.sentences}.txt")
-    with open(inp, "w", encoding="utf-8") as fh:
-        for i in range(args.sentences):
-            fh.write(sents[i % len(sents)] + "\n")
+    corpus(inp, sents, args.sentences)
     fs = [sys.executable, "-m", "fastspectral", "parse", model, inp]
     local_out, dask_out = os.path.join(work, "local.trees"), os.path.join(work, "dask.trees")
     local_cmd = fs + ["-o", local_out, "--jobs", str(args.jobs)]

@@ -15,23 +15,9 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data", "ptb"))
-
-
-def section22(path) -> list[str]:
-    from fastspectral.trees.readers import read_treebank
-
-    return [" ".join(t.leaves()) for t in read_treebank(path)]
-
-
-def corpus(path, sentences, n) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        for i in range(n):
-            fh.write(sentences[i % len(sentences)] + "\n")
+from _parse_bench import DATA, corpus, section22, trained_pcfg
 
 
 def run_child(cmd) -> tuple[float, int, int]:
@@ -63,13 +49,7 @@ def main(argv=None):
     ap.add_argument("--workdir", default=None, help="keep the files here (default: a temp dir)")
     args = ap.parse_args(argv)
 
-    work = args.workdir or tempfile.mkdtemp(prefix="bench_parse_memory_")
-    os.makedirs(work, exist_ok=True)
-    v, h = args.pcfg.split(",")
-    model = os.path.join(work, f"wsj-v{v}h{h}.pcfg")
-    if not os.path.exists(model):
-        subprocess.run([sys.executable, "-m", "fastspectral", "train", "pcfg", args.train,
-                        "-o", model, "--v", v, "--h", h, "-q"], check=True)
+    work, v, h, model = trained_pcfg(args.train, args.pcfg, args.workdir, "bench_parse_memory_")
     sents = section22(args.test)
     rows = []
     for n in args.sizes:
