@@ -11,6 +11,7 @@ from fastspectral.rerank import MSTParser
 from fastspectral.rerank.features import arc_features, perceptron_update
 from fastspectral.trees.conll import DepSentence, read_conllu
 
+from _conll_files import write_conllu
 from conftest import data_path, need
 
 
@@ -107,21 +108,11 @@ def test_corrupt_model_file(tmp_path):
         MSTParser._from_model_file(meta, arrays)
 
 
-def _write_conllu(path, sents, heads=True):
-    lines = []
-    for s in sents:
-        for i, (w, t) in enumerate(zip(s.words, s.xpos)):
-            h = str(s.heads[i]) if heads else "_"
-            lines.append(f"{i + 1}\t{w}\t_\t{t}\t{t}\t_\t{h}\t_\t_\t_")
-        lines.append("")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
 def test_cli_train_and_parse_conllu_without_heads(tmp_path, capsys):
     train, inp, model, out = (tmp_path / n for n in ("t.conllu", "in.conllu", "m.mst",
                                                      "out.conllu"))
-    _write_conllu(train, TOY)
-    _write_conllu(inp, TOY[:4], heads=False)
+    write_conllu(train, TOY)
+    write_conllu(inp, TOY[:4], heads=False)
     assert cli.main(["train", "mst", str(train), "-o", str(model), "--epochs", "5",
                      "--bits", "16", "-q"]) == 0
     assert cli.main(["parse", str(model), str(inp), "-o", str(out), "-q"]) == 0

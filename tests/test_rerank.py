@@ -14,6 +14,8 @@ from fastspectral.rerank import model as rmodel
 from fastspectral.rerank.reranker import tree_features
 from fastspectral.trees.conll import read_conllu
 
+from _conll_files import write_conllu
+
 
 @pytest.fixture(scope="module")
 def synthetic():
@@ -124,20 +126,10 @@ def test_bad_parameters(synthetic):
         RerankDepParser(features="base").fit(synthetic[:2])
 
 
-def _write_conllu(path, sents, heads=True):
-    lines = []
-    for s in sents:
-        for i, (w, t) in enumerate(zip(s.words, s.tags)):
-            h = str(s.heads[i]) if heads else "_"
-            lines.append(f"{i + 1}\t{w}\t_\t{t}\t{t}\t_\t{h}\t_\t_\t_")
-        lines.append("")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
 def test_cli_train_rerank_dep_and_parse_no_rerank(synthetic, tmp_path):
     train, inp, model = tmp_path / "t.conllu", tmp_path / "in.conllu", tmp_path / "m.rr"
-    _write_conllu(train, synthetic[:200])
-    _write_conllu(inp, synthetic[300:], heads=False)
+    write_conllu(train, synthetic[:200])
+    write_conllu(inp, synthetic[300:], heads=False)
     assert cli.main(["train", "rerank-dep", str(train), "-o", str(model), "--features", "base",
                      "--k", "10", "--epochs", "2", "--bits", "18", "--rerank-bits", "16",
                      "-q"]) == 0
@@ -154,7 +146,7 @@ def test_cli_train_rerank_dep_and_parse_no_rerank(synthetic, tmp_path):
 
 def test_cli_embeddings_need_spectral_features(synthetic, tmp_path, capsys):
     train = tmp_path / "t.conllu"
-    _write_conllu(train, synthetic[:30])
+    write_conllu(train, synthetic[:30])
     emb = tmp_path / "e.txt"
     emb.write_text("x\n")
     rc = cli.main(["train", "rerank-dep", str(train), "-o", str(tmp_path / "m"), "--features",
@@ -271,8 +263,8 @@ def test_cli_spectral_options(synthetic, tmp_path, capsys):
     """train rerank-dep --states / --spectral-scores / --dense-gain reach the model; parse
     with the spectral model."""
     train, inp, model = tmp_path / "t.conllu", tmp_path / "in.conllu", tmp_path / "m.rr"
-    _write_conllu(train, synthetic[:200])
-    _write_conllu(inp, synthetic[300:320], heads=False)
+    write_conllu(train, synthetic[:200])
+    write_conllu(inp, synthetic[300:320], heads=False)
     assert cli.main(["train", "rerank-dep", str(train), "-o", str(model), "--k", "5",
                      "--epochs", "1", "--bits", "16", "--rerank-bits", "16", "--states", "2",
                      "--spectral-scores", "fragment", "--dense-gain", "4", "--logp-norm",
