@@ -424,6 +424,7 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
                     inner, {u: (known_guesses, graded, u == "yes")
                             for u in UNKNOWN_WEIGHTS_GRID})
                 unknown_weights = uw == "yes"
+            inner._fits.clear()     # the memo's design matrices: not needed any more
         if choose and not known_guesses:
             dirs = inner._plain if inner._plain is not None else \
                 [d[:3] + (d[3].without_inflections(),) + d[4:] for d in dirs]
