@@ -9,10 +9,72 @@ import scipy.sparse as sp
 
 from ..base import Estimator
 
-__all__ = ["Eigenwords", "load_embeddings"]
+__all__ = ["Eigenwords", "load_embeddings", "eigenword_vocabulary", "eigenword_cooccurrence"]
 
 UNK = "<unk>"
 BOS, EOS = "<s>", "</s>"
+
+
+def eigenword_vocabulary(counts, min_count=1, vocabulary=50000, context_vocabulary=5000):
+    """The word and context vocabularies of :class:`Eigenwords` from word counts:
+    ``[<unk>] + ranked`` and ``[<unk>, <s>, </s>] + ranked[:context_vocabulary]``, ``ranked``
+    the ``vocabulary`` most frequent words of count ``>= min_count`` (ties by the word)."""
+    ranked = [w for w, c in sorted(counts.items(), key=lambda x: (-x[1], x[0]))
+              if c >= min_count][:vocabulary]
+    return [UNK] + ranked, [UNK, BOS, EOS] + ranked[:context_vocabulary]
+
+
+def eigenword_cooccurrence(sents, words, ctx_words, window=2):
+    """The word x (offset, context word) counts of the one-step CCA over ``sents`` (word
+    lists, already case-folded): a sparse matrix ``(len(words), 2 window len(ctx_words))``, a
+    sum over sentences (``window`` boundary symbols pad each sentence)."""
+    index = {w: i for i, w in enumerate(words)}
+    cindex = {w: i for i, w in enumerate(ctx_words)}
+    nc = len(ctx_words)
+    h = int(window)
+    wid, cid, valid = [], [], []
+    for s in sents:
+        wid.extend([0] * h + [index.get(w, 0) for w in s] + [0] * h)
+        cid.extend([1] * h + [cindex.get(w, 0) for w in s] + [2] * h)
+        valid.extend([False] * h + [True] * len(s) + [False] * h)
+    wid, cid = np.asarray(wid, np.int64), np.asarray(cid, np.int64)
+    pos = np.flatnonzero(np.asarray(valid, dtype=bool))
+    offsets = [o for o in range(-h, h + 1) if o != 0]
+    rows = np.concatenate([wid[pos]] * len(offsets)) if len(pos) else np.zeros(0, np.int64)
+    cols = np.concatenate([k * nc + cid[pos + o] for k, o in enumerate(offsets)]) \
+        if len(pos) else np.zeros(0, np.int64)
+    Q = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(words), len(offsets) * nc))
+    Q.sum_duplicates()
+    return Q
+
+
+def _embed(model, Q, words, counts, dim, random_state, normalize):
+    """Set the learned attributes of the :class:`Eigenwords` ``model`` (all but ``fit_time_``)
+    from the co-occurrence counts ``Q`` of ``words`` (:func:`eigenword_cooccurrence`) and the
+    word ``counts``: the SVD of the CCA-whitened counts."""
+    from ..linalg.cca import whiten
+    from ..linalg.svd import randomized_svd
+
+    Omega, p_f, _ = whiten(Q)
+    k = min(int(dim) + 1, min(Omega.shape) - 1)
+    if k < 2:
+        raise ValueError(f"too few distinct words ({len(words) - 1}) for dim={dim}")
+    U, s, _ = randomized_svd(Omega, k, random_state=random_state)
+    scale = np.zeros_like(p_f)
+    scale[p_f > 0] = 1.0 / np.sqrt(p_f[p_f > 0])
+    E = U[:, 1:] * scale[:, None]
+    if E.shape[1] < dim:                # tiny vocabularies: pad with zero dimensions
+        E = np.hstack([E, np.zeros((E.shape[0], dim - E.shape[1]))])
+    if normalize:
+        norm = np.linalg.norm(E, axis=1)
+        E = E / np.where(norm > 0, norm, 1.0)[:, None]
+    index = {w: i for i, w in enumerate(words)}
+    model.words_ = list(words)
+    model.embeddings_ = np.ascontiguousarray(E, dtype=np.float64)
+    model.counts_ = np.asarray([sum(c for w, c in counts.items() if w not in index)] +
+                               [counts[w] for w in words[1:]], dtype=np.int64)
+    model.singular_values_ = np.pad(s[1:], (0, int(dim) - len(s[1:])))
+    model._index = index
 
 
 class Eigenwords(Estimator):
@@ -120,53 +182,10 @@ class Eigenwords(Estimator):
         counts = Counter(w for s in sents for w in s)
         if not counts:
             raise ValueError("no words to learn from")
-        ranked = [w for w, c in sorted(counts.items(), key=lambda x: (-x[1], x[0]))
-                  if c >= self.min_count][: self.vocabulary]
-        words = [UNK] + ranked
-        index = {w: i for i, w in enumerate(words)}
-        ctx_words = [UNK, BOS, EOS] + ranked[: self.context_vocabulary]
-        cindex = {w: i for i, w in enumerate(ctx_words)}
-        nc = len(ctx_words)
-        h = int(self.window)
-        # token ids, with h boundary symbols around each sentence
-        wid, cid, valid = [], [], []
-        for s in sents:
-            wid.extend([0] * h + [index.get(w, 0) for w in s] + [0] * h)
-            cid.extend([1] * h + [cindex.get(w, 0) for w in s] + [2] * h)
-            valid.extend([False] * h + [True] * len(s) + [False] * h)
-        wid, cid = np.asarray(wid, np.int64), np.asarray(cid, np.int64)
-        pos = np.flatnonzero(np.asarray(valid))
-        rows, cols = [], []
-        offsets = [o for o in range(-h, h + 1) if o != 0]
-        for k, o in enumerate(offsets):
-            rows.append(wid[pos])
-            cols.append(k * nc + cid[pos + o])
-        rows, cols = np.concatenate(rows), np.concatenate(cols)
-        Q = sp.csr_matrix((np.ones(len(rows)), (rows, cols)),
-                          shape=(len(words), len(offsets) * nc))
-        Q.sum_duplicates()
-        from ..linalg.cca import whiten
-        from ..linalg.svd import randomized_svd
-
-        Omega, p_f, _ = whiten(Q)
-        k = min(int(self.dim) + 1, min(Omega.shape) - 1)
-        if k < 2:
-            raise ValueError(f"too few distinct words ({len(words) - 1}) for dim={self.dim}")
-        U, s, _ = randomized_svd(Omega, k, random_state=self.random_state)
-        scale = np.zeros_like(p_f)
-        scale[p_f > 0] = 1.0 / np.sqrt(p_f[p_f > 0])
-        E = U[:, 1:] * scale[:, None]
-        if E.shape[1] < self.dim:           # tiny vocabularies: pad with zero dimensions
-            E = np.hstack([E, np.zeros((E.shape[0], self.dim - E.shape[1]))])
-        if self.normalize:
-            norm = np.linalg.norm(E, axis=1)
-            E = E / np.where(norm > 0, norm, 1.0)[:, None]
-        self.words_ = words
-        self.embeddings_ = np.ascontiguousarray(E, dtype=np.float64)
-        self.counts_ = np.asarray([sum(c for w, c in counts.items() if w not in index)] +
-                                  [counts[w] for w in ranked], dtype=np.int64)
-        self.singular_values_ = np.pad(s[1:], (0, self.dim - len(s[1:])))
-        self._index = index
+        words, ctx_words = eigenword_vocabulary(counts, self.min_count, self.vocabulary,
+                                                self.context_vocabulary)
+        Q = eigenword_cooccurrence(sents, words, ctx_words, self.window)
+        _embed(self, Q, words, counts, self.dim, self.random_state, self.normalize)
         self.fit_time_ = time.perf_counter() - t0
         return self
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..base import Statistics
+from ..embeddings.eigenwords import eigenword_cooccurrence, eigenword_vocabulary
 from .common import strip_punctuation
 
 __all__ = ["ATMStatistics", "atm_statistics", "atm_fit_statistics", "load_vectors",
@@ -55,68 +55,13 @@ def _settings(model):
 
 
 # ------------------------------------------------------------------------- eigenword pieces
-def eigenword_vocabulary(counts, min_count=1, vocabulary=50000, context_vocabulary=5000):
-    """The word and context vocabularies of :class:`~fastspectral.embeddings.Eigenwords` from
-    merged word counts (most frequent first, ties by the word)."""
-    from ..embeddings.eigenwords import BOS, EOS, UNK
-
-    ranked = [w for w, c in sorted(counts.items(), key=lambda x: (-x[1], x[0]))
-              if c >= min_count][:vocabulary]
-    return [UNK] + ranked, [UNK, BOS, EOS] + ranked[:context_vocabulary]
-
-
-def eigenword_cooccurrence(sents, words, ctx_words, window=2):
-    """The word x (offset, context word) counts of Dhillon et al.'s one-step CCA over
-    ``sents`` (lower-cased word lists), as :class:`~fastspectral.embeddings.Eigenwords` counts
-    them: a sparse matrix, a sum over sentences."""
-    index = {w: i for i, w in enumerate(words)}
-    cindex = {w: i for i, w in enumerate(ctx_words)}
-    nc = len(ctx_words)
-    h = int(window)
-    wid, cid, valid = [], [], []
-    for s in sents:
-        wid.extend([0] * h + [index.get(w, 0) for w in s] + [0] * h)
-        cid.extend([1] * h + [cindex.get(w, 0) for w in s] + [2] * h)
-        valid.extend([False] * h + [True] * len(s) + [False] * h)
-    wid, cid = np.asarray(wid, np.int64), np.asarray(cid, np.int64)
-    pos = np.flatnonzero(np.asarray(valid, dtype=bool))
-    offsets = [o for o in range(-h, h + 1) if o != 0]
-    rows = np.concatenate([wid[pos]] * len(offsets)) if len(pos) else np.zeros(0, np.int64)
-    cols = np.concatenate([k * nc + cid[pos + o] for k, o in enumerate(offsets)]) \
-        if len(pos) else np.zeros(0, np.int64)
-    Q = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(words), len(offsets) * nc))
-    Q.sum_duplicates()
-    return Q
-
-
 def eigenwords_from_cooccurrence(Q, words, counts, dim, random_state=0, normalize=True):
     """The fitted :class:`~fastspectral.embeddings.Eigenwords` (``window=2``, ``min_count=1``)
     of merged co-occurrence counts: the SVD of the CCA-whitened counts, once."""
-    from ..embeddings.eigenwords import Eigenwords
-    from ..linalg.cca import whiten
-    from ..linalg.svd import randomized_svd
+    from ..embeddings.eigenwords import Eigenwords, _embed
 
-    Omega, p_f, _ = whiten(Q)
-    k = min(int(dim) + 1, min(Omega.shape) - 1)
-    if k < 2:
-        raise ValueError(f"too few distinct words ({len(words) - 1}) for dim={dim}")
-    U, s, _ = randomized_svd(Omega, k, random_state=random_state)
-    scale = np.zeros_like(p_f)
-    scale[p_f > 0] = 1.0 / np.sqrt(p_f[p_f > 0])
-    E = U[:, 1:] * scale[:, None]
-    if E.shape[1] < dim:
-        E = np.hstack([E, np.zeros((E.shape[0], dim - E.shape[1]))])
-    if normalize:
-        norm = np.linalg.norm(E, axis=1)
-        E = E / np.where(norm > 0, norm, 1.0)[:, None]
     ew = Eigenwords(dim=int(dim), window=2, min_count=1, random_state=random_state)
-    index = {w: i for i, w in enumerate(words)}
-    ew.words_ = list(words)
-    ew.embeddings_ = np.ascontiguousarray(E, dtype=np.float64)
-    ew.counts_ = np.asarray([sum(c for w, c in counts.items() if w not in index)] +
-                            [counts[w] for w in words[1:]], dtype=np.int64)
-    ew.singular_values_ = np.pad(s[1:], (0, int(dim) - len(s[1:])))
-    ew._index = index
+    _embed(ew, Q, words, counts, dim, random_state, normalize)
     ew.fit_time_ = 0.0
     return ew
 
