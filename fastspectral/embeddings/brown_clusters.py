@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from ..base import Estimator
+from .eigenwords import WordIds
 
 __all__ = ["BrownClusters", "word_counts", "bigram_counts", "brown_vocabulary"]
 
@@ -324,7 +325,7 @@ def _leaf_paths(merges, n_leaf):
 FEATURES = ("bits", "bits+clusters")
 
 
-class BrownClusters(Estimator):
+class BrownClusters(WordIds, Estimator):
     """Brown clusters of words and their bit-string vectors.
 
     Every word with at least ``min_count`` occurrences is put in one of ``n_clusters``
@@ -498,15 +499,6 @@ class BrownClusters(Estimator):
             c = cls[ids]
             total += log_start[c[0]] + log_emit[ids].sum() + log_trans[c[:-1], c[1:]].sum()
         return float(total)
-
-    def ids(self, words) -> np.ndarray:
-        """Vocabulary ids of ``words`` (0 = ``<unk>``)."""
-        self._check_fitted()
-        idx = getattr(self, "_index", None)
-        if idx is None:
-            idx = self._index = {w: i for i, w in enumerate(self.words_)}
-        fold = str.lower if self.lowercase else (lambda w: w)
-        return np.asarray([idx.get(fold(w), 0) for w in words], dtype=np.int64)
 
     def transform(self, words) -> np.ndarray:
         """The bit vectors of ``words``: an array ``(len(words), dim)``."""

@@ -77,7 +77,26 @@ def _embed(model, Q, words, counts, dim, random_state, normalize):
     model._index = index
 
 
-class Eigenwords(Estimator):
+class WordIds:
+    """Vocabulary ids of words, for the word-vector estimators (:class:`Eigenwords`,
+    :class:`~fastspectral.embeddings.brown_clusters.BrownClusters`): ``words_`` (row 0:
+    ``<unk>``), ``lowercase``."""
+
+    def _lookup(self):
+        idx = getattr(self, "_index", None)
+        if idx is None:
+            idx = self._index = {w: i for i, w in enumerate(self.words_)}
+        return idx
+
+    def ids(self, words) -> np.ndarray:
+        """Vocabulary ids of ``words`` (0 = ``<unk>``)."""
+        self._check_fitted()
+        idx = self._lookup()
+        fold = str.lower if self.lowercase else (lambda w: w)
+        return np.asarray([idx.get(fold(w), 0) for w in words], dtype=np.int64)
+
+
+class Eigenwords(WordIds, Estimator):
     """The eigenword dictionary: CCA between a word and its context window (OSCCA).
 
     Every token gives a row of the word view ``W`` (one-hot over the ``vocabulary`` most frequent
@@ -190,19 +209,6 @@ class Eigenwords(Estimator):
         return self
 
     # ------------------------------------------------------------------------------------------
-    def _lookup(self):
-        idx = getattr(self, "_index", None)
-        if idx is None:
-            idx = self._index = {w: i for i, w in enumerate(self.words_)}
-        return idx
-
-    def ids(self, words) -> np.ndarray:
-        """Vocabulary ids of ``words`` (0 = ``<unk>``)."""
-        self._check_fitted()
-        idx = self._lookup()
-        fold = str.lower if self.lowercase else (lambda w: w)
-        return np.asarray([idx.get(fold(w), 0) for w in words], dtype=np.int64)
-
     def transform(self, words) -> np.ndarray:
         """The eigenwords of ``words`` (a list of strings): an array ``(len(words), dim)``."""
         if isinstance(words, str):
