@@ -164,20 +164,10 @@ def check_sentence(sent, index: int | None = None, need_heads: bool = True) -> N
         h = np.asarray(heads, dtype=np.int64)
         if (h < 0).any() or (h > n).any() or (h == np.arange(1, n + 1)).any():
             raise FormatError(f"{where}: head out of range or self-loop", None, line)
-        # every word must reach the root
-        seen = np.zeros(n + 1, dtype=np.int8)
-        seen[0] = 2
-        for i in range(1, n + 1):
-            path = []
-            j = i
-            while seen[j] == 0:
-                seen[j] = 1
-                path.append(j)
-                j = int(h[j - 1])
-            if seen[j] == 1:
-                raise FormatError(f"{where}: the heads contain a cycle", None, line)
-            for p in path:
-                seen[p] = 2
+        from ..trees.conll import heads_cycle
+
+        if heads_cycle(h.tolist()) is not None:      # every word must reach the root
+            raise FormatError(f"{where}: the heads contain a cycle", None, line)
 
 
 def is_projective(heads) -> bool:

@@ -50,6 +50,7 @@ __all__ = [
     "write_conllu",
     "write_conllx",
     "write_malttab",
+    "heads_cycle",
 ]
 
 # ``iter_lines`` and ``source_name`` moved to :mod:`fastspectral.trees.files`; they stay importable
@@ -57,6 +58,28 @@ __all__ = [
 
 _COLUMNS = ("ids", "words", "lemmas", "upos", "xpos", "feats", "heads", "rels", "deps", "misc")
 _STRING_COLUMNS = ("lemmas", "upos", "xpos", "feats", "rels", "deps", "misc")
+
+
+def heads_cycle(heads):
+    """The first cycle (its 1-based words, in head order) met following the 1-based ``heads``
+    (0 = root; each in ``0..n``) from every word, or ``None`` when every word reaches the root."""
+    n = len(heads)
+    # state: 0 unvisited, 1 on the current path, 2 known to reach the root
+    state = [0] * (n + 1)
+    state[0] = 2
+    for start in range(1, n + 1):
+        path = []
+        node = start
+        while state[node] == 0:
+            state[node] = 1
+            path.append(node)
+            node = heads[node - 1]
+        if state[node] == 1:
+            return path[path.index(node):]
+        for p in path:
+            state[p] = 2
+    return None
+
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,21 +201,9 @@ class DepSentence:
         for i, h in enumerate(heads):
             if not isinstance(h, numbers.Integral) or h < 0 or h > n:
                 return f"word {i + 1} ({self.words[i]!r}) has head {h!r} outside 0..{n}"
-        # state: 0 unvisited, 1 on the current path, 2 known to reach the root
-        state = [0] * (n + 1)
-        state[0] = 2
-        for start in range(1, n + 1):
-            path = []
-            node = start
-            while state[node] == 0:
-                state[node] = 1
-                path.append(node)
-                node = heads[node - 1]
-            if state[node] == 1:
-                cycle = path[path.index(node):]
-                return f"cycle in heads through words {cycle} (the root is not reachable)"
-            for p in path:
-                state[p] = 2
+        cycle = heads_cycle(heads)
+        if cycle is not None:
+            return f"cycle in heads through words {cycle} (the root is not reachable)"
         if single_root:
             roots = [i + 1 for i, h in enumerate(heads) if h == 0]
             if len(roots) != 1:
