@@ -68,9 +68,23 @@ def _tree_feats(P, base, heads, hb, n, mask, out, cnt, start, kids):
     return k
 
 
+@njit(cache=True)
 def _scratch(n):
+    """Scratch of :func:`_tree_feats` for a sentence of ``n`` words: ``(out, cnt, start,
+    kids)``."""
     return (np.empty((n + 1) * (n + 1) + 2 * n + 8, np.int64), np.empty(n + 2, np.int64),
             np.empty(n + 2, np.int64), np.empty(n + 1, np.int64))
+
+
+@njit(cache=True, inline="always")
+def _score(w, feats, k, v, dense, c):
+    """``w . phi + v . dense[c]``, ``phi`` the ``k`` hashed features ``feats[:k]``."""
+    s = 0.0
+    for i in range(k):
+        s += w[feats[i]]
+    for d in range(dense.shape[1]):
+        s += v[d] * dense[c, d]
+    return s
 
 
 @njit(cache=True, parallel=True)
@@ -81,18 +95,10 @@ def score_candidates(w, v, P, tok_off, lengths, heads, cand_off, cand_hoff, dens
     mask = np.int64(w.shape[0] - 1)
     for b in prange(lengths.shape[0]):
         n = lengths[b]
-        buf = np.empty((n + 1) * (n + 1) + 2 * n + 8, np.int64)
-        cnt = np.empty(n + 2, np.int64)
-        start = np.empty(n + 2, np.int64)
-        kids = np.empty(n + 1, np.int64)
+        buf, cnt, start, kids = _scratch(n)
         for c in range(cand_off[b], cand_off[b + 1]):
             k = _tree_feats(P, tok_off[b], heads, cand_hoff[c], n, mask, buf, cnt, start, kids)
-            s = 0.0
-            for i in range(k):
-                s += w[buf[i]]
-            for d in range(dense.shape[1]):
-                s += v[d] * dense[c, d]
-            out[c] = s
+            out[c] = _score(w, buf, k, v, dense, c)
     return out
 
 
@@ -110,18 +116,11 @@ def rerank_epoch(w, u, v, uv, c, order, P, tok_off, lengths, heads, cand_off, ca
         if e - a < 2:
             c += 1.0
             continue
-        buf = np.empty((n + 1) * (n + 1) + 2 * n + 8, np.int64)
-        cnt = np.empty(n + 2, np.int64)
-        start = np.empty(n + 2, np.int64)
-        kids = np.empty(n + 1, np.int64)
+        buf, cnt, start, kids = _scratch(n)
         best, best_s, orac = a, -np.inf, a
         for cc in range(a, e):
             k = _tree_feats(P, tok_off[b], heads, cand_hoff[cc], n, mask, buf, cnt, start, kids)
-            s = 0.0
-            for i in range(k):
-                s += w[buf[i]]
-            for d in range(dense.shape[1]):
-                s += v[d] * dense[cc, d]
+            s = _score(w, buf, k, v, dense, cc)
             if s > best_s:
                 best_s = s
                 best = cc
