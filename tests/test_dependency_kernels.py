@@ -1,7 +1,4 @@
 """Eisner and SHAG inside-outside kernels against brute-force enumeration of projective trees."""
-import itertools
-from functools import lru_cache
-
 import numpy as np
 import pytest
 
@@ -11,36 +8,7 @@ from fastspectral.dependency.eisner import eisner, eisner_batch
 from fastspectral.dependency.inference import arc_marginals, pair_offsets, unpack_square
 from fastspectral.dependency.spectral import OperatorSHAG
 
-
-def _is_tree(heads):
-    n = len(heads)
-    for i in range(1, n + 1):
-        seen = set()
-        j = i
-        while j != 0:
-            if j in seen:
-                return False
-            seen.add(j)
-            j = heads[j - 1]
-    return True
-
-
-def _projective(heads):
-    arcs = [(min(h, m), max(h, m)) for m, h in enumerate(heads, 1)]
-    return not any(a < c < b < d for a, b in arcs for c, d in arcs)
-
-
-@lru_cache(maxsize=None)
-def all_projective_trees(n, single_root):
-    out = []
-    for heads in itertools.product(range(n + 1), repeat=n):
-        if any(h == m for m, h in enumerate(heads, 1)):
-            continue
-        if single_root and sum(h == 0 for h in heads) != 1:
-            continue
-        if _is_tree(heads) and _projective(heads):
-            out.append(heads)
-    return out
+from _dep_brute import all_projective_trees
 
 
 def test_tree_counts():

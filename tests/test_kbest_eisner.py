@@ -3,50 +3,13 @@ on short sentences the k best scores equal the top k of an enumeration of every 
 tree (torch-struct's habit), the trees are distinct, projective and scored right."""
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
 from fastspectral.dependency.eisner import eisner
 from fastspectral.rerank.kbest import kbest, kbest_batch, kbest_packed
 
-
-def _is_tree(h):
-    for i in range(1, len(h) + 1):
-        seen, j = set(), i
-        while j != 0:
-            if j in seen:
-                return False
-            seen.add(j)
-            j = h[j - 1]
-    return True
-
-
-def _dominates(h, a, x):
-    while x != 0 and x != a:
-        x = h[x - 1]
-    return x == a
-
-
-def _projective(h):
-    for m in range(1, len(h) + 1):
-        lo, hi = sorted((m, h[m - 1]))
-        if any(not _dominates(h, h[m - 1], j) for j in range(lo + 1, hi)):
-            return False
-    return True
-
-
-def _all_trees(n, single_root):
-    out = []
-    for h in itertools.product(range(n + 1), repeat=n):
-        if any(h[i] == i + 1 for i in range(n)):
-            continue
-        if single_root and sum(x == 0 for x in h) != 1:
-            continue
-        if _is_tree(h) and _projective(h):
-            out.append(h)
-    return out
+from _dep_brute import all_projective_trees, is_projective, is_tree
 
 
 def _score(S, h):
@@ -56,7 +19,7 @@ def _score(S, h):
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
 @pytest.mark.parametrize("single_root", [False, True])
 def test_kbest_equals_brute_force_top_k(n, single_root):
-    trees = _all_trees(n, single_root)
+    trees = all_projective_trees(n, single_root)
     rng = np.random.default_rng(n * 10 + single_root)
     for k in (1, 7, 50):
         S = rng.normal(size=(n + 1, n + 1))
@@ -67,7 +30,7 @@ def test_kbest_equals_brute_force_top_k(n, single_root):
         assert np.all(np.diff(scores) <= 1e-12), "best first"
         assert len({tuple(h) for h in heads}) == len(heads), "distinct trees"
         for h, s in zip(heads, scores):
-            assert _is_tree(h) and _projective(h)
+            assert is_tree(h) and is_projective(h)
             assert not single_root or int((h == 0).sum()) == 1
             assert _score(S, h) == pytest.approx(s, abs=1e-9)
 
@@ -76,7 +39,7 @@ def test_number_of_projective_trees_is_exhausted():
     # 3 words: 12 projective trees (12 < k: all of them, then stop)
     S = np.random.default_rng(0).normal(size=(4, 4))
     heads, scores = kbest(S, 50)
-    assert len(scores) == len(_all_trees(3, False)) == 12
+    assert len(scores) == len(all_projective_trees(3, False)) == 12
 
 
 def test_first_tree_is_the_viterbi_tree_and_batches_agree():
@@ -99,7 +62,7 @@ def test_minus_infinity_arcs_are_never_used():
     heads, scores = kbest(S, 50)
     assert np.isfinite(scores).all()
     assert not ((heads[:, 2] == 0) | (heads[:, 0] == 2)).any()
-    ok = [t for t in _all_trees(n, False) if t[2] != 0 and t[0] != 2]
+    ok = [t for t in all_projective_trees(n, False) if t[2] != 0 and t[0] != 2]
     assert len(scores) == min(50, len(ok))
 
 
