@@ -165,12 +165,17 @@ def _strings(seqs):
     return [[names[x] for x in s] for s in seqs]
 
 
+def _toy(train_seed, dev_seed):
+    """3000 training and 300 development sequences of the true HMM, as strings."""
+    start, trans, emit = _true_hmm()
+    train = _strings(_sample(start, trans, emit, 3000, train_seed))
+    dev = _strings(_sample(start, trans, emit, 300, dev_seed))
+    return train, dev
+
+
 @pytest.fixture(scope="module")
 def toy():
-    start, trans, emit = _true_hmm()
-    train = _strings(_sample(start, trans, emit, 3000, 11))
-    dev = _strings(_sample(start, trans, emit, 300, 12))
-    return train, dev
+    return _toy(11, 12)
 
 
 @pytest.mark.parametrize("method", ["spectral", "em", "spectral-em"])

@@ -11,15 +11,12 @@ from fastspectral.hmm import model as MD
 from fastspectral.hmm import spectral as S
 from fastspectral.hmm.data import Encoded
 
-from test_hmm import _sample, _strings, _true_hmm
+from test_hmm import _sample, _toy
 
 
 @pytest.fixture(scope="module")
 def toy():
-    start, trans, emit = _true_hmm()
-    train = _strings(_sample(start, trans, emit, 3000, 21))
-    dev = _strings(_sample(start, trans, emit, 300, 22))
-    return train, dev
+    return _toy(21, 22)
 
 
 def _random_enc(M, n, seed):
