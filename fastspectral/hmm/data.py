@@ -36,20 +36,10 @@ _RESERVED = frozenset({UNK, "<s>", "</s>"})
 def _window(source, skip_tokens: int, max_tokens):
     """Whole sequences of ``source``: skipped until ``skip_tokens`` tokens were skipped, then
     taken until ``max_tokens`` were taken (the semantics of
-    :func:`fastspectral.lm.corpus.read_corpus`)."""
-    out = []
-    skipped = taken = 0
-    for seq in source:
-        if not seq:
-            continue
-        if skipped < skip_tokens:
-            skipped += len(seq)
-            continue
-        if max_tokens is not None and taken >= max_tokens:
-            break
-        out.append(seq)
-        taken += len(seq)
-    return out
+    :func:`fastspectral.lm.corpus.read_corpus`); empty sequences are dropped."""
+    from ..lm.corpus import token_window
+
+    return token_window(filter(None, source), skip_tokens, max_tokens)
 
 
 def _detect(path, encoding: str) -> str:

@@ -14,7 +14,7 @@ from typing import Iterator
 from ..trees.brown import read_brown
 from ..trees.files import iter_lines
 
-__all__ = ["read_corpus", "detect_format"]
+__all__ = ["read_corpus", "detect_format", "token_window"]
 
 
 def detect_format(path, encoding: str = "utf-8") -> str:
@@ -57,7 +57,14 @@ def read_corpus(path, fmt: str = "auto", skip_tokens: int = 0,
         source = _text_sentences(path, encoding)
     else:
         raise ValueError(f"unknown corpus format {fmt!r} (auto, brown, text)")
-    out: list[list[str]] = []
+    return token_window(source, skip_tokens, max_tokens)
+
+
+def token_window(source, skip_tokens: int = 0, max_tokens: int | None = None) -> list:
+    """Whole sequences of the iterable ``source``: skipped until ``skip_tokens`` tokens were
+    skipped, then taken until ``max_tokens`` tokens were taken (``None``: to the end); reads
+    ``source`` no further than needed."""
+    out: list = []
     skipped = taken = 0
     for sent in source:
         if skipped < skip_tokens:
