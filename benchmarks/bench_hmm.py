@@ -543,18 +543,10 @@ def main(argv=None):
     if not (args.convergence or args.tags or args.hmmlearn or args.brown or args.speed or
             args.init):
         args.convergence = args.tags = True
-    if args.convergence:
-        convergence(args)
-    if args.tags:
-        tags(args)
-    if args.speed:
-        speed(args)
-    if args.init:
-        init_curves(args)
-    if args.brown:
-        brown(args)
-    if args.hmmlearn:
-        hmmlearn_rows(args)
+    for flag, part in (("convergence", convergence), ("tags", tags), ("speed", speed),
+                       ("init", init_curves), ("brown", brown), ("hmmlearn", hmmlearn_rows)):
+        if getattr(args, flag):
+            part(args)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(RESULTS, fh, indent=1, default=float)
