@@ -484,3 +484,32 @@ def test_writers_formats_and_errors():
     buf = io.StringIO()
     write_conllu([DepSentence(words=["a"], heads=[0], lemmas=[""])], buf)
     assert list(read_conllu(io.StringIO(buf.getvalue())))[0].lemmas == ["_"]
+
+
+def test_write_conllu_fast_path_same_text_and_errors():
+    """The writer formats a column at a time; the text and the errors are those of joining
+    each row's cells (empty -> "_", str() of other values) and of the per-value checks."""
+    import numpy as np
+
+    from fastspectral.trees.conll import _cell
+
+    def reference(sent):
+        rows = zip(sent.ids, sent.words, sent.lemmas, sent.upos, sent.xpos, sent.feats,
+                   sent.heads, sent.rels, sent.deps, sent.misc)
+        lines = ["\t".join(map(_cell, r)) for r in rows]
+        for pos, text in sorted(sent.extra_lines, key=lambda e: e[0], reverse=True):
+            lines.insert(pos, text)
+        return "\n".join(["# c"] + lines + [""]) + "\n"
+
+    s = DepSentence(words=["a", "b", "c"], heads=[2, 0, np.int64(2)], lemmas=["", "x", "y"],
+                    misc=["_", "", "K=v"], comments=["# c"],
+                    extra_lines=[(0, "1-2\tab\t_\t_\t_\t_\t_\t_\t_\t_"),
+                                 (3, "3.1\tz\t_\t_\t_\t_\t_\t_\t_\t_")])
+    assert s.to_conllu() == reference(s)
+    t = DepSentence(words=["a", "b"], heads=[True, 0], comments=["# c"])
+    assert t.to_conllu() == reference(t)
+    for bad in ("a\tb", "a\nb", "a\rb"):
+        with pytest.raises(ValueError, match="tab or a line break"):
+            DepSentence(words=["x", bad], heads=[0, 1]).to_conllu()
+    with pytest.raises(ValueError, match="outside"):
+        DepSentence(words=["x", "y"], heads=[0, -1]).to_conllu()

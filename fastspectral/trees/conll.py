@@ -445,9 +445,31 @@ def _check_heads(sent: DepSentence) -> None:
     n = len(sent.words)
     if n == 0:
         raise ValueError("cannot write an empty sentence (no words): it would not read back")
+    heads = sent.heads
+    if len(heads) == n and all(type(h) is int for h in heads) and 0 <= min(heads) \
+            and max(heads) <= n:
+        return                  # the common case, checked without a loop in Python
     for i, h in enumerate(sent.heads):
         if not isinstance(h, numbers.Integral) or h < 0 or h > n:
             raise ValueError(f"word {i + 1} has head {h!r} outside 0..{n}")
+
+
+def _word_lines(cols) -> list:
+    """``"\t".join(map(_cell, row))`` of every row of the columns ``cols``, a column at a time
+    (the same text; a value with a tab or a line break raises the same error)."""
+    n = len(cols[0])
+    text = []
+    for col in cols:
+        col = list(map(str, col))
+        if "" in col:
+            col = [v or "_" for v in col]
+        text.append(col)
+    lines = list(map("\t".join, zip(*text)))
+    block = "\n".join(lines)
+    if block.count("\t") != (len(cols) - 1) * n or block.count("\n") != max(n - 1, 0) \
+            or "\r" in block:
+        lines = ["\t".join(map(_cell, row)) for row in zip(*cols)]    # raises
+    return lines
 
 
 def _format_conllu(sent: DepSentence) -> str:
@@ -457,11 +479,14 @@ def _format_conllu(sent: DepSentence) -> str:
     k = 0
     cols = (sent.ids, sent.words, sent.lemmas, sent.upos, sent.xpos, sent.feats, sent.heads,
             sent.rels, sent.deps, sent.misc)
-    for i, row in enumerate(zip(*cols)):
+    lines = _word_lines(cols)
+    if not extras:
+        out.extend(lines)
+    for i, line in enumerate(lines if extras else ()):
         while k < len(extras) and extras[k][0] <= i:
             out.append(extras[k][1])
             k += 1
-        out.append("\t".join(map(_cell, row)))
+        out.append(line)
     out.extend(e[1] for e in extras[k:])
     out.append("")
     return "\n".join(out) + "\n"
