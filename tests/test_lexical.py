@@ -504,3 +504,33 @@ def test_graded_and_unknown_weights_inner_are_chosen_on_the_training_data_and_re
         LexicalDisambiguator(graded="sometimes").fit(sents)
     with pytest.raises(ValueError, match="unknown_weights"):
         LexicalDisambiguator(unknown_weights="maybe").fit(sents)
+
+
+def test_inner_c_epsilon_chosen_once_and_reused_by_the_later_fits(monkeypatch):
+    """With inner choices, (C, epsilon) of each weight set come from the grid of the first
+    inner fit only: the later inner fits and the final M_full fit reuse them (no grid)."""
+    from fastspectral.lexical import engine, model
+
+    calls = []
+    real = engine.fit_lambda
+
+    def spy(X, y, ptr, C, epsilon, *a, **k):
+        out = real(X, y, ptr, C, epsilon, *a, **k)
+        calls.append((C, epsilon, out[2], out[3]))
+        return out
+
+    monkeypatch.setattr(engine, "fit_lambda", spy)
+    m = LexicalDisambiguator().fit(arabic(200, 3))
+    grid = [c for c in calls if c[0] is None]
+    assert 1 <= len(grid) <= 2 and calls[:len(grid)] == grid     # the first inner fit
+    chosen = [(c[2], c[3]) for c in grid]
+    later = calls[len(grid):]
+    assert len(later) >= 1 and all(c[0] is not None and c[1] is not None for c in later)
+    assert {(c[0], c[1]) for c in later} <= set(chosen)
+    r = m.learned_.rankers["M_full"]
+    assert all((c, e) in chosen for c, e in zip(r.C, r.epsilon) if c is not None)
+    # without inner choices every weight set keeps its own grid
+    calls.clear()
+    LexicalDisambiguator(known_guesses="no", graded="no", unknown_weights="no").fit(
+        arabic(200, 3))
+    assert calls and all(c[0] is None for c in calls)

@@ -355,6 +355,7 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
     voc = corpus_vocalised(sentences) if vocalised == "auto" else vocalised == "yes"
     choose = known_guesses == "inner" and unknown == "suffix"
     kg_scores = g_scores = uw_scores = None
+    inner_pairs = None
     known_guesses = voc if known_guesses == "auto" else known_guesses in (True, "yes")
     choose_g = graded == "inner"
     graded = "unknown" if choose_g else _graded_value(graded)
@@ -425,14 +426,18 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
                             for u in UNKNOWN_WEIGHTS_GRID})
                 unknown_weights = uw == "yes"
             inner._fits.clear()     # the memo's design matrices: not needed any more
+            inner_pairs = inner.pairs
         if choose and not known_guesses:
             dirs = inner._plain if inner._plain is not None else \
                 [d[:3] + (d[3].without_inflections(),) + d[4:] for d in dirs]
         specs = make_specs(unknown_weights)
         trainable = [s for s in specs if not s.uniform]
         for spec in trainable:
-            ranker, n_rows = _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, C,
-                                         epsilon, max_iter, random_state, loss, stage2_tokens)
+            c_s, e_s = C, epsilon
+            if inner_pairs is not None and spec.name == "M_full":
+                c_s, e_s = inner_pairs     # chosen once, on the inner split (_InnerE1)
+            ranker, n_rows = _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, c_s,
+                                         e_s, max_iter, random_state, loss, stage2_tokens)
             stage2[spec.name] = n_rows
             if ranker is not None:
                 rankers_out[spec.name] = ranker
@@ -468,12 +473,21 @@ def _digest(*parts) -> bytes:
     return h.digest()
 
 
+def _per_block(value, blk):
+    """``C`` or ``epsilon`` of weight set ``blk``: ``value`` itself, or its entry ``blk`` of
+    a list (the first entry beyond its end)."""
+    if isinstance(value, list):
+        return value[blk] if blk < len(value) else value[0]
+    return value
+
+
 def _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, C, epsilon, max_iter,
                 random_state, loss, stage2_tokens, use=None, memo=None):
     """Stage 2 of one ranker on the rows of the directions ``dirs`` (``(tables, guesser, F,
     candidates, S, qloc, gold values)`` of each): ``(Ranker or None, stage-2 rows)``.
     ``use``: per direction a boolean mask of the tokens that may give stage-2 rows (None:
-    all).
+    all).  ``C`` / ``epsilon``: a number, None (the grid of :func:`E.fit_lambda`) or one
+    of these per weight set (a list; a block beyond its end takes its first entry).
 
     ``memo``: a dict shared by fits on the same ``dirs`` (the inner choices): a design matrix
     is keyed by its direction and a digest of its inputs (tokens, candidate values, row
@@ -526,15 +540,18 @@ def _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, C, epsilon, max_
         offs = np.cumsum([0] + [pc[2][-1] for pc in pieces[blk]])
         p2 = np.concatenate([pieces[blk][0][2][:1]] +
                             [pc[2][1:] + o for pc, o in zip(pieces[blk], offs)])
+        c_b, e_b = _per_block(C, blk), _per_block(epsilon, blk)
         key = None if memo is None else \
-            ("fit", tuple(pc[4] for pc in pieces[blk]), _digest(y, p2), C, epsilon, max_iter,
+            ("fit", tuple(pc[4] for pc in pieces[blk]), _digest(y, p2), c_b, e_b, max_iter,
              random_state, loss)
         fitted = None if key is None else memo.get(key)
         if fitted is None:
             X = sp.vstack([pc[0] for pc in pieces[blk]]).tocsr()
-            fitted = E.fit_lambda(X, y, p2, C, epsilon, max_iter, random_state, loss)
+            fitted = E.fit_lambda(X, y, p2, c_b, e_b, max_iter, random_state, loss)
             if key is not None:
                 memo[key] = fitted
+                # the last fit of a grid is the fit with the chosen pair: the same weights
+                memo[key[:3] + (fitted[2], fitted[3]) + key[5:]] = fitted
         coef, b_blk, c, e = fitted
         lb, ld = E.unpack(one, coef, len(cols), n_bins)
         lam[blk], lam_doc[blk] = lb[0], ld[0]
@@ -556,8 +573,9 @@ CHOICE_TOKENS = 6000
 class _InnerE1:
     """The inner split of the training data on which ``known_guesses``, ``graded`` and
     ``unknown_weights`` are chosen: M_full is fitted on the first half of the stage-2 tokens
-    of every direction (at most :data:`CHOICE_TOKENS`, ``C`` and ``epsilon`` chosen as
-    usual) and its E1 measured on all tokens of the second halves (scored with the counts of
+    of every direction (at most :data:`CHOICE_TOKENS`; ``C`` and ``epsilon`` of each weight
+    set chosen by the grid of the first of these fits, then kept in ``pairs`` for the later
+    ones and for the final M_full fit) and its E1 measured on all tokens of the second halves (scored with the counts of
     the other part of the training data; uncovered tokens are errors).  Training data only.
     ``self(known_guesses, graded, unknown_weights)`` is that E1 (memoised); ``tokens``: the
     number of inner evaluation tokens."""
@@ -575,6 +593,9 @@ class _InnerE1:
         self._memo: dict = {}
         self._fits: dict = {}      # design matrices, fits and scores shared by the settings
         self._plain = None
+        #: ``(C, epsilon)`` per weight set, chosen by the grid of the first inner fit and
+        #: reused by the later ones and by the final M_full fit (None: not yet chosen)
+        self.pairs = None
 
     def __call__(self, known_guesses: bool, graded: str, unknown_weights: bool) -> float:
         key = (bool(known_guesses), graded, bool(unknown_weights))
@@ -590,9 +611,14 @@ class _InnerE1:
                 self._plain = [d[:3] + (d[3].without_inflections(),) + d[4:] for d in ds]
             ds = self._plain
         C, epsilon, max_iter, random_state, loss = self.fit_args
+        if self.pairs is not None:
+            C, epsilon = self.pairs
         ranker, _ = _fit_ranker(spec, ds, space, self.cols, self.n_bins, graded, self.n_les,
                                 C, epsilon, max_iter, random_state, loss, CHOICE_TOKENS,
                                 self.use, memo=self._fits)
+        if self.pairs is None and ranker is not None and ranker.C[0] is not None:
+            # a weight set without a fit (too few tokens) keeps the grid (None)
+            self.pairs = (list(ranker.C), list(ranker.epsilon))
         if ranker is None:
             lam, lam_doc = E.uniform_weights(spec, len(self.cols), self.n_bins)
             ranker = E.Ranker(spec, lam, lam_doc, 0.0, None, 0)
