@@ -308,3 +308,43 @@ def test_compiled_document_scores_equal_the_sparse_products():
         want = lr.tables.doc_scores_reference(m, S, q, v, block=3)
         assert np.array_equal(got, want) and (got != 0).any()
         assert np.all(got[(v < 0) | (v >= cm.shape[1])] == 0)
+
+
+def test_apply_labels_vocalised_input_form_and_empty_misc():
+    """Vocalised models: FORM becomes the label's vocalised form, the input FORM goes to MISC
+    InputForm= (before LexAlt=, after the input's other items); an old InputForm is dropped;
+    an unchanged FORM adds nothing; an empty MISC without a second choice stays "_"."""
+    from fastspectral.lexical.data import apply_labels, encode_alt
+    from fastspectral.trees.conll import DepSentence
+
+    lab = ("kataba", "VERB", "VP", "_", "kataba")
+    same = ("ktb", "X", "X", "_", "ktb")
+    alt = ("kutub", "NOUN", "NN", "_", "kutub")
+    s = DepSentence(words=["ktb", "ktb", "ktb", "ktb", "ktb"], heads=[0, 1, 1, 1, 1],
+                    misc=["_", "A=1", "InputForm=x|B=2", "", "_"])
+    out = apply_labels(s, [lab, lab, lab, same, lab], [alt, alt, None, None, None], True)
+    new = "LexAlt=" + encode_alt(alt)
+    assert out.words == ["kataba", "kataba", "kataba", "ktb", "kataba"]
+    assert out.misc == ["InputForm=ktb|" + new, "A=1|InputForm=ktb|" + new,
+                        "B=2|InputForm=ktb", "_", "InputForm=ktb"]
+    assert out.feats == ["_"] * 5 and out.lemmas[3] == "ktb"
+
+
+def test_gc_paused_restores_the_collector():
+    import gc
+
+    from fastspectral.lexical.data import gc_paused
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        with gc_paused():
+            assert not gc.isenabled()
+            raise RuntimeError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()       # left as it was
+    finally:
+        gc.enable()

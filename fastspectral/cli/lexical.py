@@ -226,14 +226,20 @@ def _load(path):
 
 
 def _tag(args) -> int:
+    from ..lexical.data import gc_paused
+
+    kit.require_file(args.input, "input file")
+    kit.require_output_path(args.output, "output file", inputs=[args.input, args.model])
+    with gc_paused():
+        return _tag_with(args, _load(args.model))
+
+
+def _tag_with(args, model) -> int:
     import time
 
     from ..lexical.data import apply_labels, corpus_from_sentences, read_tagging_input
     from ..trees.files import open_output
 
-    kit.require_file(args.input, "input file")
-    kit.require_output_path(args.output, "output file", inputs=[args.input, args.model])
-    model = _load(args.model)
     sents, _ = read_tagging_input(args.input, args.encoding)
     t0 = time.perf_counter()
     nonempty = [s for s in sents if len(s)]

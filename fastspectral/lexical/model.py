@@ -18,7 +18,8 @@ from ..base import Parser
 from ..errors import FormatError, ModelFileError
 from . import engine as E
 from .analyser import SuffixGuesser, normalise_analyses
-from .data import Corpus, LabelScheme, apply_labels, corpus_from_sentences, corpus_vocalised
+from .data import (Corpus, LabelScheme, apply_labels, corpus_from_sentences, corpus_vocalised,
+                   gc_paused)
 from .features import FeatureSpace, parse_features
 
 __all__ = ["LexicalDisambiguator", "VARIANTS", "Learned", "train", "candidates",
@@ -993,7 +994,14 @@ class LexicalDisambiguator(Parser):
         t0 = time.perf_counter()
         seed = self.random_state if self.random_state is not None else \
             int(np.random.SeedSequence().generate_state(1)[0] >> 1)
-        self.learned_ = train(
+        with gc_paused():
+            self.learned_ = self._train(sentences, seed)
+        self._set_attributes()
+        self.fit_time_ = time.perf_counter() - t0
+        return self
+
+    def _train(self, sentences, seed):
+        return train(
             sentences, rankers=variant_rankers(self.variant), features=self.features,
             vocalised=self.vocalised, split=float(self.split), refit=bool(self.refit),
             cross_fit=bool(self.cross_fit),
@@ -1005,9 +1013,6 @@ class LexicalDisambiguator(Parser):
             analyser=self.analyser, loss=self.loss, max_iter=int(self.max_iter),
             random_state=seed,
             with_morph=self.variant == "ind")
-        self._set_attributes()
-        self.fit_time_ = time.perf_counter() - t0
-        return self
 
     def _set_attributes(self):
         lr = self.learned_
@@ -1037,8 +1042,9 @@ class LexicalDisambiguator(Parser):
         ``jobs`` threads; None: Numba's default)."""
         self._check_fitted()
         name = self._model_name()
-        out = predict_labels(self.learned_, corpus, [name], analyser=self.analyser, tags=tags,
-                             threads=jobs)
+        with gc_paused():
+            out = predict_labels(self.learned_, corpus, [name], analyser=self.analyser,
+                                 tags=tags, threads=jobs)
         first, second = out[name]
         return first, second, out["_candidates"]
 
@@ -1125,6 +1131,11 @@ class LexicalDisambiguator(Parser):
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
+        with gc_paused():
+            return cls._from_model_file_body(meta, arrays)
+
+    @classmethod
+    def _from_model_file_body(cls, meta, arrays):
         try:
             model = cls(**cls._params_from_file(meta["params"]))
             scheme = LabelScheme.from_meta(meta["scheme"])
