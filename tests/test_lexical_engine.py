@@ -348,3 +348,25 @@ def test_gc_paused_restores_the_collector():
         assert not gc.isenabled()       # left as it was
     finally:
         gc.enable()
+
+
+def test_lazy_guesser_is_fitted_on_first_use_and_equals_the_eager_one():
+    import pickle
+
+    from test_lexical import arabic
+
+    from fastspectral.lexical.analyser import SuffixGuesser
+    from fastspectral.lexical.model import _guesser_pairs, _LazyGuesser
+
+    lr = train(arabic(120, 2), rankers=("M_full",), C=1.0, epsilon=0.1,
+               known_guesses="no", graded="no", unknown_weights="no")
+    lazy = lr.guesser
+    assert isinstance(lazy, _LazyGuesser) and lazy._fitted is None
+    lazy = pickle.loads(pickle.dumps(lazy))
+    eager = SuffixGuesser().fit(_guesser_pairs(lr.tables, lr.fs, lr.space), lr.vocalised)
+    words = lr.fs.vocabs[0][:40] + ["zzqq", "kataba", ""]
+    assert [lazy(w) for w in words] == [eager(w) for w in words]
+    lemmas = {lab[0] for lab in lr.space.labels[:50]}
+    assert [lazy.inflections(w, lemmas) for w in words] == \
+        [eager.inflections(w, lemmas) for w in words]
+    assert lazy._fitted is not None and lazy.vocalised == eager.vocalised

@@ -172,6 +172,35 @@ def _guesser_pairs(tables: E.Tables, fs: FeatureSpace, space: E.LabelSpace):
             yield words[w], space.labels[tables.lex_label[k]]
 
 
+class _LazyGuesser:
+    """The suffix guesser of a fitted model (:class:`SuffixGuesser` of the lexicon's (word,
+    label) pairs), fitted on first use: tagging text whose tokens the lexicon all knows (and
+    a model without the guessed inflections) never needs it, and training only needs those of
+    the stage-2 directions.  The same guesser either way."""
+
+    def __init__(self, tables: E.Tables, fs: FeatureSpace, space: E.LabelSpace,
+                 vocalised: bool):
+        self._args = (tables, fs, space, vocalised)
+        self._fitted = None
+
+    def fitted(self) -> SuffixGuesser:
+        if self._fitted is None:
+            tables, fs, space, voc = self._args
+            self._fitted = SuffixGuesser().fit(_guesser_pairs(tables, fs, space), voc)
+        return self._fitted
+
+    def __call__(self, token: str) -> list:
+        return self.fitted()(token)
+
+    def inflections(self, token: str, lemmas) -> list:
+        return self.fitted().inflections(token, lemmas)
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name in ("_args", "_fitted"):
+            raise AttributeError(name)
+        return getattr(self.fitted(), name)
+
+
 def candidates(learned_tables: E.Tables, space: E.LabelSpace, fs: FeatureSpace,
                guesser: SuffixGuesser, tokens: list, F: np.ndarray, *, analyser=None,
                unknown: str = "suffix", vocalised: bool = False, tags=None,
@@ -451,7 +480,7 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
     if refit or not trainable or corpus.n_sentences < 2:
         tables = E.Tables.build(F, V, all_idx, corpus.docs, targets, doc_targets, fs.sizes,
                                 n_values)
-        guesser = SuffixGuesser().fit(_guesser_pairs(tables, fs, space), voc)
+        guesser = _LazyGuesser(tables, fs, space, voc)
     return Learned(voc, scheme, space, fs, cols, tables, guesser, rankers_out, n_bins,
                    unknown, stage2, bool(known_guesses), kg_scores, graded, g_scores,
                    bool(unknown_weights), uw_scores)
@@ -1154,7 +1183,7 @@ class LexicalDisambiguator(Parser):
                                       float(r["intercept"]), r["C"], int(r["rows"]),
                                       r.get("epsilon"))
             voc = bool(meta["vocalised"])
-            guesser = SuffixGuesser().fit(_guesser_pairs(tables, fs, space), voc)
+            guesser = _LazyGuesser(tables, fs, space, voc)
             model.learned_ = Learned(voc, scheme, space, fs, [int(c) for c in meta["cols"]],
                                      tables, guesser, rankers, int(meta["n_bins"]),
                                      meta["unknown"], dict(meta.get("stage2", {})),
