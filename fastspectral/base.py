@@ -232,6 +232,32 @@ def check_jobs(jobs) -> int:
     return n
 
 
+def check_int(name: str, value, low: int, allow_none: bool = False):
+    """A hyperparameter check: ``value`` as an ``int`` >= ``low`` (None passes when
+    ``allow_none``); ``ValueError`` naming ``name`` otherwise (bools are refused)."""
+    import numbers
+
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}{' or None' if allow_none else ''}"
+                         f", got {value!r}")
+    return int(value)
+
+
+def check_float(name: str, value, low: float, high: float | None = None) -> float:
+    """A hyperparameter check: ``value`` as a ``float`` in ``[low, high)`` (``high`` None: no
+    upper bound; NaN and bools refused); ``ValueError`` naming ``name`` otherwise."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = float("nan")
+    if isinstance(value, bool) or not (x >= low and (high is None or x < high)):
+        interval = f">= {low}" if high is None else f"in [{low}, {high})"
+        raise ValueError(f"{name} must be a number {interval}, got {value!r}")
+    return x
+
+
 def clone(estimator, *, safe: bool = True):
     """An unfitted copy of ``estimator`` with the same hyperparameters (scikit-learn's
     ``clone`` without importing scikit-learn)."""

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..base import Parser, PartitionedFit, check_jobs
+from ..base import check_int as _check_int, check_float as _check_float
 from ..errors import FormatError, ModelFileError
 from .backoff import BackoffSHAG
 from .data import (ROOT, TAGSETS, SymbolVocab, check_sentence, choose_tagset,
@@ -103,25 +104,6 @@ class SHAGParseStats:
     too_long: int = 0
 
 
-def _check_int(name, value, low, allow_none=False):
-    """``value`` as an int >= ``low`` (ValueError naming ``name`` otherwise)."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, not {value!r}")
-    return int(value)
-
-
-def _check_float(name, value, low, high=None):
-    """``value`` as a float in ``[low, high)`` (ValueError naming ``name`` otherwise)."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        x = float("nan")
-    if isinstance(value, bool) or not (x >= low and (high is None or x < high)):
-        interval = f">= {low}" if high is None else f"in [{low}, {high})"
-        raise ValueError(f"{name} must be a number {interval}, not {value!r}")
-    return x
 
 
 class SHAGParser(PartitionedFit, Parser):

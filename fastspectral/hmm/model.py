@@ -12,6 +12,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from ..base import Estimator, PartitionedFit
+from ..base import check_int as _check_int, check_float as _check_float
 from ..errors import ModelFileError
 from . import em as _em
 from . import spectral as _sp
@@ -48,24 +49,6 @@ SPECTRAL_INITS = ("classes", "anchors")
 END = "</s>"
 
 
-def _check_int(name, value, low, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}{' or None' if allow_none else ''}"
-                         f", not {value!r}")
-    return int(value)
-
-
-def _check_float(name, value, low, high=None):
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        x = float("nan")
-    if isinstance(value, bool) or not (x >= low and (high is None or x < high)):
-        interval = f">= {low}" if high is None else f"in [{low}, {high})"
-        raise ValueError(f"{name} must be a number {interval}, not {value!r}")
-    return x
 
 
 class HMM(PartitionedFit, Estimator):

@@ -44,6 +44,7 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from ..base import Estimator, PartitionedFit
+from ..base import check_int as _check_int
 from ..errors import ModelFileError
 from ..linalg import mdp2, mixture_weights_em
 from .kneser_ney import Vocabulary, _as_word_lists, bigram_ids, bigram_matrix
@@ -179,14 +180,6 @@ def _unique_pairs(prev, nxt, n):
     uk, cnt = np.unique(key, return_counts=True)
     return uk // n, uk % n, cnt.astype(np.float64)
 
-
-def _check_int(name, value, low, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}" +
-                         (" or None" if allow_none else "") + f", got {value!r}")
-    return int(value)
 
 
 class LatentBigramLM(PartitionedFit, Estimator):

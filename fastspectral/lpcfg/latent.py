@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 from ..base import Parser, check_jobs
+from ..base import check_int as _check_int
 from ..trees.transforms import binarize, clean, collapse_unary, drop_empty_trees, prepare
 from ..trees.tree import Tree
 from .features import extract_nodes
@@ -270,13 +271,6 @@ def log_rule_per_word(nodes, g) -> float:
     lp += np.log(np.maximum(g.root_prob[nodes.label[rootn]], 1e-300)).sum()
     return float(lp / max(1, nodes.tags.shape[0]))
 
-
-def _check_int(name, value, low, allow_none=False):
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        what = f"None or an integer >= {low}" if allow_none else f"an integer >= {low}"
-        raise ValueError(f"{name} must be {what}, got {value!r}")
 
 
 def resolve_random_state(random_state) -> int:

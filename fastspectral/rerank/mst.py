@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..base import Parser
+from ..base import check_int as _check_int
 from ..errors import ModelFileError
 from .features import FIRST_ID, ROOT_ID, UNK_ID, arc_scores, perceptron_update
 
@@ -125,11 +126,6 @@ def copy_with_heads(s, heads):
     c.heads = hl
     return c
 
-
-def _check_int(name, value, low):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, not {value!r}")
-    return int(value)
 
 
 class HeadsParser(Parser):
