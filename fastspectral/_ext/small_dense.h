@@ -22,33 +22,6 @@
 #define FS_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define FS_CLONES
-/* The same two products with a float32 matrix (the parse path's copy of the rule tensors: half
- * the memory traffic of float64; the vectors and the sums stay float64). */
-FS_CLONES static void fs_gemv_rows_f(int m, int n, const float *A, const double *x, double *y)
-{
-    for (int h = 0; h < m; h++) {
-        const float *row = A + (size_t)h * n;
-        double acc = 0.0;
-#pragma omp simd reduction(+:acc)
-        for (int k = 0; k < n; k++)
-            acc += (double)row[k] * x[k];
-        y[h] += acc;
-    }
-}
-
-FS_CLONES static void fs_gemv_cols_f(int m, int n, const float *A, const double *w, double *z)
-{
-    for (int h = 0; h < m; h++) {
-        const double wh = w[h];
-        if (wh == 0.0)
-            continue;
-        const float *row = A + (size_t)h * n;
-#pragma omp simd
-        for (int k = 0; k < n; k++)
-            z[k] += wh * (double)row[k];
-    }
-}
-
 #endif
 
 /* y[h] += sum_k A[h * n + k] * x[k]   for h < m   (A row-major m x n) */
