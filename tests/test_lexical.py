@@ -506,9 +506,9 @@ def test_graded_and_unknown_weights_inner_are_chosen_on_the_training_data_and_re
         LexicalDisambiguator(unknown_weights="maybe").fit(sents)
 
 
-def test_inner_c_epsilon_chosen_once_and_reused_by_the_later_fits(monkeypatch):
+def test_inner_c_epsilon_chosen_once_and_reused_by_the_later_inner_fits(monkeypatch):
     """With inner choices, (C, epsilon) of each weight set come from the grid of the first
-    inner fit only: the later inner fits and the final M_full fit reuse them (no grid)."""
+    inner fit; the later inner fits reuse them (no grid); the final fit runs its own grid."""
     from fastspectral.lexical import engine, model
 
     calls = []
@@ -516,19 +516,33 @@ def test_inner_c_epsilon_chosen_once_and_reused_by_the_later_fits(monkeypatch):
 
     def spy(X, y, ptr, C, epsilon, *a, **k):
         out = real(X, y, ptr, C, epsilon, *a, **k)
-        calls.append((C, epsilon, out[2], out[3]))
+        calls.append((C, epsilon, out[2], out[3], X.shape[0]))
+        return out
+
+    inner_calls = []
+    real_call = model._InnerE1.__call__
+
+    def spy_inner(self, *a):
+        n = len(calls)
+        out = real_call(self, *a)
+        inner_calls.extend(range(n, len(calls)))
         return out
 
     monkeypatch.setattr(engine, "fit_lambda", spy)
+    monkeypatch.setattr(model._InnerE1, "__call__", spy_inner)
     m = LexicalDisambiguator().fit(arabic(200, 3))
-    grid = [c for c in calls if c[0] is None]
-    assert 1 <= len(grid) <= 2 and calls[:len(grid)] == grid     # the first inner fit
+    inner = [calls[i] for i in inner_calls]
+    final = [c for i, c in enumerate(calls) if i not in set(inner_calls)]
+    grid = [c for c in inner if c[0] is None]
+    assert 1 <= len(grid) <= 2 and inner[:len(grid)] == grid     # the first inner fit
     chosen = [(c[2], c[3]) for c in grid]
-    later = calls[len(grid):]
-    assert len(later) >= 1 and all(c[0] is not None and c[1] is not None for c in later)
+    later = inner[len(grid):]
+    assert all(c[0] is not None and c[1] is not None for c in later)
     assert {(c[0], c[1]) for c in later} <= set(chosen)
+    assert final and all(c[0] is None and c[1] is None for c in final)
     r = m.learned_.rankers["M_full"]
-    assert all((c, e) in chosen for c, e in zip(r.C, r.epsilon) if c is not None)
+    assert [(c, e) for c, e in zip(r.C, r.epsilon) if c is not None] == \
+        [(c[2], c[3]) for c in final]
     # without inner choices every weight set keeps its own grid
     calls.clear()
     LexicalDisambiguator(known_guesses="no", graded="no", unknown_weights="no").fit(

@@ -372,11 +372,17 @@ def _stage2_rows(cands: E.Candidates, level: int, gold_lv: np.ndarray, n_targets
     return keep_tok, new_ptr, np.ascontiguousarray(vals[keep_row]), y[keep_row]
 
 
+#: stage-2 tokens (both directions together, per weight set) of each ranker's final fit,
+#: drawn with ``random_state`` when there are more (a cost bound, not tuned; 20,000 until
+#: the sixth speed session, see docs/lexical.md)
+STAGE2_TOKENS = 10000
+
+
 def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, refit=True,
           C=None, epsilon=None, frequency_classes=5, unknown="suffix", analyser=None,
           max_iter=1000, random_state=0, with_morph=False,
           loss="squared_epsilon_insensitive", graded="inner", unknown_weights="inner",
-          cross_fit=True, stage2_tokens=20000, known_guesses="inner") -> Learned:
+          cross_fit=True, stage2_tokens=STAGE2_TOKENS, known_guesses="inner") -> Learned:
     """Fit the stage-1 tables and the ``rankers`` (see :func:`_specs`) on labelled
     sentences (the body of :meth:`LexicalDisambiguator.fit`, shared with the
     cross-validation).  ``known_guesses``, ``graded`` and ``unknown_weights`` equal to
@@ -385,7 +391,6 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
     voc = corpus_vocalised(sentences) if vocalised == "auto" else vocalised == "yes"
     choose = known_guesses == "inner" and unknown == "suffix"
     kg_scores = g_scores = uw_scores = None
-    inner_pairs = None
     known_guesses = voc if known_guesses == "auto" else known_guesses in (True, "yes")
     choose_g = graded == "inner"
     graded = "unknown" if choose_g else _graded_value(graded)
@@ -456,18 +461,14 @@ def train(sentences, *, rankers, features="all", vocalised="auto", split=0.5, re
                             for u in UNKNOWN_WEIGHTS_GRID})
                 unknown_weights = uw == "yes"
             inner._fits.clear()     # the memo's design matrices: not needed any more
-            inner_pairs = inner.pairs
         if choose and not known_guesses:
             dirs = inner._plain if inner._plain is not None else \
                 [d[:3] + (d[3].without_inflections(),) + d[4:] for d in dirs]
         specs = make_specs(unknown_weights)
         trainable = [s for s in specs if not s.uniform]
-        for spec in trainable:
-            c_s, e_s = C, epsilon
-            if inner_pairs is not None and spec.name == "M_full":
-                c_s, e_s = inner_pairs     # chosen once, on the inner split (_InnerE1)
-            ranker, n_rows = _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, c_s,
-                                         e_s, max_iter, random_state, loss, stage2_tokens)
+        for spec in trainable:      # each final fit chooses its own (C, epsilon)
+            ranker, n_rows = _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, C,
+                                         epsilon, max_iter, random_state, loss, stage2_tokens)
             stage2[spec.name] = n_rows
             if ranker is not None:
                 rankers_out[spec.name] = ranker
@@ -596,8 +597,8 @@ def _fit_ranker(spec, dirs, space, cols, n_bins, graded, n_les, C, epsilon, max_
 
 #: stage-2 tokens (both directions together, per weight set) of each fit that chooses
 #: ``known_guesses``, ``graded`` or ``unknown_weights`` on the inner split (a cost bound,
-#: not tuned)
-CHOICE_TOKENS = 6000
+#: not tuned; 6,000 until the sixth speed session, see docs/lexical.md)
+CHOICE_TOKENS = 3000
 
 
 class _InnerE1:
@@ -605,7 +606,7 @@ class _InnerE1:
     ``unknown_weights`` are chosen: M_full is fitted on the first half of the stage-2 tokens
     of every direction (at most :data:`CHOICE_TOKENS`; ``C`` and ``epsilon`` of each weight
     set chosen by the grid of the first of these fits, then kept in ``pairs`` for the later
-    ones and for the final M_full fit) and its E1 measured on all tokens of the second halves (scored with the counts of
+    ones — the final fits choose their own) and its E1 measured on all tokens of the second halves (scored with the counts of
     the other part of the training data; uncovered tokens are errors).  Training data only.
     ``self(known_guesses, graded, unknown_weights)`` is that E1 (memoised); ``tokens``: the
     number of inner evaluation tokens."""
@@ -624,7 +625,7 @@ class _InnerE1:
         self._fits: dict = {}      # design matrices, fits and scores shared by the settings
         self._plain = None
         #: ``(C, epsilon)`` per weight set, chosen by the grid of the first inner fit and
-        #: reused by the later ones and by the final M_full fit (None: not yet chosen)
+        #: reused by the later inner fits (None: not yet chosen)
         self.pairs = None
 
     def __call__(self, known_guesses: bool, graded: str, unknown_weights: bool) -> float:
