@@ -606,8 +606,9 @@ class _InnerE1:
     ``unknown_weights`` are chosen: M_full is fitted on the first half of the stage-2 tokens
     of every direction (at most :data:`CHOICE_TOKENS`; ``C`` and ``epsilon`` of each weight
     set chosen by the grid of the first of these fits, then kept in ``pairs`` for the later
-    ones — the final fits choose their own) and its E1 measured on all tokens of the second halves (scored with the counts of
-    the other part of the training data; uncovered tokens are errors).  Training data only.
+    ones — the final fits choose their own) and its E1 measured on all tokens of the second
+    halves (scored with the counts of the other part of the training data; uncovered tokens
+    are errors).  Training data only.
     ``self(known_guesses, graded, unknown_weights)`` is that E1 (memoised); ``tokens``: the
     number of inner evaluation tokens."""
 
