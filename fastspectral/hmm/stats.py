@@ -103,12 +103,9 @@ def token_counts(model, items) -> TokenCounts:
 def symbol_table(model, stats: TokenCounts) -> tuple[SymbolTable, np.ndarray]:
     """``(SymbolTable.build of the merged tokens, counts per symbol id)`` (id 0: every token
     that is not a kept symbol)."""
-    if not isinstance(stats, TokenCounts):
-        raise TypeError(f"expected TokenCounts, got {type(stats).__name__}")
-    if stats.lowercase != bool(model.lowercase):
-        raise ValueError("these counts were computed with another lowercase setting")
-    if stats.n_sequences == 0:
-        raise ValueError("no training sequences")
+    from ..lm.stats import check_counts
+
+    check_counts(stats, TokenCounts, model, "sequences")
     mc = int(model.min_count)
     kept = sorted((w for w, c in stats.tokens.items() if c >= mc and w not in _RESERVED),
                   key=lambda w: (-stats.tokens[w], w))

@@ -76,15 +76,22 @@ def bigram_statistics(model, items) -> BigramCounts:
     return out
 
 
+def check_counts(stats, cls, model, what: str) -> None:
+    """The checks of merged token statistics before an estimate (the LM's bigram counts, the
+    HMM's token counts): the right class, the model's ``lowercase`` setting, and a non-zero
+    ``stats.n_<what>`` (``what``: "sentences" or "sequences")."""
+    if not isinstance(stats, cls):
+        raise TypeError(f"expected {cls.__name__}, got {type(stats).__name__}")
+    if stats.lowercase != bool(model.lowercase):
+        raise ValueError("these counts were computed with another lowercase setting")
+    if getattr(stats, f"n_{what}") == 0:
+        raise ValueError(f"no training {what}")
+
+
 def vocabulary_and_counts(model, stats: BigramCounts):
     """``(Vocabulary, bigram count matrix)`` of merged counts (``Vocabulary.build`` and
     ``bigram_matrix`` of ``fit``)."""
-    if not isinstance(stats, BigramCounts):
-        raise TypeError(f"expected BigramCounts, got {type(stats).__name__}")
-    if stats.lowercase != bool(model.lowercase):
-        raise ValueError("these counts were computed with another lowercase setting")
-    if stats.n_sentences == 0:
-        raise ValueError("no training sentences")
+    check_counts(stats, BigramCounts, model, "sentences")
     counts = Counter(stats.words)
     for special in (BOS, EOS, UNK):
         counts.pop(special, None)
