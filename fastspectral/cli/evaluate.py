@@ -42,8 +42,12 @@ def add_eval_command(sub, common, fmt) -> None:
                    help="dependency scores: headline mode for punctuation (both are printed)")
     u = p.add_argument_group("unsupervised parsing (Klein & Manning 2002; docs/unsupervised.md)")
     u.add_argument("--unlabelled", action="store_true",
-                   help="unlabelled bracketing F1: punctuation removed, single-word and "
-                        "whole-sentence brackets not counted")
+                   help="unlabelled bracketing F1: punctuation removed, single-word brackets "
+                        "not counted, the whole-sentence bracket counted (as in Klein & "
+                        "Manning's published WSJ10 numbers)")
+    u.add_argument("--no-sentence-bracket", dest="sentence_bracket", action="store_false",
+                   help="with --unlabelled: do not count the whole-sentence bracket either "
+                        "(the convention of Klein & Manning's text and of later papers)")
     u.add_argument("--max-length", type=nonneg_int, default=None, metavar="N",
                    help="with --unlabelled: only sentences of at most N words after "
                         "punctuation removal (default: all)")
@@ -61,11 +65,13 @@ def cmd_eval(args) -> int:
         from ..eval.unlabelled import evaluate_unlabelled_files
 
         sys.stdout.write(evaluate_unlabelled_files(args.gold, args.pred, args.max_length,
-                                                   args.by_length, encoding=args.encoding))
+                                                   args.by_length, encoding=args.encoding,
+                                                   sentence_bracket=args.sentence_bracket))
         sys.stdout.flush()
         return 0
-    if args.max_length is not None or args.by_length:
-        raise kit.CommandError("--max-length and --by-length go with --unlabelled")
+    if args.max_length is not None or args.by_length or not args.sentence_bracket:
+        raise kit.CommandError("--max-length, --by-length and --no-sentence-bracket go with "
+                               "--unlabelled")
     fmt = args.format or detect_format(args.gold, args.encoding)
     if fmt == "ptb":
         from ..eval.evalb import run_evalb
