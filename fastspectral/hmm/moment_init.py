@@ -1,0 +1,278 @@
+"""A moment-matched start for EM: an HMM fitted to the distribution of short windows.
+
+The spectral learner of :mod:`fastspectral.hmm.spectral` reads the training sequences through
+their low-order moments only: the unigram, bigram and trigram counts ``P_1``, ``P_21``,
+``P_3x1`` of the framed sequences ``START x_1 .. x_T STOP``.  This module fits the parameters
+of an HMM (start, transitions, emissions with the end as one more emission) to those same
+moments, generalised to windows of ``length`` events: every event position ``t`` of every
+sequence (its tokens and its end) opens the window ``x_t .. x_{t+length-1}``, cut after the
+end.  Under an HMM with the end event the window at position ``t`` has probability
+``sum_h p(h_t = h) p(window | h)``, and ``p(window | h)`` does not depend on ``t``; so the
+distribution of the windows of the first positions is that of the model started from
+``start``, and the distribution of all other windows, pooled over positions, is that of the
+model started from the average state occupancy ``q`` (a free parameter of the fit).  The
+composite log-likelihood ``sum_windows count(w) log p(w)`` is maximised by EM on the DISTINCT
+windows weighted by their counts (a few thousand for POS-tag trigrams, against ~10^5
+tokens): the E-step is a batched forward-backward over ``length`` steps written as dense
+matrix products (``[windows, m] @ [m, m]``), the M-step the usual normalisations.  Several
+random starts (and optionally a given start, e.g. the class start of
+:func:`fastspectral.hmm.spectral.hmm_from_token_classes`) are run and the one with the best
+window likelihood is kept.
+
+This is a method-of-moments estimate in the moment-matching sense (the parameters whose
+low-order window distribution is closest in KL divergence to the empirical one; Lindsay's
+composite likelihood, Varin, Reid & Firth 2011), not the observable-operator (SVD) estimate of
+Hsu, Kakade & Zhang 2009, and, like EM, it can stop in a local optimum of its own objective
+(hence the restarts).  It reads only the window table, not the corpus, but it is not free: its
+cost is reported beside the EM iterations it saves (docs/hmm.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._blas import blas_single_thread
+
+__all__ = ["Windows", "window_table", "windows_from_sequences", "window_loglik",
+           "window_em", "hmm_from_moments"]
+
+
+@dataclass
+class Windows:
+    """The distinct windows of a training set: ``W[i, k]`` the ``k``-th event of window ``i``
+    (a symbol ``0..M-1``, the end ``M``, or padding ``M + 1`` after the end), ``begin[i]``:
+    the window opens a sequence (its first state is drawn from ``start``, else from the
+    occupancy ``q``), ``counts[i]``: how many positions of the training sequences open it;
+    ``M``: the number of symbols."""
+    W: np.ndarray
+    begin: np.ndarray
+    counts: np.ndarray
+    M: int
+
+    @property
+    def length(self) -> int:
+        return int(self.W.shape[1])
+
+    @property
+    def n_positions(self) -> float:
+        return float(self.counts.sum())
+
+
+def window_table(F: np.ndarray, M: int, length: int = 3) -> Windows:
+    """:class:`Windows` of the framed sequences ``F`` (START = ``M``, STOP = ``M + 1``, as
+    :func:`fastspectral.hmm.spectral.frame`): one window per event position (tokens and
+    STOP), ``length`` events long, cut after the STOP."""
+    L = int(length)
+    if L < 1:
+        raise ValueError(f"window length must be >= 1, got {length}")
+    F = np.asarray(F, dtype=np.int64)
+    pos = np.nonzero(F != M)[0]                       # every event: tokens and STOP
+    if len(pos) == 0:
+        raise ValueError("no training sequences")
+    idx = np.minimum(pos[:, None] + np.arange(L)[None, :], len(F) - 1)
+    W = F[idx]
+    stop = W == M + 1
+    after = (np.cumsum(stop, axis=1) - stop) > 0      # events after the window's STOP
+    W[stop] = M
+    W[after] = M + 1
+    begin = F[pos - 1] == M
+    base = np.int64(M + 2)
+    code = begin.astype(np.int64)
+    for k in range(L):
+        code = code * base + W[:, k]
+    u, cnt = np.unique(code, return_counts=True)
+    Wu = np.empty((len(u), L), dtype=np.int64)
+    rest = u.copy()
+    for k in range(L - 1, -1, -1):
+        Wu[:, k] = rest % base
+        rest //= base
+    return Windows(Wu, rest.astype(bool), cnt.astype(np.float64), int(M))
+
+
+def windows_from_sequences(offsets, ids, M: int, length: int = 3) -> Windows:
+    """:func:`window_table` of sequences given as flat ``offsets`` / ``ids`` (ids < ``M``)."""
+    from .data import Encoded
+    from .spectral import frame
+
+    return window_table(frame(Encoded(np.asarray(offsets, dtype=np.int64),
+                                      np.asarray(ids, dtype=np.int64)), M), M, length)
+
+
+def _estep(win: Windows, start, trans, emit, q, onehot):
+    """Batched scaled forward-backward over the windows: ``(loglik, start_acc, q_acc,
+    trans_acc, emit_acc [m, M + 1])``, every window weighted by its count."""
+    W, cnt = win.W, win.counts
+    n, L = W.shape
+    m = len(start)
+    M = win.M
+    EmT = np.ones((M + 2, m))
+    EmT[:M + 1] = emit.T                              # padding: emission 1 in every state
+    A = np.empty((L, n, m))
+    c = np.empty((L, n))
+    a = np.where(win.begin[:, None], start[None, :], q[None, :]) * EmT[W[:, 0]]
+    for k in range(L):
+        if k:
+            a = (A[k - 1] @ trans) * EmT[W[:, k]]
+        s = a.sum(axis=1)
+        s = np.where(s > 0, s, 1e-300)
+        c[k] = s
+        A[k] = a / s[:, None]
+    ll = float(cnt @ np.log(c).sum(axis=0))
+    trans_acc = np.zeros((m, m))
+    G = np.empty((L, n, m))
+    b = np.ones((n, m))
+    G[L - 1] = A[L - 1] * cnt[:, None]
+    for k in range(L - 2, -1, -1):
+        g = EmT[W[:, k + 1]] * b / c[k + 1][:, None]  # [n, m]
+        real = W[:, k + 1] <= M                       # a real event follows (not padding)
+        trans_acc += (A[k].T @ (g * (cnt * real)[:, None]))
+        b = g @ trans.T
+        G[k] = A[k] * b * cnt[:, None]
+    trans_acc *= trans
+    emit_acc = np.asarray(onehot @ G.reshape(L * n, m)).T   # [m, M + 2]
+    g0 = G[0]
+    start_acc = g0[win.begin].sum(axis=0)
+    q_acc = g0[~win.begin].sum(axis=0)
+    return ll, start_acc, q_acc, trans_acc, emit_acc[:, :M + 1]
+
+
+def _onehot(win: Windows) -> sp.csr_matrix:
+    """``[M + 2, L * n]``: event ``W[i, k]`` of every window (row-major over ``k``, then
+    ``i``), the emission accumulator of :func:`_estep`."""
+    L, n = win.length, len(win.W)
+    rows = win.W.T.ravel()
+    return sp.csr_matrix((np.ones(L * n), (rows, np.arange(L * n))), shape=(win.M + 2, L * n))
+
+
+def _renorm(x, old):
+    if x.ndim == 1:
+        s = x.sum()
+        return x / s if s > 0 else old
+    s = x.sum(axis=1, keepdims=True)
+    return np.where(s > 0, x / np.where(s > 0, s, 1.0), old)
+
+
+def window_loglik(win: Windows, start, trans, emit, q=None) -> float:
+    """The composite log-likelihood ``sum_w count(w) log p(w)`` of the windows (natural
+    log; ``q``: the occupancy of the non-initial windows, default ``start``)."""
+    start = np.asarray(start, dtype=np.float64)
+    q = start if q is None else np.asarray(q, dtype=np.float64)
+    return _estep(win, start, np.asarray(trans, dtype=np.float64),
+                  np.asarray(emit, dtype=np.float64), q, _onehot(win))[0]
+
+
+def window_em(win: Windows, start, trans, emit, q=None, iterations: int = 100,
+              tol: float | None = 1e-6):
+    """EM on the window composite likelihood from ``(start, trans, emit, q)``: returns
+    ``(start, trans, emit, q, history)`` with ``history`` the per-position log-likelihood of
+    the parameters entering every iteration (non-decreasing, the EM property); stops when an
+    iteration gains less than ``tol`` nats per position."""
+    start = np.asarray(start, dtype=np.float64).copy()
+    trans = np.asarray(trans, dtype=np.float64).copy()
+    emit = np.asarray(emit, dtype=np.float64).copy()
+    q = start.copy() if q is None else np.asarray(q, dtype=np.float64).copy()
+    onehot = _onehot(win)
+    npos = win.n_positions
+    hist = []
+    for _ in range(int(iterations)):
+        ll, s_acc, q_acc, t_acc, e_acc = _estep(win, start, trans, emit, q, onehot)
+        hist.append(ll / npos)
+        if tol is not None and len(hist) >= 2 and hist[-1] - hist[-2] < tol:
+            break
+        start = _renorm(s_acc, start)
+        q = _renorm(q_acc, q)
+        trans = _renorm(t_acc, trans)
+        emit = _renorm(e_acc, emit)
+    return start, trans, emit, q, np.asarray(hist)
+
+
+def _random_start(win: Windows, m: int, rng):
+    """``start``, ``q`` and the rows of ``trans`` ~ Dirichlet(1); ``emit[h]`` = the event
+    unigram times Exponential(1) noise (the random start of :func:`fastspectral.hmm.em.random_init`)."""
+    M = win.M
+    uni = np.bincount(win.W[:, 0], weights=win.counts, minlength=M + 2)[:M + 1] + 1e-3
+    uni /= uni.sum()
+    start = rng.dirichlet(np.ones(m))
+    trans = rng.dirichlet(np.ones(m), size=m)
+    emit = uni[None, :] * rng.exponential(1.0, size=(m, M + 1))
+    emit /= emit.sum(axis=1, keepdims=True)
+    return start, trans, emit, rng.dirichlet(np.ones(m))
+
+
+def hmm_from_moments(H, n_states: int, random_state=0, length: int = 3, restarts: int = 4,
+                     iterations: int = 100, screen: int = 0, tol: float | None = 1e-6,
+                     init=None, floor: float = 0.0, windows: Windows | None = None,
+                     info: dict | None = None):
+    """HMM parameters ``(start [m], trans [m, m], emit [m, M + 1])`` matched to the window
+    moments of the training sequences (module docstring).  ``H``: the spectral learner's
+    Hankel data (its framed sequences ``H.F`` and ``H.M``), or pass ``windows``.
+
+    ``restarts`` random starts (seeded by ``random_state``) and, if given, ``init = (start,
+    trans, emit)`` (e.g. the class start) each run ``screen`` window-EM iterations (0: no
+    screening, every start runs ``iterations``); the start with the best window likelihood
+    then runs up to ``iterations`` (stopping when an iteration gains less than ``tol`` nats
+    per position).  Every distribution of the result is mixed with the uniform one (weight
+    ``floor``).  ``info``, if a dict, receives ``loglik`` (per position, of every start after
+    screening), ``chosen``, ``history`` (the chosen start's), ``windows`` (distinct),
+    ``positions`` and ``iterations`` (window-EM iterations run in all)."""
+    m = int(n_states)
+    if m < 1:
+        raise ValueError(f"n_states must be >= 1, got {n_states}")
+    win = windows if windows is not None else window_table(H.F, H.M, length)
+    rng = np.random.default_rng(random_state)
+    starts = []
+    if init is not None:
+        s0, t0, e0 = (np.asarray(x, dtype=np.float64) for x in init)
+        starts.append((s0, t0, e0, s0.copy()))
+    for _ in range(int(restarts)):
+        starts.append(_random_start(win, m, rng))
+    if not starts:
+        raise ValueError("hmm_from_moments needs restarts >= 1 or an init")
+    with blas_single_thread():
+        s, t, e, q, hist, lls, best, total = _fit_starts(win, starts, iterations, screen, tol)
+    if info is not None:
+        info.update(loglik=lls, chosen=best, history=hist, windows=len(win.W),
+                    positions=win.n_positions, iterations=total)
+
+    def mix(x):
+        x = np.asarray(x, dtype=np.float64)
+        return (1 - floor) * x + floor / x.shape[-1]
+
+    stop = e[:, -1].copy()
+    emit = np.empty_like(e)
+    emit[:, :-1] = mix(_renorm(e[:, :-1], np.full_like(e[:, :-1], 1.0 / (e.shape[1] - 1)))) \
+        * (1 - stop)[:, None]
+    emit[:, -1] = stop
+    return mix(s), mix(t), emit
+
+
+def _fit_starts(win, starts, iterations, screen, tol):
+    """Window EM from every start (screened by ``screen`` iterations when > 0), the best by
+    window likelihood: ``(start, trans, emit, q, history, logliks, best, iterations run)``."""
+    total = 0
+    if screen > 0 and len(starts) > 1:
+        runs = []
+        for s in starts:
+            r = window_em(win, *s, iterations=screen, tol=None)
+            total += len(r[4])
+            runs.append(r)
+        lls = [float(window_loglik(win, r[0], r[1], r[2], r[3]) / win.n_positions)
+               for r in runs]
+        best = int(np.argmax(lls))
+        s, t, e, q, h0 = runs[best]
+        s, t, e, q, hist = window_em(win, s, t, e, q, iterations=max(iterations - screen, 0) + 1,
+                                     tol=tol)
+        total += len(hist)
+        hist = np.concatenate([h0, hist])
+    else:
+        best, lls, bestrun = 0, [], None
+        for i, s in enumerate(starts):
+            r = window_em(win, *s, iterations=iterations, tol=tol)
+            total += len(r[4])
+            lls.append(float(r[4][-1]))
+            if bestrun is None or lls[-1] > lls[best]:
+                best, bestrun = i, r
+        s, t, e, q, hist = bestrun
+    return s, t, e, q, hist, lls, best, total

@@ -1,0 +1,167 @@
+"""The moment-matched HMM start (fastspectral.hmm.moment_init): window table, window
+likelihood against brute-force enumeration, EM monotonicity, recovery of a known HMM's window
+distribution, and the start as EM's starting point."""
+import itertools
+
+import numpy as np
+import pytest
+
+from fastspectral.hmm import moment_init as MI
+from fastspectral.hmm import spectral as S
+from fastspectral.hmm.data import Encoded
+
+
+def _hmm(rng, m=2, M=3):
+    start = rng.dirichlet(np.ones(m))
+    trans = rng.dirichlet(np.ones(m) * 0.5, size=m)
+    obs = rng.dirichlet(np.ones(M) * 0.5, size=m)
+    stop = rng.uniform(0.2, 0.4, size=m)
+    emit = np.hstack([obs * (1 - stop)[:, None], stop[:, None]])
+    return start, trans, emit
+
+
+def _sample(start, trans, emit, n, rng):
+    m, V = emit.shape
+    seqs = []
+    for _ in range(n):
+        h = rng.choice(m, p=start)
+        s = []
+        while True:
+            x = rng.choice(V, p=emit[h])
+            if x == V - 1:
+                break
+            s.append(int(x))
+            h = rng.choice(m, p=trans[h])
+        seqs.append(s)
+    return seqs
+
+
+def _enc(seqs):
+    off = np.zeros(len(seqs) + 1, dtype=np.int64)
+    off[1:] = np.cumsum([len(s) for s in seqs])
+    return Encoded(off, np.array([x for s in seqs for x in s], dtype=np.int64))
+
+
+def _brute_window(start_dist, trans, emit, w):
+    """p(window) by enumerating the hidden states; events after the end are padding."""
+    M = emit.shape[1] - 1
+    ev = [x for x in w if x <= M]
+    m = len(start_dist)
+    tot = 0.0
+    for hs in itertools.product(range(m), repeat=len(ev)):
+        p = start_dist[hs[0]] * emit[hs[0], ev[0]]
+        for k in range(1, len(ev)):
+            p *= trans[hs[k - 1], hs[k]] * emit[hs[k], ev[k]]
+        tot += p
+    return tot
+
+
+def test_window_table_counts_every_event_position():
+    seqs = [[0, 1], [], [1, 1, 0]]
+    enc = _enc(seqs)
+    M = 2
+    win = MI.window_table(S.frame(enc, M), M, 3)
+    assert win.n_positions == sum(len(s) + 1 for s in seqs)
+    got = {(bool(b), tuple(w)): c for w, b, c in zip(win.W.tolist(), win.begin, win.counts)}
+    P = M + 1                                         # padding after the end
+    want = {(True, (0, 1, 2)): 1, (False, (1, 2, P)): 1, (False, (2, P, P)): 2,
+            (True, (2, P, P)): 1, (True, (1, 1, 0)): 1, (False, (1, 0, 2)): 1,
+            (False, (0, 2, P)): 1}
+    assert got == want
+    again = MI.windows_from_sequences(enc.offsets, enc.ids, M, 3)
+    assert np.array_equal(again.W, win.W) and np.array_equal(again.counts, win.counts)
+
+
+def test_window_loglik_equals_enumeration():
+    rng = np.random.default_rng(3)
+    start, trans, emit = _hmm(rng, 3, 4)
+    q = rng.dirichlet(np.ones(3))
+    seqs = _sample(start, trans, emit, 60, rng)
+    win = MI.windows_from_sequences(_enc(seqs).offsets, _enc(seqs).ids, 4, 3)
+    want = sum(c * np.log(_brute_window(start if b else q, trans, emit, w))
+               for w, b, c in zip(win.W.tolist(), win.begin, win.counts))
+    assert MI.window_loglik(win, start, trans, emit, q) == pytest.approx(want, rel=1e-10)
+
+
+def test_window_em_never_decreases_the_likelihood():
+    rng = np.random.default_rng(0)
+    start, trans, emit = _hmm(rng, 3, 4)
+    seqs = _sample(start, trans, emit, 300, rng)
+    win = MI.windows_from_sequences(_enc(seqs).offsets, _enc(seqs).ids, 4, 3)
+    s0 = MI._random_start(win, 3, np.random.default_rng(1))
+    *_, hist = MI.window_em(win, *s0, iterations=40, tol=None)
+    assert len(hist) == 40
+    assert np.all(np.diff(hist) >= -1e-10)
+    assert hist[-1] > hist[0]
+
+
+def test_moment_fit_recovers_the_window_distribution():
+    """On a large sample of a known 2-state HMM the fitted model's window probabilities are
+    close to the true ones (the empirical window distribution converges to them)."""
+    rng = np.random.default_rng(5)
+    start, trans, emit = _hmm(rng, 2, 3)
+    seqs = _sample(start, trans, emit, 20000, rng)
+    enc = _enc(seqs)
+    win = MI.windows_from_sequences(enc.offsets, enc.ids, 3, 3)
+    s, t, e = MI.hmm_from_moments(None, 2, random_state=0, restarts=3, iterations=300,
+                                  tol=1e-10, windows=win)
+    # the windows that open a sequence: distribution of the first events under start
+    wins = [w for w, b in zip(win.W.tolist(), win.begin) if b]
+    p_true = np.array([_brute_window(start, trans, emit, w) for w in wins])
+    p_fit = np.array([_brute_window(s, t, e, w) for w in wins])
+    emp = np.array([c for c, b in zip(win.counts, win.begin) if b]) / len(seqs)
+    assert np.abs(p_fit - p_true).sum() < 0.05
+    assert np.abs(emp - p_true).sum() < 0.05
+    # and the sequences' likelihood of the fit is close to the truth's
+    from fastspectral.hmm import em as E
+    ll_true = E.log_probability(enc, start, trans, emit).sum()
+    ll_fit = E.log_probability(enc, s, t, e).sum()
+    assert abs(ll_fit - ll_true) / enc.n_events < 0.01
+
+
+def test_restarts_keep_the_best_window_likelihood_and_floor():
+    rng = np.random.default_rng(2)
+    start, trans, emit = _hmm(rng, 3, 4)
+    seqs = _sample(start, trans, emit, 400, rng)
+    enc = _enc(seqs)
+    win = MI.windows_from_sequences(enc.offsets, enc.ids, 4, 3)
+    info = {}
+    s, t, e = MI.hmm_from_moments(None, 3, random_state=0, restarts=3, iterations=30,
+                                  windows=win, info=info)
+    assert info["chosen"] == int(np.argmax(info["loglik"]))
+    assert info["iterations"] <= 3 * 30 and info["windows"] == len(win.W)
+    for x in (s, t, e):
+        assert np.allclose(np.asarray(x).sum(axis=-1), 1.0)
+    s2, t2, e2 = MI.hmm_from_moments(None, 3, random_state=0, restarts=3, iterations=30,
+                                     windows=win, floor=0.1)
+    assert np.all(t2 >= 0.1 / 3 - 1e-12) and np.allclose(t2.sum(axis=1), 1.0)
+    assert np.allclose(e2.sum(axis=1), 1.0) and np.allclose(e2[:, -1], e[:, -1])
+    # screening: 2 iterations per start, then the best continues
+    info = {}
+    MI.hmm_from_moments(None, 3, random_state=0, restarts=3, iterations=10, screen=2,
+                        windows=win, info=info, tol=None)
+    assert info["iterations"] == 3 * 2 + 9
+    with pytest.raises(ValueError):
+        MI.hmm_from_moments(None, 0, windows=win)
+    with pytest.raises(ValueError):
+        MI.window_table(S.frame(enc, 4), 4, 0)
+
+
+def test_moment_start_as_em_start():
+    """The start plugged into EM: EM from it runs, and its first iterate is at least as good
+    on the training data as the start (EM's monotonicity from this start)."""
+    from fastspectral.hmm import em as E
+    rng = np.random.default_rng(4)
+    start, trans, emit = _hmm(rng, 2, 3)
+    seqs = _sample(start, trans, emit, 2000, rng)
+    enc = _enc(seqs)
+    win = MI.windows_from_sequences(enc.offsets, enc.ids, 3, 3)
+    s, t, e = MI.hmm_from_moments(None, 2, random_state=0, restarts=2, iterations=50,
+                                  windows=win)
+    s1, t1, e1, ll0 = E.em_step(enc, s, t, e)
+    ll1 = E.baum_welch_stats(enc, s1, t1, e1)[0]
+    assert ll1 >= ll0 - 1e-8
+    # from the hidden-state model's Hankel data, as the estimator passes it
+    H = S.hankel_data(enc, 3, 0)
+    s2, t2, e2 = MI.hmm_from_moments(H, 2, random_state=0, restarts=1, iterations=5)
+    assert s2.shape == (2,) and t2.shape == (2, 2) and e2.shape == (2, 4)
