@@ -7,6 +7,10 @@
   ``<unk>``, then the kept symbols by decreasing frequency (ties in string order), with a
   ``min_count`` threshold and a ``max_vocab`` cap.
 * :func:`encode` turns sequences into the flat arrays the compiled kernels read.
+* :class:`Encoded` is that flat form; bound to its symbols (:meth:`Encoded.from_sequences`,
+  :meth:`Encoded.from_ids` for integer ids with their vocabulary, as hmmlearn's
+  ``fit(X, lengths)`` takes them) it is an input of ``HMM.fit`` and of the scoring methods:
+  the model it gives is the one the strings give (:func:`canonical`).
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ import numpy as np
 from ..errors import FormatError
 
 __all__ = ["FIELDS", "FORMATS", "UNK", "read_sequences", "SymbolTable", "Encoded", "encode",
-           "check_sequences", "build_and_encode"]
+           "check_sequences", "build_and_encode", "read_training", "canonical"]
 
 #: what a sequence model reads from each token
 FIELDS = ("word", "tag", "upos", "xpos")
@@ -248,9 +252,92 @@ class SymbolTable:
 
 @dataclass
 class Encoded:
-    """Sequences as flat arrays: sequence ``i`` is ``ids[offsets[i]:offsets[i+1]]``."""
+    """Sequences as flat arrays: sequence ``i`` is ``ids[offsets[i]:offsets[i+1]]``.
+
+    ``symbols``: the :class:`SymbolTable` the ids index, when the encoding is an input of
+    :class:`~fastspectral.hmm.HMM` (made by :meth:`from_sequences`, :meth:`from_ids` or
+    ``HMM.encode``; the learners' internal encodings leave it None).  ``HMM.fit`` on such an
+    encoding learns the model ``fit`` learns on the strings (the same symbol table, ids and
+    arrays), without hashing the tokens again; the scoring methods read it too.
+    """
     offsets: np.ndarray
     ids: np.ndarray
+    symbols: "SymbolTable | None" = None
+
+    @classmethod
+    def from_sequences(cls, sequences, lowercase: bool = False) -> "Encoded":
+        """The sequences (lists of strings) encoded once: every distinct token a symbol (most
+        frequent first, ties in string order; ``<unk>``, ``<s>`` and ``</s>`` read as
+        ``<unk>``, id 0), lower-cased first with ``lowercase``.  A model's ``min_count``
+        and vocabulary cap are applied by its ``fit``."""
+        _, table, enc, _ = read_training(sequences, 1, bool(lowercase))
+        return cls(enc.offsets, enc.ids, table)
+
+    @classmethod
+    def from_ids(cls, ids, lengths, symbols, lowercase: bool = False) -> "Encoded":
+        """Integer-encoded sequences (hmmlearn's ``fit(X, lengths)`` input) with their
+        vocabulary: ``ids`` (1-D, or ``[n, 1]``) index ``symbols`` (distinct strings, any
+        order; ids never used are dropped, ``<unk>`` / ``<s>`` / ``</s>`` read as the unknown
+        symbol), ``lengths`` the sequence lengths in order (summing to ``len(ids)``).
+        Returns the encoding :meth:`from_sequences` gives on the strings
+        ``[[symbols[i] for i in seq] ...]`` (the ids renumbered into that table's order).
+        Raises ``TypeError`` / ``ValueError`` with a one-line message for ids out of range,
+        non-integer arrays, negative lengths, lengths that do not add up, non-string or
+        repeated symbols."""
+        if isinstance(symbols, (str, bytes)) or not hasattr(symbols, "__len__"):
+            raise TypeError("symbols must be a list of strings (the name of every id)")
+        syms = list(symbols)
+        try:
+            "".join(syms)
+        except TypeError:
+            bad = next(i for i, t in enumerate(syms) if not isinstance(t, str))
+            raise TypeError(f"symbols[{bad}] is a {type(syms[bad]).__name__}, not a "
+                            "string") from None
+        if len(set(syms)) != len(syms):
+            seen = {}
+            for i, t in enumerate(syms):
+                if t in seen:
+                    raise ValueError(f"symbols[{i}] repeats symbols[{seen[t]}] ({t!r})")
+                seen[t] = i
+        ids = _int_array(ids, "ids")
+        if ids.ndim == 2 and ids.shape[1] == 1:
+            ids = ids[:, 0]
+        if ids.ndim != 1:
+            raise ValueError(f"ids must be 1-D (or [n, 1]), got shape {ids.shape}")
+        lengths = _int_array(lengths, "lengths")
+        if lengths.ndim != 1:
+            raise ValueError(f"lengths must be 1-D, got shape {lengths.shape}")
+        if len(lengths) and lengths.min() < 0:
+            i = int(np.flatnonzero(lengths < 0)[0])
+            raise ValueError(f"lengths[{i}] = {int(lengths[i])} is negative")
+        off = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=off[1:])
+        if off[-1] != len(ids):
+            raise ValueError(f"lengths sum to {int(off[-1])}, but there are {len(ids)} ids")
+        _check_ids(ids, len(syms), "ids")
+        table, enc, _ = canonical(syms, off, np.ascontiguousarray(ids, dtype=np.int64), 1,
+                                  bool(lowercase), False)
+        return cls(enc.offsets, enc.ids, table)
+
+    def check(self, what: str = "sequences") -> None:
+        """The cheap consistency checks of an input encoding (a one-line ``ValueError`` /
+        ``TypeError`` otherwise): ``symbols`` set, ``offsets`` 1-D integers from 0 to
+        ``len(ids)`` never decreasing, ``ids`` 1-D integers indexing ``symbols``."""
+        if not isinstance(self.symbols, SymbolTable):
+            raise TypeError(f"{what}: an Encoded without its symbols (make it with "
+                            "Encoded.from_sequences, Encoded.from_ids or HMM.encode)")
+        off = _int_array(self.offsets, f"{what}.offsets")
+        ids = _int_array(self.ids, f"{what}.ids")
+        if off.ndim != 1 or ids.ndim != 1 or len(off) == 0:
+            raise ValueError(f"{what}: offsets and ids must be non-empty 1-D arrays "
+                             f"(got shapes {off.shape}, {ids.shape})")
+        if off[0] != 0 or off[-1] != len(ids):
+            raise ValueError(f"{what}: offsets must run from 0 to len(ids) = {len(ids)} "
+                             f"(got {int(off[0])} .. {int(off[-1])})")
+        if len(off) > 1 and np.any(off[1:] < off[:-1]):
+            i = int(np.flatnonzero(off[1:] < off[:-1])[0])
+            raise ValueError(f"{what}: offsets decrease at sequence {i}")
+        _check_ids(ids, len(self.symbols), f"{what}.ids")
 
     @property
     def n_sequences(self) -> int:
@@ -272,7 +359,100 @@ class Encoded:
         off = np.zeros(len(idx) + 1, dtype=np.int64)
         np.cumsum(lens, out=off[1:])
         pos = np.repeat(self.offsets[idx] - off[:-1], lens) + np.arange(int(off[-1]))
-        return Encoded(off, self.ids[pos])
+        return Encoded(off, self.ids[pos], self.symbols)
+
+
+def _int_array(a, what: str) -> np.ndarray:
+    """``a`` as an integer array (a one-line ``TypeError`` for any other kind)."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "iu" and not (a.size == 0 and a.dtype.kind == "f"):
+        raise TypeError(f"{what} must be an integer array, got dtype {a.dtype}")
+    return a.astype(np.int64, copy=False)
+
+
+def _check_ids(ids: np.ndarray, n: int, what: str) -> None:
+    """Every id in ``0 .. n - 1`` (a one-line ``ValueError`` naming the first one that is
+    not)."""
+    if len(ids) and (ids.min() < 0 or ids.max() >= n):
+        i = int(np.flatnonzero((ids < 0) | (ids >= n))[0])
+        raise ValueError(f"{what}[{i}] = {int(ids[i])} is not a symbol id (0 .. {n - 1})")
+
+
+def canonical(symbols, offsets, ids, min_count: int = 1, lowercase: bool = False,
+              folded: bool = False):
+    """``(SymbolTable, Encoded, tokens per symbol id)`` of integer-encoded sequences
+    (``ids`` index the strings ``symbols``; ``folded``: they were lower-cased already):
+    what :func:`build_and_encode` gives on the strings themselves, computed per distinct
+    symbol (the ids are gathered once, not at all when the table keeps every id in place).
+    Symbols are lower-cased with ``lowercase`` (case variants merged), the reserved strings
+    are ``<unk>``, the others kept when seen at least ``min_count`` times, most frequent
+    first, ties in string order."""
+    V0 = len(symbols)
+    c0 = np.bincount(ids, minlength=V0) if len(ids) else np.zeros(V0, dtype=np.int64)
+    keys = [t.lower() for t in symbols] if lowercase and not folded else list(symbols)
+    gid = np.zeros(V0, dtype=np.int64)              # 0: <unk>
+    group: dict = {}
+    gkeys = [UNK]
+    for i, k in enumerate(keys):
+        if k in _RESERVED:
+            continue
+        j = group.get(k)
+        if j is None:
+            j = group[k] = len(gkeys)
+            gkeys.append(k)
+        gid[i] = j
+    gc = np.zeros(len(gkeys), dtype=np.int64)
+    np.add.at(gc, gid, c0)
+    cand = [j for j in range(1, len(gkeys)) if gc[j] >= min_count and gc[j] > 0]
+    cand.sort(key=lambda j: (-gc[j], gkeys[j]))
+    table = SymbolTable([UNK] + [gkeys[j] for j in cand], bool(lowercase))
+    rank = np.zeros(len(gkeys), dtype=np.int64)
+    cand_ids = np.asarray(cand, dtype=np.int64)
+    rank[cand_ids] = np.arange(1, len(cand) + 1)
+    remap = rank[gid]
+    if len(remap) == len(table) and np.array_equal(remap, np.arange(len(remap))):
+        out = ids                                   # already in the table's order
+    else:
+        out = remap[ids]
+    counts = np.zeros(len(table), dtype=np.int64)
+    counts[1:] = gc[cand_ids]
+    counts[0] = len(ids) - int(counts[1:].sum())
+    return table, Encoded(offsets, out), counts
+
+
+def read_training(sequences, min_count: int, lowercase: bool):
+    """``(sequences as a list, SymbolTable, Encoded, tokens per symbol id)``: the checks of
+    :func:`check_sequences` and the table and encoding of ``SymbolTable.build`` + ``encode``
+    in one pass over the tokens when every sequence is a list of strings (else the checks
+    raise their one-line errors)."""
+    if isinstance(sequences, (str, bytes)):
+        check_sequences(sequences, "sequences")
+    seqs = sequences if type(sequences) is list else None
+    if seqs is not None and set(map(type, seqs)) <= {list}:
+        try:
+            return (seqs,) + build_and_encode(seqs, min_count, lowercase, return_counts=True)
+        except (TypeError, AttributeError):
+            pass                                    # a non-string token: named below
+    seqs = check_sequences(sequences, "sequences")
+    table = SymbolTable.build(seqs, min_count, None, lowercase)
+    full = encode(seqs, table)
+    return seqs, table, full, np.bincount(full.ids, minlength=len(table))
+
+
+def reencode(enc: Encoded, table: SymbolTable, what: str = "sequences") -> Encoded:
+    """An input encoding (:meth:`Encoded.check` passed) re-indexed by ``table``: every symbol
+    of ``enc`` looked up as :func:`encode` looks up a token (unknown: 0); one gather."""
+    src = enc.symbols
+    if src.lowercase and not table.lowercase:
+        raise ValueError(f"{what} were encoded lower-cased; the model is case-sensitive "
+                         "(encode them with lowercase=False)")
+    if src.symbols == table.symbols and src.lowercase == table.lowercase:
+        return Encoded(enc.offsets, np.ascontiguousarray(enc.ids, dtype=np.int64))
+    get = table.index.get
+    keys = map(str.lower, src.symbols) if table.lowercase and not src.lowercase else \
+        src.symbols
+    remap = np.fromiter((get(k, 0) for k in keys), dtype=np.int64, count=len(src.symbols))
+    return Encoded(np.asarray(enc.offsets, dtype=np.int64), remap[enc.ids])
 
 
 def frame_ids(enc: Encoded, ids: np.ndarray, start: int, stop: int) -> np.ndarray:

@@ -16,8 +16,8 @@ from ..base import check_int as _check_int, check_float as _check_float
 from ..errors import ModelFileError
 from . import em as _em
 from . import spectral as _sp
-from .data import (FIELDS, Encoded, SymbolTable, build_and_encode, check_sequences, encode,
-                   frame_ids)
+from .data import (FIELDS, Encoded, SymbolTable, canonical, check_sequences, encode,
+                   frame_ids, read_training as _read_training, reencode)
 
 __all__ = ["HMM", "METHODS", "DEFAULT_ITERATIONS", "DEFAULT_BACKOFF_WEIGHT",
            "BACKOFF_GRID", "RIDGE_GRID", "MIXING_GRID", "DEFAULT_RIDGE", "DEFAULT_MIXING",
@@ -257,13 +257,17 @@ class HMM(PartitionedFit, Estimator):
                              f"not {self.spectral_init!r}")
 
     def fit(self, sequences, dev=None):
-        """Learn the model from ``sequences`` (lists of strings).
+        """Learn the model from ``sequences`` (lists of strings, or their encoding).
 
         Parameters
         ----------
-        sequences : list of list of str
-            Training sequences (e.g. from :func:`fastspectral.hmm.data.read_sequences`).
-        dev : list of list of str, optional
+        sequences : list of list of str, or Encoded
+            Training sequences (e.g. from :func:`fastspectral.hmm.data.read_sequences`), or
+            those sequences encoded once (:meth:`encode`, ``Encoded.from_sequences``, or
+            integer ids with their vocabulary: ``Encoded.from_ids(ids, lengths, symbols)``):
+            the same model, without hashing the tokens in every fit (the encoding is
+            checked: ids in range, offsets consistent).
+        dev : list of list of str, or Encoded, optional
             Development sequences: EM keeps the iteration with the best development
             perplexity, and ``backoff_weight=None`` is chosen on them.
 
@@ -273,11 +277,15 @@ class HMM(PartitionedFit, Estimator):
         """
         t_start = time.perf_counter()
         self._validate()
-        seqs, table, full, counts = _read_training(sequences, int(self.min_count),
-                                                   bool(self.lowercase))
-        if not seqs:
+        n_seqs, table, full, counts = _training_input(sequences, int(self.min_count),
+                                                      bool(self.lowercase))
+        if not n_seqs:
             raise ValueError("no training sequences")
-        dev_seqs = check_sequences(dev, "dev") if dev is not None else None
+        if isinstance(dev, Encoded):
+            dev.check("dev")
+            dev_seqs = dev
+        else:
+            dev_seqs = check_sequences(dev, "dev") if dev is not None else None
         # drop a previous fit's state
         for k in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
             delattr(self, k)
@@ -296,7 +304,10 @@ class HMM(PartitionedFit, Estimator):
         pairs = H.pairs if isinstance(H, _sp.DenseHankel) and enc is full else None
         self._fit_smoother(full, counts, pairs)
         timings["counting"] = time.perf_counter() - t_start - timings.get("hankel", 0.0)
-        dev_full = encode(dev_seqs, table) if dev_seqs else None
+        if isinstance(dev_seqs, Encoded):
+            dev_full = reencode(dev_seqs, table, "dev") if dev_seqs.n_sequences else None
+        else:
+            dev_full = encode(dev_seqs, table) if dev_seqs else None
         dev_png = self._ngram_probs(dev_full) if dev_full is not None else None
         dev_enc = self._latent(dev_full) if dev_full is not None else None
         dev_rw = self._event_rare_weights(dev_full) if dev_full is not None else None
@@ -621,7 +632,19 @@ class HMM(PartitionedFit, Estimator):
     # ------------------------------------------------------------------ scoring internals
     def _encode(self, sequences, what="sequences") -> Encoded:
         self._check_fitted()
+        if isinstance(sequences, Encoded):
+            sequences.check(what)
+            return reencode(sequences, self.symbols_, what)
         return encode(check_sequences(sequences, what), self.symbols_)
+
+    def encode(self, sequences) -> Encoded:
+        """``sequences`` (lists of strings) encoded once, for repeated fits and scoring:
+        :meth:`Encoded.from_sequences <fastspectral.hmm.data.Encoded.from_sequences>` with
+        this model's ``lowercase``.  ``fit(model.encode(seqs))`` learns the model
+        ``fit(seqs)`` learns (the same symbols, ids and arrays) without hashing the tokens;
+        integer ids with their vocabulary (hmmlearn's ``fit(X, lengths)`` input) come in
+        through :meth:`Encoded.from_ids <fastspectral.hmm.data.Encoded.from_ids>`."""
+        return Encoded.from_sequences(sequences, bool(self.lowercase))
 
     def _ngram_probs(self, enc: Encoded) -> np.ndarray:
         """``p_KN(event | previous symbol)`` of every event of ``enc``."""
@@ -838,23 +861,23 @@ def _bigram_counts(offsets, ids, kid, V):  # pragma: no cover - numba
     return C
 
 
-def _read_training(sequences, min_count: int, lowercase: bool):
-    """``(sequences as a list, SymbolTable, Encoded, tokens per symbol id)``: the checks of
-    :func:`~fastspectral.hmm.data.check_sequences` and the table and encoding of
-    ``SymbolTable.build`` + ``encode`` in one pass over the tokens when every sequence is a
-    list of strings (else the checks raise their one-line errors)."""
-    if isinstance(sequences, (str, bytes)):
-        check_sequences(sequences, "sequences")
-    seqs = sequences if type(sequences) is list else None
-    if seqs is not None and set(map(type, seqs)) <= {list}:
-        try:
-            return (seqs,) + build_and_encode(seqs, min_count, lowercase, return_counts=True)
-        except (TypeError, AttributeError):
-            pass                                    # a non-string token: named below
-    seqs = check_sequences(sequences, "sequences")
-    table = SymbolTable.build(seqs, min_count, None, lowercase)
-    full = encode(seqs, table)
-    return seqs, table, full, np.bincount(full.ids, minlength=len(table))
+def _training_input(sequences, min_count: int, lowercase: bool):
+    """``(number of sequences, SymbolTable, Encoded, tokens per symbol id)`` of the training
+    input: lists of strings (:func:`~fastspectral.hmm.data.read_training`) or an input
+    :class:`~fastspectral.hmm.data.Encoded` (checked, then the table and ids the strings
+    would give, by :func:`~fastspectral.hmm.data.canonical`)."""
+    if isinstance(sequences, Encoded):
+        sequences.check("sequences")
+        src = sequences.symbols
+        if src.lowercase and not lowercase:
+            raise ValueError("the sequences were encoded lower-cased; this model has "
+                             "lowercase=False (encode them with lowercase=False)")
+        table, full, counts = canonical(src.symbols, np.asarray(sequences.offsets, np.int64),
+                                        np.ascontiguousarray(sequences.ids, dtype=np.int64),
+                                        min_count, lowercase, src.lowercase)
+        return full.n_sequences, table, full, counts
+    seqs, table, full, counts = _read_training(sequences, min_count, lowercase)
+    return len(seqs), table, full, counts
 
 
 def _mix(q, png, w):
