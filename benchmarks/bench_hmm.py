@@ -8,6 +8,7 @@ Sections (run any subset)::
     python benchmarks/bench_hmm.py --brown               # Brown words, 800k training tokens
     python benchmarks/bench_hmm.py --hmmlearn            # hmmlearn CategoricalHMM rows (slow)
     python benchmarks/bench_hmm.py --speed               # paired spectral / EM fit times
+                                                         # (string and encoded input)
     python benchmarks/bench_hmm.py --init                # spectral-init EM vs random starts
 
 ``--convergence``: sequences sampled from a known 3-state HMM over 5 symbols (stop
@@ -279,10 +280,15 @@ def speed(args):
     """Paired fit times: spectral (settings chosen on the development split) and EM to
     convergence (random start ``--seed``, tol, at most ``--max-em-iterations``), on all training
     sequences, alternating spectral / EM ``--pairs`` times in one process; CPU seconds of the
-    process (all threads) and wall seconds.  The first spectral fit of the process (Numba
-    kernels loaded from the cache) is reported apart; the warm-up fits exclude imports and
-    JIT compilation from the timed fits."""
-    train, tr90, dev, _ = _tag_data()
+    process (all threads) and wall seconds.  Two input forms, both timed in every pair: the
+    token strings (every ``fit`` hashes them) and the same sequences encoded once
+    (``HMM.encode``: integer ids bound to their symbols, the input form of hmmlearn's
+    ``fit(X, lengths)``), alternating string / encoded fits (spectral) and their order (EM,
+    every other pair).  The models of the two forms are checked to be the same (test
+    perplexities equal).  The first spectral fit of the process (Numba kernels loaded from the
+    cache) is reported apart; the warm-up fits exclude imports and JIT compilation from the
+    timed fits."""
+    train, tr90, dev, test = _tag_data()
     print(f"\n## paired fit times (WSJ tags, {len(train)} sequences); load average "
           f"{os.getloadavg()}\n", flush=True)
     mk0 = lambda: HMM(n_states=10, method="spectral", field="tag", ridge=1.0,  # noqa: E731
@@ -291,6 +297,13 @@ def speed(args):
     print(f"first spectral fit of the process (kernels loaded from the Numba cache): "
           f"{first_wall:.3f} s wall, {first_cpu:.3f} CPU-s", flush=True)
     HMM(n_states=4, method="em", iterations=1).fit(tr90[:300])          # warm-up
+    t0 = time.process_time()
+    enc = HMM(field="tag").encode(train)
+    enc_cpu = time.process_time() - t0
+    mk0().fit(enc)                                                        # warm-up
+    print(f"encoding the {sum(map(len, train))} training tokens once: {enc_cpu * 1e3:.1f} ms CPU",
+          flush=True)
+    forms = {"strings": train, "encoded": enc}
     out = []
     for m in args.states:
         sel = HMM(n_states=m, method="spectral", field="tag", ridge=None).fit(tr90, dev=dev)
@@ -300,30 +313,57 @@ def speed(args):
         mk_em = lambda: HMM(n_states=m, method="em", field="tag",  # noqa: E731
                             iterations=args.max_em_iterations, tol=args.tol,
                             backoff_weight=0.2, random_state=args.seed)
-        sp_t, em_t, loads = [], [], []
-        for _ in range(args.pairs):
+        sp_t = {f: [] for f in forms}
+        em_t = {f: [] for f in forms}
+        models, loads = {}, []
+        for pair in range(args.pairs):
             for _ in range(args.repeats):
-                _, wall, cpu = _timed(mk_sp, train)
-                sp_t.append((wall, cpu))
-            em, wall, cpu = _timed(mk_em, train)
-            em_t.append((wall, cpu, int(em.iterations_run_)))
+                for f, x in forms.items():
+                    models[("sp", f)], wall, cpu = _timed(mk_sp, x)
+                    sp_t[f].append((wall, cpu))
+            for f in (list(forms) if pair % 2 == 0 else list(forms)[::-1]):
+                models[("em", f)], wall, cpu = _timed(mk_em, forms[f])
+                em_t[f].append((wall, cpu, int(models[("em", f)].iterations_run_)))
             loads.append(os.getloadavg()[0])
+        ppl = {k: v.perplexity(test) for k, v in models.items()}
+        same = ppl[("sp", "strings")] == ppl[("sp", "encoded")] and \
+            ppl[("em", "strings")] == ppl[("em", "encoded")]
         r = {"m": m, "ridge": sel.ridge_, "mixing": sel.state_mixing_,
-             "spectral_wall": float(np.median([t[0] for t in sp_t])),
-             "spectral_cpu": float(np.median([t[1] for t in sp_t])),
-             "spectral_cpu_min": float(min(t[1] for t in sp_t)),
-             "em_wall": float(np.median([t[0] for t in em_t])),
-             "em_cpu": float(np.median([t[1] for t in em_t])),
-             "em_iterations": em_t[0][2], "load": float(np.mean(loads))}
+             "load": float(np.mean(loads)), "same_model": bool(same),
+             "test_ppl_spectral": ppl[("sp", "strings")], "test_ppl_em": ppl[("em", "strings")],
+             "em_iterations": em_t["strings"][0][2]}
+        for f in forms:
+            sfx = "" if f == "strings" else "_encoded"
+            r["spectral_wall" + sfx] = float(np.median([t[0] for t in sp_t[f]]))
+            r["spectral_cpu" + sfx] = float(np.median([t[1] for t in sp_t[f]]))
+            r["spectral_cpu_min" + sfx] = float(min(t[1] for t in sp_t[f]))
+            r["em_wall" + sfx] = float(np.median([t[0] for t in em_t[f]]))
+            r["em_cpu" + sfx] = float(np.median([t[1] for t in em_t[f]]))
+            print(f"m={m} {f}: spectral (ridge {sel.ridge_:g}, mixing {sel.state_mixing_:g}) "
+                  f"median of {len(sp_t[f])}: {r['spectral_wall' + sfx] * 1e3:.1f} ms wall, "
+                  f"{r['spectral_cpu' + sfx] * 1e3:.1f} ms CPU (min "
+                  f"{r['spectral_cpu_min' + sfx] * 1e3:.1f}); EM ({em_t[f][0][2]} iterations) "
+                  f"median of {len(em_t[f])}: {r['em_wall' + sfx]:.2f} s wall, "
+                  f"{r['em_cpu' + sfx]:.2f} CPU-s; ratio "
+                  f"{r['em_wall' + sfx] / r['spectral_wall' + sfx]:.0f}x wall, "
+                  f"{r['em_cpu' + sfx] / r['spectral_cpu' + sfx]:.0f}x CPU", flush=True)
+        print(f"m={m}: load {r['load']:.1f}; test perplexity spectral "
+              f"{r['test_ppl_spectral']:.4f}, EM {r['test_ppl_em']:.4f}; the same models from "
+              f"both input forms: {'yes' if same else 'NO'}", flush=True)
         out.append(r)
-        print(f"m={m}: spectral (ridge {sel.ridge_:g}, mixing {sel.state_mixing_:g}) median of "
-              f"{len(sp_t)}: {r['spectral_wall'] * 1e3:.1f} ms wall, "
-              f"{r['spectral_cpu'] * 1e3:.1f} ms CPU (min {r['spectral_cpu_min'] * 1e3:.1f}); "
-              f"EM ({r['em_iterations']} iterations) median of {len(em_t)}: "
-              f"{r['em_wall']:.2f} s wall, {r['em_cpu']:.2f} CPU-s; ratio "
-              f"{r['em_wall'] / r['spectral_wall']:.0f}x wall, "
-              f"{r['em_cpu'] / r['spectral_cpu']:.0f}x CPU; load {r['load']:.1f}", flush=True)
-    RESULTS["speed"] = {"first_wall": first_wall, "first_cpu": first_cpu, "rows": out}
+    print("\n| m | input | spectral fit wall / CPU (ms), median (min) | EM to convergence wall / "
+          "CPU (s) | EM iterations | ratio wall | ratio CPU | load average |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in out:
+        for f in forms:
+            sfx = "" if f == "strings" else "_encoded"
+            print(f"| {r['m']} | {f} | {r['spectral_wall' + sfx] * 1e3:.1f} / "
+                  f"{r['spectral_cpu' + sfx] * 1e3:.1f} ({r['spectral_cpu_min' + sfx] * 1e3:.1f}) "
+                  f"| {r['em_wall' + sfx]:.2f} / {r['em_cpu' + sfx]:.2f} | {r['em_iterations']} | "
+                  f"{r['em_wall' + sfx] / r['spectral_wall' + sfx]:.0f}x | "
+                  f"{r['em_cpu' + sfx] / r['spectral_cpu' + sfx]:.0f}x | {r['load']:.1f} |")
+    RESULTS["speed"] = {"first_wall": first_wall, "first_cpu": first_cpu,
+                        "encode_cpu": enc_cpu, "rows": out}
 
 
 def init_curves(args):
