@@ -165,3 +165,20 @@ def test_moment_start_as_em_start():
     H = S.hankel_data(enc, 3, 0)
     s2, t2, e2 = MI.hmm_from_moments(H, 2, random_state=0, restarts=1, iterations=5)
     assert s2.shape == (2,) and t2.shape == (2, 2) and e2.shape == (2, 4)
+
+
+def test_trigram_estep_equals_the_generic_one():
+    """Windows of length 3 take the prefix-grouped E-step: the same likelihood and expected
+    counts as the batched forward-backward over every window."""
+    rng = np.random.default_rng(7)
+    start, trans, emit = _hmm(rng, 3, 5)
+    seqs = _sample(start, trans, emit, 500, rng)
+    enc = _enc(seqs)
+    win = MI.windows_from_sequences(enc.offsets, enc.ids, 5, 3)
+    s = MI._random_start(win, 4, np.random.default_rng(0))
+    a = MI._estep(win, *s, MI._onehot(win))
+    b = MI._estep(win, *s, MI._plan(win))
+    assert isinstance(MI._plan(win), MI._TrigramPlan)
+    assert b[0] == pytest.approx(a[0], rel=1e-12)
+    for x, y in zip(a[1:], b[1:]):
+        assert np.allclose(x, y, rtol=1e-10, atol=1e-12)

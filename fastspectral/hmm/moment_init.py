@@ -100,9 +100,13 @@ def windows_from_sequences(offsets, ids, M: int, length: int = 3) -> Windows:
                                       np.asarray(ids, dtype=np.int64)), M), M, length)
 
 
-def _estep(win: Windows, start, trans, emit, q, onehot):
+def _estep(win: Windows, start, trans, emit, q, plan):
     """Batched scaled forward-backward over the windows: ``(loglik, start_acc, q_acc,
-    trans_acc, emit_acc [m, M + 1])``, every window weighted by its count."""
+    trans_acc, emit_acc [m, M + 1])``, every window weighted by its count (``plan``:
+    :func:`_plan`; windows of length 3 take :func:`_estep3`)."""
+    if isinstance(plan, _TrigramPlan):
+        return _estep3(win, plan, start, trans, emit, q)
+    onehot = plan
     W, cnt = win.W, win.counts
     n, L = W.shape
     m = len(start)
@@ -146,6 +150,89 @@ def _onehot(win: Windows) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(L * n), (rows, np.arange(L * n))), shape=(win.M + 2, L * n))
 
 
+@dataclass
+class _TrigramPlan:
+    """Index structure of :func:`_estep3` for windows of length 3 (sorted by ``(begin, x0,
+    x1, x2)``, as :func:`window_table` returns them): prefixes ``(begin, x0, x1)`` and groups
+    ``(begin, x0)``."""
+    pre: np.ndarray        # [n] prefix of every window
+    x2: np.ndarray         # [n] last event of every window
+    indptr: np.ndarray     # [n_pre + 1] windows of every prefix (CSR rows)
+    pgrp: np.ndarray       # [n_pre] group of every prefix
+    px1: np.ndarray        # [n_pre] middle event of every prefix
+    gb: np.ndarray         # [n_grp] begin flag of every group
+    gx0: np.ndarray        # [n_grp] first event of every group
+    S_grp: sp.csr_matrix   # [n_grp, n_pre] prefix -> group sums
+    S_x1: sp.csr_matrix    # [M + 2, n_pre] prefix -> its middle event
+    S_x0: sp.csr_matrix    # [M + 2, n_grp] group -> its first event
+
+
+def _plan(win: Windows):
+    """The accumulator structure of the E-step: :class:`_TrigramPlan` for windows of length
+    3, else the one-hot matrix of :func:`_onehot`."""
+    if win.length != 3:
+        return _onehot(win)
+    W = win.W
+    B = np.int64(win.M + 2)
+    pcode = (win.begin.astype(np.int64) * B + W[:, 0]) * B + W[:, 1]
+    upre, pre = np.unique(pcode, return_inverse=True)
+    pre = pre.ravel()
+    if np.any(np.diff(pre) < 0):
+        raise ValueError("windows must be sorted (window_table's order)")
+    gcode = upre // B
+    ugrp, pgrp = np.unique(gcode, return_inverse=True)
+    pgrp = pgrp.ravel()
+    n_pre, n_grp = len(upre), len(ugrp)
+    indptr = np.zeros(n_pre + 1, dtype=np.int64)
+    np.cumsum(np.bincount(pre, minlength=n_pre), out=indptr[1:])
+    px1 = upre % B
+    ones = np.ones(n_pre)
+    return _TrigramPlan(
+        pre, W[:, 2].copy(), indptr, pgrp, px1, (ugrp // B).astype(bool), ugrp % B,
+        sp.csr_matrix((ones, (pgrp, np.arange(n_pre))), shape=(n_grp, n_pre)),
+        sp.csr_matrix((ones, (px1, np.arange(n_pre))), shape=(int(B), n_pre)),
+        sp.csr_matrix((np.ones(n_grp), (ugrp % B, np.arange(n_grp))), shape=(int(B), n_grp)))
+
+
+def _estep3(win: Windows, plan: _TrigramPlan, start, trans, emit, q):
+    """:func:`_estep` for windows of length 3, with every matrix product over the distinct
+    prefixes ``(begin, x0, x1)`` or groups ``(begin, x0)`` instead of the windows: for a
+    window ``(x0, x1, x2)`` opened from ``v`` (``start`` or ``q``), ``a0 = v * E[x0]``,
+    ``a1 = (a0 T) * E[x1]`` depend on its group and prefix only, the backward vector after
+    ``x1`` is ``T E[x2]`` (its last event only), and ``p(w) = a1 . (T E[x2])``; the expected
+    counts are sums over windows of ``count / p(w)`` times products of these, gathered per
+    prefix by one sparse product (``R2 [prefixes, events]``)."""
+    M = win.M
+    m = len(start)
+    EmT = np.ones((M + 2, m))
+    EmT[:M + 1] = emit.T                              # padding: emission 1 in every state
+    V = np.where(plan.gb[:, None], start[None, :], q[None, :])
+    a0 = V * EmT[plan.gx0]                            # [n_grp, m]
+    a1 = (a0 @ trans)[plan.pgrp] * EmT[plan.px1]      # [n_pre, m]
+    TEt = EmT @ trans.T                               # [M + 2, m]: (T E[x])^T, pad: ones
+    p = np.einsum("ij,ij->i", a1[plan.pre], TEt[plan.x2])
+    p = np.maximum(p, 1e-300)
+    cnt = win.counts
+    ll = float(cnt @ np.log(p))
+    R2 = sp.csr_matrix((cnt / p, plan.x2, plan.indptr), shape=(len(a1), M + 2))
+    Y = np.asarray(R2 @ TEt)                          # [n_pre, m]: sum r_w (T E[x2_w])
+    K = np.asarray(R2.T @ a1).T                       # [m, M + 2]: sum r_w a1 e_{x2}^T
+    # position 2 (x2) and the transition 1 -> 2 (real events only)
+    trans_acc = trans * (K[:, :M + 1] @ EmT[:M + 1])
+    emit_acc = (trans.T @ K) * EmT.T                  # [m, M + 2]
+    # position 1 (x1) and the transition 0 -> 1
+    emit_acc += np.asarray(plan.S_x1 @ (a1 * Y)).T
+    Bp = EmT[plan.px1] * Y                            # [n_pre, m]
+    real = (plan.px1 <= M)[:, None]
+    trans_acc += trans * (a0.T @ np.asarray(plan.S_grp @ (Bp * real)))
+    # position 0 (x0), start and occupancy
+    G0 = a0 * (np.asarray(plan.S_grp @ Bp) @ trans.T)  # [n_grp, m]
+    emit_acc += np.asarray(plan.S_x0 @ G0).T
+    start_acc = G0[plan.gb].sum(axis=0)
+    q_acc = G0[~plan.gb].sum(axis=0)
+    return ll, start_acc, q_acc, trans_acc, emit_acc[:, :M + 1]
+
+
 def _renorm(x, old):
     if x.ndim == 1:
         s = x.sum()
@@ -160,7 +247,7 @@ def window_loglik(win: Windows, start, trans, emit, q=None) -> float:
     start = np.asarray(start, dtype=np.float64)
     q = start if q is None else np.asarray(q, dtype=np.float64)
     return _estep(win, start, np.asarray(trans, dtype=np.float64),
-                  np.asarray(emit, dtype=np.float64), q, _onehot(win))[0]
+                  np.asarray(emit, dtype=np.float64), q, _plan(win))[0]
 
 
 def window_em(win: Windows, start, trans, emit, q=None, iterations: int = 100,
@@ -173,11 +260,11 @@ def window_em(win: Windows, start, trans, emit, q=None, iterations: int = 100,
     trans = np.asarray(trans, dtype=np.float64).copy()
     emit = np.asarray(emit, dtype=np.float64).copy()
     q = start.copy() if q is None else np.asarray(q, dtype=np.float64).copy()
-    onehot = _onehot(win)
+    plan = _plan(win)
     npos = win.n_positions
     hist = []
     for _ in range(int(iterations)):
-        ll, s_acc, q_acc, t_acc, e_acc = _estep(win, start, trans, emit, q, onehot)
+        ll, s_acc, q_acc, t_acc, e_acc = _estep(win, start, trans, emit, q, plan)
         hist.append(ll / npos)
         if tol is not None and len(hist) >= 2 and hist[-1] - hist[-2] < tol:
             break
