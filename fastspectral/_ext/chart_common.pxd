@@ -57,6 +57,43 @@ cdef struct CGrammar:
     const i32* sym_class
     const u8* is_tag
     const u8* class_is_tag
+    # the dense exhaustive kernel (cky.pyx, ``_dense_*``): binary rules by (left, right) child
+    # pair.  Pair q = (pp_b[q], pp_c[q]) has the parents pr_a / probabilities pr_p
+    # [pp_ptr[q] : pp_ptr[q + 1]]; its inside sum runs over every split point.  With
+    # pre-terminals only in one-word cells (``tags_lex``), the rules with a pre-terminal child
+    # touch one split point only and are kept apart, by that child: a pre-terminal left child
+    # (tl_*: tl_ptr over the symbols, entries parent / right / probability), a pre-terminal
+    # right child (tr_*: parent / left / probability), both (tt_*: by the left child).
+    bint tags_lex
+    int n_pp
+    const i32* pp_b
+    const i32* pp_c
+    const i32* pp_ptr
+    const i32* pr_a
+    const double* pr_p
+    const i32* pr_q          # the pair of each parent entry
+    int n_ppl                # symbols that are a pair's left child / right child
+    const i32* ppl
+    int n_ppr
+    const i32* ppr
+    int n_tl                 # pre-terminals with rules of each kind (tl_sym: their ids)
+    const i32* tl_sym
+    const i32* tl_ptr
+    const i32* tl_a
+    const i32* tl_o
+    const double* tl_p
+    int n_tr
+    const i32* tr_sym
+    const i32* tr_ptr
+    const i32* tr_a
+    const i32* tr_o
+    const double* tr_p
+    int n_tt
+    const i32* tt_sym
+    const i32* tt_ptr
+    const i32* tt_a
+    const i32* tt_o
+    const double* tt_p
 
 
 # An L-PCFG as ``tensor_chart.pyx`` reads it; symbol ``a`` has ``m[a]`` latent states.

@@ -103,6 +103,52 @@ def _check_lexical(lengths, offsets, pos, sym, prob, int n_symbols, what="lexica
 # grammar (its C layout, CGrammar, is declared in chart_common.pxd)
 
 
+cdef inline const i32* _ptr32(arr):
+    return <const i32*> cnp.PyArray_DATA(arr)
+
+
+def _dense_tables(int S, parent, left, right, prob, is_tag, bint tags_lex):
+    """The binary rules in the layout of the dense kernel (see ``CGrammar`` in chart_common.pxd):
+    rules between two symbols that can span several words grouped by (left, right) child pair,
+    the rules with a pre-terminal child (when pre-terminals only span one word) by that child.
+    Every array is non-empty (a dummy entry when there is nothing), so that its pointer is valid."""
+    n = parent.shape[0]
+    if tags_lex and n:
+        ltag = is_tag[left] != 0
+        rtag = is_tag[right] != 0
+    else:
+        ltag = rtag = np.zeros(n, dtype=bool)
+    out = {}
+    full = np.flatnonzero(~ltag & ~rtag)
+    key = left[full].astype(np.int64) * S + right[full]
+    order = np.lexsort((parent[full], key))
+    full, key = full[order], key[order]
+    uk, start = np.unique(key, return_index=True)
+    out["pp_b"] = (uk // S).astype(np.int32)
+    out["pp_c"] = (uk % S).astype(np.int32)
+    out["pp_ptr"] = np.append(start, full.shape[0]).astype(np.int32)
+    out["pr_a"] = parent[full].astype(np.int32)
+    out["pr_p"] = prob[full].astype(np.float64)
+    out["pr_q"] = np.repeat(np.arange(uk.shape[0], dtype=np.int32), np.diff(out["pp_ptr"]))
+    out["ppl"] = np.unique(out["pp_b"]).astype(np.int32)
+    out["ppr"] = np.unique(out["pp_c"]).astype(np.int32)
+    for name, sel, by, other in (("tl", ltag & ~rtag, left, right), ("tr", ~ltag & rtag, right, left),
+                                 ("tt", ltag & rtag, left, right)):
+        idx = np.flatnonzero(sel)
+        idx = idx[np.lexsort((other[idx], parent[idx], by[idx]))]
+        syms, start = np.unique(by[idx], return_index=True)
+        out[name + "_sym"] = syms.astype(np.int32)
+        out[name + "_ptr"] = np.append(start, idx.shape[0]).astype(np.int32)
+        out[name + "_a"] = parent[idx].astype(np.int32)
+        out[name + "_o"] = other[idx].astype(np.int32)
+        out[name + "_p"] = prob[idx].astype(np.float64)
+    sizes = {k: v.shape[0] for k, v in out.items()}
+    for k, v in out.items():        # valid pointers for empty tables (their sizes stay 0)
+        if v.shape[0] == 0:
+            out[k] = np.zeros(1, dtype=v.dtype)
+    return out, sizes
+
+
 cdef class ChartGrammar:
     """Rule arrays of a PCFG in the layout the kernels read (built by fastspectral.grammar).
 
@@ -170,9 +216,11 @@ cdef class ChartGrammar:
             raise ValueError("symbol class out of range")
         class_is_tag = np.zeros(max(n_classes, 1), dtype=np.uint8)
         class_is_tag[sym_class[is_tag.astype(bool)]] = 1
+        dense, sizes = _dense_tables(n_symbols, parent, left, right, prob, is_tag,
+                                     tags_only_lexical)
         self._keep = (bl_ptr, bl_parent, bl_right, bl_prob, bp_ptr, bp_left, bp_right, bp_prob,
                       un_parent, un_child, un_prob, root, sym_class, is_tag, class_is_tag,
-                      bl_split)
+                      bl_split, dense)
         self.n_symbols = n_symbols
         self.n_classes = n_classes
         self.g.S = n_symbols
@@ -194,6 +242,36 @@ cdef class ChartGrammar:
         self.g.sym_class = <const i32*> cnp.PyArray_DATA(sym_class)
         self.g.is_tag = <const u8*> cnp.PyArray_DATA(is_tag)
         self.g.class_is_tag = <const u8*> cnp.PyArray_DATA(class_is_tag)
+        self.g.tags_lex = tags_only_lexical
+        self.g.n_pp = sizes["pp_b"]
+        self.g.pp_b = _ptr32(dense["pp_b"])
+        self.g.pp_c = _ptr32(dense["pp_c"])
+        self.g.pp_ptr = _ptr32(dense["pp_ptr"])
+        self.g.pr_a = _ptr32(dense["pr_a"])
+        self.g.pr_p = <const double*> cnp.PyArray_DATA(dense["pr_p"])
+        self.g.pr_q = _ptr32(dense["pr_q"])
+        self.g.n_ppl = sizes["ppl"]
+        self.g.ppl = _ptr32(dense["ppl"])
+        self.g.n_ppr = sizes["ppr"]
+        self.g.ppr = _ptr32(dense["ppr"])
+        self.g.n_tl = sizes["tl_sym"]
+        self.g.tl_sym = _ptr32(dense["tl_sym"])
+        self.g.tl_ptr = _ptr32(dense["tl_ptr"])
+        self.g.tl_a = _ptr32(dense["tl_a"])
+        self.g.tl_o = _ptr32(dense["tl_o"])
+        self.g.tl_p = <const double*> cnp.PyArray_DATA(dense["tl_p"])
+        self.g.n_tr = sizes["tr_sym"]
+        self.g.tr_sym = _ptr32(dense["tr_sym"])
+        self.g.tr_ptr = _ptr32(dense["tr_ptr"])
+        self.g.tr_a = _ptr32(dense["tr_a"])
+        self.g.tr_o = _ptr32(dense["tr_o"])
+        self.g.tr_p = <const double*> cnp.PyArray_DATA(dense["tr_p"])
+        self.g.n_tt = sizes["tt_sym"]
+        self.g.tt_sym = _ptr32(dense["tt_sym"])
+        self.g.tt_ptr = _ptr32(dense["tt_ptr"])
+        self.g.tt_a = _ptr32(dense["tt_a"])
+        self.g.tt_o = _ptr32(dense["tt_o"])
+        self.g.tt_p = <const double*> cnp.PyArray_DATA(dense["tt_p"])
 
     @property
     def binary_by_left(self):
@@ -595,6 +673,412 @@ cdef inline double marg_factor(const Chart* c, int cell, double logz) noexcept n
 
 
 # ----------------------------------------------------------------------------------------------
+# the dense exhaustive kernel (the coarse pass of the L-PCFG parsers: no mask, sum mode)
+#
+# The same inside / outside scores as inside_pass / outside_pass (the same per-cell power-of-two
+# exponents, the same 1e-270 floor; only the order of the sums differs), laid out so that a
+# rule's sum over the split points of a cell is one contiguous dot product: a cell's top (post)
+# scores are stored twice, by (start, symbol, end) in ``LS`` and by (end, symbol, start) in
+# ``RE``.  For cell [i, j) the left children's rows are ``LS[i][B][i+1 .. j-1]`` and the right
+# children's ``RE[j][C][i+1 .. j-1]``; the per-split exponent factors ``f`` are folded into
+# the left rows first (``Lf``), then every (left, right) pair of the grammar costs one dot
+# product (small_dense.h ``fs_pair_dots``) shared by the pair's parents.  Rules with a
+# pre-terminal child touch one split point only and are summed apart.  The outside pass
+# pushes each pair's weight (the sum over its parents of rule probability x outside score)
+# into two accumulators in the same layouts: ``OS`` (as a left child, by start) and ``OE``
+# (as a right child, by end); a cell's outside score is their sum once every wider cell is done.
+
+
+cdef extern from "small_dense.h" nogil:
+    void fs_pair_dots(int npair, const i32* pb, const i32* pc, const double* L, long ldl,
+                      const double* R, long ldr, int K, double* s)
+    void fs_pair_push(int npair, const i32* pb, const i32* pc, const double* w, const double* Lf,
+                      const double* Rf, long ldf, double* OL, long ldo, double* OR, long ldr,
+                      int K)
+    void fs_scale_rows(int nsym, const i32* sym, const double* X, long ldx, const double* f,
+                       int K, double* O, long ldo)
+
+
+cdef struct Dense:
+    int n
+    int S
+    int ncell
+    i32* off            # cell ids by span length (as in Chart)
+    i64* soff           # rows by start: symbol B of start i at soff[i] + B * (n - i), end k at + k - i - 1
+    i64* eoff           # rows by end: symbol C of end j at eoff[j] + C * j, start k at + k
+    double* in_pre      # per cell, S (the pre layer: lexical cells differ from post)
+    double* LS          # inside (post) by start
+    double* RE          # inside (post) by end
+    double* OS          # outside as a left child, by start
+    double* OE          # outside as a right child, by end
+    int* sc             # per-cell exponents
+    u8* live            # the cell has a nonzero inside score
+    u8* keep            # per cell, S: the item's marginal reaches the threshold
+    double* out_pre     # optional (chart_marginals): the outside scores per cell, S
+    double* out_post
+    double* f           # per split point of the current cell
+    double* Lf          # S x n: factor-scaled left rows of the current cell
+    double* Rf          # S x n: factor-scaled right rows (outside)
+    double* acc
+    double* post
+    double* opost
+    double* opre
+    double* par
+    double* pair        # one per (left, right) pair
+
+
+cdef int dense_alloc(Dense* d, int n, int S, int n_pair, bint export) noexcept nogil:
+    cdef int l, i
+    cdef size_t big
+    memset(d, 0, sizeof(Dense))
+    d.n = n
+    d.S = S
+    d.ncell = n * (n + 1) // 2
+    big = <size_t> d.ncell * <size_t> S
+    d.off = <i32*> malloc((n + 2) * sizeof(i32))
+    d.soff = <i64*> malloc((n + 1) * sizeof(i64))
+    d.eoff = <i64*> malloc((n + 2) * sizeof(i64))
+    d.in_pre = <double*> calloc(big, sizeof(double))
+    d.LS = <double*> calloc(big, sizeof(double))
+    d.RE = <double*> calloc(big, sizeof(double))
+    d.OS = <double*> calloc(big, sizeof(double))
+    d.OE = <double*> calloc(big, sizeof(double))
+    d.sc = <int*> calloc(d.ncell, sizeof(int))
+    d.live = <u8*> calloc(d.ncell, sizeof(u8))
+    d.keep = <u8*> malloc(big * sizeof(u8))
+    d.f = <double*> malloc((n + 1) * sizeof(double))
+    d.Lf = <double*> malloc(<size_t> S * (n + 1) * sizeof(double))
+    d.Rf = <double*> malloc(<size_t> S * (n + 1) * sizeof(double))
+    d.acc = <double*> malloc(S * sizeof(double))
+    d.post = <double*> malloc(S * sizeof(double))
+    d.opost = <double*> malloc(S * sizeof(double))
+    d.opre = <double*> malloc(S * sizeof(double))
+    d.par = <double*> malloc(S * sizeof(double))
+    d.pair = <double*> malloc((n_pair + 1) * sizeof(double))
+    if (d.off == NULL or d.soff == NULL or d.eoff == NULL or d.in_pre == NULL or d.LS == NULL
+            or d.RE == NULL or d.OS == NULL or d.OE == NULL or d.sc == NULL or d.live == NULL
+            or d.keep == NULL or d.f == NULL or d.Lf == NULL or d.Rf == NULL or d.acc == NULL
+            or d.post == NULL or d.opost == NULL or d.opre == NULL or d.par == NULL
+            or d.pair == NULL):
+        return -1
+    if export:
+        d.out_pre = <double*> calloc(big, sizeof(double))
+        d.out_post = <double*> calloc(big, sizeof(double))
+        if d.out_pre == NULL or d.out_post == NULL:
+            return -1
+    d.off[0] = 0
+    d.off[1] = 0
+    for l in range(2, n + 2):
+        d.off[l] = d.off[l - 1] + (n - (l - 1) + 1)
+    d.soff[0] = 0
+    for i in range(1, n + 1):
+        d.soff[i] = d.soff[i - 1] + <i64> S * (n - i + 1)
+    d.eoff[0] = 0
+    d.eoff[1] = 0
+    for i in range(2, n + 2):
+        d.eoff[i] = d.eoff[i - 1] + <i64> S * (i - 1)
+    return 0
+
+
+cdef void dense_free(Dense* d) noexcept nogil:
+    free(d.off); free(d.soff); free(d.eoff); free(d.in_pre); free(d.LS); free(d.RE)
+    free(d.OS); free(d.OE); free(d.sc); free(d.live); free(d.keep); free(d.out_pre)
+    free(d.out_post); free(d.f); free(d.Lf); free(d.Rf); free(d.acc); free(d.post)
+    free(d.opost); free(d.opre); free(d.par); free(d.pair)
+    memset(d, 0, sizeof(Dense))
+
+
+cdef void _dense_finish_in(const CGrammar* g, Dense* d, int i, int j, int E) noexcept nogil:
+    """The pre layer of cell [i, j) is in ``d.acc`` (exponent E): the unary closure, the
+    power-of-two normalisation and the 1e-270 floor of :func:`finish_inside_cell`, then the
+    scores are stored (pre per cell, post by start and by end)."""
+    cdef int S = g.S, n = d.n, A, B, u, e
+    cdef int cell = d.off[j - i] + i
+    cdef double* pre = d.acc
+    cdef double* post = d.post
+    cdef double m = 0.0, scale, vp, vq
+    cdef double* ipre = d.in_pre + <size_t> cell * S
+    cdef double* ls = d.LS + d.soff[i] + (j - i - 1)
+    cdef double* re = d.RE + d.eoff[j] + i
+    cdef i64 lds = n - i, lde = j
+    cdef u8 any_ = 0
+    for A in range(S):
+        post[A] = pre[A]
+    for u in range(g.n_un):
+        B = g.un_child[u]
+        if pre[B] != 0.0:
+            post[g.un_parent[u]] += g.un_prob[u] * pre[B]
+    for A in range(S):
+        if post[A] > m:
+            m = post[A]
+    if m <= 0.0:
+        d.sc[cell] = 0
+        d.live[cell] = 0
+        return
+    frexp(m, &e)
+    # a power-of-two factor is exact (ldexp's result) while it is a normal number
+    scale = ldexp(1.0, -e) if -1000 < e < 1000 else 0.0
+    for A in range(S):
+        if scale != 0.0:
+            vq = post[A] * scale
+            vp = pre[A] * scale
+        else:
+            vq = ldexp(post[A], -e)
+            vp = ldexp(pre[A], -e)
+        if vq < 1e-270:
+            vq = 0.0
+        if vp < 1e-270:
+            vp = 0.0
+        ipre[A] = vp
+        ls[A * lds] = vq
+        re[A * lde] = vq
+        if vq != 0.0 or vp != 0.0:
+            any_ = 1
+    d.sc[cell] = E + e
+    d.live[cell] = any_
+
+
+cdef void _dense_inside(const CGrammar* g, Dense* d, const i32* lpos, const i32* lsym,
+                        const double* lprob, int nlex) noexcept nogil:
+    """Inside scores of every cell, bottom up (see the section comment)."""
+    cdef int n = d.n, S = g.S
+    cdef int i, j, l, K, dd, k, lc, rc, E, e, t, r, B, C
+    cdef double lv, rv, f0, fK
+    cdef double* acc = d.acc
+    cdef double* f = d.f
+    cdef double* pair = d.pair
+    cdef double* Lrow
+    cdef double* Rrow
+    cdef i64 ldl, ldr
+    for i in range(n):
+        memset(acc, 0, S * sizeof(double))
+        for t in range(nlex):
+            if lpos[t] == i and lprob[t] > 0.0:
+                acc[lsym[t]] += lprob[t]
+        _dense_finish_in(g, d, i, i + 1, 0)
+    for l in range(2, n + 1):
+        K = l - 1
+        for i in range(0, n - l + 1):
+            j = i + l
+            # common exponent of the split points, and each one's factor
+            E = -2147483647
+            for dd in range(K):
+                k = i + 1 + dd
+                lc = d.off[k - i] + i
+                rc = d.off[j - k] + k
+                if d.live[lc] and d.live[rc]:
+                    e = d.sc[lc] + d.sc[rc]
+                    if e > E:
+                        E = e
+            if E == -2147483647:
+                continue
+            for dd in range(K):
+                k = i + 1 + dd
+                lc = d.off[k - i] + i
+                rc = d.off[j - k] + k
+                if d.live[lc] and d.live[rc]:
+                    f[dd] = ldexp(1.0, d.sc[lc] + d.sc[rc] - E)
+                else:
+                    f[dd] = 0.0
+            memset(acc, 0, S * sizeof(double))
+            Lrow = d.LS + d.soff[i]
+            ldl = n - i
+            Rrow = d.RE + d.eoff[j] + i + 1
+            ldr = j
+            if g.n_pp > 0:
+                fs_scale_rows(g.n_ppl, g.ppl, Lrow, ldl, f, K, d.Lf, n)
+                fs_pair_dots(g.n_pp, g.pp_b, g.pp_c, d.Lf, n, Rrow, ldr, K, pair)
+                for r in range(g.pp_ptr[g.n_pp]):
+                    acc[g.pr_a[r]] += g.pr_p[r] * pair[g.pr_q[r]]
+            f0 = f[0]
+            if f0 != 0.0:
+                # pre-terminal left child: the split point after the first word
+                for t in range(g.n_tl):
+                    lv = Lrow[<i64> g.tl_sym[t] * ldl]
+                    if lv == 0.0:
+                        continue
+                    lv = lv * f0
+                    for r in range(g.tl_ptr[t], g.tl_ptr[t + 1]):
+                        acc[g.tl_a[r]] += g.tl_p[r] * lv * Rrow[<i64> g.tl_o[r] * ldr]
+                if K == 1:
+                    for t in range(g.n_tt):
+                        lv = Lrow[<i64> g.tt_sym[t] * ldl]
+                        if lv == 0.0:
+                            continue
+                        lv = lv * f0
+                        for r in range(g.tt_ptr[t], g.tt_ptr[t + 1]):
+                            acc[g.tt_a[r]] += g.tt_p[r] * lv * Rrow[<i64> g.tt_o[r] * ldr]
+            fK = f[K - 1]
+            if fK != 0.0:
+                # pre-terminal right child: the split point before the last word
+                for t in range(g.n_tr):
+                    rv = Rrow[<i64> g.tr_sym[t] * ldr + K - 1]
+                    if rv == 0.0:
+                        continue
+                    for r in range(g.tr_ptr[t], g.tr_ptr[t + 1]):
+                        acc[g.tr_a[r]] += g.tr_p[r] * (Lrow[<i64> g.tr_o[r] * ldl + K - 1] * fK) * rv
+            _dense_finish_in(g, d, i, j, E)
+
+
+cdef double _dense_logz(const CGrammar* g, Dense* d) noexcept nogil:
+    """log of the sentence probability (as :func:`log_partition`, sum mode)."""
+    cdef int A, n = d.n
+    cdef double z = 0.0
+    cdef double* top = d.LS + d.soff[0] + (n - 1)
+    for A in range(g.S):
+        z += g.root[A] * top[<i64> A * n]
+    if z <= 0.0:
+        return -INFINITY
+    return log(z) + d.sc[d.off[n]] * FS_LOG2
+
+
+cdef bint _dense_out_cell(const CGrammar* g, Dense* d, int i, int j, double lf,
+                          double threshold) noexcept nogil:
+    """The outside scores of cell [i, j), complete once every wider cell is done: the parts
+    accumulated as a left and as a right child (the root cell: its root probabilities), for the
+    symbols with a nonzero inside score (as outside_pass); the pre layer through the unary
+    rules (finish_outside_cell); the pruning decisions of the cell (``keep``: the pre or post
+    marginal >= threshold) and the parents' weights of its binary step (``par``: the pre-layer
+    outside score where the inside pre score is nonzero).  Returns whether any is nonzero."""
+    cdef int S = g.S, n = d.n, A, B, u
+    cdef int cell = d.off[j - i] + i
+    cdef double* ipre = d.in_pre + <size_t> cell * S
+    cdef double* ls = d.LS + d.soff[i] + (j - i - 1)
+    cdef double* os = d.OS + d.soff[i] + (j - i - 1)
+    cdef double* oe = d.OE + d.eoff[j] + i
+    cdef i64 lds = n - i, lde = j
+    cdef double* opost = d.opost
+    cdef double* opre = d.opre
+    cdef double* par = d.par
+    cdef u8* keep = d.keep + <size_t> cell * S
+    cdef double ip, v1, v2
+    cdef bint root = i == 0 and j == n
+    cdef bint anyp = False
+    for A in range(S):
+        ip = ls[A * lds]
+        if ip == 0.0:
+            opost[A] = 0.0
+        elif root:
+            opost[A] = g.root[A]
+        else:
+            opost[A] = os[A * lds] + oe[A * lde]
+        opre[A] = opost[A]
+    for u in range(g.n_un):
+        A = g.un_parent[u]
+        if opost[A] != 0.0:
+            B = g.un_child[u]
+            if ipre[B] != 0.0:
+                opre[B] += g.un_prob[u] * opost[A]
+    for A in range(S):
+        v1 = ipre[A] * opre[A] * lf
+        v2 = ls[A * lds] * opost[A] * lf
+        keep[A] = 1 if (v1 >= threshold or v2 >= threshold) else 0
+        if opre[A] != 0.0 and ipre[A] != 0.0:
+            par[A] = opre[A]
+            anyp = True
+        else:
+            par[A] = 0.0
+    if d.out_pre != NULL:
+        memcpy(d.out_pre + <size_t> cell * S, opre, S * sizeof(double))
+        memcpy(d.out_post + <size_t> cell * S, opost, S * sizeof(double))
+    return anyp
+
+
+cdef void _dense_outside(const CGrammar* g, Dense* d, double logz, double threshold) noexcept nogil:
+    """Outside scores top down and the pruning decisions of every (cell, symbol)."""
+    cdef int n = d.n, S = g.S
+    cdef int i, j, l, K, dd, k, lc, rc, cell, t, r, B, C, sc_cell
+    cdef double lv, rv, f0, fK, po, o
+    cdef double lf = _exp(d.sc[d.off[n]] * FS_LOG2 - logz)
+    cdef double* f = d.f
+    cdef double* pair = d.pair
+    cdef double* par = d.par
+    cdef double* Lrow
+    cdef double* Rrow
+    cdef double* OL
+    cdef double* OR
+    cdef i64 ldl, ldr
+    for l in range(n, 1, -1):
+        K = l - 1
+        for i in range(0, n - l + 1):
+            j = i + l
+            cell = d.off[l] + i
+            if not _dense_out_cell(g, d, i, j, lf, threshold) or not d.live[cell]:
+                continue
+            sc_cell = d.sc[cell]
+            for dd in range(K):
+                k = i + 1 + dd
+                lc = d.off[k - i] + i
+                rc = d.off[j - k] + k
+                if d.live[lc] and d.live[rc]:
+                    f[dd] = ldexp(1.0, d.sc[lc] + d.sc[rc] - sc_cell)
+                else:
+                    f[dd] = 0.0
+            Lrow = d.LS + d.soff[i]
+            ldl = n - i
+            Rrow = d.RE + d.eoff[j] + i + 1
+            ldr = j
+            OL = d.OS + d.soff[i]
+            OR = d.OE + d.eoff[j] + i + 1
+            if g.n_pp > 0:
+                memset(pair, 0, g.n_pp * sizeof(double))
+                for r in range(g.pp_ptr[g.n_pp]):
+                    pair[g.pr_q[r]] += g.pr_p[r] * par[g.pr_a[r]]
+                fs_scale_rows(g.n_ppl, g.ppl, Lrow, ldl, f, K, d.Lf, n)
+                fs_scale_rows(g.n_ppr, g.ppr, Rrow, ldr, f, K, d.Rf, n)
+                fs_pair_push(g.n_pp, g.pp_b, g.pp_c, pair, d.Lf, d.Rf, n, OL, ldl, OR, ldr, K)
+            f0 = f[0]
+            if f0 != 0.0:
+                for t in range(g.n_tl):
+                    B = g.tl_sym[t]
+                    lv = Lrow[<i64> B * ldl]
+                    if lv == 0.0:
+                        continue
+                    o = 0.0
+                    for r in range(g.tl_ptr[t], g.tl_ptr[t + 1]):
+                        po = par[g.tl_a[r]]
+                        if po != 0.0:
+                            po = po * g.tl_p[r] * f0
+                            C = g.tl_o[r]
+                            o += po * Rrow[<i64> C * ldr]
+                            OR[<i64> C * ldr] += po * lv
+                    OL[<i64> B * ldl] += o
+                if K == 1:
+                    for t in range(g.n_tt):
+                        B = g.tt_sym[t]
+                        lv = Lrow[<i64> B * ldl]
+                        if lv == 0.0:
+                            continue
+                        o = 0.0
+                        for r in range(g.tt_ptr[t], g.tt_ptr[t + 1]):
+                            po = par[g.tt_a[r]]
+                            if po != 0.0:
+                                po = po * g.tt_p[r] * f0
+                                C = g.tt_o[r]
+                                o += po * Rrow[<i64> C * ldr]
+                                OR[<i64> C * ldr] += po * lv
+                        OL[<i64> B * ldl] += o
+            fK = f[K - 1]
+            if fK != 0.0:
+                for t in range(g.n_tr):
+                    C = g.tr_sym[t]
+                    rv = Rrow[<i64> C * ldr + K - 1]
+                    if rv == 0.0:
+                        continue
+                    o = 0.0
+                    for r in range(g.tr_ptr[t], g.tr_ptr[t + 1]):
+                        po = par[g.tr_a[r]]
+                        if po != 0.0:
+                            po = po * g.tr_p[r] * fK
+                            B = g.tr_o[r]
+                            OL[<i64> B * ldl + K - 1] += po * rv
+                            o += po * Lrow[<i64> B * ldl + K - 1]
+                    OR[<i64> C * ldr + K - 1] += o
+    for i in range(n):
+        _dense_out_cell(g, d, i, i + 1, lf, threshold)
+
+
+# ----------------------------------------------------------------------------------------------
 # decoding
 
 
@@ -902,13 +1386,14 @@ def parse_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
 
 
 def chart_marginals(ChartGrammar grammar, int n, i32[::1] lex_pos, i32[::1] lex_sym,
-                    double[::1] lex_prob, bint viterbi=False):
+                    double[::1] lex_prob, bint viterbi=False, bint dense=False):
     """Single sentence: inside, outside and marginals as dense arrays (tests, pruning, analysis).
 
     Returns a dict with ``logz`` (log sentence probability, or log best-derivation probability
     when ``viterbi``), and arrays of shape (n, n + 1, S) indexed [i, j, A] (j exclusive):
     ``inside_pre``, ``inside_post``, ``outside_pre``, ``outside_post`` (log scale, -inf for zero),
-    ``marg_pre``, ``marg_post`` (posterior probabilities; omitted in viterbi mode).
+    ``marg_pre``, ``marg_post`` (posterior probabilities; omitted in viterbi mode).  ``dense``
+    (sum mode only): the scores of the dense kernel of :func:`prune_batch` instead.
     """
     cdef Chart ch
     cdef int S = grammar.n_symbols, i, j, cell, A
@@ -921,6 +1406,8 @@ def chart_marginals(ChartGrammar grammar, int n, i32[::1] lex_pos, i32[::1] lex_
     cdef i32* lp = &lex_pos[0] if nlex else NULL
     cdef i32* ls = &lex_sym[0] if nlex else NULL
     cdef double* lpr = &lex_prob[0] if nlex else NULL
+    if dense and not viterbi:
+        return _dense_marginals(grammar, n, lp, ls, lpr, nlex)
     if chart_alloc(&ch, n, S, True, viterbi, False) != 0:
         chart_free(&ch)
         raise MemoryError("chart allocation failed")
@@ -968,10 +1455,15 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
                 i32[::1] lex_sym, double[::1] lex_prob, double threshold=1e-5, int n_threads=1,
                 ChartGrammar coarse=None, i32[::1] proj=None, i64[::1] coarse_lex_offsets=None,
                 i32[::1] coarse_lex_pos=None, i32[::1] coarse_lex_sym=None,
-                double[::1] coarse_lex_prob=None, double coarse_threshold=1e-5):
+                double[::1] coarse_lex_prob=None, double coarse_threshold=1e-5, bint dense=True):
     """Posterior pruning: for each sentence the items (i, j, A) whose pre- or post-layer marginal
     is >= threshold, as an int32 array (k, 3) (j exclusive); an empty array when the sentence has
     no parse.  Sentences run in parallel; each keeps its items in a private growing buffer.
+
+    Without ``coarse`` the chart is exhaustive and (``dense``, the default) runs the dense kernel
+    (``_dense_inside`` / ``_dense_outside``: the same scores, sums over split points as dot
+    products); ``dense=False`` runs the sparse kernel of the parsers (``inside_pass`` /
+    ``outside_pass``).  The two differ by rounding only.
 
     With ``coarse`` (a coarser grammar, ``proj`` mapping every symbol of ``grammar`` to one of
     its symbols, and its own lexical entries ``coarse_lex_*``), the chart of ``grammar`` is itself
@@ -1025,7 +1517,7 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
                                        (csym + cloff[s]) if cp != NULL else NULL,
                                        (cprob + cloff[s]) if cp != NULL else NULL,
                                        <int> (cloff[s + 1] - cloff[s]) if cp != NULL else 0,
-                                       coarse_threshold)
+                                       coarse_threshold, dense)
         for s in range(ns):
             if counts[s] < 0:
                 raise MemoryError(f"chart allocation failed for sentence {s}")
@@ -1043,7 +1535,9 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
 cdef i64 _prune_one(const CGrammar* g, int n, const i32* lpos, const i32* lsym, const double* lprob,
                     int nlex, double threshold, i32** outp, const CGrammar* coarse,
                     const i32* proj, const i32* clpos, const i32* clsym, const double* clprob,
-                    int cnlex, double coarse_threshold) noexcept nogil:
+                    int cnlex, double coarse_threshold, bint dense=False) noexcept nogil:
+    if coarse == NULL and dense:
+        return _prune_dense(g, n, lpos, lsym, lprob, nlex, threshold, outp)
     cdef Chart ch
     cdef Chart cc
     cdef int i, j, cell, A, S = g.S, attempt
@@ -1111,4 +1605,94 @@ cdef i64 _prune_one(const CGrammar* g, int n, const i32* lpos, const i32* lsym, 
                         out[3 * cnt + 2] = A
                         cnt += 1
     chart_free(&ch)
+    return cnt
+
+
+cdef object _dense_marginals(ChartGrammar grammar, int n, const i32* lp, const i32* ls,
+                             const double* lpr, int nlex):
+    """:func:`chart_marginals` by the dense kernel."""
+    cdef Dense d
+    cdef int S = grammar.n_symbols, i, j, cell
+    cdef double logz
+    if dense_alloc(&d, n, S, grammar.g.n_pp, True) != 0:
+        dense_free(&d)
+        raise MemoryError("chart allocation failed")
+    try:
+        with nogil:
+            _dense_inside(&grammar.g, &d, lp, ls, lpr, nlex)
+            logz = _dense_logz(&grammar.g, &d)
+            if logz != -INFINITY:
+                _dense_outside(&grammar.g, &d, logz, 1.0)
+        res = {"logz": logz}
+        arrs = {k: np.full((n, n + 1, S), -np.inf) for k in
+                ("inside_pre", "inside_post", "outside_pre", "outside_post")}
+        l2 = np.log(2.0)
+        root_sc = d.sc[d.off[n]]
+        with np.errstate(divide="ignore"):
+            for i in range(n):
+                for j in range(i + 1, n + 1):
+                    cell = d.off[j - i] + i
+                    a = np.asarray(<double[:S]> (d.in_pre + <size_t> cell * S))
+                    arrs["inside_pre"][i, j] = np.log(a) + d.sc[cell] * l2
+                    b = np.asarray(<double[:S * (n - i)]> (d.LS + d.soff[i]))[j - i - 1::n - i]
+                    arrs["inside_post"][i, j] = np.log(b) + d.sc[cell] * l2
+                    if logz != -INFINITY:
+                        a = np.asarray(<double[:S]> (d.out_pre + <size_t> cell * S))
+                        b = np.asarray(<double[:S]> (d.out_post + <size_t> cell * S))
+                        arrs["outside_pre"][i, j] = np.log(a) + (root_sc - d.sc[cell]) * l2
+                        arrs["outside_post"][i, j] = np.log(b) + (root_sc - d.sc[cell]) * l2
+        res["inside_pre"] = arrs["inside_pre"]
+        res["inside_post"] = arrs["inside_post"]
+        if logz != -INFINITY:
+            res["outside_pre"] = arrs["outside_pre"]
+            res["outside_post"] = arrs["outside_post"]
+            with np.errstate(invalid="ignore"):
+                res["marg_pre"] = np.nan_to_num(np.exp(res["inside_pre"] + res["outside_pre"]
+                                                       - logz), nan=0.0)
+                res["marg_post"] = np.nan_to_num(np.exp(res["inside_post"] + res["outside_post"]
+                                                        - logz), nan=0.0)
+        return res
+    finally:
+        dense_free(&d)
+
+
+cdef i64 _prune_dense(const CGrammar* g, int n, const i32* lpos, const i32* lsym,
+                      const double* lprob, int nlex, double threshold, i32** outp) noexcept nogil:
+    """:func:`_prune_one` without a coarse grammar, by the dense kernel: the items in the same
+    order (by start, end, symbol)."""
+    cdef Dense d
+    cdef int i, j, A, S = g.S
+    cdef i64 cnt = 0, cap = 1024
+    cdef double logz
+    cdef u8* keep
+    cdef i32* tmp
+    cdef i32* out = <i32*> malloc(3 * cap * sizeof(i32))
+    outp[0] = out
+    if out == NULL:
+        return -1
+    if dense_alloc(&d, n, S, g.n_pp, False) != 0:
+        dense_free(&d)
+        return -1
+    _dense_inside(g, &d, lpos, lsym, lprob, nlex)
+    logz = _dense_logz(g, &d)
+    if logz != -INFINITY:
+        _dense_outside(g, &d, logz, threshold)
+        for i in range(n):
+            for j in range(i + 1, n + 1):
+                keep = d.keep + <size_t> (d.off[j - i] + i) * S
+                for A in range(S):
+                    if keep[A]:
+                        if cnt == cap:
+                            cap *= 2
+                            tmp = <i32*> realloc(out, 3 * cap * sizeof(i32))
+                            if tmp == NULL:
+                                dense_free(&d)
+                                return -1
+                            out = tmp
+                            outp[0] = out
+                        out[3 * cnt] = i
+                        out[3 * cnt + 1] = j
+                        out[3 * cnt + 2] = A
+                        cnt += 1
+    dense_free(&d)
     return cnt

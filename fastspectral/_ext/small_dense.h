@@ -110,4 +110,66 @@ FS_CLONES static void fs_gemv_cols_f(int m, int n, const float *A, const double 
     }
 }
 
+/* ---- the dense coarse CKY (cky.pyx, _dense_*): sums over the split points of a chart cell ----
+ *
+ * A binary rule's inside sum over the split points k of cell [i, j) is a dot product when the
+ * children's scores are stored by (start, symbol, end) and by (end, symbol, start): the left
+ * child's row L[B] (ends i+1 .. j-1) against the right child's row R[C] (starts i+1 .. j-1), the
+ * per-split exponent factor folded into L beforehand.  The rules are grouped by their
+ * (left, right) child pair, so one dot product serves every parent of the pair. */
+
+/* s[q] = sum_{d < K} L[pb[q] * ldl + d] * R[pc[q] * ldr + d]   for each pair q < np */
+FS_CLONES static void fs_pair_dots(int np, const int *pb, const int *pc, const double *L,
+                                   long ldl, const double *R, long ldr, int K, double *s)
+{
+    for (int q = 0; q < np; q++) {
+        const double *x = L + (size_t)pb[q] * ldl;
+        const double *y = R + (size_t)pc[q] * ldr;
+        double acc = 0.0;
+#pragma omp simd reduction(+:acc)
+        for (int d = 0; d < K; d++)
+            acc += x[d] * y[d];
+        s[q] = acc;
+    }
+}
+
+/* The outside step of the same pairs, with w[q] the pair's weight (sum over its parents of
+ * rule probability times the parent's outside score):
+ *   OL[pb[q] * ldo + d] += w[q] * Rf[pc[q] * ldf + d]   (outside of the left child, by start)
+ *   OR[pc[q] * ldr + d] += w[q] * Lf[pb[q] * ldf + d]   (outside of the right child, by end)
+ * for d < K; pairs whose weight is 0 are skipped. */
+FS_CLONES static void fs_pair_push(int np, const int *pb, const int *pc, const double *w,
+                                   const double *Lf, const double *Rf, long ldf, double *OL,
+                                   long ldo, double *OR, long ldr, int K)
+{
+    for (int q = 0; q < np; q++) {
+        const double wq = w[q];
+        if (wq == 0.0)
+            continue;
+        const double *x = Lf + (size_t)pb[q] * ldf;
+        const double *y = Rf + (size_t)pc[q] * ldf;
+        double *ol = OL + (size_t)pb[q] * ldo;
+        double *orr = OR + (size_t)pc[q] * ldr;
+#pragma omp simd
+        for (int d = 0; d < K; d++) {
+            ol[d] += wq * y[d];
+            orr[d] += wq * x[d];
+        }
+    }
+}
+
+/* out[d] = x[d] * f[d] for d < K, for the rows x = X + sym[t] * ldx (t < nsym), into
+ * out = O + sym[t] * ldo */
+FS_CLONES static void fs_scale_rows(int nsym, const int *sym, const double *X, long ldx,
+                                    const double *f, int K, double *O, long ldo)
+{
+    for (int t = 0; t < nsym; t++) {
+        const double *x = X + (size_t)sym[t] * ldx;
+        double *o = O + (size_t)sym[t] * ldo;
+#pragma omp simd
+        for (int d = 0; d < K; d++)
+            o[d] = x[d] * f[d];
+    }
+}
+
 #endif
