@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 from .._blas import blas_single_thread
 
@@ -157,14 +158,10 @@ class _TrigramPlan:
     ``(begin, x0)``."""
     pre: np.ndarray        # [n] prefix of every window
     x2: np.ndarray         # [n] last event of every window
-    indptr: np.ndarray     # [n_pre + 1] windows of every prefix (CSR rows)
     pgrp: np.ndarray       # [n_pre] group of every prefix
     px1: np.ndarray        # [n_pre] middle event of every prefix
     gb: np.ndarray         # [n_grp] begin flag of every group
     gx0: np.ndarray        # [n_grp] first event of every group
-    S_grp: sp.csr_matrix   # [n_grp, n_pre] prefix -> group sums
-    S_x1: sp.csr_matrix    # [M + 2, n_pre] prefix -> its middle event
-    S_x0: sp.csr_matrix    # [M + 2, n_grp] group -> its first event
 
 
 def _plan(win: Windows):
@@ -182,16 +179,41 @@ def _plan(win: Windows):
     gcode = upre // B
     ugrp, pgrp = np.unique(gcode, return_inverse=True)
     pgrp = pgrp.ravel()
-    n_pre, n_grp = len(upre), len(ugrp)
-    indptr = np.zeros(n_pre + 1, dtype=np.int64)
-    np.cumsum(np.bincount(pre, minlength=n_pre), out=indptr[1:])
-    px1 = upre % B
-    ones = np.ones(n_pre)
-    return _TrigramPlan(
-        pre, W[:, 2].copy(), indptr, pgrp, px1, (ugrp // B).astype(bool), ugrp % B,
-        sp.csr_matrix((ones, (pgrp, np.arange(n_pre))), shape=(n_grp, n_pre)),
-        sp.csr_matrix((ones, (px1, np.arange(n_pre))), shape=(int(B), n_pre)),
-        sp.csr_matrix((np.ones(n_grp), (ugrp % B, np.arange(n_grp))), shape=(int(B), n_grp)))
+    return _TrigramPlan(pre, W[:, 2].copy(), pgrp, upre % B, (ugrp // B).astype(bool),
+                        ugrp % B)
+
+
+@njit(cache=True)
+def _trigram_pass(pre, x2, cnt, a1, TEt, Y, Kt):  # pragma: no cover - numba
+    """Per window ``i`` (prefix ``pre[i]``, last event ``x2[i]``): ``p = a1[pre] . TEt[x2]``,
+    ``r = cnt / p``; ``Y[pre] += r TEt[x2]``, ``Kt[x2] += r a1[pre]``; returns
+    ``sum cnt log p``."""
+    m = a1.shape[1]
+    ll = 0.0
+    for i in range(len(pre)):
+        P = pre[i]
+        x = x2[i]
+        p = 0.0
+        for h in range(m):
+            p += a1[P, h] * TEt[x, h]
+        if p < 1e-300:
+            p = 1e-300
+        ll += cnt[i] * np.log(p)
+        r = cnt[i] / p
+        for h in range(m):
+            Y[P, h] += r * TEt[x, h]
+            Kt[x, h] += r * a1[P, h]
+    return ll
+
+
+@njit(cache=True)
+def _rows_add(out, idx, X):  # pragma: no cover - numba
+    """``out[idx[i]] += X[i]`` for every row ``i`` of ``X``."""
+    for i in range(X.shape[0]):
+        o = out[idx[i]]
+        for h in range(X.shape[1]):
+            o[h] += X[i, h]
+    return out
 
 
 def _estep3(win: Windows, plan: _TrigramPlan, start, trans, emit, q):
@@ -200,8 +222,8 @@ def _estep3(win: Windows, plan: _TrigramPlan, start, trans, emit, q):
     window ``(x0, x1, x2)`` opened from ``v`` (``start`` or ``q``), ``a0 = v * E[x0]``,
     ``a1 = (a0 T) * E[x1]`` depend on its group and prefix only, the backward vector after
     ``x1`` is ``T E[x2]`` (its last event only), and ``p(w) = a1 . (T E[x2])``; the expected
-    counts are sums over windows of ``count / p(w)`` times products of these, gathered per
-    prefix by one sparse product (``R2 [prefixes, events]``)."""
+    counts are sums over windows of ``count / p(w)`` times products of these (one compiled
+    pass over the windows, :func:`_trigram_pass`), then matrix products over prefixes."""
     M = win.M
     m = len(start)
     EmT = np.ones((M + 2, m))
@@ -210,24 +232,23 @@ def _estep3(win: Windows, plan: _TrigramPlan, start, trans, emit, q):
     a0 = V * EmT[plan.gx0]                            # [n_grp, m]
     a1 = (a0 @ trans)[plan.pgrp] * EmT[plan.px1]      # [n_pre, m]
     TEt = EmT @ trans.T                               # [M + 2, m]: (T E[x])^T, pad: ones
-    p = np.einsum("ij,ij->i", a1[plan.pre], TEt[plan.x2])
-    p = np.maximum(p, 1e-300)
-    cnt = win.counts
-    ll = float(cnt @ np.log(p))
-    R2 = sp.csr_matrix((cnt / p, plan.x2, plan.indptr), shape=(len(a1), M + 2))
-    Y = np.asarray(R2 @ TEt)                          # [n_pre, m]: sum r_w (T E[x2_w])
-    K = np.asarray(R2.T @ a1).T                       # [m, M + 2]: sum r_w a1 e_{x2}^T
+    Y = np.zeros_like(a1)                             # sum r_w (T E[x2_w]) per prefix
+    Kt = np.zeros((M + 2, m))                         # sum r_w a1 per last event
+    ll = _trigram_pass(plan.pre, plan.x2, win.counts, a1, TEt, Y, Kt)
+    K = Kt.T
     # position 2 (x2) and the transition 1 -> 2 (real events only)
     trans_acc = trans * (K[:, :M + 1] @ EmT[:M + 1])
     emit_acc = (trans.T @ K) * EmT.T                  # [m, M + 2]
     # position 1 (x1) and the transition 0 -> 1
-    emit_acc += np.asarray(plan.S_x1 @ (a1 * Y)).T
+    emit_acc += _rows_add(np.zeros((M + 2, m)), plan.px1, a1 * Y).T
     Bp = EmT[plan.px1] * Y                            # [n_pre, m]
-    real = (plan.px1 <= M)[:, None]
-    trans_acc += trans * (a0.T @ np.asarray(plan.S_grp @ (Bp * real)))
+    Bg = _rows_add(np.zeros_like(a0), plan.pgrp, Bp)  # [n_grp, m]
+    pad = plan.px1 > M
+    Bg_real = Bg - _rows_add(np.zeros_like(a0), plan.pgrp[pad], Bp[pad]) if pad.any() else Bg
+    trans_acc += trans * (a0.T @ Bg_real)
     # position 0 (x0), start and occupancy
-    G0 = a0 * (np.asarray(plan.S_grp @ Bp) @ trans.T)  # [n_grp, m]
-    emit_acc += np.asarray(plan.S_x0 @ G0).T
+    G0 = a0 * (Bg @ trans.T)                          # [n_grp, m]
+    emit_acc += _rows_add(np.zeros((M + 2, m)), plan.gx0, G0).T
     start_acc = G0[plan.gb].sum(axis=0)
     q_acc = G0[~plan.gb].sum(axis=0)
     return ll, start_acc, q_acc, trans_acc, emit_acc[:, :M + 1]
