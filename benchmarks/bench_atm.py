@@ -12,9 +12,14 @@ CCM is shown twice: learned on the sentences of at most 10 words and applied to 
 and as in the paper (section 4.1, "choice of data"): for each maximum length L, learned on the
 sentences of at most L words and evaluated at L (``--no-ccm-by-length`` skips it).
 
+F1 counts the whole-sentence bracket (the convention of Klein & Manning's published numbers,
+docs/unsupervised.md); ``--no-sentence-bracket`` leaves it out.  The main table is printed a
+second time under the other convention, for reference.
+
     python benchmarks/bench_atm.py [--restarts 10] [--embeddings FILE] [--split test|dev|sample]
         [--vectors eigenwords|brown] [--dim M] [--bandwidth GAMMA] [--learn-brown]
-        [--grid '[{"dim": 2, "bandwidth": 0.7}, ...]']
+        [--no-sentence-bracket] [--grid '[{"dim": 2, "bandwidth": 0.7}, ...]']
+        [--ccm-grid '[{"pseudo_count": 2, "distituent_pseudo_count": 8}, ...]']
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import data_path, need  # noqa: E402
 
-from fastspectral.eval.unlabelled import LENGTHS, evaluate_by_length  # noqa: E402
+from fastspectral.eval.unlabelled import LENGTHS, convention, evaluate_by_length  # noqa: E402
 from fastspectral.trees.readers import read_treebank  # noqa: E402
 from fastspectral.trees.transforms import clean  # noqa: E402
 from fastspectral.unsupervised import ATMParser, CCMParser, branching_tree, random_tree  # noqa
@@ -54,7 +59,14 @@ def main():
                     help="a JSON list of ATMParser settings: print only ATM's F1 (heuristic "
                          "and oracle top bracket, length <= 10 / <= 40) for each (the dev "
                          "sweeps of docs/unsupervised.md)")
+    ap.add_argument("--ccm-grid", default=None, metavar="JSON",
+                    help="a JSON list of CCMParser settings: print only CCM's F1 (length "
+                         "<= 10 / <= 40) for each")
+    ap.add_argument("--no-sentence-bracket", dest="sentence_bracket", action="store_false",
+                    help="F1 without the whole-sentence bracket (the other convention is "
+                         "shown in brackets in the grids, as a second table otherwise)")
     a = ap.parse_args()
+    sb = a.sentence_bracket
     kw = {k: v for k, v in (("vectors", a.vectors), ("dim", a.dim),
                             ("bandwidth", a.bandwidth)) if v is not None}
     if a.embeddings is not None:
@@ -76,21 +88,40 @@ def main():
     if a.learn_brown:
         from fastspectral.unsupervised.brown_tags import read_brown_tagged
         atm_learn = learn + read_brown_tagged(str(need(data_path("brown", "brown-tagged.txt"))))
-    if a.grid is not None:
+    def cells(pred):
+        """'F1 <= 10 / <= 40' under the chosen convention, then under the other one."""
+        out = []
+        for conv in (sb, not sb):
+            sc = evaluate_by_length(gold, pred, (10, 40), sentence_bracket=conv)
+            out.append(f"{sc[0].f1:5.1f} / {sc[1].f1:5.1f}")
+        return out
+
+    other = "without" if sb else "with"
+    if a.grid is not None or a.ccm_grid is not None:
         import json
 
+        print(f"{a.split} ({len(gold)} sentences): F1 <= 10 / <= 40 ({convention(sb)}); in "
+              f"brackets {other} the whole-sentence bracket")
+    if a.grid is not None:
         splits = [gold_top_split(t) for t in gold]
-        print(f"ATM on {a.split} ({len(gold)} sentences): F1 <= 10 / <= 40, heuristic top "
-              "bracket | oracle top bracket")
+        print("ATM: heuristic top bracket | oracle top bracket")
         for settings in json.loads(a.grid):
             t0 = clock()
             m = ATMParser(**{**kw, **settings}).fit(atm_learn)
             t = clock() - t0
-            cells = []
-            for top in (None, splits):
-                sc = evaluate_by_length(gold, m.parse(words, tags=tags, top_splits=top), (10, 40))
-                cells.append(f"{sc[0].f1:5.1f} / {sc[1].f1:5.1f}")
-            print(f"  {settings}: {cells[0]} | {cells[1]}  (learning {t:.1f} CPU-s)", flush=True)
+            h = cells(m.parse(words, tags=tags))
+            o = cells(m.parse(words, tags=tags, top_splits=splits))
+            print(f"  {settings}: {h[0]} ({h[1]}) | {o[0]} ({o[1]})  (learning {t:.1f} CPU-s)",
+                  flush=True)
+    if a.ccm_grid is not None:
+        print("CCM (learned on the sentences of <= max_length words, default 10)")
+        for settings in json.loads(a.ccm_grid):
+            t0 = clock()
+            m = CCMParser(**settings).fit(learn)
+            t = clock() - t0
+            c = cells(m.parse(words, tags=tags))
+            print(f"  {settings}: {c[0]} ({c[1]})  (learning {t:.1f} CPU-s)", flush=True)
+    if a.grid is not None or a.ccm_grid is not None:
         return
     t0 = clock()
     atm = ATMParser(**kw).fit(atm_learn)
@@ -109,7 +140,7 @@ def main():
     rows["left-branching"] = [branching_tree(w, t, "left") for w, t in zip(words, tags)]
     rng = np.random.default_rng(0)
     rows["random (uniform splits)"] = [random_tree(w, t, rng) for w, t in zip(words, tags)]
-    by_length = {}
+    by_length = {}                           # L -> CCM's trees learned on <= L
     t_ccm_l = 0.0
     if a.ccm_by_length:                      # the paper's protocol: learn on <= L, test on <= L
         for L in LENGTHS:
@@ -118,33 +149,37 @@ def main():
             t0 = clock()
             m = CCMParser(max_length=L).fit(learn)
             t_ccm_l += clock() - t0
-            sc = evaluate_by_length(gold, m.parse(words, tags=tags), (L,))[0]
-            by_length[L] = sc.macro_f1 if a.sentence_f1 else sc.f1
+            by_length[L] = m.parse(words, tags=tags)
     head = "".join(f"{('<= ' + str(L)) if L else 'all':>8}" for L in LENGTHS)
     f1 = (lambda sc: sc.macro_f1) if a.sentence_f1 else (lambda sc: sc.f1)
-    print(f"section 22 {a.split} ({len(gold)} sentences), unlabelled "
-          f"{'sentence-level' if a.sentence_f1 else 'corpus-level'} F1")
     print(f"ATM: {atm.get_params()}")
-    print(f"{'':32}{head}")
-    for name, pred in rows.items():
-        sc = evaluate_by_length(gold, pred)
-        print(f"{name:32}" + "".join(f"{f1(s):8.1f}" for s in sc))
-        if name.startswith("CCM") and by_length:
-            print(f"{'CCM (learned on <= L, paper)':32}" +
-                  "".join(f"{by_length[L]:8.1f}" if L in by_length else f"{'-':>8}"
-                          for L in LENGTHS))
-    print(f"{'sentences':32}" + "".join(f"{s.sentences:8d}" for s in sc))
-    print(f"\nCCM random restarts (init=random, seeds 1..{a.restarts}), F1 at length <= 10:")
+    for conv in (sb, not sb):
+        print(f"\nsection 22 {a.split} ({len(gold)} sentences), unlabelled "
+              f"{'sentence-level' if a.sentence_f1 else 'corpus-level'} F1 ({convention(conv)})")
+        print(f"{'':32}{head}")
+        for name, pred in rows.items():
+            sc = evaluate_by_length(gold, pred, sentence_bracket=conv)
+            print(f"{name:32}" + "".join(f"{f1(s):8.1f}" for s in sc))
+            if name.startswith("CCM") and by_length:
+                cl = {L: f1(evaluate_by_length(gold, p, (L,), sentence_bracket=conv)[0])
+                      for L, p in by_length.items()}
+                print(f"{'CCM (learned on <= L, paper)':32}" +
+                      "".join(f"{cl[L]:8.1f}" if L in cl else f"{'-':>8}" for L in LENGTHS))
+        print(f"{'sentences':32}" + "".join(f"{s.sentences:8d}" for s in sc))
+    print(f"\nCCM random restarts (init=random, seeds 1..{a.restarts}), F1 at length <= 10 "
+          f"({convention(sb)}):")
     f1s = []
     for seed in range(1, a.restarts + 1):
         m = CCMParser(init="random", random_state=seed).fit(learn)
-        f1s.append(evaluate_by_length(gold, m.parse(words, tags=tags), (10,))[0].f1)
+        f1s.append(evaluate_by_length(gold, m.parse(words, tags=tags), (10,),
+                                      sentence_bracket=sb)[0].f1)
     bins = np.arange(0, 101, 5)
     hist, _ = np.histogram(f1s, bins)
     for lo, c in zip(bins[:-1], hist):
         if c:
             print(f"  [{lo:3d}, {lo + 5:3d})  {'#' * c}  {c}")
-    base = evaluate_by_length(gold, rows["CCM (learned on <= 10)"], (10,))[0].f1
+    base = evaluate_by_length(gold, rows["CCM (learned on <= 10)"], (10,),
+                              sentence_bracket=sb)[0].f1
     if f1s:
         print(f"  min {min(f1s):.1f}  median {np.median(f1s):.1f}  max {max(f1s):.1f}; "
               f"split-uniform init: {base:.1f}")
