@@ -58,6 +58,34 @@ class Grammar:
     def n_symbols(self) -> int:
         return len(self.symbols)
 
+    def same_as(self, other: "Grammar") -> bool:
+        """Whether ``other`` is the same PCFG: the same symbols in the same order, the same
+        rules with the same probabilities (in any order), root probabilities and lexicon state
+        (the L-PCFG parsers then skip a pass that would repeat another, see
+        :mod:`fastspectral.lpcfg.latent`)."""
+        if other is self:
+            return True
+        if list(self.symbols) != list(other.symbols) or \
+                not np.array_equal(self.is_preterminal, other.is_preterminal) or \
+                not np.array_equal(self.root_prob, other.root_prob):
+            return False
+
+        def rules(g):
+            b = np.lexsort((g.bin_right, g.bin_left, g.bin_parent))
+            u = np.lexsort((g.un_child, g.un_parent))
+            return [np.asarray(g.bin_parent)[b], np.asarray(g.bin_left)[b],
+                    np.asarray(g.bin_right)[b], np.asarray(g.bin_prob)[b],
+                    np.asarray(g.un_parent)[u], np.asarray(g.un_child)[u],
+                    np.asarray(g.un_prob)[u]]
+
+        if not all(a.shape == b.shape and np.array_equal(a, b)
+                   for a, b in zip(rules(self), rules(other))):
+            return False
+        ma, aa = self.lexicon.to_state()
+        mb, ab = other.lexicon.to_state()
+        return ma == mb and aa.keys() == ab.keys() and \
+            all(np.array_equal(aa[k], ab[k]) for k in aa)
+
     @property
     def n_binary(self) -> int:
         return int(self.bin_parent.shape[0])

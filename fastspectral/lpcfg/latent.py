@@ -187,6 +187,7 @@ class _ParseTables:
     c2f_sym: np.ndarray
     fine_is_pre: np.ndarray
     xbar: object = None         # the X-bar grammar in front of the coarse pass (or None)
+    same: bool = False          # the PCFG is the coarse grammar itself (v=1, h=0)
 
 
 @dataclass
@@ -211,6 +212,21 @@ class _PrunedCharts:
     pcfg_mu: np.ndarray
     pcfg_z: np.ndarray
     over: np.ndarray = None     # sentences whose PCFG pass passed the memory budget
+    pcfg_pass: object = None    # the PCFG pass when it was skipped (run on demand: ensure_pcfg)
+
+    def ensure_pcfg(self) -> None:
+        """Run the PCFG pass if it was skipped (``pcfg_mu`` / ``pcfg_z`` None)."""
+        if self.pcfg_mu is None:
+            self.pcfg_mu, self.pcfg_z, over = self.pcfg_pass()
+            self.over = self.over | over
+
+    def pcfg_ok(self) -> np.ndarray:
+        """Sentences whose pruned PCFG chart has a parse.  When the pass was skipped: every
+        sentence (the caller runs :meth:`ensure_pcfg` first for those whose L-PCFG chart has
+        no usable total, the only ones that can lack one)."""
+        if self.pcfg_z is None:
+            return np.ones(self.lens.shape[0], dtype=bool)
+        return np.isfinite(self.pcfg_z) & (self.pcfg_z > 0)
 
 
 # ================================================================================================
@@ -329,6 +345,11 @@ class LatentPCFGBase(Parser):
     #: 6 % of the dev parses changed; <= 0.2: no gain), see docs/throughput.md.  An attribute
     #: of the parse path, not saved.
     xbar_ratio = None
+    #: skip the PCFG pass when the PCFG is the coarse grammar itself (``v=1, h=0``): the coarse
+    #: survivors go to the L-PCFG pass without the second pruning at ``prune_threshold``, and
+    #: the PCFG pass runs only for chunks with a sentence whose L-PCFG total is unusable (see
+    #: docs/throughput.md: parses changed and F1).  An attribute of the parse path, not saved.
+    skip_same_pcfg = True
 
     # -- shared checks -----------------------------------------------------------------------
     def _check_common_params(self) -> None:
@@ -518,7 +539,8 @@ class LatentPCFGBase(Parser):
                               coarse_bin=np.unique(cg.bin_parent).astype(np.int32),
                               c2f_ptr=ptr, c2f_sym=order,
                               fine_is_pre=fg.is_preterminal.astype(np.uint8),
-                              xbar=xbar_grammar(cg) if self.xbar_ratio else None)
+                              xbar=xbar_grammar(cg) if self.xbar_ratio else None,
+                              same=bool(fg.same_as(cg)))
         self._tables = tables
         return tables
 
@@ -593,6 +615,20 @@ class LatentPCFGBase(Parser):
         ptr, ii, jj, ss, lx = project_items(lens, ptr, ii, jj, ss, mu, threshold, tables.c2f_ptr,
                                             tables.c2f_sym, tables.fine_is_pre, fl_off, fl_pos,
                                             fl_sym, n_threads=jobs)
+        words_flat = np.array([self.word_index_.get(w, -1) for s in sents for w in s],
+                              dtype=np.int64)
+        if tables.same and coarse_threshold and self.skip_same_pcfg:
+            # the PCFG is the coarse grammar (v=1, h=0): its pass would repeat the coarse pass
+            # over the survivors; they go to the L-PCFG as they are, and the pass runs only on
+            # demand (a sentence whose L-PCFG total is unusable: retry or fallback decision)
+            def pcfg_pass(ptr=ptr, ii=ii, jj=jj, ss=ss, lx=lx):
+                return run(tables.fine_lg, ptr, ii, jj, ss, lx, fl_prob, fl_tok, "PCFG")
+
+            return _PrunedCharts(lens=lens, ptr=ptr, ii=ii, jj=jj, ss=ss, lx=lx,
+                                 fl_prob=fl_prob, fl_sym=fl_sym, fl_tok=fl_tok, smax=smax,
+                                 words_flat=words_flat, pcfg_ptr=ptr, pcfg_ii=ii, pcfg_jj=jj,
+                                 pcfg_ss=ss, pcfg_mu=None, pcfg_z=None,
+                                 over=np.zeros(len(sents), dtype=bool), pcfg_pass=pcfg_pass)
         mu, Zf, over = run(tables.fine_lg, ptr, ii, jj, ss, lx, fl_prob, fl_tok, "PCFG")
         # 3. L-PCFG items: the PCFG survivors
         S = fg.n_symbols
@@ -602,8 +638,6 @@ class LatentPCFGBase(Parser):
                                                  float(self.prune_threshold or 0.0), ident_ptr,
                                                  ident, tables.fine_is_pre, fl_off, fl_pos,
                                                  fl_sym, n_threads=jobs)
-        words_flat = np.array([self.word_index_.get(w, -1) for s in sents for w in s],
-                              dtype=np.int64)
         return _PrunedCharts(lens=lens, ptr=fptr, ii=fii, jj=fjj, ss=fss, lx=flx,
                              fl_prob=fl_prob, fl_sym=fl_sym, fl_tok=fl_tok, smax=smax,
                              words_flat=words_flat, pcfg_ptr=ptr, pcfg_ii=ii, pcfg_jj=jj,
@@ -626,7 +660,6 @@ class LatentPCFGBase(Parser):
         stags = None if tags is None else [tags[k] for k in ids]
         ch = self._coarse_to_fine(sents, stags, jobs, coarse_threshold, tables, max_bytes)
         lens, ptr, ii, jj, ss, lx = ch.lens, ch.ptr, ch.ii, ch.jj, ch.ss, ch.lx
-        pcfg_ok = np.isfinite(ch.pcfg_z) & (ch.pcfg_z > 0)
         # leaf weights and table offsets of the lexical items only (O(lexical items), not
         # O(items): this runs under the GIL between the parallel kernels)
         at = np.flatnonzero(lx >= 0)
@@ -641,11 +674,14 @@ class LatentPCFGBase(Parser):
                               max_bytes, self._tensors_f32())
         if np.any(st == -1):
             raise MemoryError("chart allocation failed in the L-PCFG pass")
-        over_mask = ch.over | (st == -2)
         # mu = alpha beta / Z is a ratio of two estimates; it is used whatever the sign of Z
         # (measured: better than falling back for Z < 0); only Z = 0 or a non-finite Z falls
         # back to the PCFG posteriors
         bad = ~(np.isfinite(Z) & (Z != 0))
+        if np.any(bad):
+            ch.ensure_pcfg()
+        pcfg_ok = ch.pcfg_ok()
+        over_mask = ch.over | (st == -2)
         stats.negative_marginals += int(np.count_nonzero(mu < 0))
         mu = np.where(np.isfinite(mu), np.maximum(mu, 0.0), 0.0)
         nodes, nptr = decode_batch(lens, ptr, ii, jj, ss, mu, sym_class, is_pre, K, jobs)
@@ -669,7 +705,9 @@ class LatentPCFGBase(Parser):
                 # no usable L-PCFG marginals (Z = 0 or not finite, or a word whose tags all
                 # got clipped): decode the plain PCFG's posteriors instead
                 tri = None
-                if pcfg_ok[r]:
+                ch.ensure_pcfg()
+                pcfg_ok = ch.pcfg_ok()
+                if pcfg_ok[r] and not ch.over[r]:
                     if nodes_p is None:
                         nodes_p, nptr_p = decode_batch(lens, p_ptr, ch.pcfg_ii, ch.pcfg_jj,
                                                        ch.pcfg_ss, np.maximum(ch.pcfg_mu, 0.0),
