@@ -23,7 +23,8 @@ The start is plugged in by replacing ``fastspectral.hmm.spectral.hmm_from_token_
 while the run lasts (``model.py`` calls it for ``spectral_init="classes"``); its CPU time
 (``time.process_time``, this process) is reported, and divided by the CPU time of one corpus
 EM iteration (``em.em_step`` on the same training sequences, median of 5) as "EM-iteration
-equivalents".  EM seed runs are cached in ``--cache`` (they do not depend on the start).
+equivalents"; "met, start's cost counted": those equivalents plus the iteration that reaches
+the seed's perplexity are at most 1/5 of the seed's iterations.  EM seed runs are cached in ``--cache`` (they do not depend on the start).
 
     nice -n 10 python benchmarks/hmm_init_screen.py --splits dev --states 40 \\
         --starts classes mom:L=3:r=4:it=100
@@ -177,9 +178,12 @@ def main(argv=None):
                        "em_iteration_cpu": it_cpu, **rec, "seeds": []}
                 for seed, r in seeds.items():
                     hit = _first_at_or_below(c, r["final"])
+                    cost = rec["start_cpu"] / it_cpu + (hit if hit is not None else np.inf)
                     row["seeds"].append({"seed": seed, "iterations": r["iterations"],
                                          "final": r["final"], "reaches_at": hit,
-                                         "met": hit is not None and hit <= r["iterations"] / 5})
+                                         "met": hit is not None and hit <= r["iterations"] / 5,
+                                         "met_with_start_cost": bool(
+                                             cost <= r["iterations"] / 5)})
                 rows.append(row)
                 met = sum(q["met"] for q in row["seeds"])
                 print(f"{split} m={m} {spec}: ppl at 0/1/5/10/20/30 " + " / ".join(
@@ -193,8 +197,8 @@ def main(argv=None):
                               for q in row["seeds"]) + f" | {met}/{len(row['seeds'])} "
                     f"| load {os.getloadavg()[0]:.1f}", flush=True)
     print("\n| split | m | start | ppl at 0 / 1 / 5 / 10 / 20 | start CPU-s (EM its) | "
-          "reaches at (limit) | met |")
-    print("|---|---|---|---|---|---|---|")
+          "reaches at (limit) | met | met, start's cost counted |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         c = r["curve"]
         print(f"| {r['split']} | {r['m']} | {r['start']} | " +
@@ -202,7 +206,8 @@ def main(argv=None):
               f" | {r['start_cpu']:.2f} ({r['start_cpu'] / r['em_iteration_cpu']:.1f}) | " +
               " / ".join(f"{q['reaches_at'] if q['reaches_at'] is not None else 'never'}"
                          f" ({q['iterations'] // 5})" for q in r["seeds"]) +
-              f" | {sum(q['met'] for q in r['seeds'])} of {len(r['seeds'])} |")
+              f" | {sum(q['met'] for q in r['seeds'])} of {len(r['seeds'])} | "
+              f"{sum(q['met_with_start_cost'] for q in r['seeds'])} of {len(r['seeds'])} |")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)
