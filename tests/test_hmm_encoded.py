@@ -147,25 +147,3 @@ def test_encoded_input_errors():
     with pytest.raises(ValueError, match="no training sequences"):
         HMM(n_states=2).fit(Encoded.from_ids(np.zeros(0, dtype=np.int64), [], ["a"]))
 
-
-@pytest.mark.parametrize("chunk", [1, 2, 7, 4096])
-def test_chunked_hashing_equals_the_symbol_table_and_encoding(monkeypatch, chunk):
-    from fastspectral.hmm import data as D
-
-    monkeypatch.setattr(D, "HASH_CHUNK", chunk)
-    rng = np.random.default_rng(chunk)
-    words = [f"w{i}" for i in range(300)] + ["<s>", "W1", "</s>"]   # > 256 strings
-    seqs = [[words[j] for j in rng.integers(0, len(words), size=rng.integers(0, 12))]
-            for _ in range(150)]
-    for lower in (False, True):
-        for mc in (1, 2):
-            table, enc, counts = D.build_and_encode(seqs, mc, lower, return_counts=True)
-            ref = D.SymbolTable.build(seqs, mc, None, lower)
-            ref_enc = D.encode(seqs, ref)
-            assert table.symbols == ref.symbols
-            np.testing.assert_array_equal(enc.ids, ref_enc.ids)
-            np.testing.assert_array_equal(enc.offsets, ref_enc.offsets)
-            np.testing.assert_array_equal(counts, np.bincount(ref_enc.ids, minlength=len(ref)))
-    small = [s[:3] for s in seqs[:40]]                               # <= 256 strings
-    table, enc = D.build_and_encode(small)
-    np.testing.assert_array_equal(enc.ids, D.encode(small, D.SymbolTable.build(small)).ids)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
-from itertools import chain, islice, repeat
+from itertools import chain, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -471,55 +471,34 @@ def frame_ids(enc: Encoded, ids: np.ndarray, start: int, stop: int) -> np.ndarra
     return F
 
 
-#: tokens hashed per chunk by :func:`build_and_encode`: its temporaries (the chunk's token list,
-#: the look-up's argument and result tuples) stay below malloc's mmap threshold, so they reuse
-#: heap memory instead of being mapped and page-faulted in on every call (whole-corpus
-#: temporaries cost ~500 page faults, ~0.5 ms of system time, per 94k tokens)
-HASH_CHUNK = 4096
-
-
 def build_and_encode(sequences, min_count: int = 1, lowercase: bool = False,
                      return_counts: bool = False):
     """``(SymbolTable.build(sequences, min_count, None, lowercase), encode(sequences, table))``
     (and, with ``return_counts``, the number of tokens of every symbol id) with the tokens
-    hashed in C loops only, :data:`HASH_CHUNK` tokens at a time: a ``set`` of the chunk's
-    strings gives the new distinct strings (their order does not matter: the final ids are
-    sorted), ``operator.itemgetter(*tokens)`` looks every token up (no Python call per token)
-    and ``bytes`` (at most 256 distinct strings so far) or ``np.fromiter`` packs the ids; the
-    counts are a ``bincount`` of those ids and the final ids (most frequent first, ties in
-    string order, rarer than ``min_count`` and reserved strings -> ``<unk>``) one gather."""
+    hashed in C loops only: a ``set`` collects the distinct strings (their order does not
+    matter: the final ids are sorted), ``operator.itemgetter(*tokens)`` looks every token up
+    (no Python call per token) and ``bytes`` (at most 256 distinct strings) or
+    ``np.fromiter`` packs the ids; the counts
+    are a ``bincount`` of those ids and the final ids (most frequent first, ties in string
+    order, rarer than ``min_count`` and reserved strings -> ``<unk>``) one gather."""
     lens = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
     off = np.zeros(len(sequences) + 1, dtype=np.int64)
     np.cumsum(lens, out=off[1:])
-    total = int(off[-1])
-    ids0 = np.empty(total, dtype=np.uint8)          # int32 once there are > 256 strings
-    index: dict = {}
-    tokens = chain.from_iterable(sequences)
-    pos = 0
-    while pos < total:
-        flat = list(islice(tokens, HASH_CHUNK))
-        if lowercase:
-            flat = list(map(str.lower, flat))
-        new = set(flat).difference(index)
-        if new:
-            if not all(type(k) is str for k in new):    # one check per distinct token
-                raise TypeError("a token is not a string")
-            index.update(zip(new, range(len(index), len(index) + len(new))))
-        k = len(flat)
-        if k >= 2:
-            looked = itemgetter(*flat)(index)
-            if len(index) <= 256:
-                ids0[pos:pos + k] = np.frombuffer(bytes(looked), dtype=np.uint8)
-            else:
-                if ids0.dtype == np.uint8:
-                    ids0 = ids0.astype(np.int32)
-                ids0[pos:pos + k] = np.fromiter(looked, dtype=np.int32, count=k)
+    flat = list(chain.from_iterable(sequences))
+    if lowercase:
+        flat = list(map(str.lower, flat))
+    keys = list(set(flat))                          # the distinct strings (any order)
+    if not all(type(k) is str for k in keys):       # one check per distinct token
+        raise TypeError("a token is not a string")
+    index = dict(zip(keys, range(len(keys))))
+    if len(flat) >= 2:
+        looked = itemgetter(*flat)(index)
+        if len(keys) <= 256:
+            ids0 = np.frombuffer(bytes(looked), dtype=np.uint8)     # gathered below
         else:
-            if len(index) > 256 and ids0.dtype == np.uint8:
-                ids0 = ids0.astype(np.int32)
-            ids0[pos] = index[flat[0]]
-        pos += k
-    keys = list(index)                              # in id order
+            ids0 = np.fromiter(looked, dtype=np.int64, count=len(flat))
+    else:
+        ids0 = np.zeros(len(flat), dtype=np.int64)
     counts = np.bincount(ids0, minlength=len(keys))
     cand = [i for i in range(len(keys)) if counts[i] >= min_count and keys[i] not in _RESERVED]
     cand.sort(key=lambda i: (-counts[i], keys[i]))
@@ -532,7 +511,7 @@ def build_and_encode(sequences, min_count: int = 1, lowercase: bool = False,
         return table, enc
     sym_counts = np.zeros(len(table), dtype=np.int64)
     sym_counts[1:] = counts[cand_ids]
-    sym_counts[0] = total - int(sym_counts[1:].sum())
+    sym_counts[0] = len(flat) - int(sym_counts[1:].sum())
     return table, enc, sym_counts
 
 
