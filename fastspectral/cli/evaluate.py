@@ -47,7 +47,7 @@ def add_eval_command(sub, common, fmt) -> None:
                         "Manning's published WSJ10 numbers)")
     u.add_argument("--no-sentence-bracket", dest="sentence_bracket", action="store_false",
                    help="with --unlabelled: do not count the whole-sentence bracket either "
-                        "(the convention of Klein & Manning's text and of later papers)")
+                        "(the convention of Klein & Manning's text and of some later papers)")
     u.add_argument("--max-length", type=nonneg_int, default=None, metavar="N",
                    help="with --unlabelled: only sentences of at most N words after "
                         "punctuation removal (default: all)")
