@@ -178,8 +178,7 @@ def test_compiled_sparse_svd_of_the_hankel_block(monkeypatch):
     D[nz] += 1e-4 * rng.random(int(nz.sum()))           # full rank, a gap after k
     data, ind, ptr = S._dense_to_csr(D)
     G = rng.standard_normal((c, k + 10))
-    U, s, Vt = S._sparse_range_svd(data, ind, ptr, *S._csr_transpose(data, ind, ptr, c), G,
-                                   k, 2)
+    U, s, Vt = S._sparse_range_svd(data, ind, ptr, c, G, k, 2)
     U0, s0, Vt0 = np.linalg.svd(D, full_matrices=False)
     np.testing.assert_allclose(s, s0[:k], rtol=1e-6)
     np.testing.assert_allclose(np.abs(U.T @ U0[:, :k]).diagonal(), 1.0, atol=1e-5)
@@ -198,11 +197,11 @@ def test_compiled_sparse_svd_of_the_hankel_block(monkeypatch):
     assert min(Dh.P.shape) > S._DENSE_SVD and Dh.csr is not None
     import scipy.sparse as sps
 
-    nr, nc = Dh.P.shape                                  # the CSR of P and of P^T
-    np.testing.assert_array_equal(sps.csr_matrix(Dh.csr[:3], shape=(nr, nc)).toarray(), Dh.P)
-    np.testing.assert_array_equal(sps.csr_matrix(Dh.csr[3:], shape=(nc, nr)).toarray(),
-                                  Dh.P.T)
+    nr, nc = Dh.P.shape                                  # the CSR of P
+    np.testing.assert_array_equal(sps.csr_matrix(Dh.csr, shape=(nr, nc)).toarray(), Dh.P)
     assert len(Dh.csr[0]) == np.count_nonzero(Dh.P)
+    Y = np.random.default_rng(4).standard_normal((nr, 5))   # P^T Y scattered through P's CSR
+    np.testing.assert_allclose(S._csr_tdot(*Dh.csr, Y, nc), Dh.P.T @ Y, rtol=1e-12, atol=1e-15)
     test = enc.subset(np.arange(300))
     for few in (S.FEW_POWER_RANK, 0):                   # one, then two power iterations
         monkeypatch.setattr(S, "FEW_POWER_RANK", few)

@@ -351,11 +351,9 @@ def _entries_csr(P, rows, cols, n_rows, scale):  # pragma: no cover - numba
 
 @njit(cache=True)
 def _hankel_csr(C, rows, cols, scale):  # pragma: no cover - numba
-    """CSR arrays of ``scale * C`` and of its transpose from the positions of the non-zero
-    entries of ``C``."""
-    data, ind, ptr = _entries_csr(C, rows, cols, C.shape[0], scale)
-    tdata, tind, tptr = _entries_csr(C.T, cols, rows, C.shape[1], scale)
-    return data, ind, ptr, tdata, tind, tptr
+    """CSR arrays of ``scale * C`` from the positions of the non-zero entries of ``C`` (the
+    products with ``C^T`` scatter through the same arrays: :func:`_csr_tdot`)."""
+    return _entries_csr(C, rows, cols, C.shape[0], scale)
 
 
 @njit(cache=True)
@@ -479,7 +477,7 @@ class DenseHankel:
     M: int
     prefix_codes: np.ndarray
     suffix_codes: np.ndarray
-    #: CSR arrays of ``P`` and ``P^T`` (:func:`_hankel_csr`), or None
+    #: CSR arrays of ``P`` (:func:`_hankel_csr`), or None
     csr: tuple | None = None
     #: ``(cp, cs)`` of :func:`_pair_counts`: every framed bigram ``x y`` counted at code
     #: ``x * (M + 2) + y`` (prefix pairs, suffix pairs), or None
@@ -517,6 +515,37 @@ def _dense_top(cnt, k):
     return np.sort(nz[np.argsort(-cnt[nz], kind="stable")[:k]])
 
 
+@njit(cache=True)
+def _top_sorted(cnt, k):  # pragma: no cover - numba
+    """:func:`_dense_top` compiled: the ``k`` most frequent codes with a positive count (ties:
+    smaller code first), sorted."""
+    nz = np.flatnonzero(cnt)
+    if k <= 0 or len(nz) == 0:
+        return np.zeros(0, dtype=np.int64)
+    neg = np.empty(len(nz), dtype=np.int64)
+    for i in range(len(nz)):
+        neg[i] = -cnt[nz[i]]
+    top = nz[np.argsort(neg, kind="mergesort")[:k]]
+    return np.sort(top)
+
+
+@njit(cache=True)
+def _basis_tables(cp, cs, M, k):  # pragma: no cover - numba
+    """``(pc, sc, ptab, stab)``: the ``k`` most frequent length-2 prefixes and suffixes of the
+    pair counts ``cp`` / ``cs`` (:func:`_dense_top`'s choice) and the code -> basis index
+    tables (-1: not in the basis; indices from ``M + 1``)."""
+    B2 = M + 2
+    pc = _top_sorted(cp, k)
+    sc = _top_sorted(cs, k)
+    ptab = np.full(B2 * B2, -1, dtype=np.int64)
+    stab = np.full(B2 * B2, -1, dtype=np.int64)
+    for j in range(len(pc)):
+        ptab[pc[j]] = M + 1 + j
+    for j in range(len(sc)):
+        stab[sc[j]] = M + 1 + j
+    return pc, sc, ptab, stab
+
+
 def dense_hankel(enc: Encoded, M: int, max_basis: int = 32, F=None) -> DenseHankel | None:
     """:class:`DenseHankel` of ``enc`` (the same basis and counts as :func:`hankel_data`), or
     None when the basis is too large to be dense.  ``F``: the framed sequences, if known."""
@@ -526,14 +555,10 @@ def dense_hankel(enc: Encoded, M: int, max_basis: int = 32, F=None) -> DenseHank
         return None
     F = frame(enc, M, np.int32) if F is None else F
     cp, cs = _pair_counts(F, M)
-    pc, sc = _dense_top(cp, k), _dense_top(cs, k)
+    pc, sc, ptab, stab = _basis_tables(cp, cs, M, k)
     n_rows, n_cols = M + 1 + len(sc), M + 1 + len(pc)
     if n_rows * n_cols > _DENSE_COUNT:
         return None
-    ptab = np.full(B2 * B2, -1, dtype=np.int64)
-    ptab[pc] = M + 1 + np.arange(len(pc))
-    stab = np.full(B2 * B2, -1, dtype=np.int64)
-    stab[sc] = M + 1 + np.arange(len(sc))
     scale = 1.0 / enc.n_sequences
     C, n, rows, cols = _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale)
     return DenseHankel(F, C, scale, n, ptab, stab, n_rows, n_cols, enc.n_sequences, M, pc, sc,
@@ -628,28 +653,6 @@ def _svd(P, N: int, random_state=0):
 
 
 @njit(cache=True)
-def _csr_transpose(data, indices, indptr, n_cols):  # pragma: no cover - numba
-    """CSR arrays of the transpose of the CSR matrix ``(data, indices, indptr)`` (sorted
-    indices): a counting sort of the entries by column."""
-    R = len(indptr) - 1
-    tptr = np.zeros(n_cols + 1, dtype=np.int32)
-    for k in range(len(indices)):
-        tptr[indices[k] + 1] += 1
-    for c in range(n_cols):
-        tptr[c + 1] += tptr[c]
-    fill = tptr[:n_cols].copy()
-    tdata = np.empty(len(data))
-    tind = np.empty(len(indices), dtype=np.int32)
-    for r in range(R):
-        for k in range(indptr[r], indptr[r + 1]):
-            c = indices[k]
-            tdata[fill[c]] = data[k]
-            tind[fill[c]] = r
-            fill[c] += 1
-    return tdata, tind, tptr
-
-
-@njit(cache=True)
 def _csr_dot(data, indices, indptr, Y):  # pragma: no cover - numba
     """``P @ Y`` for the CSR matrix ``P`` and a dense ``Y`` [cols, k]."""
     R = len(indptr) - 1
@@ -666,22 +669,43 @@ def _csr_dot(data, indices, indptr, Y):  # pragma: no cover - numba
 
 
 @njit(cache=True)
-def _sparse_range_svd(data, ind, ptr, tdata, tind, tptr, G, k, n_iter):  # pragma: no cover
-    """Top-``k`` singular triplets ``(U, s, Vt)`` of the block ``D`` [r, c] given by the CSR
-    arrays of ``D`` and of ``D^T``: Halko et al.'s range finder (algorithm
-    4.4) with the test matrix ``G`` [c, p], ``n_iter`` power iterations re-orthonormalised by
-    Cholesky QR (Householder when a sketch is ill-conditioned: :func:`orth`), then the SVD of
-    ``(Q^T D)^T``.  The computation of :func:`fastspectral.linalg.randomized_svd` (the same
-    test matrix, products and orthonormalisations up to the signs of the columns) with no
-    Python call per product."""
+def _csr_tdot(data, indices, indptr, Y, n_cols):  # pragma: no cover - numba
+    """``P^T @ Y`` for the CSR matrix ``P`` [rows, ``n_cols``] and a dense ``Y`` [rows, k]:
+    every entry scatters its row of ``Y`` (no transposed copy of ``P``)."""
+    R = len(indptr) - 1
+    k = Y.shape[1]
+    out = np.zeros((n_cols, k))
+    for r in range(R):
+        y = Y[r]
+        for q in range(indptr[r], indptr[r + 1]):
+            v = data[q]
+            o = out[indices[q]]
+            for j in range(k):
+                o[j] += v * y[j]
+    return out
+
+
+@njit(cache=True)
+def _sparse_range_svd(data, ind, ptr, n_cols, G, k, n_iter):  # pragma: no cover - numba
+    """Top-``k`` singular triplets ``(U, s, Vt)`` of the block ``D`` [r, ``n_cols``] given by
+    its CSR arrays: Halko et al.'s range finder (algorithm 4.4) with the test matrix ``G``
+    [c, p], ``n_iter`` power iterations re-orthonormalised by Cholesky QR (Householder when a
+    sketch is ill-conditioned: :func:`orth`), then the SVD of ``B^T = (Q^T D)^T`` [c, p]
+    through its QR factorisation (``B^T = Q_b R``, the SVD of the small ``R``: the same
+    factors as LAPACK's SVD of ``B^T`` to rounding, at a fraction of its cost).  The
+    computation of :func:`fastspectral.linalg.randomized_svd` (the same test matrix, products
+    and orthonormalisations up to the signs of the columns) with no Python call per
+    product; the products with ``D^T`` scatter through the CSR arrays (:func:`_csr_tdot`)."""
     Q, chol = orth(_csr_dot(data, ind, ptr, G), n_iter <= 0, True)
     for it in range(n_iter):
-        W, chol = orth(_csr_dot(tdata, tind, tptr, Q), False, chol)
+        W, chol = orth(_csr_tdot(data, ind, ptr, Q, n_cols), False, chol)
         Q, chol = orth(_csr_dot(data, ind, ptr, W), it == n_iter - 1, chol)
-    Bt = _csr_dot(tdata, tind, tptr, Q)                      # (Q^T D)^T: [c, p]
-    Vb, s, UbT = np.linalg.svd(Bt, full_matrices=False)
-    U = Q @ np.ascontiguousarray(UbT.T[:, :k])
-    return U, s[:k].copy(), np.ascontiguousarray(Vb[:, :k].T)
+    Bt = _csr_tdot(data, ind, ptr, Q, n_cols)                # (Q^T D)^T: [c, p]
+    Qb, _ = orth(Bt, True, True)
+    Ur, s, VrT = np.linalg.svd(np.ascontiguousarray(Qb.T) @ Bt)
+    U = Q @ np.ascontiguousarray(VrT.T[:, :k])
+    Vb = Qb @ np.ascontiguousarray(Ur[:, :k])
+    return U, s[:k].copy(), np.ascontiguousarray(Vb.T)
 
 
 def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False, csr=None,
@@ -694,7 +718,7 @@ def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False, csr=None
     ``U^T P X = I`` on the kept directions): the CCA-like variant of the SHAG learner.
     A dense ``P`` (larger than :data:`_DENSE_SVD` on both sides) takes the compiled
     randomized SVD of its non-zeros (:func:`_sparse_range_svd`; ``csr``: the CSR arrays of
-    ``P`` and ``P^T`` if known; then ``P`` may be None, with its ``shape`` given)."""
+    ``P`` if known; then ``P`` may be None, with its ``shape`` given)."""
     if scaled:
         eps = 1e-3 / n_seq
         dr = 1.0 / np.sqrt(np.asarray(P.sum(axis=1)).ravel() + eps)
@@ -710,10 +734,9 @@ def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False, csr=None
         p = min(k + OVERSAMPLE, min(shape))
         G = np.random.default_rng(random_state).standard_normal((shape[1], p))
         if csr is None:
-            data, ind, ptr = _dense_to_csr(np.ascontiguousarray(P, dtype=np.float64))
-            csr = (data, ind, ptr) + _csr_transpose(data, ind, ptr, P.shape[1])
+            csr = _dense_to_csr(np.ascontiguousarray(P, dtype=np.float64))
         with blas_single_thread():
-            U, s, Vt = _sparse_range_svd(*csr, G, k, _power_iterations(k))
+            U, s, Vt = _sparse_range_svd(*csr[:3], shape[1], G, k, _power_iterations(k))
     else:
         U, s, Vt = _svd(sp.csr_matrix(P), N, random_state)
     keep = s > rcond * max(s[0], 1e-300) if len(s) else np.zeros(0, dtype=bool)
