@@ -111,6 +111,11 @@ cdef struct TensorGrammar:
     const float* Tf        # optional float32 copy of T (NULL: none); the products then read it
     const i32* rl_ptr      # binary rules grouped by left child: rules rl_rule[rl_ptr[b]:rl_ptr[b+1]]
     const i32* rl_rule
+    # one-state grammars (the PCFG pass): the same rules packed, entry q of rl_rule:
+    # right child, parent and weight T[toff[rl_rule[q]]] (NULL for latent grammars)
+    const i32* sl_right
+    const i32* sl_par
+    const double* sl_w
     int R
     const i32* un_parent
     const i32* un_child

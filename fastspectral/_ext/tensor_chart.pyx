@@ -509,25 +509,41 @@ cdef void _finish(const TensorGrammar* g, Work* wk, double* mu_out) noexcept nog
             mu_out[wk.p0 + it] = 0.0
 
 
-cdef inline void _scalar_cell(const TensorGrammar* g, int n, i64 p0, int i, int j,
-                              const i32* item_sym, const i64* cell_lo, const i64* cell_hi,
-                              i32* pos_par, i32* pos_right, char* live, double* alpha,
-                              double* beta, bint outside) noexcept nogil:
-    """One cell ``[i, j)`` of the one-state kernel: every rule application ``a -> b c`` with
-    ``a`` in the cell and live children at a split point.  Inside (``outside`` false):
-    ``alpha[a] += T alpha[b] alpha[c]``, then the cell's items are marked live or not.
-    Outside: ``beta[b] += T beta[a] alpha[c]`` and ``beta[c] += T beta[a] alpha[b]``, for
-    parents with a nonzero outside score.  The same enumeration both ways (the inside and
-    outside passes visit the rule applications in the same order)."""
+cdef struct ScalarEdges:
+    # the rule applications of the one-state kernel, recorded bottom up for the outside pass:
+    # 4 entries each (parent item, left item, right item, packed rule q); the cells of two
+    # words and more are numbered in the order of the inside pass (by length, then start:
+    # cell [i, i + L) is ``at[L] + i``) and the edges of cell c are ``lo[c] .. lo[c + 1] - 1``
+    i32* e
+    i64 n
+    i64 cap
+    i64* lo
+    i64* at
+    i64 bytes           # bytes of the sentence's buffers
+    i64 limit           # its memory budget (0: none)
+
+
+cdef inline int _scalar_cell(const TensorGrammar* g, int n, i64 p0, int i, int j,
+                             const i32* item_sym, const i64* cell_lo, const i64* cell_hi,
+                             i32* pos_par, i32* pos_right, char* live, double* alpha,
+                             ScalarEdges* ed) noexcept nogil:
+    """Inside step of cell ``[i, j)`` of the one-state kernel: every rule application
+    ``a -> b c`` with ``a`` in the cell and live children at a split point adds
+    ``T alpha[b] alpha[c]`` to ``alpha[a]`` and is recorded (``ed``) for the outside pass;
+    then the cell's items are marked live or not.  Returns 0, -1 (out of memory) or -2 (over
+    the sentence's memory budget)."""
     cdef int cid = i * (n + 1) + j
-    cdef int split, lc, rc_, b, c, a, r
-    cdef i64 it, jt, q
-    cdef double w
+    cdef int split, lc, rc_, b
+    cdef i64 it, jt, q, newcap
+    cdef i32 pa, rt
+    cdef i32* ne
+    cdef i64 c = ed.at[j - i] + i
+    ed.lo[c] = ed.n
+    ed.lo[c + 1] = ed.n
     if cell_hi[cid] <= cell_lo[cid]:
-        return
+        return 0
     for it in range(cell_lo[cid], cell_hi[cid]):
-        if not outside or (beta[it] != 0.0 and live[it]):
-            pos_par[item_sym[p0 + it]] = <i32> it
+        pos_par[item_sym[p0 + it]] = <i32> it
     for split in range(i + 1, j):
         lc = i * (n + 1) + split
         rc_ = split * (n + 1) + j
@@ -541,38 +557,72 @@ cdef inline void _scalar_cell(const TensorGrammar* g, int n, i64 p0, int i, int 
                 continue
             b = item_sym[p0 + it]
             for q in range(g.rl_ptr[b], g.rl_ptr[b + 1]):
-                r = g.rl_rule[q]
-                c = g.bin_right[r]
-                if pos_right[c] < 0:
+                rt = pos_right[g.sl_right[q]]
+                if rt < 0:
                     continue
-                a = g.bin_parent[r]
-                if pos_par[a] < 0:
+                pa = pos_par[g.sl_par[q]]
+                if pa < 0:
                     continue
-                jt = pos_right[c]
-                if outside:
-                    w = g.T[g.toff[r]] * beta[pos_par[a]]
-                    beta[it] += w * alpha[jt]
-                    beta[jt] += w * alpha[it]
-                else:
-                    alpha[pos_par[a]] += g.T[g.toff[r]] * alpha[it] * alpha[jt]
+                alpha[pa] += g.sl_w[q] * alpha[it] * alpha[rt]
+                if ed.n == ed.cap:
+                    newcap = 2 * ed.cap if ed.cap > 0 else 4096
+                    if ed.limit > 0 and ed.bytes + (newcap - ed.cap) * 16 > ed.limit:
+                        return -2
+                    ne = <i32*> realloc(ed.e, newcap * 4 * sizeof(i32))
+                    if ne == NULL:
+                        return -1
+                    ed.bytes += (newcap - ed.cap) * 16
+                    ed.e = ne
+                    ed.cap = newcap
+                ed.e[4 * ed.n] = pa
+                ed.e[4 * ed.n + 1] = <i32> it
+                ed.e[4 * ed.n + 2] = rt
+                ed.e[4 * ed.n + 3] = <i32> q
+                ed.n += 1
         for jt in range(cell_lo[rc_], cell_hi[rc_]):
             pos_right[item_sym[p0 + jt]] = -1
+    ed.lo[c + 1] = ed.n
     for it in range(cell_lo[cid], cell_hi[cid]):
         pos_par[item_sym[p0 + it]] = -1
-        if not outside:
-            live[it] = alpha[it] != 0.0
+        live[it] = alpha[it] != 0.0
+    return 0
+
+
+cdef inline void _scalar_cell_out(const TensorGrammar* g, int n, int i, int j, const char* live,
+                                  const double* alpha, double* beta,
+                                  const ScalarEdges* ed) noexcept nogil:
+    """Outside step of cell ``[i, j)``: the cell's recorded rule applications in the order of
+    the inside step, ``beta[b] += T beta[a] alpha[c]`` and ``beta[c] += T beta[a] alpha[b]``
+    for parents with a nonzero outside score (live)."""
+    cdef i64 c = ed.at[j - i] + i
+    cdef i64 e, it, jt
+    cdef i32 pa
+    cdef double w
+    for e in range(ed.lo[c], ed.lo[c + 1]):
+        pa = ed.e[4 * e]
+        if beta[pa] == 0.0 or not live[pa]:
+            continue
+        it = ed.e[4 * e + 1]
+        jt = ed.e[4 * e + 2]
+        w = g.sl_w[ed.e[4 * e + 3]] * beta[pa]
+        beta[it] += w * alpha[jt]
+        beta[jt] += w * alpha[it]
 
 
 cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
                           const i32* item_i, const i32* item_j, const i32* item_sym,
                           const double* leaf_w, const i64* leaf_off, const double* leaf_table,
                           double* mu_out, double* z_out, i64 limit) noexcept nogil:
-    """Inside-outside of a one-state grammar (a plain PCFG): no hyperedges are stored, the
-    outside pass enumerates the rule applications again.  Returns 0, -1 (out of memory) or -2
-    (the chart would pass ``limit`` bytes; 0: no limit)."""
+    """Inside-outside of a one-state grammar (a plain PCFG): the inside pass records its rule
+    applications (16 bytes each), the outside pass replays them top down in the same order.
+    Returns 0, -1 (out of memory) or -2 (the chart would pass ``limit`` bytes; 0: no limit)."""
     cdef i64 k = p1 - p0
     cdef int ncell = (n + 1) * (n + 1)
-    if limit > 0 and (k + 1) * 17 + <i64> ncell * 16 + <i64> g.S * 8 > limit:
+    cdef ScalarEdges ed
+    memset(&ed, 0, sizeof(ScalarEdges))
+    ed.limit = limit
+    ed.bytes = (k + 1) * 17 + <i64> ncell * 16 + <i64> g.S * 8 + (<i64> n * (n + 1) // 2 + n + 4) * 8
+    if limit > 0 and ed.bytes > limit:
         return -2
     cdef double* alpha = <double*> calloc(k + 1, sizeof(double))
     cdef double* beta = <double*> calloc(k + 1, sizeof(double))
@@ -581,13 +631,17 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
     cdef i32* pos_par = <i32*> malloc(g.S * sizeof(i32))
     cdef i32* pos_right = <i32*> malloc(g.S * sizeof(i32))
     cdef char* live = <char*> calloc(k + 1, sizeof(char))
+    ed.lo = <i64*> calloc(<i64> n * (n + 1) // 2 + 1, sizeof(i64))
+    ed.at = <i64*> calloc(n + 2, sizeof(i64))
     cdef i64 it, q
     cdef int i, length, cid, s, a, r, status = 0
     cdef double Z = 0.0
     if (alpha == NULL or beta == NULL or cell_lo == NULL or cell_hi == NULL or pos_par == NULL
-            or pos_right == NULL or live == NULL):
+            or pos_right == NULL or live == NULL or ed.lo == NULL or ed.at == NULL):
         status = -1
     else:
+        for length in range(3, n + 1):
+            ed.at[length] = ed.at[length - 1] + (n - length + 2)
         for s in range(g.S):
             pos_par[s] = -1
             pos_right[s] = -1
@@ -614,8 +668,13 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
         # inside, longer spans
         for length in range(2, n + 1):
             for i in range(0, n - length + 1):
-                _scalar_cell(g, n, p0, i, i + length, item_sym, cell_lo, cell_hi, pos_par,
-                             pos_right, live, alpha, beta, False)
+                status = _scalar_cell(g, n, p0, i, i + length, item_sym, cell_lo, cell_hi,
+                                      pos_par, pos_right, live, alpha, &ed)
+                if status != 0:
+                    break
+            if status != 0:
+                break
+    if status == 0:
         # root
         cid = n
         for it in range(cell_lo[cid], cell_hi[cid]):
@@ -628,8 +687,7 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
         length = n
         while length >= 2:
             for i in range(0, n - length + 1):
-                _scalar_cell(g, n, p0, i, i + length, item_sym, cell_lo, cell_hi, pos_par,
-                             pos_right, live, alpha, beta, True)
+                _scalar_cell_out(g, n, i, i + length, live, alpha, beta, &ed)
             length -= 1
         # outside, unary rules in one-word spans
         for i in range(n):
@@ -656,6 +714,9 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
     free(pos_par)
     free(pos_right)
     free(live)
+    free(ed.e)
+    free(ed.lo)
+    free(ed.at)
     return status
 
 
@@ -837,6 +898,25 @@ def inside_outside_batch(int S, const i32[::1] m,
     cdef const i64* lo = &leaf_off[0]
     cdef const double* lt = &leaf_table[0] if leaf_table.shape[0] > 0 else &dummy_d
     cdef bint scalar = np.all(np.asarray(m) == 1)
+    cdef const i32[::1] sl_right_v
+    cdef const i32[::1] sl_par_v
+    cdef const double[::1] sl_w_v
+    if scalar:
+        # the rules by left child, packed (right child, parent, weight) for the one-state kernel
+        rl_used = np.asarray(rl_rule)[:int(np.asarray(rl_ptr)[S])].astype(np.int64)
+        sl_right_np = np.append(np.asarray(bin_right)[rl_used], 0).astype(np.int32)
+        sl_par_np = np.append(np.asarray(bin_parent)[rl_used], 0).astype(np.int32)
+        sl_w_np = np.append(np.asarray(T)[np.asarray(toff)[rl_used]], 0.0)
+        sl_right_v = sl_right_np
+        sl_par_v = sl_par_np
+        sl_w_v = sl_w_np
+        g.sl_right = &sl_right_v[0]
+        g.sl_par = &sl_par_v[0]
+        g.sl_w = &sl_w_v[0]
+    else:
+        g.sl_right = NULL
+        g.sl_par = NULL
+        g.sl_w = NULL
     for s in prange(nsent, nogil=True, schedule="dynamic", num_threads=max(1, n_threads)):
         if item_ptr[s + 1] > item_ptr[s] and sent_len[s] > 0:
             if scalar:
