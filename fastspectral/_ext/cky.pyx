@@ -987,7 +987,7 @@ cdef bint _dense_out_cell(const CGrammar* g, Dense* d, int i, int j, double lf,
 cdef void _dense_outside(const CGrammar* g, Dense* d, double logz, double threshold) noexcept nogil:
     """Outside scores top down and the pruning decisions of every (cell, symbol)."""
     cdef int n = d.n, S = g.S
-    cdef int i, j, l, K, dd, k, lc, rc, cell, t, r, B, C, sc_cell
+    cdef int i, j, l, K, dd, k, lc, rc, cell, t, r, q, B, C, sc_cell
     cdef double lv, rv, f0, fK, po, o
     cdef double lf = _exp(d.sc[d.off[n]] * FS_LOG2 - logz)
     cdef double* f = d.f
@@ -1021,9 +1021,11 @@ cdef void _dense_outside(const CGrammar* g, Dense* d, double logz, double thresh
             OL = d.OS + d.soff[i]
             OR = d.OE + d.eoff[j] + i + 1
             if g.n_pp > 0:
-                memset(pair, 0, g.n_pp * sizeof(double))
-                for r in range(g.pp_ptr[g.n_pp]):
-                    pair[g.pr_q[r]] += g.pr_p[r] * par[g.pr_a[r]]
+                for q in range(g.n_pp):
+                    o = 0.0
+                    for r in range(g.pp_ptr[q], g.pp_ptr[q + 1]):
+                        o += g.pr_p[r] * par[g.pr_a[r]]
+                    pair[q] = o
                 fs_scale_rows(g.n_ppl, g.ppl, Lrow, ldl, f, K, d.Lf, n)
                 fs_scale_rows(g.n_ppr, g.ppr, Rrow, ldr, f, K, d.Rf, n)
                 fs_pair_push(g.n_pp, g.pp_b, g.pp_c, pair, d.Lf, d.Rf, n, OL, ldl, OR, ldr, K)
