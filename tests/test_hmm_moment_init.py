@@ -104,7 +104,7 @@ def test_moment_fit_recovers_the_window_distribution():
     enc = _enc(seqs)
     win = MI.windows_from_sequences(enc.offsets, enc.ids, 3, 3)
     s, t, e = MI.hmm_from_moments(None, 2, random_state=0, restarts=3, iterations=300,
-                                  tol=1e-10, windows=win)
+                                  tol=1e-10, windows=win, init=None)
     # the windows that open a sequence: distribution of the first events under start
     wins = [w for w, b in zip(win.W.tolist(), win.begin) if b]
     p_true = np.array([_brute_window(start, trans, emit, w) for w in wins])
@@ -127,22 +127,22 @@ def test_restarts_keep_the_best_window_likelihood_and_floor():
     win = MI.windows_from_sequences(enc.offsets, enc.ids, 4, 3)
     info = {}
     s, t, e = MI.hmm_from_moments(None, 3, random_state=0, restarts=3, iterations=30,
-                                  windows=win, info=info)
+                                  windows=win, info=info, init=None)
     assert info["chosen"] == int(np.argmax(info["loglik"]))
     assert info["iterations"] <= 3 * 30 and info["windows"] == len(win.W)
     for x in (s, t, e):
         assert np.allclose(np.asarray(x).sum(axis=-1), 1.0)
     s2, t2, e2 = MI.hmm_from_moments(None, 3, random_state=0, restarts=3, iterations=30,
-                                     windows=win, floor=0.1)
+                                     windows=win, floor=0.1, init=None)
     assert np.all(t2 >= 0.1 / 3 - 1e-12) and np.allclose(t2.sum(axis=1), 1.0)
     assert np.allclose(e2.sum(axis=1), 1.0) and np.allclose(e2[:, -1], e[:, -1])
     # screening: 2 iterations per start, then the best continues
     info = {}
     MI.hmm_from_moments(None, 3, random_state=0, restarts=3, iterations=10, screen=2,
-                        windows=win, info=info, tol=None)
+                        windows=win, info=info, tol=None, init=None)
     assert info["iterations"] == 3 * 2 + 9
     with pytest.raises(ValueError):
-        MI.hmm_from_moments(None, 0, windows=win)
+        MI.hmm_from_moments(None, 0, windows=win, init=None)
     with pytest.raises(ValueError):
         MI.window_table(S.frame(enc, 4), 4, 0)
 
@@ -157,14 +157,18 @@ def test_moment_start_as_em_start():
     enc = _enc(seqs)
     win = MI.windows_from_sequences(enc.offsets, enc.ids, 3, 3)
     s, t, e = MI.hmm_from_moments(None, 2, random_state=0, restarts=2, iterations=50,
-                                  windows=win)
+                                  windows=win, init=None)
     s1, t1, e1, ll0 = E.em_step(enc, s, t, e)
     ll1 = E.baum_welch_stats(enc, s1, t1, e1)[0]
     assert ll1 >= ll0 - 1e-8
     # from the hidden-state model's Hankel data, as the estimator passes it
     H = S.hankel_data(enc, 3, 0)
-    s2, t2, e2 = MI.hmm_from_moments(H, 2, random_state=0, restarts=1, iterations=5)
+    info = {}
+    s2, t2, e2 = MI.hmm_from_moments(H, 2, random_state=0, restarts=1, iterations=5, info=info)
     assert s2.shape == (2,) and t2.shape == (2, 2) and e2.shape == (2, 4)
+    assert len(info["loglik"]) == 2                   # the class start and one random start
+    with pytest.raises(ValueError, match="init"):
+        MI.hmm_from_moments(H, 2, init="anchors")
 
 
 def test_trigram_estep_equals_the_generic_one():

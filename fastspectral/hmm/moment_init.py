@@ -309,19 +309,22 @@ def _random_start(win: Windows, m: int, rng):
     return start, trans, emit, rng.dirichlet(np.ones(m))
 
 
-def hmm_from_moments(H, n_states: int, random_state=0, length: int = 3, restarts: int = 4,
-                     iterations: int = 100, screen: int = 0, tol: float | None = 1e-6,
-                     init=None, floor: float = 0.0, windows: Windows | None = None,
+def hmm_from_moments(H, n_states: int, random_state=0, length: int = 3, restarts: int = 8,
+                     iterations: int = 300, screen: int = 0, tol: float | None = 1e-6,
+                     init="classes", floor: float = 0.0, windows: Windows | None = None,
                      info: dict | None = None):
     """HMM parameters ``(start [m], trans [m, m], emit [m, M + 1])`` matched to the window
     moments of the training sequences (module docstring).  ``H``: the spectral learner's
     Hankel data (its framed sequences ``H.F`` and ``H.M``), or pass ``windows``.
 
-    ``restarts`` random starts (seeded by ``random_state``) and, if given, ``init = (start,
-    trans, emit)`` (e.g. the class start) each run ``screen`` window-EM iterations (0: no
-    screening, every start runs ``iterations``); the start with the best window likelihood
-    then runs up to ``iterations`` (stopping when an iteration gains less than ``tol`` nats
-    per position).  Every distribution of the result is mixed with the uniform one (weight
+    ``restarts`` random starts (seeded by ``random_state``) and ``init``: ``"classes"``, the
+    class start of :func:`fastspectral.hmm.spectral.hmm_from_token_classes` (needs ``H``),
+    a tuple ``(start, trans, emit)``, or None (random starts only), each run ``screen``
+    window-EM iterations (0: no screening, every start runs ``iterations``); the start with
+    the best window likelihood then runs up to ``iterations`` (stopping when an iteration
+    gains less than ``tol`` nats per position).  The defaults (trigram windows, the class
+    start and 8 random starts, 300 iterations each) were chosen on the WSJ-tag development
+    split (docs/hmm.md).  Every distribution of the result is mixed with the uniform one (weight
     ``floor``).  ``info``, if a dict, receives ``loglik`` (per position, of every start after
     screening), ``chosen``, ``history`` (the chosen start's), ``windows`` (distinct),
     ``positions`` and ``iterations`` (window-EM iterations run in all)."""
@@ -331,6 +334,13 @@ def hmm_from_moments(H, n_states: int, random_state=0, length: int = 3, restarts
     win = windows if windows is not None else window_table(H.F, H.M, length)
     rng = np.random.default_rng(random_state)
     starts = []
+    if isinstance(init, str):
+        if init != "classes":
+            raise ValueError(f"init must be 'classes', a (start, trans, emit) tuple or None, "
+                             f"got {init!r}")
+        from .spectral import hmm_from_token_classes
+
+        init = hmm_from_token_classes(H, m, random_state)
     if init is not None:
         s0, t0, e0 = (np.asarray(x, dtype=np.float64) for x in init)
         starts.append((s0, t0, e0, s0.copy()))
