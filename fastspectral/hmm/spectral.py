@@ -359,15 +359,20 @@ def _hankel_csr(C, rows, cols, scale):  # pragma: no cover - numba
 @njit(cache=True)
 def _trigram_operators(F, M, ptab, stab, U, Xe, scale):  # pragma: no cover - numba
     """``A[a] = scale * U^T P_a X`` for every symbol ``a``: the tokens bucketed by symbol (a
-    counting sort, framed order kept), then per symbol the rows ``Y_a[s] = sum (Xe[p1] +
-    Xe[p2])`` of the suffixes ``s`` it meets, accumulated in one small buffer (cache-resident)
-    and folded into ``A[a] += U[s]^T Y_a[s]`` over the touched rows only.  The sums of
-    :func:`_projected_trigrams` followed by ``U^T Y_a``, without the ``[M, rows, N]`` array;
-    ``Xe``'s last row is zero (no length-2 prefix)."""
+    counting sort, framed order kept); a token with prefix rows ``p1`` (the symbol or START
+    before it), ``p2`` (the length-2 prefix ending there, if in the basis) and suffix rows
+    ``s1``, ``s2`` adds ``(U[s1] + U[s2]) (Xe[p1] + Xe[p2])^T`` (``Xe``'s last row is zero:
+    no length-2 prefix).  Both sums are rows of two tables formed once, ``Z`` (``Xe`` with the
+    row of every length-2 prefix replaced by ``Xe[p1] + Xe[p2]``) and ``W`` (``U`` with the row
+    of every length-2 suffix replaced by ``U[s1] + U[s2]``), so a token is keyed by its longest
+    prefix and suffix: per symbol the rows ``Y_a[s] = sum Z[p]`` of the suffix keys ``s`` it
+    meets are accumulated in one small buffer (cache-resident), one row per token, and folded
+    into ``A[a] += W[s]^T Y_a[s]`` over the touched keys only.  The sums of
+    :func:`_projected_trigrams` followed by ``U^T Y_a`` (to rounding), without the
+    ``[M, rows, N]`` array."""
     B2 = M + 2
     N = U.shape[1]
     n_rows = U.shape[0]
-    nX = Xe.shape[0] - 1
     L = len(F)
     start = np.zeros(M + 1, dtype=np.int64)
     for t in range(1, L - 1):
@@ -382,44 +387,50 @@ def _trigram_operators(F, M, ptab, stab, U, Xe, scale):  # pragma: no cover - nu
         if a < M:
             order[fill[a]] = t
             fill[a] += 1
+    Z = Xe.copy()               # rows of the length-2 prefixes: Xe[last symbol] + Xe[prefix]
+    for code in range(B2 * B2):
+        c2 = ptab[code]
+        if c2 >= 0:
+            c1 = code % B2
+            for i in range(N):
+                Z[c2, i] = Xe[c1, i] + Xe[c2, i]
+    W = U.copy()                # rows of the length-2 suffixes: U[first symbol] + U[suffix]
+    for code in range(B2 * B2):
+        r2 = stab[code]
+        if r2 >= 0:
+            r1 = code // B2
+            for i in range(N):
+                W[r2, i] = U[r1, i] + U[r2, i]
     A = np.zeros((M, N, N))
     buf = np.zeros((n_rows, N))
     touched = np.zeros(n_rows, dtype=np.bool_)
     rows = np.empty(n_rows, dtype=np.int64)
-    x = np.empty(N)
     for a in range(M):
         nr = 0
         for k in range(start[a], start[a + 1]):
             t = order[k]
-            c1 = F[t - 1]
-            c2 = nX
-            if c1 < M:
-                c2 = ptab[F[t - 2] * B2 + c1]
-                if c2 < 0:
-                    c2 = nX
+            c = F[t - 1]                    # the symbol (or START) before the token
+            if c < M:
+                c2 = ptab[F[t - 2] * B2 + c]
+                if c2 >= 0:
+                    c = c2                  # its length-2 prefix: Z holds both rows' sum
             y = F[t + 1]
-            r1 = y if y < M else M
-            r2 = stab[y * B2 + F[t + 2]] if y < M else -1
-            for i in range(N):
-                x[i] = Xe[c1, i] + Xe[c2, i]
-            if not touched[r1]:
-                touched[r1] = True
-                rows[nr] = r1
+            r = y if y < M else M           # the symbol (or STOP) after the token
+            if y < M:
+                r2 = stab[y * B2 + F[t + 2]]
+                if r2 >= 0:
+                    r = r2                  # its length-2 suffix: W holds both rows' sum
+            if not touched[r]:
+                touched[r] = True
+                rows[nr] = r
                 nr += 1
             for i in range(N):
-                buf[r1, i] += x[i]
-            if r2 >= 0:
-                if not touched[r2]:
-                    touched[r2] = True
-                    rows[nr] = r2
-                    nr += 1
-                for i in range(N):
-                    buf[r2, i] += x[i]
+                buf[r, i] += Z[c, i]
         Aa = A[a]
         for q in range(nr):
             r = rows[q]
             for i in range(N):
-                ui = U[r, i]
+                ui = W[r, i]
                 for j in range(N):
                     Aa[i, j] += ui * buf[r, j]
             for j in range(N):
