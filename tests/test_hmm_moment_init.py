@@ -169,6 +169,11 @@ def test_moment_start_as_em_start():
     assert len(info["loglik"]) == 2                   # the class start and one random start
     with pytest.raises(ValueError, match="init"):
         MI.hmm_from_moments(H, 2, init="anchors")
+    # the dense Hankel statistics of the estimator's tag path: the same windows
+    D = S.dense_hankel(enc, 3, 512)
+    assert D is not None
+    s3, t3, e3 = MI.hmm_from_moments(D, 2, random_state=0, restarts=1, iterations=5)
+    assert np.allclose(s3, s2) and np.allclose(t3, t2) and np.allclose(e3, e2)
 
 
 def test_trigram_estep_equals_the_generic_one():
