@@ -68,12 +68,21 @@ def test_encoding_equals_build_and_encode():
         for mc in (1, 2, 5):
             table, full, counts = build_and_encode(seqs, mc, lower, return_counts=True)
             e = Encoded.from_sequences(seqs, lowercase=lower)
-            t2, f2, c2 = canonical(e.symbols.symbols, e.offsets, e.ids, mc, lower,
-                                   e.symbols.lowercase)
-            assert t2.symbols == table.symbols and t2.lowercase == table.lowercase
-            np.testing.assert_array_equal(f2.offsets, full.offsets)
-            np.testing.assert_array_equal(f2.ids, full.ids)
-            np.testing.assert_array_equal(c2, counts)
+            for known in (None, e.symbols):         # the general path, the in-order one
+                t2, f2, c2 = canonical(e.symbols.symbols, e.offsets, e.ids, mc, lower,
+                                       e.symbols.lowercase, known)
+                assert t2.symbols == table.symbols and t2.lowercase == table.lowercase
+                np.testing.assert_array_equal(f2.offsets, full.offsets)
+                np.testing.assert_array_equal(f2.ids, full.ids)
+                np.testing.assert_array_equal(c2, counts)
+    # an encoding out of table order (a subset changes the counts): renumbered
+    e = Encoded.from_sequences(seqs).subset(np.arange(0, 300, 7))
+    sub = [seqs[i] for i in range(0, 300, 7)]
+    table, full, counts = build_and_encode(sub, 2, False, return_counts=True)
+    t2, f2, c2 = canonical(e.symbols.symbols, e.offsets, e.ids, 2, False, False, e.symbols)
+    assert t2.symbols == table.symbols
+    np.testing.assert_array_equal(f2.ids, full.ids)
+    np.testing.assert_array_equal(c2, counts)
     # a case-sensitive encoding folded by a lower-casing model: the folded strings' table
     e = Encoded.from_sequences(seqs)
     table, full, counts = build_and_encode(seqs, 2, True, return_counts=True)

@@ -379,16 +379,26 @@ def _check_ids(ids: np.ndarray, n: int, what: str) -> None:
 
 
 def canonical(symbols, offsets, ids, min_count: int = 1, lowercase: bool = False,
-              folded: bool = False):
+              folded: bool = False, table: "SymbolTable | None" = None):
     """``(SymbolTable, Encoded, tokens per symbol id)`` of integer-encoded sequences
     (``ids`` index the strings ``symbols``; ``folded``: they were lower-cased already):
     what :func:`build_and_encode` gives on the strings themselves, computed per distinct
     symbol (the ids are gathered once, not at all when the table keeps every id in place).
     Symbols are lower-cased with ``lowercase`` (case variants merged), the reserved strings
     are ``<unk>``, the others kept when seen at least ``min_count`` times, most frequent
-    first, ties in string order."""
+    first, ties in string order.  ``table``: the :class:`SymbolTable` of ``symbols``, if
+    any; when it is already in that order (an encoding of :meth:`Encoded.from_sequences`),
+    the kept symbols are a prefix of it and nothing is renumbered."""
     V0 = len(symbols)
     c0 = np.bincount(ids, minlength=V0) if len(ids) else np.zeros(V0, dtype=np.int64)
+    if table is not None and V0 > 1 and (folded or not lowercase) and \
+            table.lowercase == bool(lowercase) and _in_table_order(symbols, c0):
+        K = int(np.count_nonzero(c0[1:] >= max(int(min_count), 1)))   # kept: a prefix
+        out = ids if K == V0 - 1 else np.where(ids <= K, ids, 0)
+        counts = c0[:K + 1].copy()
+        counts[0] = len(ids) - int(counts[1:].sum())
+        kept = table if K == V0 - 1 else SymbolTable(symbols[:K + 1], bool(lowercase))
+        return kept, Encoded(offsets, out), counts
     keys = [t.lower() for t in symbols] if lowercase and not folded else list(symbols)
     gid = np.zeros(V0, dtype=np.int64)              # 0: <unk>
     group: dict = {}
@@ -418,6 +428,18 @@ def canonical(symbols, offsets, ids, min_count: int = 1, lowercase: bool = False
     counts[1:] = gc[cand_ids]
     counts[0] = len(ids) - int(counts[1:].sum())
     return table, Encoded(offsets, out), counts
+
+
+def _in_table_order(symbols, counts) -> bool:
+    """Whether ``symbols`` (``<unk>`` first) are the order :func:`canonical` gives for the
+    token ``counts``: every other symbol seen, distinct from the reserved strings, most
+    frequent first, ties in string order."""
+    c = counts[1:]
+    if symbols[0] != UNK or (len(c) and c[-1] <= 0) or np.any(c[:-1] < c[1:]) or \
+            not _RESERVED.isdisjoint(symbols[1:]):
+        return False
+    tie = np.flatnonzero(c[:-1] == c[1:]) + 1
+    return all(symbols[i] < symbols[i + 1] for i in tie.tolist())
 
 
 def read_training(sequences, min_count: int, lowercase: bool):

@@ -874,7 +874,7 @@ def _training_input(sequences, min_count: int, lowercase: bool):
                              "lowercase=False (encode them with lowercase=False)")
         table, full, counts = canonical(src.symbols, np.asarray(sequences.offsets, np.int64),
                                         np.ascontiguousarray(sequences.ids, dtype=np.int64),
-                                        min_count, lowercase, src.lowercase)
+                                        min_count, lowercase, src.lowercase, src)
         return full.n_sequences, table, full, counts
     seqs, table, full, counts = _read_training(sequences, min_count, lowercase)
     return len(seqs), table, full, counts
