@@ -933,12 +933,12 @@ cdef double _dense_logz(const CGrammar* g, Dense* d) noexcept nogil:
 
 
 cdef bint _dense_out_cell(const CGrammar* g, Dense* d, int i, int j, double lf,
-                          double threshold) noexcept nogil:
+                          double threshold, double threshold2) noexcept nogil:
     """The outside scores of cell [i, j), complete once every wider cell is done: the parts
     accumulated as a left and as a right child (the root cell: its root probabilities), for the
     symbols with a nonzero inside score (as outside_pass); the pre layer through the unary
-    rules (finish_outside_cell); the pruning decisions of the cell (``keep``: the pre or post
-    marginal >= threshold) and the parents' weights of its binary step (``par``: the pre-layer
+    rules (finish_outside_cell); the pruning decisions of the cell (``keep``: 2 when the pre or
+    post marginal is >= threshold, else 1 when it is >= threshold2, else 0) and the parents' weights of its binary step (``par``: the pre-layer
     outside score where the inside pre score is nonzero).  Returns whether any is nonzero."""
     cdef int S = g.S, n = d.n, A, B, u
     cdef int cell = d.off[j - i] + i
@@ -972,7 +972,12 @@ cdef bint _dense_out_cell(const CGrammar* g, Dense* d, int i, int j, double lf,
     for A in range(S):
         v1 = ipre[A] * opre[A] * lf
         v2 = ls[A * lds] * opost[A] * lf
-        keep[A] = 1 if (v1 >= threshold or v2 >= threshold) else 0
+        if v1 >= threshold or v2 >= threshold:
+            keep[A] = 2
+        elif v1 >= threshold2 or v2 >= threshold2:
+            keep[A] = 1
+        else:
+            keep[A] = 0
         if opre[A] != 0.0 and ipre[A] != 0.0:
             par[A] = opre[A]
             anyp = True
@@ -984,8 +989,10 @@ cdef bint _dense_out_cell(const CGrammar* g, Dense* d, int i, int j, double lf,
     return anyp
 
 
-cdef void _dense_outside(const CGrammar* g, Dense* d, double logz, double threshold) noexcept nogil:
-    """Outside scores top down and the pruning decisions of every (cell, symbol)."""
+cdef void _dense_outside(const CGrammar* g, Dense* d, double logz, double threshold,
+                         double threshold2) noexcept nogil:
+    """Outside scores top down and the pruning decisions of every (cell, symbol) at two
+    thresholds (``threshold2 <= threshold``; see :func:`_dense_out_cell`)."""
     cdef int n = d.n, S = g.S
     cdef int i, j, l, K, dd, k, lc, rc, cell, t, r, q, B, C, sc_cell
     cdef double lv, rv, f0, fK, po, o
@@ -1003,7 +1010,7 @@ cdef void _dense_outside(const CGrammar* g, Dense* d, double logz, double thresh
         for i in range(0, n - l + 1):
             j = i + l
             cell = d.off[l] + i
-            if not _dense_out_cell(g, d, i, j, lf, threshold) or not d.live[cell]:
+            if not _dense_out_cell(g, d, i, j, lf, threshold, threshold2) or not d.live[cell]:
                 continue
             sc_cell = d.sc[cell]
             for dd in range(K):
@@ -1077,7 +1084,7 @@ cdef void _dense_outside(const CGrammar* g, Dense* d, double logz, double thresh
                             o += po * Lrow[<i64> B * ldl + K - 1]
                     OR[<i64> C * ldr + K - 1] += o
     for i in range(n):
-        _dense_out_cell(g, d, i, i + 1, lf, threshold)
+        _dense_out_cell(g, d, i, i + 1, lf, threshold, threshold2)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1247,49 +1254,62 @@ cdef int build_mask(const CGrammar* coarse, Chart* cc, double logz, Chart* fine,
 # one sentence, all modes
 
 
+cdef void build_mask_dense(Dense* dc, int Sc, Chart* fine, const i32* proj, int S_fine,
+                           u8 level) noexcept nogil:
+    """:func:`build_mask` from the dense kernel's decisions: allowed(cell, A) when the coarse
+    decision of proj[A] at that cell is >= ``level`` (2: the first threshold, 1: the second)."""
+    cdef int cell, A
+    cdef u8 any_ok, ok
+    cdef const u8* cm
+    for cell in range(dc.ncell):
+        cm = dc.keep + <size_t> cell * Sc
+        any_ok = 0
+        for A in range(S_fine):
+            ok = 1 if cm[proj[A]] >= level else 0
+            fine.mask[<size_t> cell * S_fine + A] = ok
+            any_ok |= ok
+        fine.mask_any[cell] = any_ok
+
+
 cdef int parse_one(const CGrammar* g, const CGrammar* coarse, const i32* proj, double threshold,
                    int n, const i32* lpos, const i32* lsym, const double* lprob, int nlex,
                    const i32* clpos, const i32* clsym, const double* clprob, int cnlex,
                    int mode, i32* out_nodes,
                    double* out_logz) noexcept nogil:
     """mode 0: Viterbi; mode 1: max-recall.  Returns the number of nodes written, 0 when the
-    sentence has no parse, -1 when out of memory."""
-    cdef Chart cc
+    sentence has no parse, -1 when out of memory.  The exhaustive coarse pass runs the dense
+    kernel, which decides the masks at the threshold and at 1000x lower in one pass."""
+    cdef Dense dc
     cdef Chart ch
     cdef double logz_c, logz
     cdef int cnt
     cdef bint use_mask = coarse != NULL
     if use_mask:
-        if chart_alloc(&cc, n, coarse.S, True, False, False) != 0:
-            chart_free(&cc)
+        if dense_alloc(&dc, n, coarse.S, coarse.n_pp, False) != 0:
+            dense_free(&dc)
             return -1
-        inside_pass(coarse, &cc, clpos, clsym, clprob, cnlex, False)
-        logz_c = log_partition(coarse, &cc, False)
+        _dense_inside(coarse, &dc, clpos, clsym, clprob, cnlex)
+        logz_c = _dense_logz(coarse, &dc)
         if logz_c == -INFINITY:
-            chart_free(&cc)
+            dense_free(&dc)
             use_mask = False          # coarse grammar has no parse: fall back to exhaustive
         else:
-            outside_pass(coarse, &cc)
-    cdef double thr = threshold
+            _dense_outside(coarse, &dc, logz_c, threshold, threshold * 1e-3)
     cdef int attempt
     if use_mask:
         # pruned passes: the threshold, then 1000x lower; exhaustive if both lose every parse
         for attempt in range(2):
             if chart_alloc(&ch, n, g.S, mode == 1, mode == 0, True) != 0:
                 chart_free(&ch)
-                chart_free(&cc)
+                dense_free(&dc)
                 return -1
-            if build_mask(coarse, &cc, logz_c, &ch, proj, g.S, thr) != 0:
-                chart_free(&ch)
-                chart_free(&cc)
-                return -1
+            build_mask_dense(&dc, coarse.S, &ch, proj, g.S, 2 if attempt == 0 else 1)
             inside_pass(g, &ch, lpos, lsym, lprob, nlex, mode == 0)
             logz = log_partition(g, &ch, mode == 0)
             if logz != -INFINITY:
                 break
             chart_free(&ch)
-            thr = thr * 1e-3
-        chart_free(&cc)
+        dense_free(&dc)
     if not use_mask or logz == -INFINITY:
         if chart_alloc(&ch, n, g.S, mode == 1, mode == 0, False) != 0:
             chart_free(&ch)
@@ -1624,7 +1644,7 @@ cdef object _dense_marginals(ChartGrammar grammar, int n, const i32* lp, const i
             _dense_inside(&grammar.g, &d, lp, ls, lpr, nlex)
             logz = _dense_logz(&grammar.g, &d)
             if logz != -INFINITY:
-                _dense_outside(&grammar.g, &d, logz, 1.0)
+                _dense_outside(&grammar.g, &d, logz, 1.0, 1.0)
         res = {"logz": logz}
         arrs = {k: np.full((n, n + 1, S), -np.inf) for k in
                 ("inside_pre", "inside_post", "outside_pre", "outside_post")}
@@ -1678,7 +1698,7 @@ cdef i64 _prune_dense(const CGrammar* g, int n, const i32* lpos, const i32* lsym
     _dense_inside(g, &d, lpos, lsym, lprob, nlex)
     logz = _dense_logz(g, &d)
     if logz != -INFINITY:
-        _dense_outside(g, &d, logz, threshold)
+        _dense_outside(g, &d, logz, threshold, threshold)
         for i in range(n):
             for j in range(i + 1, n + 1):
                 keep = d.keep + <size_t> (d.off[j - i] + i) * S
