@@ -158,6 +158,8 @@ def main(argv=None):
     train, tr90, dev, test = _tag_data()
     print(f"## start screening; load average {os.getloadavg()}", flush=True)
     HMM(n_states=4, method="spectral-em", iterations=1).fit(tr90[:300], dev=dev[:50])  # warm-up
+    MI.hmm_from_moments(None, 2, restarts=1, iterations=2, init=None,   # compiled kernels
+                        windows=MI.windows_from_sequences([0, 2, 3], [0, 1, 1], 2, 3))
     rows = []
     for split in args.splits:
         tr, ev = (tr90, dev) if split == "dev" else (train, test)
