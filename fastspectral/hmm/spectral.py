@@ -267,17 +267,14 @@ def _pair_counts(F, M):  # pragma: no cover - numba
 def _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover - numba
     """The dense Hankel counts ``C[s, p] = #(p s)`` (int32: half the cache footprint of the
     random increments) and the prefix counts ``n[p] = E #(p)`` (per sequence: times
-    ``scale``) in one pass over the framed sequences ``F``, with the
-    positions of the non-zero entries of ``C`` in the order they were first met (``rows``,
-    ``cols``); ``ptab`` / ``stab``: length-2 code -> basis index (-1: not in the basis)."""
+    ``scale``) in one pass over the framed sequences ``F``; ``ptab`` / ``stab``: length-2
+    code -> basis index (-1: not in the basis).  (The non-zeros are found afterwards by one
+    scan of the block, :func:`_hankel_csr`: cheaper than recording them in the pass, whose
+    position arrays cost page faults of their own.)"""
     B2 = M + 2
     STOP = M + 1
     P = np.zeros((n_rows, n_cols), dtype=np.int32)     # counts: half the cache
     n = np.zeros(n_cols)
-    cap = min(n_rows * n_cols, 4 * len(F) + 4)
-    rows = np.empty(cap, dtype=np.int32)
-    cols = np.empty(cap, dtype=np.int32)
-    nnz = 0
     for i in range(len(F) - 1):
         z = F[i]
         if z == STOP:
@@ -286,40 +283,24 @@ def _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover 
         y = F[i + 1]
         s1 = y if y < M else M
         s2 = stab[y * B2 + F[i + 2]] if y < M else -1
-        if P[s1, z] == 0:
-            rows[nnz] = s1
-            cols[nnz] = z
-            nnz += 1
         P[s1, z] += 1
         n[z] += 1.0
         if p2 >= 0:
-            if P[s1, p2] == 0:
-                rows[nnz] = s1
-                cols[nnz] = p2
-                nnz += 1
             P[s1, p2] += 1
             n[p2] += 1.0
         if s2 >= 0:
-            if P[s2, z] == 0:
-                rows[nnz] = s2
-                cols[nnz] = z
-                nnz += 1
             P[s2, z] += 1
             if p2 >= 0:
-                if P[s2, p2] == 0:
-                    rows[nnz] = s2
-                    cols[nnz] = p2
-                    nnz += 1
                 P[s2, p2] += 1
     for c in range(n_cols):
         n[c] *= scale
-    return P, n, rows[:nnz], cols[:nnz]
+    return P, n
 
 
 @njit(cache=True)
 def _hankel_counts(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover - numba
     """``(P, n)``: the block of :func:`_hankel_block` as floats times ``scale``."""
-    C, n, _, _ = _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale)
+    C, n = _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale)
     P = np.empty((n_rows, n_cols))
     for r in range(n_rows):
         for c in range(n_cols):
@@ -328,32 +309,11 @@ def _hankel_counts(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover
 
 
 @njit(cache=True)
-def _entries_csr(P, rows, cols, n_rows, scale):  # pragma: no cover - numba
-    """CSR arrays ``(data, indices, indptr)`` of the entries ``scale * P[rows[k], cols[k]]``
-    (each position once) of a matrix with ``n_rows`` rows (a counting sort by row; the column order
-    within a row is the order of the entries: the products do not need it sorted)."""
-    ptr = np.zeros(n_rows + 1, dtype=np.int32)
-    for k in range(len(rows)):
-        ptr[rows[k] + 1] += 1
-    for r in range(n_rows):
-        ptr[r + 1] += ptr[r]
-    fill = ptr[:n_rows].copy()
-    data = np.empty(len(rows))
-    ind = np.empty(len(rows), dtype=np.int32)
-    for k in range(len(rows)):
-        r = rows[k]
-        q = fill[r]
-        data[q] = P[r, cols[k]] * scale
-        ind[q] = cols[k]
-        fill[r] = q + 1
-    return data, ind, ptr
-
-
-@njit(cache=True)
-def _hankel_csr(C, rows, cols, scale):  # pragma: no cover - numba
-    """CSR arrays of ``scale * C`` from the positions of the non-zero entries of ``C`` (the
-    products with ``C^T`` scatter through the same arrays: :func:`_csr_tdot`)."""
-    return _entries_csr(C, rows, cols, C.shape[0], scale)
+def _hankel_csr(C, scale):  # pragma: no cover - numba
+    """CSR arrays ``(data, indices, indptr)`` of ``scale * C`` (sorted indices, no explicit
+    zeros): :func:`_dense_to_csr` of the count block (the products with ``C^T`` scatter
+    through the same arrays: :func:`_csr_tdot`)."""
+    return _dense_to_csr(C, scale)
 
 
 @njit(cache=True)
@@ -443,15 +403,16 @@ def _trigram_operators(F, M, ptab, stab, U, Xe, scale):  # pragma: no cover - nu
 
 
 @njit(cache=True)
-def _dense_to_csr(D):  # pragma: no cover - numba
-    """CSR arrays of the dense matrix ``D`` (sorted indices, no explicit zeros): what
-    ``scipy.sparse.csr_matrix(D)`` gives, in one compiled scan."""
+def _dense_to_csr(D, scale=1.0):  # pragma: no cover - numba
+    """CSR arrays of ``scale * D`` for a dense matrix ``D`` (sorted indices, no explicit
+    zeros; float64 data): what ``scipy.sparse.csr_matrix(scale * D)`` gives, in one compiled
+    scan (a first one counts the non-zeros of every row)."""
     R, C = D.shape
     indptr = np.zeros(R + 1, dtype=np.int32)
     nnz = 0
     for r in range(R):
         for c in range(C):
-            if D[r, c] != 0.0:
+            if D[r, c] != 0:
                 nnz += 1
         indptr[r + 1] = nnz
     data = np.empty(nnz)
@@ -459,8 +420,9 @@ def _dense_to_csr(D):  # pragma: no cover - numba
     k = 0
     for r in range(R):
         for c in range(C):
-            if D[r, c] != 0.0:
-                data[k] = D[r, c]
+            v = D[r, c]
+            if v != 0:
+                data[k] = v * scale
                 indices[k] = c
                 k += 1
     return data, indices, indptr
@@ -571,9 +533,9 @@ def dense_hankel(enc: Encoded, M: int, max_basis: int = 32, F=None) -> DenseHank
     if n_rows * n_cols > _DENSE_COUNT:
         return None
     scale = 1.0 / enc.n_sequences
-    C, n, rows, cols = _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale)
+    C, n = _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale)
     return DenseHankel(F, C, scale, n, ptab, stab, n_rows, n_cols, enc.n_sequences, M, pc, sc,
-                       _hankel_csr(C, rows, cols, scale), (cp, cs))
+                       _hankel_csr(C, scale), (cp, cs))
 
 
 # ---------------------------------------------------------------------------- operators
