@@ -18,6 +18,8 @@ iteration is at most 1/5 of the seed's iterations.  Starts are given as specs::
                                  adds the class start to the starts, fl a uniform mix
     blend:a=0.5                  (1 - a) classes + a anchors (every distribution)
     temp:t=0.7                   the class start with emissions raised to the power 1/t
+    mom4:k=30                    the default moment start, then k window-EM iterations on
+                                 windows of length 4 from it
 
 The start is plugged in by replacing ``fastspectral.hmm.spectral.hmm_from_token_classes``
 while the run lasts (``model.py`` calls it for ``spectral_init="classes"``); its CPU time
@@ -96,6 +98,17 @@ def make_start(spec: str, record: dict):
             record.update(window_iterations=info["iterations"], windows=info["windows"],
                           chosen=info["chosen"], window_loglik=info["loglik"],
                           final_window_loglik=float(info["history"][-1]))
+        elif kind == "mom4":
+            # the chosen trigram start, then window EM on length-4 windows from it
+            info = {}
+            s, tr, e = MI.hmm_from_moments(H, m, seed, info=info, init=_CLASSES(H, m, seed))
+            w4 = MI.window_table(H.F, H.M, 4)
+            s, tr, e, _, h4 = MI.window_em(w4, s, tr, e, info["occupancy"],
+                                           iterations=int(o.get("k", 30)), tol=None)
+            out = (s, tr, e)
+            record.update(window_iterations=info["iterations"] + len(h4), windows=len(w4.W),
+                          chosen=info["chosen"], window_loglik=info["loglik"],
+                          final_window_loglik=float(h4[-1]))
         else:
             raise ValueError(f"unknown start {spec!r}")
         record["start_cpu"] = time.process_time() - t0

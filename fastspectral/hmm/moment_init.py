@@ -327,7 +327,8 @@ def hmm_from_moments(H, n_states: int, random_state=0, length: int = 3, restarts
     split (docs/hmm.md).  Every distribution of the result is mixed with the uniform one (weight
     ``floor``).  ``info``, if a dict, receives ``loglik`` (per position, of every start after
     screening), ``chosen``, ``history`` (the chosen start's), ``windows`` (distinct),
-    ``positions`` and ``iterations`` (window-EM iterations run in all)."""
+    ``positions``, ``iterations`` (window-EM iterations run in all) and ``occupancy`` (the fitted
+    ``q``, before the uniform mix)."""
     m = int(n_states)
     if m < 1:
         raise ValueError(f"n_states must be >= 1, got {n_states}")
@@ -352,7 +353,7 @@ def hmm_from_moments(H, n_states: int, random_state=0, length: int = 3, restarts
         s, t, e, q, hist, lls, best, total = _fit_starts(win, starts, iterations, screen, tol)
     if info is not None:
         info.update(loglik=lls, chosen=best, history=hist, windows=len(win.W),
-                    positions=win.n_positions, iterations=total)
+                    positions=win.n_positions, iterations=total, occupancy=q)
 
     def mix(x):
         x = np.asarray(x, dtype=np.float64)
