@@ -72,6 +72,11 @@ cdef struct CGrammar:
     const i32* pr_a
     const double* pr_p
     const i32* pr_q          # the pair of each parent entry
+    int n_pa                 # the same entries by parent (inside): parent pa_a[t] sums
+    const i32* pa_a          # pa_p * pair[pa_q] over pa_ptr[t] : pa_ptr[t + 1]
+    const i32* pa_ptr
+    const i32* pa_q
+    const double* pa_p
     int n_ppl                # symbols that are a pair's left child / right child
     const i32* ppl
     int n_ppr

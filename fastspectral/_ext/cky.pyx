@@ -130,6 +130,12 @@ def _dense_tables(int S, parent, left, right, prob, is_tag, bint tags_lex):
     out["pr_a"] = parent[full].astype(np.int32)
     out["pr_p"] = prob[full].astype(np.float64)
     out["pr_q"] = np.repeat(np.arange(uk.shape[0], dtype=np.int32), np.diff(out["pp_ptr"]))
+    order = np.lexsort((out["pr_q"], out["pr_a"]))
+    pa, start = np.unique(out["pr_a"][order], return_index=True)
+    out["pa_a"] = pa.astype(np.int32)
+    out["pa_ptr"] = np.append(start, order.shape[0]).astype(np.int32)
+    out["pa_q"] = out["pr_q"][order].astype(np.int32)
+    out["pa_p"] = out["pr_p"][order].astype(np.float64)
     out["ppl"] = np.unique(out["pp_b"]).astype(np.int32)
     out["ppr"] = np.unique(out["pp_c"]).astype(np.int32)
     for name, sel, by, other in (("tl", ltag & ~rtag, left, right), ("tr", ~ltag & rtag, right, left),
@@ -250,6 +256,11 @@ cdef class ChartGrammar:
         self.g.pr_a = _ptr32(dense["pr_a"])
         self.g.pr_p = <const double*> cnp.PyArray_DATA(dense["pr_p"])
         self.g.pr_q = _ptr32(dense["pr_q"])
+        self.g.n_pa = sizes["pa_a"]
+        self.g.pa_a = _ptr32(dense["pa_a"])
+        self.g.pa_ptr = _ptr32(dense["pa_ptr"])
+        self.g.pa_q = _ptr32(dense["pa_q"])
+        self.g.pa_p = <const double*> cnp.PyArray_DATA(dense["pa_p"])
         self.g.n_ppl = sizes["ppl"]
         self.g.ppl = _ptr32(dense["ppl"])
         self.g.n_ppr = sizes["ppr"]
@@ -842,8 +853,8 @@ cdef void _dense_inside(const CGrammar* g, Dense* d, const i32* lpos, const i32*
                         const double* lprob, int nlex) noexcept nogil:
     """Inside scores of every cell, bottom up (see the section comment)."""
     cdef int n = d.n, S = g.S
-    cdef int i, j, l, K, dd, k, lc, rc, E, e, t, r, B, C
-    cdef double lv, rv, f0, fK
+    cdef int i, j, l, K, dd, k, lc, rc, E, e, t, r, rend, A, B, C
+    cdef double lv, rv, f0, fK, s
     cdef double* acc = d.acc
     cdef double* f = d.f
     cdef double* pair = d.pair
@@ -888,8 +899,11 @@ cdef void _dense_inside(const CGrammar* g, Dense* d, const i32* lpos, const i32*
             if g.n_pp > 0:
                 fs_scale_rows(g.n_ppl, g.ppl, Lrow, ldl, f, K, d.Lf, n)
                 fs_pair_dots(g.n_pp, g.pp_b, g.pp_c, d.Lf, n, Rrow, ldr, K, pair)
-                for r in range(g.pp_ptr[g.n_pp]):
-                    acc[g.pr_a[r]] += g.pr_p[r] * pair[g.pr_q[r]]
+                for t in range(g.n_pa):
+                    s = 0.0
+                    for r in range(g.pa_ptr[t], g.pa_ptr[t + 1]):
+                        s += g.pa_p[r] * pair[g.pa_q[r]]
+                    acc[g.pa_a[t]] = s
             f0 = f[0]
             if f0 != 0.0:
                 # pre-terminal left child: the split point after the first word
