@@ -853,7 +853,7 @@ cdef void _dense_inside(const CGrammar* g, Dense* d, const i32* lpos, const i32*
                         const double* lprob, int nlex) noexcept nogil:
     """Inside scores of every cell, bottom up (see the section comment)."""
     cdef int n = d.n, S = g.S
-    cdef int i, j, l, K, dd, k, lc, rc, E, e, t, r, rend, A, B, C
+    cdef int i, j, l, K, dd, k, lc, rc, E, e, t, r, B, C
     cdef double lv, rv, f0, fK, s
     cdef double* acc = d.acc
     cdef double* f = d.f
