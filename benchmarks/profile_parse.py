@@ -7,6 +7,13 @@ how much outside them (the serial, GIL-held part of the parse path that bounds t
 Amdahl's law), followed by ``cProfile``'s functions with the largest own time.
 
     python benchmarks/profile_parse.py MODEL.fsm --jobs 1 16 --limit 800
+
+``--stages`` instead prints the CPU seconds (``time.process_time``: every thread of the
+process) of the stages of an L-PCFG parse, each timed by wrapping its function: the coarse pass
+(``posterior_prune``), the PCFG pass and the L-PCFG pass (``LatentPCFGBase._run`` with a
+one-state or a latent grammar), the item projections, the decoding, and the rest:
+
+    python benchmarks/profile_parse.py MODEL.fsm --stages --jobs 1 --limit 300
 """
 from __future__ import annotations
 
@@ -29,7 +36,11 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, nargs="+", default=[1])
     ap.add_argument("--top", type=int, default=18, help="cProfile rows (0: no cProfile, whose "
                     "overhead inflates the Python part)")
+    ap.add_argument("--stages", action="store_true",
+                    help="CPU seconds per stage of an L-PCFG parse (see above)")
     args = ap.parse_args(argv)
+    if args.stages:
+        return stages(args)
 
     import importlib
     import pkgutil
@@ -83,6 +94,57 @@ def main(argv=None):
             s = io.StringIO()
             pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(args.top)
             print("\n".join(line for line in s.getvalue().splitlines()[6:] if line.strip()))
+
+
+def stages(args):
+    """CPU seconds per stage of ``model.parse`` (an L-PCFG model), one parse per J."""
+    import numpy as np
+
+    import fastspectral
+    import fastspectral._ext.tensor_chart as tc
+    import fastspectral.grammar.chart as chart
+    from fastspectral.lpcfg.latent import LatentPCFGBase
+    from fastspectral.trees import read_ptb
+
+    spent: dict = {}
+
+    def timed(name, f):
+        def wrapper(*a, **k):
+            t = time.process_time()
+            try:
+                return f(*a, **k)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - t
+        return wrapper
+
+    run = LatentPCFGBase._run
+
+    def run_timed(grammar, *a, **k):
+        name = "PCFG pass" if np.all(grammar.m == 1) else "L-PCFG pass"
+        return timed(name, run)(grammar, *a, **k)
+
+    LatentPCFGBase._run = staticmethod(run_timed)
+    chart.posterior_prune = timed("coarse pass", chart.posterior_prune)
+    tc.project_items = timed("item projection", tc.project_items)
+    tc.decode_batch = timed("decoding", tc.decode_batch)
+    sents = [[w for w, t in tree.pos() if t != "-NONE-"] for tree in read_ptb(args.test)]
+    sents = sents[:args.limit] if args.limit else sents
+    model = fastspectral.load(args.model)
+    if not isinstance(model, LatentPCFGBase):
+        raise SystemExit(f"{args.model}: --stages needs an L-PCFG model")
+    model.parse(sents, jobs=max(args.jobs))     # warm-up: float32 tensors, tables, caches
+    for j in args.jobs:
+        spent.clear()
+        t0 = time.process_time()
+        model.parse(sents, jobs=j)
+        total = time.process_time() - t0
+        print(f"## {os.path.basename(args.model)} J={j}: {total:.2f} CPU-s, "
+              f"{len(sents) / total:.1f} sentences per CPU-s")
+        for name, t in sorted(spent.items(), key=lambda x: -x[1]):
+            print(f"   {name:20s} {t:7.2f} CPU-s {100 * t / total:5.1f} %")
+        rest = total - sum(spent.values())
+        print(f"   {'the rest':20s} {rest:7.2f} CPU-s {100 * rest / total:5.1f} %")
+        print(f"   {model.last_parse_stats_}")
 
 
 if __name__ == "__main__":
