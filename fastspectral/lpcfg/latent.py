@@ -515,8 +515,12 @@ class LatentPCFGBase(Parser):
         hit = getattr(self, "_t32", None)
         if hit is not None and hit[0] is T:
             return hit[1]
+        tiny = np.finfo(np.float32).tiny
         t32 = T.astype(np.float32)
-        t32[np.abs(T) < np.finfo(np.float32).tiny] = 0.0
+        # |T| < tiny rounds to |t32| <= tiny: test only those entries in float64 (no temporary
+        # arrays of the size of T)
+        cand = np.flatnonzero(np.abs(t32) <= tiny)
+        t32[cand[np.abs(T[cand]) < tiny]] = 0.0
         self._t32 = (T, t32)
         return t32
 
