@@ -519,6 +519,24 @@ def _basis_tables(cp, cs, M, k):  # pragma: no cover - numba
     return pc, sc, ptab, stab
 
 
+@njit(cache=True)
+def _pairs_and_basis(F, M, k):  # pragma: no cover - numba
+    """:func:`_pair_counts` and :func:`_basis_tables` in one compiled call (one kernel for
+    a process to load from the cache, not two)."""
+    cp, cs = _pair_counts(F, M)
+    pc, sc, ptab, stab = _basis_tables(cp, cs, M, k)
+    return cp, cs, pc, sc, ptab, stab
+
+
+@njit(cache=True)
+def _hankel_block_csr(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover - numba
+    """:func:`_hankel_block` and the CSR of its block (:func:`_hankel_csr`) in one compiled
+    call."""
+    C, n = _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale)
+    data, ind, ptr = _dense_to_csr(C, scale)
+    return C, n, data, ind, ptr
+
+
 def dense_hankel(enc: Encoded, M: int, max_basis: int = 32, F=None) -> DenseHankel | None:
     """:class:`DenseHankel` of ``enc`` (the same basis and counts as :func:`hankel_data`), or
     None when the basis is too large to be dense.  ``F``: the framed sequences, if known."""
@@ -527,15 +545,14 @@ def dense_hankel(enc: Encoded, M: int, max_basis: int = 32, F=None) -> DenseHank
     if B2 * B2 > _DENSE_COUNT:
         return None
     F = frame(enc, M, np.int32) if F is None else F
-    cp, cs = _pair_counts(F, M)
-    pc, sc, ptab, stab = _basis_tables(cp, cs, M, k)
+    cp, cs, pc, sc, ptab, stab = _pairs_and_basis(F, M, k)
     n_rows, n_cols = M + 1 + len(sc), M + 1 + len(pc)
     if n_rows * n_cols > _DENSE_COUNT:
         return None
     scale = 1.0 / enc.n_sequences
-    C, n = _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale)
+    C, n, data, ind, ptr = _hankel_block_csr(F, M, ptab, stab, n_rows, n_cols, scale)
     return DenseHankel(F, C, scale, n, ptab, stab, n_rows, n_cols, enc.n_sequences, M, pc, sc,
-                       _hankel_csr(C, scale), (cp, cs))
+                       (data, ind, ptr), (cp, cs))
 
 
 # ---------------------------------------------------------------------------- operators
