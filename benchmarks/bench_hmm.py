@@ -30,6 +30,12 @@ benchmarks/lm_perplexity.py: train = the first 800,000 tokens, dev = the next 10
 chosen there), test = the next 200,000; words lower-cased, training words seen once are
 ``<unk>`` (the vocabulary of the Kneser-Ney and Saul-Pereira models).
 
+``--speed``: paired fit times on the tag sequences (settings chosen on the development split,
+then spectral fits and EM to convergence alternating in one process, CPU and wall seconds),
+for two input forms: the token strings, and the sequences encoded once (``HMM.encode``: ids
+bound to their symbols; the integer input hmmlearn's ``fit(X, lengths)`` takes), which give
+the same models (checked).
+
 ``--hmmlearn`` (needs ``pip install hmmlearn``; skipped when absent): CategoricalHMM, 100 EM
 iterations (tol = -inf), on the tag sequences; its test perplexity is per token without an end
 event (it has none).  Paired timing: our Baum-Welch iteration is timed right before each
