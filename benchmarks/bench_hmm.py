@@ -9,6 +9,7 @@ Sections (run any subset)::
     python benchmarks/bench_hmm.py --hmmlearn            # hmmlearn CategoricalHMM rows (slow)
     python benchmarks/bench_hmm.py --speed               # paired spectral / EM fit times
                                                          # (string and encoded input)
+    python benchmarks/bench_hmm.py --stages              # the spectral fit's stage times
     python benchmarks/bench_hmm.py --init                # spectral-init EM vs random starts
 
 ``--convergence``: sequences sampled from a known 3-state HMM over 5 symbols (stop
@@ -372,6 +373,67 @@ def speed(args):
                         "encode_cpu": enc_cpu, "rows": out}
 
 
+def stages(args):
+    """CPU time of the spectral fit's stages on the tag sequences (``time.process_time``,
+    medians of ``--stage-repeats`` calls each, one process), at the settings the development
+    split chose at m = 10 (ridge 5, mixing 0.5) and every m of ``--states``: the whole ``fit``
+    from the strings and from an encoding, and the stages it runs."""
+    from fastspectral._blas import blas_single_thread
+    from fastspectral.hmm.data import read_training
+    from fastspectral.hmm.model import _training_input
+
+    train, _, _, _ = _tag_data()
+    enc = HMM(field="tag").encode(train)
+    R = args.stage_repeats
+
+    def med(f):
+        f()
+        ts = []
+        for _ in range(R):
+            t0 = time.process_time()
+            f()
+            ts.append(time.process_time() - t0)
+        return float(np.median(ts)) * 1e3
+
+    print(f"\n## spectral fit stages (WSJ tags; CPU ms, medians of {R}); load average "
+          f"{os.getloadavg()}\n")
+    rows = []
+    for m in args.states:
+        mk = lambda: HMM(n_states=m, method="spectral", field="tag", ridge=5.0,  # noqa: E731
+                         state_mixing=0.5, backoff_weight=0.8)
+        _, table, full, counts = _training_input(enc, 1, False)
+        model = mk()
+        model.symbols_ = table
+        model._set_rare_weights(full, counts)
+        M = model.n_latent_symbols_
+        H = S.dense_hankel(full, M, 512)
+
+        def proj():
+            with blas_single_thread():
+                return S._projections(None, m, 5.0, 1e-10, H.n_seq, 0, csr=H.csr,
+                                      shape=H.counts.shape)
+        U, X, sv = proj()
+        A = S._operators(H, U, X)
+        r = {"m": m,
+             "fit, strings": med(lambda: mk().fit(train)),
+             "fit, encoded": med(lambda: mk().fit(enc)),
+             "hashing the strings": med(lambda: read_training(train, 1, False)),
+             "checking an encoding + its table": med(lambda: _training_input(enc, 1, False)),
+             "Hankel counting + CSR": med(lambda: S.dense_hankel(full, M, 512)),
+             "smoother": med(lambda: model._fit_smoother(full, counts, H.pairs)),
+             "randomized SVD + pseudo-inverse": med(proj),
+             "operators": med(lambda: S._operators(H, U, X)),
+             "finish_operators": med(lambda: S.finish_operators(H.blocks(), H.prefix_counts(),
+                                                                M, U, X, sv, A))}
+        rows.append(r)
+    keys = [k for k in rows[0] if k != "m"]
+    print("| stage | " + " | ".join(f"m = {r['m']}" for r in rows) + " |")
+    print("|---|" + "---|" * len(rows))
+    for k in keys:
+        print(f"| {k} | " + " | ".join(f"{r[k]:.2f}" for r in rows) + " |")
+    RESULTS["stages"] = rows
+
+
 def init_curves(args):
     """Spectral-initialised EM against EM from random starts (issue 17's "reaches EM's
     perplexity in <= 1/5 of its iterations").  Per m and random seed: EM to convergence (tol,
@@ -561,6 +623,10 @@ def main(argv=None):
     ap.add_argument("--brown", action="store_true")
     ap.add_argument("--speed", action="store_true",
                     help="paired spectral / EM-to-convergence fit times only")
+    ap.add_argument("--stages", action="store_true",
+                    help="CPU time of the spectral fit's stages (strings and encoded input)")
+    ap.add_argument("--stage-repeats", type=int, default=100,
+                    help="--stages: calls per stage (median)")
     ap.add_argument("--init", action="store_true",
                     help="spectral-initialised EM against EM from random starts (dev and test)")
     ap.add_argument("--inits", nargs="+", default=["classes", "anchors"],
@@ -587,9 +653,10 @@ def main(argv=None):
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args(argv)
     if not (args.convergence or args.tags or args.hmmlearn or args.brown or args.speed or
-            args.init):
+            args.init or args.stages):
         args.convergence = args.tags = True
     for flag, part in (("convergence", convergence), ("tags", tags), ("speed", speed),
+                       ("stages", stages),
                        ("init", init_curves), ("brown", brown), ("hmmlearn", hmmlearn_rows)):
         if getattr(args, flag):
             part(args)
