@@ -269,8 +269,8 @@ def _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover 
     random increments) and the prefix counts ``n[p] = E #(p)`` (per sequence: times
     ``scale``) in one pass over the framed sequences ``F``; ``ptab`` / ``stab``: length-2
     code -> basis index (-1: not in the basis).  (The non-zeros are found afterwards by one
-    scan of the block, :func:`_hankel_csr`: cheaper than recording them in the pass, whose
-    position arrays cost page faults of their own.)"""
+    scan of the block, :func:`_hankel_block_csr`: cheaper than recording them in the pass,
+    whose position arrays cost page faults of their own.)"""
     B2 = M + 2
     STOP = M + 1
     P = np.zeros((n_rows, n_cols), dtype=np.int32)     # counts: half the cache
@@ -306,14 +306,6 @@ def _hankel_counts(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover
         for c in range(n_cols):
             P[r, c] = C[r, c] * scale
     return P, n
-
-
-@njit(cache=True)
-def _hankel_csr(C, scale):  # pragma: no cover - numba
-    """CSR arrays ``(data, indices, indptr)`` of ``scale * C`` (sorted indices, no explicit
-    zeros): :func:`_dense_to_csr` of the count block (the products with ``C^T`` scatter
-    through the same arrays: :func:`_csr_tdot`)."""
-    return _dense_to_csr(C, scale)
 
 
 @njit(cache=True)
@@ -450,7 +442,7 @@ class DenseHankel:
     M: int
     prefix_codes: np.ndarray
     suffix_codes: np.ndarray
-    #: CSR arrays of ``P`` (:func:`_hankel_csr`), or None
+    #: CSR arrays of ``P`` (:func:`_hankel_block_csr`), or None
     csr: tuple | None = None
     #: ``(cp, cs)`` of :func:`_pair_counts`: every framed bigram ``x y`` counted at code
     #: ``x * (M + 2) + y`` (prefix pairs, suffix pairs), or None
@@ -530,8 +522,9 @@ def _pairs_and_basis(F, M, k):  # pragma: no cover - numba
 
 @njit(cache=True)
 def _hankel_block_csr(F, M, ptab, stab, n_rows, n_cols, scale):  # pragma: no cover - numba
-    """:func:`_hankel_block` and the CSR of its block (:func:`_hankel_csr`) in one compiled
-    call."""
+    """:func:`_hankel_block` and the CSR of its block (one scan of its cells,
+    :func:`_dense_to_csr`; the products with ``C^T`` scatter through the same arrays:
+    :func:`_csr_tdot`) in one compiled call."""
     C, n = _hankel_block(F, M, ptab, stab, n_rows, n_cols, scale)
     data, ind, ptr = _dense_to_csr(C, scale)
     return C, n, data, ind, ptr
