@@ -334,6 +334,9 @@ def test_cli_hook(tmp_path):
     assert sum(map(len, data)) == 30 and data[0] == ["DT", "NN", "VBZ"]
     fitted = hook.fit(args, model, data)
     assert fitted.best_iteration_ <= 5 and len(fitted.dev_perplexity_) == 6
+    args = p.parse_args([str(corpus), "--states", "2", "--field", "tag", "--method",
+                         "spectral-em", "--spectral-init", "moments", "--iterations", "2"])
+    assert hook.build(args, HMM, {}).get_params()["spectral_init"] == "moments"
 
 
 # ---------------------------------------------------------------------------- real data

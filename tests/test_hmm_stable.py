@@ -252,11 +252,19 @@ def test_token_class_start():
     assert ll_classes > ll_random
     names = ["a", "b", "c", "d"]
     strs = [[names[x] for x in q] for q in seqs]
-    for init in ("classes", "anchors"):
+    for init in ("classes", "anchors", "moments"):
         model = HMM(n_states=2, method="spectral-em", iterations=3, spectral_init=init,
                     max_basis=8).fit(strs)
         assert model.get_params()["spectral_init"] == init and model.n_states_ == 2
         assert "spectral_init" in model.timings_
+    # the moment-matched start is the one EM starts from: with 0 iterations the model is it
+    from fastspectral.hmm.moment_init import hmm_from_moments
+    model = HMM(n_states=2, method="spectral-em", iterations=0, spectral_init="moments",
+                max_basis=8, backoff_weight=0.0).fit(strs)
+    enc2 = model._latent(model._encode(strs))
+    ref = hmm_from_moments(S.dense_hankel(enc2, model.n_latent_symbols_, max_basis=8), 2, 0)
+    for got, want in zip((model.start_, model.trans_, model.emit_), ref):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
 
 
 def test_smoother_from_the_hankel_pair_counts():

@@ -6,7 +6,7 @@
   files, words or tags;
 * :mod:`fastspectral.hmm.spectral`, :mod:`fastspectral.hmm.em` — the learners' kernels.
 """
-from .data import SymbolTable, read_sequences
+from .data import Encoded, SymbolTable, read_sequences
 from .model import HMM
 
-__all__ = ["HMM", "read_sequences", "SymbolTable"]
+__all__ = ["HMM", "read_sequences", "SymbolTable", "Encoded"]
