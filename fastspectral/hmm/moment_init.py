@@ -38,6 +38,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from .._blas import blas_single_thread
+from .em import _normalise as _renorm
 
 __all__ = ["Windows", "window_table", "windows_from_sequences", "window_loglik",
            "window_em", "hmm_from_moments"]
@@ -255,14 +256,6 @@ def _estep3(win: Windows, plan: _TrigramPlan, start, trans, emit, q):
     start_acc = G0[plan.gb].sum(axis=0)
     q_acc = G0[~plan.gb].sum(axis=0)
     return ll, start_acc, q_acc, trans_acc, emit_acc[:, :M + 1]
-
-
-def _renorm(x, old):
-    if x.ndim == 1:
-        s = x.sum()
-        return x / s if s > 0 else old
-    s = x.sum(axis=1, keepdims=True)
-    return np.where(s > 0, x / np.where(s > 0, s, 1.0), old)
 
 
 def window_loglik(win: Windows, start, trans, emit, q=None) -> float:
