@@ -126,25 +126,34 @@ def resolve_budget(max_memory) -> int | None:
 def pcfg_chart_bytes(n: int, n_symbols: int, n_coarse: int = 0, viterbi: bool = False) -> int:
     """Bytes of the CKY charts of an ``n``-word sentence (``cky.parse_one``).
 
-    ``C = n (n + 1) / 2`` cells.  The coarse chart (inside and outside, ``n_coarse`` symbols; 0:
-    no coarse pass) takes ``C (40 n_coarse + 16)``; the fine chart ``C (41 S + 17)`` with
+    ``C = n (n + 1) / 2`` cells.  The coarse chart (the dense kernel's inside and outside by
+    start and by end, ``n_coarse`` symbols; 0: no coarse pass) takes
+    ``C (41 n_coarse + 5) + 16 n_coarse (n + 1)`` (:func:`dense_coarse_bytes`); the fine chart ``C (41 S + 17)`` with
     max-recall decoding (inside, outside, active lists, pruning mask), ``C (33 S + 9)`` with
     Viterbi (inside, back-pointers, mask); both are alive at once.  Max-recall decoding adds
     ``12 (n + 1)^2``.
     """
     cells = n * (n + 1) // 2
     fine = cells * (33 * n_symbols + 9) if viterbi else cells * (41 * n_symbols + 17)
-    coarse = cells * (40 * n_coarse + 16) if n_coarse else 0
+    coarse = dense_coarse_bytes(n, n_coarse) if n_coarse else 0
     return fine + coarse + 12 * (n + 1) ** 2
 
 
-def lpcfg_chart_bytes(n: int, n_coarse: int) -> int:
-    """Bytes of the dense coarse chart of an L-PCFG parse (``cky._prune_one``:
-    ``C (40 n_coarse + 16)``, ``C = n (n + 1) / 2`` cells), known before parsing.  The later
-    passes run over the pruned items only: their buffers are counted by the tensor kernel as it
-    allocates them, and a sentence that would pass the budget there is refused too."""
+def dense_coarse_bytes(n: int, n_coarse: int) -> int:
+    """Bytes of the dense coarse chart (``cky.dense_alloc``) of an ``n``-word sentence:
+    inside, and inside and outside stored by start and by end (5 doubles), the keep mask (1
+    byte) per cell and symbol; exponent and liveness (5 bytes) per cell; the split-point
+    scaled rows (2 doubles per symbol and position).  ``C = n (n + 1) / 2`` cells."""
     cells = n * (n + 1) // 2
-    return cells * (40 * n_coarse + 16)
+    return cells * (41 * n_coarse + 5) + 16 * n_coarse * (n + 1)
+
+
+def lpcfg_chart_bytes(n: int, n_coarse: int) -> int:
+    """Bytes of the dense coarse chart of an L-PCFG parse (``cky._prune_one``,
+    :func:`dense_coarse_bytes`), known before parsing.  The later passes run over the pruned
+    items only: their buffers are counted by the tensor kernel as it allocates them, and a
+    sentence that would pass the budget there is refused too."""
+    return dense_coarse_bytes(n, n_coarse)
 
 
 def shag_chart_bytes(n: int, n_states: int, det_states: int) -> int:

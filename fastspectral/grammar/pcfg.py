@@ -23,7 +23,7 @@ lexicon's best tags, and ``last_parse_stats_.fallback`` counts those sentences o
 :meth:`PCFG.parse` call.  An empty sentence yields the empty tree ``(TOP )`` (EVALB treats it as
 a skip sentence).
 
-Memory: the charts of an n-word sentence take ``C (41 S + 17) + C (40 S_c + 16)`` bytes with
+Memory: the charts of an n-word sentence take ``C (41 S + 17) + C (41 S_c + 5) + 16 S_c (n + 1)`` bytes with
 ``C = n (n + 1) / 2`` cells, S fine and S_c coarse symbols (max-recall; about 1.3 GB for n = 100
 with the default WSJ grammar), per thread (:func:`fastspectral._memory.pcfg_chart_bytes`).  A
 sentence whose charts would exceed the budget ``max_memory`` (default: half the physical
