@@ -31,6 +31,18 @@ ctypedef cnp.uint8_t u8
 # grammars
 
 
+# One class of the dense kernel's rules with a pre-terminal child, grouped by that child: the
+# pre-terminal sym[t] (t < n) has the entries ptr[t] : ptr[t + 1], each a parent a[r], the other
+# child o[r] and a probability p[r].
+cdef struct TagRules:
+    int n
+    const i32* sym
+    const i32* ptr
+    const i32* a
+    const i32* o
+    const double* p
+
+
 # A PCFG as ``cky.pyx`` reads it (built by ``cky.ChartGrammar`` from rule lists).
 cdef struct CGrammar:
     int S
@@ -61,9 +73,9 @@ cdef struct CGrammar:
     # pair.  Pair q = (pp_b[q], pp_c[q]) has the parents pr_a / probabilities pr_p
     # [pp_ptr[q] : pp_ptr[q + 1]]; its inside sum runs over every split point.  With
     # pre-terminals only in one-word cells (``tags_lex``), the rules with a pre-terminal child
-    # touch one split point only and are kept apart, by that child: a pre-terminal left child
-    # (tl_*: tl_ptr over the symbols, entries parent / right / probability), a pre-terminal
-    # right child (tr_*: parent / left / probability), both (tt_*: by the left child).
+    # touch one split point only and are kept apart, by that child (:c:type:`TagRules`): a
+    # pre-terminal left child (tl: the other child is the right one), a pre-terminal right
+    # child (tr: the other child is the left one), both (tt: by the left child).
     bint tags_lex
     int n_pp
     const i32* pp_b
@@ -81,24 +93,9 @@ cdef struct CGrammar:
     const i32* ppl
     int n_ppr
     const i32* ppr
-    int n_tl                 # pre-terminals with rules of each kind (tl_sym: their ids)
-    const i32* tl_sym
-    const i32* tl_ptr
-    const i32* tl_a
-    const i32* tl_o
-    const double* tl_p
-    int n_tr
-    const i32* tr_sym
-    const i32* tr_ptr
-    const i32* tr_a
-    const i32* tr_o
-    const double* tr_p
-    int n_tt
-    const i32* tt_sym
-    const i32* tt_ptr
-    const i32* tt_a
-    const i32* tt_o
-    const double* tt_p
+    TagRules tl
+    TagRules tr
+    TagRules tt
 
 
 # An L-PCFG as ``tensor_chart.pyx`` reads it; symbol ``a`` has ``m[a]`` latent states.

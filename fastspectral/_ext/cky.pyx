@@ -41,7 +41,7 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcpy, memset
 from libc.math cimport ldexp, frexp, log, INFINITY
 
-from .chart_common cimport CGrammar, i32, i64, u8
+from .chart_common cimport CGrammar, TagRules, i32, i64, u8
 from .maxrecall cimport maxrecall_tree
 
 cnp.import_array()
@@ -155,6 +155,16 @@ def _dense_tables(int S, parent, left, right, prob, is_tag, bint tags_lex):
     return out, sizes
 
 
+cdef void _tag_rules(TagRules* t, dict dense, dict sizes, str name):
+    """Point ``t`` at the tables ``name``_* of :func:`_dense_tables` (kept alive by the caller)."""
+    t.n = sizes[name + "_sym"]
+    t.sym = _ptr32(dense[name + "_sym"])
+    t.ptr = _ptr32(dense[name + "_ptr"])
+    t.a = _ptr32(dense[name + "_a"])
+    t.o = _ptr32(dense[name + "_o"])
+    t.p = <const double*> cnp.PyArray_DATA(dense[name + "_p"])
+
+
 cdef class ChartGrammar:
     """Rule arrays of a PCFG in the layout the kernels read (built by fastspectral.grammar).
 
@@ -265,24 +275,9 @@ cdef class ChartGrammar:
         self.g.ppl = _ptr32(dense["ppl"])
         self.g.n_ppr = sizes["ppr"]
         self.g.ppr = _ptr32(dense["ppr"])
-        self.g.n_tl = sizes["tl_sym"]
-        self.g.tl_sym = _ptr32(dense["tl_sym"])
-        self.g.tl_ptr = _ptr32(dense["tl_ptr"])
-        self.g.tl_a = _ptr32(dense["tl_a"])
-        self.g.tl_o = _ptr32(dense["tl_o"])
-        self.g.tl_p = <const double*> cnp.PyArray_DATA(dense["tl_p"])
-        self.g.n_tr = sizes["tr_sym"]
-        self.g.tr_sym = _ptr32(dense["tr_sym"])
-        self.g.tr_ptr = _ptr32(dense["tr_ptr"])
-        self.g.tr_a = _ptr32(dense["tr_a"])
-        self.g.tr_o = _ptr32(dense["tr_o"])
-        self.g.tr_p = <const double*> cnp.PyArray_DATA(dense["tr_p"])
-        self.g.n_tt = sizes["tt_sym"]
-        self.g.tt_sym = _ptr32(dense["tt_sym"])
-        self.g.tt_ptr = _ptr32(dense["tt_ptr"])
-        self.g.tt_a = _ptr32(dense["tt_a"])
-        self.g.tt_o = _ptr32(dense["tt_o"])
-        self.g.tt_p = <const double*> cnp.PyArray_DATA(dense["tt_p"])
+        _tag_rules(&self.g.tl, dense, sizes, "tl")
+        _tag_rules(&self.g.tr, dense, sizes, "tr")
+        _tag_rules(&self.g.tt, dense, sizes, "tt")
 
     @property
     def binary_by_left(self):
@@ -574,11 +569,24 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
 # their cell's best are treated as zero (see finish_inside_cell).
 
 
+cdef inline void _unary_out(const CGrammar* g, const double* opost, const double* ipre,
+                           double* opre) noexcept nogil:
+    """The outside scores of a cell's post layer reach its pre layer through the unary rules
+    (``opre`` holds ``opost`` on entry; children with a zero inside score are skipped)."""
+    cdef int u, A, B
+    for u in range(g.n_un):
+        A = g.un_parent[u]
+        if opost[A] != 0.0:
+            B = g.un_child[u]
+            if ipre[B] != 0.0:
+                opre[B] += g.un_prob[u] * opost[A]
+
+
 cdef void finish_outside_cell(const CGrammar* g, Chart* c, int cell) noexcept nogil:
     """out_post of the cell is complete: apply the unary layer and list the active parents.
     Only the cell's non-zero inside symbols (``act``) can have a useful outside score."""
     cdef int S = g.S
-    cdef int A, B, u, t, na = 0
+    cdef int A, t, na = 0
     cdef double* opost = c.out_post + <size_t> cell * S
     cdef double* opre = c.out_pre + <size_t> cell * S
     cdef double* ipre = c.in_pre + <size_t> cell * S
@@ -587,12 +595,7 @@ cdef void finish_outside_cell(const CGrammar* g, Chart* c, int cell) noexcept no
     for t in range(c.nact[cell]):
         A = act[t]
         opre[A] = opost[A]
-    for u in range(g.n_un):
-        A = g.un_parent[u]
-        if opost[A] != 0.0:
-            B = g.un_child[u]
-            if ipre[B] != 0.0:
-                opre[B] += g.un_prob[u] * opost[A]
+    _unary_out(g, opost, ipre, opre)
     for t in range(c.nact[cell]):
         A = act[t]
         if opre[A] != 0.0 and ipre[A] != 0.0:
@@ -849,12 +852,72 @@ cdef void _dense_finish_in(const CGrammar* g, Dense* d, int i, int j, int E) noe
     d.live[cell] = any_
 
 
+cdef inline void _split_factors(Dense* d, int i, int j, int E) noexcept nogil:
+    """``d.f[dd]`` = 2**(exponent of the left part + the right part - E) at split point
+    ``i + 1 + dd`` of cell [i, j), 0 where a part is dead."""
+    cdef int dd, k, lc, rc
+    for dd in range(j - i - 1):
+        k = i + 1 + dd
+        lc = d.off[k - i] + i
+        rc = d.off[j - k] + k
+        if d.live[lc] and d.live[rc]:
+            d.f[dd] = ldexp(1.0, d.sc[lc] + d.sc[rc] - E)
+        else:
+            d.f[dd] = 0.0
+
+
+cdef inline void _tag_in(const TagRules* tr, const double* X, i64 ldx, const double* Y, i64 ldy,
+                         double f, bint scale_y, double* acc) noexcept nogil:
+    """Inside sums of one class of rules with a pre-terminal child (at its one split point):
+    ``acc[a] += p * x * y`` over the entries of each pre-terminal B = tr.sym[t] with a nonzero
+    score x = X[B * ldx], y = Y[o * ldy] the other child's score, the split's factor ``f``
+    multiplied into x first (``scale_y`` False: tl, tt) or into y (True: tr)."""
+    cdef int t, r
+    cdef double xv
+    for t in range(tr.n):
+        xv = X[<i64> tr.sym[t] * ldx]
+        if xv == 0.0:
+            continue
+        if scale_y:
+            for r in range(tr.ptr[t], tr.ptr[t + 1]):
+                acc[tr.a[r]] += tr.p[r] * (Y[<i64> tr.o[r] * ldy] * f) * xv
+        else:
+            xv = xv * f
+            for r in range(tr.ptr[t], tr.ptr[t + 1]):
+                acc[tr.a[r]] += tr.p[r] * xv * Y[<i64> tr.o[r] * ldy]
+
+
+cdef inline void _tag_out(const TagRules* tr, const double* par, double f, const double* X,
+                          double* OX, i64 ldx, const double* Y, double* OY, i64 ldy) noexcept nogil:
+    """Outside step of one class of rules with a pre-terminal child (at its one split point):
+    for each pre-terminal B = tr.sym[t] with a nonzero inside score X[B * ldx] and each entry
+    whose parent weight ``par[a]`` is nonzero, w = par[a] * p * f reaches the other child C
+    (``OY[C * ldy] += w * X[B * ldx]``) and B (``OX[B * ldx]``, summed over the entries first,
+    of ``w * Y[C * ldy]``)."""
+    cdef int t, r, B, C
+    cdef double xv, po, o
+    for t in range(tr.n):
+        B = tr.sym[t]
+        xv = X[<i64> B * ldx]
+        if xv == 0.0:
+            continue
+        o = 0.0
+        for r in range(tr.ptr[t], tr.ptr[t + 1]):
+            po = par[tr.a[r]]
+            if po != 0.0:
+                po = po * tr.p[r] * f
+                C = tr.o[r]
+                o += po * Y[<i64> C * ldy]
+                OY[<i64> C * ldy] += po * xv
+        OX[<i64> B * ldx] += o
+
+
 cdef void _dense_inside(const CGrammar* g, Dense* d, const i32* lpos, const i32* lsym,
                         const double* lprob, int nlex) noexcept nogil:
     """Inside scores of every cell, bottom up (see the section comment)."""
     cdef int n = d.n, S = g.S
-    cdef int i, j, l, K, dd, k, lc, rc, E, e, t, r, B, C
-    cdef double lv, rv, f0, fK, s
+    cdef int i, j, l, K, dd, k, lc, rc, E, e, t, r
+    cdef double f0, fK, s
     cdef double* acc = d.acc
     cdef double* f = d.f
     cdef double* pair = d.pair
@@ -883,14 +946,7 @@ cdef void _dense_inside(const CGrammar* g, Dense* d, const i32* lpos, const i32*
                         E = e
             if E == -2147483647:
                 continue
-            for dd in range(K):
-                k = i + 1 + dd
-                lc = d.off[k - i] + i
-                rc = d.off[j - k] + k
-                if d.live[lc] and d.live[rc]:
-                    f[dd] = ldexp(1.0, d.sc[lc] + d.sc[rc] - E)
-                else:
-                    f[dd] = 0.0
+            _split_factors(d, i, j, E)
             memset(acc, 0, S * sizeof(double))
             Lrow = d.LS + d.soff[i]
             ldl = n - i
@@ -907,30 +963,13 @@ cdef void _dense_inside(const CGrammar* g, Dense* d, const i32* lpos, const i32*
             f0 = f[0]
             if f0 != 0.0:
                 # pre-terminal left child: the split point after the first word
-                for t in range(g.n_tl):
-                    lv = Lrow[<i64> g.tl_sym[t] * ldl]
-                    if lv == 0.0:
-                        continue
-                    lv = lv * f0
-                    for r in range(g.tl_ptr[t], g.tl_ptr[t + 1]):
-                        acc[g.tl_a[r]] += g.tl_p[r] * lv * Rrow[<i64> g.tl_o[r] * ldr]
+                _tag_in(&g.tl, Lrow, ldl, Rrow, ldr, f0, False, acc)
                 if K == 1:
-                    for t in range(g.n_tt):
-                        lv = Lrow[<i64> g.tt_sym[t] * ldl]
-                        if lv == 0.0:
-                            continue
-                        lv = lv * f0
-                        for r in range(g.tt_ptr[t], g.tt_ptr[t + 1]):
-                            acc[g.tt_a[r]] += g.tt_p[r] * lv * Rrow[<i64> g.tt_o[r] * ldr]
+                    _tag_in(&g.tt, Lrow, ldl, Rrow, ldr, f0, False, acc)
             fK = f[K - 1]
             if fK != 0.0:
                 # pre-terminal right child: the split point before the last word
-                for t in range(g.n_tr):
-                    rv = Rrow[<i64> g.tr_sym[t] * ldr + K - 1]
-                    if rv == 0.0:
-                        continue
-                    for r in range(g.tr_ptr[t], g.tr_ptr[t + 1]):
-                        acc[g.tr_a[r]] += g.tr_p[r] * (Lrow[<i64> g.tr_o[r] * ldl + K - 1] * fK) * rv
+                _tag_in(&g.tr, Rrow + K - 1, ldr, Lrow + K - 1, ldl, fK, True, acc)
             _dense_finish_in(g, d, i, j, E)
 
 
@@ -954,7 +993,7 @@ cdef bint _dense_out_cell(const CGrammar* g, Dense* d, int i, int j, double lf,
     rules (finish_outside_cell); the pruning decisions of the cell (``keep``: 2 when the pre or
     post marginal is >= threshold, else 1 when it is >= threshold2, else 0) and the parents' weights of its binary step (``par``: the pre-layer
     outside score where the inside pre score is nonzero).  Returns whether any is nonzero."""
-    cdef int S = g.S, n = d.n, A, B, u
+    cdef int S = g.S, n = d.n, A
     cdef int cell = d.off[j - i] + i
     cdef double* ipre = d.in_pre + <size_t> cell * S
     cdef double* ls = d.LS + d.soff[i] + (j - i - 1)
@@ -977,12 +1016,7 @@ cdef bint _dense_out_cell(const CGrammar* g, Dense* d, int i, int j, double lf,
         else:
             opost[A] = os[A * lds] + oe[A * lde]
         opre[A] = opost[A]
-    for u in range(g.n_un):
-        A = g.un_parent[u]
-        if opost[A] != 0.0:
-            B = g.un_child[u]
-            if ipre[B] != 0.0:
-                opre[B] += g.un_prob[u] * opost[A]
+    _unary_out(g, opost, ipre, opre)
     for A in range(S):
         v1 = ipre[A] * opre[A] * lf
         v2 = ls[A * lds] * opost[A] * lf
@@ -1008,8 +1042,8 @@ cdef void _dense_outside(const CGrammar* g, Dense* d, double logz, double thresh
     """Outside scores top down and the pruning decisions of every (cell, symbol) at two
     thresholds (``threshold2 <= threshold``; see :func:`_dense_out_cell`)."""
     cdef int n = d.n, S = g.S
-    cdef int i, j, l, K, dd, k, lc, rc, cell, t, r, q, B, C, sc_cell
-    cdef double lv, rv, f0, fK, po, o
+    cdef int i, j, l, K, cell, r, q
+    cdef double f0, fK, o
     cdef double lf = _exp(d.sc[d.off[n]] * FS_LOG2 - logz)
     cdef double* f = d.f
     cdef double* pair = d.pair
@@ -1026,15 +1060,7 @@ cdef void _dense_outside(const CGrammar* g, Dense* d, double logz, double thresh
             cell = d.off[l] + i
             if not _dense_out_cell(g, d, i, j, lf, threshold, threshold2) or not d.live[cell]:
                 continue
-            sc_cell = d.sc[cell]
-            for dd in range(K):
-                k = i + 1 + dd
-                lc = d.off[k - i] + i
-                rc = d.off[j - k] + k
-                if d.live[lc] and d.live[rc]:
-                    f[dd] = ldexp(1.0, d.sc[lc] + d.sc[rc] - sc_cell)
-                else:
-                    f[dd] = 0.0
+            _split_factors(d, i, j, d.sc[cell])
             Lrow = d.LS + d.soff[i]
             ldl = n - i
             Rrow = d.RE + d.eoff[j] + i + 1
@@ -1052,51 +1078,13 @@ cdef void _dense_outside(const CGrammar* g, Dense* d, double logz, double thresh
                 fs_pair_push(g.n_pp, g.pp_b, g.pp_c, pair, d.Lf, d.Rf, n, OL, ldl, OR, ldr, K)
             f0 = f[0]
             if f0 != 0.0:
-                for t in range(g.n_tl):
-                    B = g.tl_sym[t]
-                    lv = Lrow[<i64> B * ldl]
-                    if lv == 0.0:
-                        continue
-                    o = 0.0
-                    for r in range(g.tl_ptr[t], g.tl_ptr[t + 1]):
-                        po = par[g.tl_a[r]]
-                        if po != 0.0:
-                            po = po * g.tl_p[r] * f0
-                            C = g.tl_o[r]
-                            o += po * Rrow[<i64> C * ldr]
-                            OR[<i64> C * ldr] += po * lv
-                    OL[<i64> B * ldl] += o
+                _tag_out(&g.tl, par, f0, Lrow, OL, ldl, Rrow, OR, ldr)
                 if K == 1:
-                    for t in range(g.n_tt):
-                        B = g.tt_sym[t]
-                        lv = Lrow[<i64> B * ldl]
-                        if lv == 0.0:
-                            continue
-                        o = 0.0
-                        for r in range(g.tt_ptr[t], g.tt_ptr[t + 1]):
-                            po = par[g.tt_a[r]]
-                            if po != 0.0:
-                                po = po * g.tt_p[r] * f0
-                                C = g.tt_o[r]
-                                o += po * Rrow[<i64> C * ldr]
-                                OR[<i64> C * ldr] += po * lv
-                        OL[<i64> B * ldl] += o
+                    _tag_out(&g.tt, par, f0, Lrow, OL, ldl, Rrow, OR, ldr)
             fK = f[K - 1]
             if fK != 0.0:
-                for t in range(g.n_tr):
-                    C = g.tr_sym[t]
-                    rv = Rrow[<i64> C * ldr + K - 1]
-                    if rv == 0.0:
-                        continue
-                    o = 0.0
-                    for r in range(g.tr_ptr[t], g.tr_ptr[t + 1]):
-                        po = par[g.tr_a[r]]
-                        if po != 0.0:
-                            po = po * g.tr_p[r] * fK
-                            B = g.tr_o[r]
-                            OL[<i64> B * ldl + K - 1] += po * rv
-                            o += po * Lrow[<i64> B * ldl + K - 1]
-                    OR[<i64> C * ldr + K - 1] += o
+                _tag_out(&g.tr, par, fK, Rrow + K - 1, OR + K - 1, ldr, Lrow + K - 1, OL + K - 1,
+                         ldl)
     for i in range(n):
         _dense_out_cell(g, d, i, i + 1, lf, threshold, threshold2)
 
@@ -1347,6 +1335,43 @@ cdef int parse_one(const CGrammar* g, const CGrammar* coarse, const i32* proj, d
 # Python entry points
 
 
+cdef struct CoarseIn:
+    # the coarse grammar of a coarse-to-fine pass and its inputs (all NULL without one)
+    const CGrammar* g
+    const i32* proj
+    const i32* pos
+    const i32* sym
+    const double* prob
+    const i64* off
+
+
+cdef int _coarse_inputs(CoarseIn* ci, ChartGrammar grammar, lengths, ChartGrammar coarse,
+                        i32[::1] proj, i64[::1] lex_offsets, i32[::1] lex_pos, i32[::1] lex_sym,
+                        double[::1] lex_prob) except -1:
+    """Check the coarse grammar's arguments of :func:`parse_batch` / :func:`prune_batch`
+    (``proj`` maps every symbol of ``grammar`` to one of ``coarse``; its lexical entries) and
+    point ``ci`` at them; all NULL when ``coarse`` is None."""
+    memset(ci, 0, sizeof(CoarseIn))
+    if coarse is None:
+        return 0
+    if proj is None or proj.shape[0] != grammar.n_symbols:
+        raise ValueError("proj must map every fine symbol to a coarse symbol")
+    if np.asarray(proj).min() < 0 or np.asarray(proj).max() >= coarse.n_symbols:
+        raise ValueError("proj maps a fine symbol outside the coarse grammar")
+    if lex_offsets is None or lex_pos is None or lex_sym is None or lex_prob is None:
+        raise ValueError("a coarse grammar needs its own lexical entries")
+    _check_lexical(lengths, lex_offsets, lex_pos, lex_sym, lex_prob, coarse.n_symbols,
+                   "coarse lexical")
+    ci.g = &coarse.g
+    ci.proj = &proj[0]
+    ci.off = &lex_offsets[0]
+    if lex_sym.shape[0]:
+        ci.pos = &lex_pos[0]
+        ci.sym = &lex_sym[0]
+        ci.prob = &lex_prob[0]
+    return 0
+
+
 def parse_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i32[::1] lex_pos,
                 i32[::1] lex_sym, double[::1] lex_prob, int mode=1, ChartGrammar coarse=None,
                 i32[::1] proj=None, i64[::1] coarse_lex_offsets=None, i32[::1] coarse_lex_pos=None,
@@ -1368,17 +1393,9 @@ def parse_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
     cdef cnp.ndarray[i64, ndim=1] node_off = np.zeros(ns + 1, dtype=np.int64)
     for s in range(ns):
         node_off[s + 1] = node_off[s] + 3 * (4 * lengths[s] + 2)
-    cdef bint use_coarse = coarse is not None
-    if use_coarse:
-        if proj is None or proj.shape[0] != grammar.n_symbols:
-            raise ValueError("proj must map every fine symbol to a coarse symbol")
-        if np.asarray(proj).min() < 0 or np.asarray(proj).max() >= coarse.n_symbols:
-            raise ValueError("proj maps a fine symbol outside the coarse grammar")
-        if coarse_lex_offsets is None or coarse_lex_pos is None or coarse_lex_sym is None \
-                or coarse_lex_prob is None:
-            raise ValueError("a coarse grammar needs its own lexical entries")
-        _check_lexical(lengths, coarse_lex_offsets, coarse_lex_pos, coarse_lex_sym,
-                       coarse_lex_prob, coarse.n_symbols, "coarse lexical")
+    cdef CoarseIn ci
+    _coarse_inputs(&ci, grammar, lengths, coarse, proj, coarse_lex_offsets, coarse_lex_pos,
+                   coarse_lex_sym, coarse_lex_prob)
     nodes_arr = np.zeros(max(node_off[ns], 1), dtype=np.int32)
     counts_arr = np.zeros(ns, dtype=np.int32)
     logz_arr = np.full(ns, -np.inf, dtype=np.float64)
@@ -1386,20 +1403,12 @@ def parse_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
     cdef i32[::1] counts = counts_arr
     cdef double[::1] logz = logz_arr
     cdef const CGrammar* gp = &grammar.g
-    cdef const CGrammar* cp = NULL
-    cdef const i32* pp = NULL
-    cdef const i32* cpos = NULL
-    cdef const i32* csym = NULL
-    cdef const double* cprob = NULL
-    cdef const i64* cloff = NULL
-    if use_coarse:
-        cp = &coarse.g
-        pp = &proj[0]
-        cloff = &coarse_lex_offsets[0]
-        if coarse_lex_sym.shape[0]:
-            cpos = &coarse_lex_pos[0]
-            csym = &coarse_lex_sym[0]
-            cprob = &coarse_lex_prob[0]
+    cdef const CGrammar* cp = ci.g
+    cdef const i32* pp = ci.proj
+    cdef const i32* cpos = ci.pos
+    cdef const i32* csym = ci.sym
+    cdef const double* cprob = ci.prob
+    cdef const i64* cloff = ci.off
     cdef i64 lo
     cdef int nt = max(1, n_threads)
     cdef i32* lpos_p = &lex_pos[0] if lex_pos.shape[0] else NULL
@@ -1509,29 +1518,15 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
     threshold, then unpruned."""
     cdef Py_ssize_t ns = lengths.shape[0], s
     _check_lexical(lengths, lex_offsets, lex_pos, lex_sym, lex_prob, grammar.n_symbols)
-    cdef const CGrammar* cp = NULL
-    cdef const i32* pp = NULL
-    cdef const i32* cpos = NULL
-    cdef const i32* csym = NULL
-    cdef const double* cprob = NULL
-    cdef const i64* cloff = NULL
-    if coarse is not None:
-        if proj is None or proj.shape[0] != grammar.n_symbols:
-            raise ValueError("proj must map every symbol to a coarse symbol")
-        if np.asarray(proj).min() < 0 or np.asarray(proj).max() >= coarse.n_symbols:
-            raise ValueError("proj maps a symbol outside the coarse grammar")
-        if coarse_lex_offsets is None or coarse_lex_pos is None or coarse_lex_sym is None \
-                or coarse_lex_prob is None:
-            raise ValueError("a coarse grammar needs its own lexical entries")
-        _check_lexical(lengths, coarse_lex_offsets, coarse_lex_pos, coarse_lex_sym,
-                       coarse_lex_prob, coarse.n_symbols, "coarse lexical")
-        cp = &coarse.g
-        pp = &proj[0]
-        cloff = &coarse_lex_offsets[0]
-        if coarse_lex_sym.shape[0]:
-            cpos = &coarse_lex_pos[0]
-            csym = &coarse_lex_sym[0]
-            cprob = &coarse_lex_prob[0]
+    cdef CoarseIn ci
+    _coarse_inputs(&ci, grammar, lengths, coarse, proj, coarse_lex_offsets, coarse_lex_pos,
+                   coarse_lex_sym, coarse_lex_prob)
+    cdef const CGrammar* cp = ci.g
+    cdef const i32* pp = ci.proj
+    cdef const i32* cpos = ci.pos
+    cdef const i32* csym = ci.sym
+    cdef const double* cprob = ci.prob
+    cdef const i64* cloff = ci.off
     cdef i32** bufs = <i32**> calloc(max(ns, 1), sizeof(i32*))
     if bufs == NULL:
         raise MemoryError("cannot allocate the pruning buffers")
@@ -1568,6 +1563,23 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
     return out
 
 
+cdef inline int _push_item(i32** outp, i64* cnt, i64* cap, int i, int j, int A) noexcept nogil:
+    """Append the item (i, j, A) to the growing buffer ``outp[0]`` of ``cap[0]`` items (doubled
+    when full); 0, or -1 when out of memory (the buffer stays the caller's to free)."""
+    cdef i32* out = outp[0]
+    if cnt[0] == cap[0]:
+        out = <i32*> realloc(out, 6 * cap[0] * sizeof(i32))
+        if out == NULL:
+            return -1
+        cap[0] *= 2
+        outp[0] = out
+    out[3 * cnt[0]] = i
+    out[3 * cnt[0] + 1] = j
+    out[3 * cnt[0] + 2] = A
+    cnt[0] += 1
+    return 0
+
+
 cdef i64 _prune_one(const CGrammar* g, int n, const i32* lpos, const i32* lsym, const double* lprob,
                     int nlex, double threshold, i32** outp, const CGrammar* coarse,
                     const i32* proj, const i32* clpos, const i32* clsym, const double* clprob,
@@ -1582,7 +1594,6 @@ cdef i64 _prune_one(const CGrammar* g, int n, const i32* lpos, const i32* lsym, 
     cdef double thr = coarse_threshold
     cdef bint use_mask = coarse != NULL
     cdef i32* out = <i32*> malloc(3 * cap * sizeof(i32))
-    cdef i32* tmp
     outp[0] = out
     if out == NULL:
         return -1
@@ -1628,18 +1639,9 @@ cdef i64 _prune_one(const CGrammar* g, int n, const i32* lpos, const i32* lsym, 
                     v1 = ch.in_pre[<size_t> cell * S + A] * ch.out_pre[<size_t> cell * S + A] * lf
                     v2 = ch.in_post[<size_t> cell * S + A] * ch.out_post[<size_t> cell * S + A] * lf
                     if v1 >= threshold or v2 >= threshold:
-                        if cnt == cap:
-                            cap *= 2
-                            tmp = <i32*> realloc(out, 3 * cap * sizeof(i32))
-                            if tmp == NULL:
-                                chart_free(&ch)
-                                return -1
-                            out = tmp
-                            outp[0] = out
-                        out[3 * cnt] = i
-                        out[3 * cnt + 1] = j
-                        out[3 * cnt + 2] = A
-                        cnt += 1
+                        if _push_item(outp, &cnt, &cap, i, j, A) != 0:
+                            chart_free(&ch)
+                            return -1
     chart_free(&ch)
     return cnt
 
@@ -1701,7 +1703,6 @@ cdef i64 _prune_dense(const CGrammar* g, int n, const i32* lpos, const i32* lsym
     cdef i64 cnt = 0, cap = 1024
     cdef double logz
     cdef u8* keep
-    cdef i32* tmp
     cdef i32* out = <i32*> malloc(3 * cap * sizeof(i32))
     outp[0] = out
     if out == NULL:
@@ -1718,17 +1719,8 @@ cdef i64 _prune_dense(const CGrammar* g, int n, const i32* lpos, const i32* lsym
                 keep = d.keep + <size_t> (d.off[j - i] + i) * S
                 for A in range(S):
                     if keep[A]:
-                        if cnt == cap:
-                            cap *= 2
-                            tmp = <i32*> realloc(out, 3 * cap * sizeof(i32))
-                            if tmp == NULL:
-                                dense_free(&d)
-                                return -1
-                            out = tmp
-                            outp[0] = out
-                        out[3 * cnt] = i
-                        out[3 * cnt + 1] = j
-                        out[3 * cnt + 2] = A
-                        cnt += 1
+                        if _push_item(outp, &cnt, &cap, i, j, A) != 0:
+                            dense_free(&d)
+                            return -1
     dense_free(&d)
     return cnt
