@@ -97,45 +97,59 @@ cdef struct Work:
     i64 limit         # its memory budget (0: none); a sentence that would pass it gets -2
 
 
-cdef inline int _grow(i32** buf, i64* cap, i64 need, Work* wk) noexcept nogil:
-    """Room for ``need`` entries in ``buf`` (doubling); 0, -1 when out of memory, -2 when the
-    sentence's buffers would pass its memory budget ``wk.limit``."""
+cdef inline int _grow_any(void** buf, i64* cap, i64 need, i64 size, Work* wk) noexcept nogil:
+    """Room for ``need`` entries of ``size`` bytes in ``buf`` (doubling); 0, -1 when out of
+    memory, -2 when the sentence's buffers would pass its memory budget ``wk.limit``."""
     cdef i64 newcap
-    cdef i32* nb
+    cdef void* nb
     if need <= cap[0]:
         return 0
     newcap = cap[0] * 2
     if newcap < need:
         newcap = need
-    if wk.limit > 0 and wk.bytes + (newcap - cap[0]) * <i64> sizeof(i32) > wk.limit:
+    if wk.limit > 0 and wk.bytes + (newcap - cap[0]) * size > wk.limit:
         return -2
-    nb = <i32*> realloc(buf[0], newcap * sizeof(i32))
+    nb = realloc(buf[0], newcap * size)
     if nb == NULL:
         return -1
-    wk.bytes += (newcap - cap[0]) * <i64> sizeof(i32)
+    wk.bytes += (newcap - cap[0]) * size
     buf[0] = nb
     cap[0] = newcap
     return 0
+
+
+cdef inline int _grow(i32** buf, i64* cap, i64 need, Work* wk) noexcept nogil:
+    """:func:`_grow_any` for an ``i32`` buffer."""
+    return _grow_any(<void**> buf, cap, need, sizeof(i32), wk)
 
 
 cdef inline int _grow64(i64** buf, i64* cap, i64 need, Work* wk) noexcept nogil:
-    """:func:`_grow` for an ``i64`` buffer."""
-    cdef i64 newcap
-    cdef i64* nb
-    if need <= cap[0]:
-        return 0
-    newcap = cap[0] * 2
-    if newcap < need:
-        newcap = need
-    if wk.limit > 0 and wk.bytes + (newcap - cap[0]) * <i64> sizeof(i64) > wk.limit:
-        return -2
-    nb = <i64*> realloc(buf[0], newcap * sizeof(i64))
-    if nb == NULL:
-        return -1
-    wk.bytes += (newcap - cap[0]) * <i64> sizeof(i64)
-    buf[0] = nb
-    cap[0] = newcap
-    return 0
+    """:func:`_grow_any` for an ``i64`` buffer."""
+    return _grow_any(<void**> buf, cap, need, sizeof(i64), wk)
+
+
+cdef inline void _place(i32* pos, const i32* sym, i64 lo, i64 hi) noexcept nogil:
+    """``pos[sym[it]] = it`` for the items ``lo .. hi - 1`` of a cell (``sym``: the sentence's
+    item symbols), so that a rule finds the cell's item of a symbol (-1: none)."""
+    cdef i64 it
+    for it in range(lo, hi):
+        pos[sym[it]] = <i32> it
+
+
+cdef inline void _place_live(i32* pos, const i32* sym, i64 lo, i64 hi,
+                             const char* live) noexcept nogil:
+    """:func:`_place` for the live items only (a nonzero inside score)."""
+    cdef i64 it
+    for it in range(lo, hi):
+        if live[it]:
+            pos[sym[it]] = <i32> it
+
+
+cdef inline void _unplace(i32* pos, const i32* sym, i64 lo, i64 hi) noexcept nogil:
+    """Undo :func:`_place` (``pos`` back to all -1)."""
+    cdef i64 it
+    for it in range(lo, hi):
+        pos[sym[it]] = -1
 
 
 cdef void _free_work(Work* wk) noexcept nogil:
@@ -255,8 +269,7 @@ cdef int _setup(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
                 w = leaf_w[p0 + it]
                 for h in range(g.m[s]):
                     alpha[voff[it] + h] = w * leaf_table[leaf_off[p0 + it] + h]
-        for it in range(cell_lo[cid], cell_hi[cid]):
-            pos_par[item_sym[p0 + it]] = <i32> it
+        _place(pos_par, item_sym + p0, cell_lo[cid], cell_hi[cid])
         for it in range(cell_lo[cid], cell_hi[cid]):
             s = item_sym[p0 + it]
             if leaf_off[p0 + it] < 0:
@@ -309,8 +322,7 @@ cdef int _build_level(const TensorGrammar* g, Work* wk, const i32* item_sym,
         cid = i * (n + 1) + j
         if cell_hi[cid] <= cell_lo[cid]:
             continue
-        for it in range(cell_lo[cid], cell_hi[cid]):
-            pos_par[item_sym[p0 + it]] = <i32> it
+        _place(pos_par, item_sym + p0, cell_lo[cid], cell_hi[cid])
         ntmp = 0
         ncr = 0
         for split in range(i + 1, j):
@@ -319,9 +331,7 @@ cdef int _build_level(const TensorGrammar* g, Work* wk, const i32* item_sym,
             if cell_hi[lc] <= cell_lo[lc] or cell_hi[rc_] <= cell_lo[rc_]:
                 continue
             # items with a zero inside vector take part in no derivation: skip them
-            for jt in range(cell_lo[rc_], cell_hi[rc_]):
-                if live[jt]:
-                    pos_right[item_sym[p0 + jt]] = <i32> jt
+            _place_live(pos_right, item_sym + p0, cell_lo[rc_], cell_hi[rc_], live)
             for it in range(cell_lo[lc], cell_hi[lc]):
                 if not live[it]:
                     continue
@@ -348,8 +358,7 @@ cdef int _build_level(const TensorGrammar* g, Work* wk, const i32* item_sym,
                         slot[r] = ncr
                         wk.cell_rules[ncr] = r
                         ncr += 1
-            for jt in range(cell_lo[rc_], cell_hi[rc_]):
-                pos_right[item_sym[p0 + jt]] = -1
+            _unplace(pos_right, item_sym + p0, cell_lo[rc_], cell_hi[rc_])
         if ntmp > 0:
             # counting sort of this cell's edges by rule slot -> groups
             status = _grow(&wk.cnt, &wk.cnt_cap, ncr + 1, wk)
@@ -381,8 +390,7 @@ cdef int _build_level(const TensorGrammar* g, Work* wk, const i32* item_sym,
             wk.nedge += ntmp
         for q in range(ncr):
             slot[wk.cell_rules[q]] = -1
-        for it in range(cell_lo[cid], cell_hi[cid]):
-            pos_par[item_sym[p0 + it]] = -1
+        _unplace(pos_par, item_sym + p0, cell_lo[cid], cell_hi[cid])
     wk.lvl[length + 1] = wk.ngrp
     return 0
 
@@ -542,16 +550,13 @@ cdef inline int _scalar_cell(const TensorGrammar* g, int n, i64 p0, int i, int j
     ed.lo[c + 1] = ed.n
     if cell_hi[cid] <= cell_lo[cid]:
         return 0
-    for it in range(cell_lo[cid], cell_hi[cid]):
-        pos_par[item_sym[p0 + it]] = <i32> it
+    _place(pos_par, item_sym + p0, cell_lo[cid], cell_hi[cid])
     for split in range(i + 1, j):
         lc = i * (n + 1) + split
         rc_ = split * (n + 1) + j
         if cell_hi[lc] <= cell_lo[lc] or cell_hi[rc_] <= cell_lo[rc_]:
             continue
-        for jt in range(cell_lo[rc_], cell_hi[rc_]):
-            if live[jt]:
-                pos_right[item_sym[p0 + jt]] = <i32> jt
+        _place_live(pos_right, item_sym + p0, cell_lo[rc_], cell_hi[rc_], live)
         for it in range(cell_lo[lc], cell_hi[lc]):
             if not live[it]:
                 continue
@@ -579,8 +584,7 @@ cdef inline int _scalar_cell(const TensorGrammar* g, int n, i64 p0, int i, int j
                 ed.e[4 * ed.n + 2] = rt
                 ed.e[4 * ed.n + 3] = <i32> q
                 ed.n += 1
-        for jt in range(cell_lo[rc_], cell_hi[rc_]):
-            pos_right[item_sym[p0 + jt]] = -1
+        _unplace(pos_right, item_sym + p0, cell_lo[rc_], cell_hi[rc_])
     ed.lo[c + 1] = ed.n
     for it in range(cell_lo[cid], cell_hi[cid]):
         pos_par[item_sym[p0 + it]] = -1
@@ -692,8 +696,7 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
         # outside, unary rules in one-word spans
         for i in range(n):
             cid = i * (n + 1) + i + 1
-            for it in range(cell_lo[cid], cell_hi[cid]):
-                pos_par[item_sym[p0 + it]] = <i32> it
+            _place(pos_par, item_sym + p0, cell_lo[cid], cell_hi[cid])
             for it in range(cell_lo[cid], cell_hi[cid]):
                 if leaf_off[p0 + it] < 0 or not live[it]:
                     continue
@@ -703,8 +706,7 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
                     a = g.un_parent[r]
                     if pos_par[a] >= 0 and a != s:
                         beta[it] += g.U[g.uoff[r]] * beta[pos_par[a]]
-            for it in range(cell_lo[cid], cell_hi[cid]):
-                pos_par[item_sym[p0 + it]] = -1
+            _unplace(pos_par, item_sym + p0, cell_lo[cid], cell_hi[cid])
         for it in range(k):
             mu_out[p0 + it] = alpha[it] * beta[it] / Z if Z != 0.0 else 0.0
     free(alpha)
