@@ -1273,24 +1273,40 @@ cdef void build_mask_dense(Dense* dc, int Sc, Chart* fine, const i32* proj, int 
         fine.mask_any[cell] = any_ok
 
 
-cdef int parse_one(const CGrammar* g, const CGrammar* coarse, const i32* proj, double threshold,
+cdef struct CoarseIn:
+    # the coarse grammar of a coarse-to-fine pass and its inputs (all NULL without one): the
+    # projection of the fine symbols, the lexical entries of sentence s at off[s] : off[s + 1]
+    const CGrammar* g
+    const i32* proj
+    const i32* pos
+    const i32* sym
+    const double* prob
+    const i64* off
+
+
+cdef int parse_one(const CGrammar* g, const CoarseIn* ci, i64 s, double threshold,
                    int n, const i32* lpos, const i32* lsym, const double* lprob, int nlex,
-                   const i32* clpos, const i32* clsym, const double* clprob, int cnlex,
                    int mode, i32* out_nodes,
                    double* out_logz) noexcept nogil:
-    """mode 0: Viterbi; mode 1: max-recall.  Returns the number of nodes written, 0 when the
-    sentence has no parse, -1 when out of memory.  The exhaustive coarse pass runs the dense
-    kernel, which decides the masks at the threshold and at 1000x lower in one pass."""
+    """mode 0: Viterbi; mode 1: max-recall.  Sentence ``s`` of the batch (its coarse lexical
+    entries in ``ci``).  Returns the number of nodes written, 0 when the sentence has no parse,
+    -1 when out of memory.  The exhaustive coarse pass runs the dense kernel, which decides
+    the masks at the threshold and at 1000x lower in one pass."""
     cdef Dense dc
     cdef Chart ch
     cdef double logz_c, logz
     cdef int cnt
+    cdef const CGrammar* coarse = ci.g
+    cdef const i32* proj = ci.proj
     cdef bint use_mask = coarse != NULL
+    cdef i64 c0
     if use_mask:
         if dense_alloc(&dc, n, coarse.S, coarse.n_pp, False) != 0:
             dense_free(&dc)
             return -1
-        _dense_inside(coarse, &dc, clpos, clsym, clprob, cnlex)
+        c0 = ci.off[s]
+        _dense_inside(coarse, &dc, ci.pos + c0, ci.sym + c0, ci.prob + c0,
+                      <int> (ci.off[s + 1] - c0))
         logz_c = _dense_logz(coarse, &dc)
         if logz_c == -INFINITY:
             dense_free(&dc)
@@ -1333,16 +1349,6 @@ cdef int parse_one(const CGrammar* g, const CGrammar* coarse, const i32* proj, d
 
 # ----------------------------------------------------------------------------------------------
 # Python entry points
-
-
-cdef struct CoarseIn:
-    # the coarse grammar of a coarse-to-fine pass and its inputs (all NULL without one)
-    const CGrammar* g
-    const i32* proj
-    const i32* pos
-    const i32* sym
-    const double* prob
-    const i64* off
 
 
 cdef int _coarse_inputs(CoarseIn* ci, ChartGrammar grammar, lengths, ChartGrammar coarse,
@@ -1403,13 +1409,6 @@ def parse_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
     cdef i32[::1] counts = counts_arr
     cdef double[::1] logz = logz_arr
     cdef const CGrammar* gp = &grammar.g
-    cdef const CGrammar* cp = ci.g
-    cdef const i32* pp = ci.proj
-    cdef const i32* cpos = ci.pos
-    cdef const i32* csym = ci.sym
-    cdef const double* cprob = ci.prob
-    cdef const i64* cloff = ci.off
-    cdef i64 lo
     cdef int nt = max(1, n_threads)
     cdef i32* lpos_p = &lex_pos[0] if lex_pos.shape[0] else NULL
     cdef i32* lsym_p = &lex_sym[0] if lex_sym.shape[0] else NULL
@@ -1419,15 +1418,24 @@ def parse_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
     cdef i64* lens = &lengths[0]
     with nogil:
         for s in prange(ns, schedule="dynamic", chunksize=1, num_threads=nt):
-            counts[s] = parse_one(gp, cp, pp, threshold, <int> lens[s],
+            counts[s] = parse_one(gp, &ci, s, threshold, <int> lens[s],
                                   lpos_p + loff[s], lsym_p + loff[s], lprob_p + loff[s],
-                                  <int> (loff[s + 1] - loff[s]),
-                                  (cpos + cloff[s]) if cp != NULL else NULL,
-                                  (csym + cloff[s]) if cp != NULL else NULL,
-                                  (cprob + cloff[s]) if cp != NULL else NULL,
-                                  <int> (cloff[s + 1] - cloff[s]) if cp != NULL else 0,
-                                  mode, &nodes[noff[s]], &logz[s])
+                                  <int> (loff[s + 1] - loff[s]), mode, &nodes[noff[s]], &logz[s])
     return nodes_arr, node_off, counts_arr, logz_arr
+
+
+cdef object _log_layer(Chart* ch, double* layer, const int* sc):
+    """One score layer of a chart (per cell, S scores times 2**sc[cell]) as logs in an array
+    (n, n + 1, S) indexed [i, j, A] (-inf: zero or no cell)."""
+    cdef int n = ch.n, S = ch.S, i, j, cell
+    out = np.full((n, n + 1, S), -np.inf)
+    for i in range(n):
+        for j in range(i + 1, n + 1):
+            cell = cell_of(ch, i, j)
+            a = np.asarray(<double[:S]> (layer + <size_t> cell * S))
+            with np.errstate(divide="ignore"):
+                out[i, j] = np.log(a) + sc[cell] * np.log(2.0)
+    return out
 
 
 def chart_marginals(ChartGrammar grammar, int n, i32[::1] lex_pos, i32[::1] lex_sym,
@@ -1441,8 +1449,8 @@ def chart_marginals(ChartGrammar grammar, int n, i32[::1] lex_pos, i32[::1] lex_
     (sum mode only): the scores of the dense kernel of :func:`prune_batch` instead.
     """
     cdef Chart ch
-    cdef int S = grammar.n_symbols, i, j, cell, A
-    cdef double logz, f
+    cdef int S = grammar.n_symbols
+    cdef double logz
     if n < 1:
         raise ValueError("empty sentence")
     _check_lexical(np.array([n], dtype=np.int64), np.array([0, lex_pos.shape[0]], dtype=np.int64),
@@ -1463,29 +1471,13 @@ def chart_marginals(ChartGrammar grammar, int n, i32[::1] lex_pos, i32[::1] lex_
             if not viterbi and logz != -INFINITY:
                 outside_pass(&grammar.g, &ch)
         res = {"logz": logz}
-        ipre = np.full((n, n + 1, S), -np.inf)
-        ipost = np.full((n, n + 1, S), -np.inf)
-        for i in range(n):
-            for j in range(i + 1, n + 1):
-                cell = cell_of(&ch, i, j)
-                a = np.asarray(<double[:S]> (ch.in_pre + <size_t> cell * S))
-                b = np.asarray(<double[:S]> (ch.in_post + <size_t> cell * S))
-                with np.errstate(divide="ignore"):
-                    ipre[i, j] = np.log(a) + ch.sc_in[cell] * np.log(2.0)
-                    ipost[i, j] = np.log(b) + ch.sc_in[cell] * np.log(2.0)
+        ipre = _log_layer(&ch, ch.in_pre, ch.sc_in)
+        ipost = _log_layer(&ch, ch.in_post, ch.sc_in)
         res["inside_pre"] = ipre
         res["inside_post"] = ipost
         if not viterbi and logz != -INFINITY:
-            opre = np.full((n, n + 1, S), -np.inf)
-            opost = np.full((n, n + 1, S), -np.inf)
-            for i in range(n):
-                for j in range(i + 1, n + 1):
-                    cell = cell_of(&ch, i, j)
-                    a = np.asarray(<double[:S]> (ch.out_pre + <size_t> cell * S))
-                    b = np.asarray(<double[:S]> (ch.out_post + <size_t> cell * S))
-                    with np.errstate(divide="ignore"):
-                        opre[i, j] = np.log(a) + ch.sc_out[cell] * np.log(2.0)
-                        opost[i, j] = np.log(b) + ch.sc_out[cell] * np.log(2.0)
+            opre = _log_layer(&ch, ch.out_pre, ch.sc_out)
+            opost = _log_layer(&ch, ch.out_post, ch.sc_out)
             res["outside_pre"] = opre
             res["outside_post"] = opost
             with np.errstate(invalid="ignore"):
@@ -1521,12 +1513,6 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
     cdef CoarseIn ci
     _coarse_inputs(&ci, grammar, lengths, coarse, proj, coarse_lex_offsets, coarse_lex_pos,
                    coarse_lex_sym, coarse_lex_prob)
-    cdef const CGrammar* cp = ci.g
-    cdef const i32* pp = ci.proj
-    cdef const i32* cpos = ci.pos
-    cdef const i32* csym = ci.sym
-    cdef const double* cprob = ci.prob
-    cdef const i64* cloff = ci.off
     cdef i32** bufs = <i32**> calloc(max(ns, 1), sizeof(i32*))
     if bufs == NULL:
         raise MemoryError("cannot allocate the pruning buffers")
@@ -1543,12 +1529,7 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
             for s in prange(ns, schedule="dynamic", chunksize=1, num_threads=max(1, n_threads)):
                 counts[s] = _prune_one(gp, <int> lengths[s], lpos_p + loff[s], lsym_p + loff[s],
                                        lprob_p + loff[s], <int> (loff[s + 1] - loff[s]), threshold,
-                                       &bufs[s], cp, pp,
-                                       (cpos + cloff[s]) if cp != NULL else NULL,
-                                       (csym + cloff[s]) if cp != NULL else NULL,
-                                       (cprob + cloff[s]) if cp != NULL else NULL,
-                                       <int> (cloff[s + 1] - cloff[s]) if cp != NULL else 0,
-                                       coarse_threshold, dense)
+                                       &bufs[s], &ci, s, coarse_threshold, dense)
         for s in range(ns):
             if counts[s] < 0:
                 raise MemoryError(f"chart allocation failed for sentence {s}")
@@ -1581,9 +1562,13 @@ cdef inline int _push_item(i32** outp, i64* cnt, i64* cap, int i, int j, int A) 
 
 
 cdef i64 _prune_one(const CGrammar* g, int n, const i32* lpos, const i32* lsym, const double* lprob,
-                    int nlex, double threshold, i32** outp, const CGrammar* coarse,
-                    const i32* proj, const i32* clpos, const i32* clsym, const double* clprob,
-                    int cnlex, double coarse_threshold, bint dense=False) noexcept nogil:
+                    int nlex, double threshold, i32** outp, const CoarseIn* ci, i64 s,
+                    double coarse_threshold, bint dense=False) noexcept nogil:
+    """The items of sentence ``s`` of :func:`prune_batch` (its coarse lexical entries in
+    ``ci``) into ``outp[0]``; their count, or -1 when out of memory."""
+    cdef const CGrammar* coarse = ci.g
+    cdef const i32* proj = ci.proj
+    cdef i64 c0
     if coarse == NULL and dense:
         return _prune_dense(g, n, lpos, lsym, lprob, nlex, threshold, outp)
     cdef Chart ch
@@ -1602,7 +1587,9 @@ cdef i64 _prune_one(const CGrammar* g, int n, const i32* lpos, const i32* lsym, 
         if chart_alloc(&cc, n, coarse.S, True, False, False) != 0:
             chart_free(&cc)
             return -1
-        inside_pass(coarse, &cc, clpos, clsym, clprob, cnlex, False)
+        c0 = ci.off[s]
+        inside_pass(coarse, &cc, ci.pos + c0, ci.sym + c0, ci.prob + c0,
+                    <int> (ci.off[s + 1] - c0), False)
         logz_c = log_partition(coarse, &cc, False)
         if logz_c == -INFINITY:
             chart_free(&cc)
