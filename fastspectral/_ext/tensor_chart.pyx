@@ -613,6 +613,34 @@ cdef inline void _scalar_cell_out(const TensorGrammar* g, int n, int i, int j, c
         beta[jt] += w * alpha[it]
 
 
+cdef inline void _scalar_unaries(const TensorGrammar* g, i64 lo, i64 hi, const i32* sym,
+                                 const i64* leaf_off, const i32* pos_par, const char* live,
+                                 double* x, bint outside) noexcept nogil:
+    """The unary rules ``a -> s`` of a one-word cell (items ``lo .. hi - 1``, placed in
+    ``pos_par``) in the one-state kernel, from each lexical item ``s``: inside (``x`` = alpha,
+    items with a nonzero score) ``alpha[a] += U alpha[s]``; outside (``x`` = beta, live items)
+    ``beta[s] += U beta[a]``."""
+    cdef i64 it, q
+    cdef int s, r, a
+    for it in range(lo, hi):
+        if leaf_off[it] < 0:
+            continue
+        if outside:
+            if not live[it]:
+                continue
+        elif x[it] == 0.0:
+            continue
+        s = sym[it]
+        for q in range(g.uc_ptr[s], g.uc_ptr[s + 1]):
+            r = g.uc_rule[q]
+            a = g.un_parent[r]
+            if pos_par[a] >= 0 and a != s:
+                if outside:
+                    x[it] += g.U[g.uoff[r]] * x[pos_par[a]]
+                else:
+                    x[pos_par[a]] += g.U[g.uoff[r]] * x[it]
+
+
 cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
                           const i32* item_i, const i32* item_j, const i32* item_sym,
                           const double* leaf_w, const i64* leaf_off, const double* leaf_table,
@@ -637,8 +665,8 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
     cdef char* live = <char*> calloc(k + 1, sizeof(char))
     ed.lo = <i64*> calloc(<i64> n * (n + 1) // 2 + 1, sizeof(i64))
     ed.at = <i64*> calloc(n + 2, sizeof(i64))
-    cdef i64 it, q
-    cdef int i, length, cid, s, a, r, status = 0
+    cdef i64 it
+    cdef int i, length, cid, s, status = 0
     cdef double Z = 0.0
     if (alpha == NULL or beta == NULL or cell_lo == NULL or cell_hi == NULL or pos_par == NULL
             or pos_right == NULL or live == NULL or ed.lo == NULL or ed.at == NULL):
@@ -657,15 +685,8 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
                 pos_par[item_sym[p0 + it]] = <i32> it
                 if leaf_off[p0 + it] >= 0:
                     alpha[it] = leaf_w[p0 + it] * leaf_table[leaf_off[p0 + it]]
-            for it in range(cell_lo[cid], cell_hi[cid]):
-                if leaf_off[p0 + it] < 0 or alpha[it] == 0.0:
-                    continue
-                s = item_sym[p0 + it]
-                for q in range(g.uc_ptr[s], g.uc_ptr[s + 1]):
-                    r = g.uc_rule[q]
-                    a = g.un_parent[r]
-                    if pos_par[a] >= 0 and a != s:
-                        alpha[pos_par[a]] += g.U[g.uoff[r]] * alpha[it]
+            _scalar_unaries(g, cell_lo[cid], cell_hi[cid], item_sym + p0, leaf_off + p0,
+                            pos_par, NULL, alpha, False)
             for it in range(cell_lo[cid], cell_hi[cid]):
                 pos_par[item_sym[p0 + it]] = -1
                 live[it] = alpha[it] != 0.0
@@ -697,15 +718,8 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
         for i in range(n):
             cid = i * (n + 1) + i + 1
             _place(pos_par, item_sym + p0, cell_lo[cid], cell_hi[cid])
-            for it in range(cell_lo[cid], cell_hi[cid]):
-                if leaf_off[p0 + it] < 0 or not live[it]:
-                    continue
-                s = item_sym[p0 + it]
-                for q in range(g.uc_ptr[s], g.uc_ptr[s + 1]):
-                    r = g.uc_rule[q]
-                    a = g.un_parent[r]
-                    if pos_par[a] >= 0 and a != s:
-                        beta[it] += g.U[g.uoff[r]] * beta[pos_par[a]]
+            _scalar_unaries(g, cell_lo[cid], cell_hi[cid], item_sym + p0, leaf_off + p0,
+                            pos_par, live, beta, True)
             _unplace(pos_par, item_sym + p0, cell_lo[cid], cell_hi[cid])
         for it in range(k):
             mu_out[p0 + it] = alpha[it] * beta[it] / Z if Z != 0.0 else 0.0
