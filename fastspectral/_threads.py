@@ -27,6 +27,9 @@ Environment variables read here and by the libraries underneath:
                           (idle OpenBLAS threads sleep after 2**4 cycles instead of spinning for
                           2**28; read when OpenBLAS loads, so it acts when ``fastspectral`` is
                           imported before NumPy, as the command line does)
+``FASTSPECTRAL_MALLOC``   ``system``: leave glibc's allocator settings alone (default: the first
+                          ``parse`` lets glibc keep chart memory between sentences, so threads
+                          do not serialise on page faults; :func:`fastspectral._memory.keep_chart_memory`)
 ``NUMBA_NUM_THREADS``     Numba's pool size (the learners' ``prange`` loops)
 ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``
                           the BLAS pools; the learners run their BLAS single-threaded inside

@@ -204,6 +204,8 @@ class Parser(Estimator):
         """Shared checks of ``parse``: fitted, ``items`` a list of sentences (not one flat
         sentence), ``tags`` aligned, ``jobs`` >= 1.  Returns the thread count to use."""
         self._check_fitted()
+        from ._memory import keep_chart_memory
+        keep_chart_memory()                 # charts reused between sentences (glibc)
         if isinstance(items, (str, bytes)):
             raise TypeError("parse() takes a list of sentences, not a string; for one sentence "
                             "pass [sentence]")
