@@ -1,14 +1,13 @@
 """The dense exhaustive kernel of ``cky.prune_batch`` (the coarse pass of the L-PCFG parsers)
 against brute-force enumeration and against the sparse kernel of the parsers (same scores up to
 rounding, same pruned items)."""
-import math
 
 import numpy as np
 import pytest
 
 from fastspectral._ext.cky import ChartGrammar, chart_marginals, prune_batch
 
-from test_cky import enumerate_derivations, random_grammar, random_lexical
+from test_cky import check_marginals_against_enumeration, random_grammar, random_lexical
 
 KEYS = ("inside_pre", "inside_post", "outside_pre", "outside_post", "marg_pre", "marg_post")
 
@@ -34,20 +33,7 @@ def _plain_chart(g, tags_parent=False):
 def test_dense_marginals_match_enumeration(seed, n, chain):
     g = random_grammar(seed, chain=chain)
     lex = random_lexical(g, n, seed + 100)
-    derivs = enumerate_derivations(g, n, lex)
-    Z = sum(p for p, _ in derivs)
-    res = chart_marginals(g.chart_grammar("sum"), n, *lex, dense=True)
-    if Z == 0:
-        assert res["logz"] == -np.inf
-        return
-    assert res["logz"] == pytest.approx(math.log(Z), rel=1e-9, abs=1e-9)
-    mpre = np.zeros((n, n + 1, g.n_symbols))
-    mpost = np.zeros((n, n + 1, g.n_symbols))
-    for p, items in derivs:
-        for i, j, A, layer in items:
-            (mpost if layer == "post" else mpre)[i, j, A] += p / Z
-    np.testing.assert_allclose(res["marg_post"], mpost, atol=1e-10)
-    np.testing.assert_allclose(res["marg_pre"], mpre, atol=1e-10)
+    check_marginals_against_enumeration(g, n, lex, dense=True)
 
 
 def _assert_same_scores(a, b, rtol=1e-11):
