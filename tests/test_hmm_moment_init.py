@@ -95,14 +95,20 @@ def test_window_em_never_decreases_the_likelihood():
     assert hist[-1] > hist[0]
 
 
+def _known_windows(seed, n):
+    """A known 2-state HMM over 3 symbols, ``n`` sequences sampled from it, their encoding and
+    trigram windows: ``(start, trans, emit, seqs, enc, windows)``."""
+    rng = np.random.default_rng(seed)
+    start, trans, emit = _hmm(rng, 2, 3)
+    seqs = _sample(start, trans, emit, n, rng)
+    enc = _enc(seqs)
+    return start, trans, emit, seqs, enc, MI.windows_from_sequences(enc.offsets, enc.ids, 3, 3)
+
+
 def test_moment_fit_recovers_the_window_distribution():
     """On a large sample of a known 2-state HMM the fitted model's window probabilities are
     close to the true ones (the empirical window distribution converges to them)."""
-    rng = np.random.default_rng(5)
-    start, trans, emit = _hmm(rng, 2, 3)
-    seqs = _sample(start, trans, emit, 20000, rng)
-    enc = _enc(seqs)
-    win = MI.windows_from_sequences(enc.offsets, enc.ids, 3, 3)
+    start, trans, emit, seqs, enc, win = _known_windows(5, 20000)
     s, t, e = MI.hmm_from_moments(None, 2, random_state=0, restarts=3, iterations=300,
                                   tol=1e-10, windows=win, init=None)
     # the windows that open a sequence: distribution of the first events under start
@@ -151,11 +157,7 @@ def test_moment_start_as_em_start():
     """The start plugged into EM: EM from it runs, and its first iterate is at least as good
     on the training data as the start (EM's monotonicity from this start)."""
     from fastspectral.hmm import em as E
-    rng = np.random.default_rng(4)
-    start, trans, emit = _hmm(rng, 2, 3)
-    seqs = _sample(start, trans, emit, 2000, rng)
-    enc = _enc(seqs)
-    win = MI.windows_from_sequences(enc.offsets, enc.ids, 3, 3)
+    start, trans, emit, seqs, enc, win = _known_windows(4, 2000)
     s, t, e = MI.hmm_from_moments(None, 2, random_state=0, restarts=2, iterations=50,
                                   windows=win, init=None)
     s1, t1, e1, ll0 = E.em_step(enc, s, t, e)
