@@ -1218,7 +1218,8 @@ def project_items(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::
     cdef i64 total = 0
     cdef int n_coarse = proj_ptr.shape[0] - 1
     cdef int nt = max(1, n_threads)
-    cdef bint failed = 0
+    cdef int failed = 0      # in-place sums below: OpenMP reductions (a plain assignment
+                             # in a prange is lastprivate and would keep one thread's value)
     _check_items(sent_len, item_ptr, item_i, item_j, item_sym, max(n_coarse, 0))
     if mu.shape[0] < item_i.shape[0]:
         raise ValueError("one marginal per item needed")
@@ -1247,7 +1248,7 @@ def project_items(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::
         cnt = _project_sentence(s, ip, ii_, ij_, is_, mu_, threshold, pp, ps, fp, lo, lp, ls,
                                 sent_len[s], 0, NULL, NULL, NULL, NULL)
         if cnt < 0:
-            failed = 1
+            failed += 1
         else:
             p_v[s + 1] = cnt
     if failed:
@@ -1271,7 +1272,50 @@ def project_items(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::
             cnt = _project_sentence(s, ip, ii_, ij_, is_, mu_, threshold, pp, ps, fp, lo, lp, ls,
                                     sent_len[s], p_v[s], io, jo, so, lxo)
             if cnt < 0:
-                failed = 1
+                failed += 1
     if failed:
         raise MemoryError("cannot allocate the position index of a sentence")
     return ptr, oi, oj, osym, olex
+
+
+def leaf_arrays(const i64[::1] item_ptr, const i64[::1] lex_index, const double[::1] entry_w,
+                const i64[::1] entry_off, int n_threads=1):
+    """Per-item leaf weights and leaf-table offsets for :func:`inside_outside_batch`, from
+    per-lexical-entry ones: item ``it`` with ``lex_index[it] = e >= 0`` gets ``entry_w[e]`` and
+    ``entry_off[e]``, every other item 0 and -1.  Returns ``(leaf_w, leaf_off)``.
+
+    The item arrays of a batch run to millions of entries (the PCFG pass keeps tens of
+    thousands of items a sentence); built here, sentence by sentence in parallel, their pages
+    are first touched by the threads that fill them instead of by NumPy under the GIL between
+    two parallel kernels (a serial step that bounded the speed-up at two threads)."""
+    cdef Py_ssize_t nsent = item_ptr.shape[0] - 1, s
+    cdef i64 n_items = lex_index.shape[0], n_ent = entry_w.shape[0], it, e
+    cdef int nt = max(1, n_threads)
+    cdef int bad = 0
+    if nsent < 0 or entry_off.shape[0] != n_ent:
+        raise ValueError("entry_w and entry_off differ in length")
+    if not _offsets_ok(item_ptr, nsent, n_items):
+        raise ValueError("item offsets (item_ptr) are not a partition of the items")
+    lw = np.empty(n_items, dtype=np.float64)
+    lo = np.empty(n_items, dtype=np.int64)
+    if n_items == 0:
+        return lw, lo
+    cdef double[::1] w_v = lw
+    cdef i64[::1] o_v = lo
+    for s in prange(nsent, nogil=True, schedule="dynamic", num_threads=nt):
+        for it in range(item_ptr[s], item_ptr[s + 1]):
+            e = lex_index[it]
+            if e < 0:
+                w_v[it] = 0.0
+                o_v[it] = -1
+            elif e < n_ent:
+                w_v[it] = entry_w[e]
+                o_v[it] = entry_off[e]
+            else:
+                bad += 1        # an in-place operator: a reduction over the threads
+    if bad:
+        raise ValueError("lexical entry index out of range")
+    # items past the last sentence (none from the passes) get the defaults too
+    lw[item_ptr[nsent]:] = 0.0
+    lo[item_ptr[nsent]:] = -1
+    return lw, lo
