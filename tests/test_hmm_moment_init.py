@@ -193,3 +193,81 @@ def test_trigram_estep_equals_the_generic_one():
     assert b[0] == pytest.approx(a[0], rel=1e-12)
     for x, y in zip(a[1:], b[1:]):
         assert np.allclose(x, y, rtol=1e-10, atol=1e-12)
+
+
+def test_small_trigram_estep_equals_the_numpy_one(monkeypatch):
+    """The one-pass compiled E-step for few states gives the NumPy version's likelihood and
+    expected counts (windows that open sequences, padding after the end included)."""
+    rng = np.random.default_rng(8)
+    start, trans, emit = _hmm(rng, 3, 5)
+    seqs = _sample(start, trans, emit, 400, rng)
+    enc = _enc(seqs)
+    win = MI.windows_from_sequences(enc.offsets, enc.ids, 5, 3)
+    plan = MI._plan(win)
+    for m in (1, 2, 5):
+        s = MI._random_start(win, m, np.random.default_rng(m))
+        monkeypatch.setattr(MI, "SMALL_ESTEP", 0)
+        a = MI._estep(win, *s, plan)
+        monkeypatch.setattr(MI, "SMALL_ESTEP", 64)
+        b = MI._estep(win, *s, plan)
+        assert b[0] == pytest.approx(a[0], rel=1e-12)
+        for x, y in zip(a[1:], b[1:]):
+            assert x.shape == y.shape
+            assert np.allclose(x, y, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_split", [None, 2, 1, 0])
+def test_split_without_noise_keeps_the_distribution(n_split):
+    """Splitting states into exchangeable copies (noise 0) leaves the probability of every
+    sequence and every window unchanged; with noise the pair's masses still add up to the
+    parent's and every row is a distribution."""
+    from fastspectral.hmm import em as E
+    rng = np.random.default_rng(11)
+    start, trans, emit = _hmm(rng, 3, 4)
+    q = rng.dirichlet(np.ones(3))
+    seqs = _sample(start, trans, emit, 200, rng)
+    enc = _enc(seqs)
+    win = MI.windows_from_sequences(enc.offsets, enc.ids, 4, 3)
+    s2, t2, e2, q2 = MI.split_states(start, trans, emit, q, n_split, noise=0.0, rng=0)
+    k = 3 if n_split is None else n_split
+    assert s2.shape == (3 + k,) and t2.shape == (3 + k, 3 + k) and e2.shape == (3 + k, 5)
+    assert np.allclose(E.log_probability(enc, s2, t2, e2),
+                       E.log_probability(enc, start, trans, emit), rtol=1e-12)
+    assert MI.window_loglik(win, s2, t2, e2, q2) == pytest.approx(
+        MI.window_loglik(win, start, trans, emit, q), rel=1e-12)
+    s3, t3, e3, q3 = MI.split_states(start, trans, emit, q, n_split, noise=0.2, rng=0)
+    for x in (s3, q3, t3, e3):
+        assert np.all(x > 0) and np.allclose(x.sum(axis=-1), 1.0)
+    if k:
+        src = np.sort(np.argsort(-q)[:k])
+        assert np.allclose(s3[src] + s3[3:], start[src])
+        assert np.allclose(t3[:, src] + t3[:, 3:], trans[np.r_[0:3, src]][:, src])
+        assert not np.allclose(e3[src], e3[3:])       # the symmetry is broken
+    with pytest.raises(ValueError, match="n_split"):
+        MI.split_states(start, trans, emit, q, 4)
+
+
+def test_progressive_splitting():
+    """The sizes double up to m; every window-EM stage never lowers the window likelihood
+    and a split (small noise) starts the next stage near the previous stage's end; the result
+    is a model with m states."""
+    assert MI.split_sizes(40, 3) == [5, 10, 20, 40]
+    assert MI.split_sizes(10, 2) == [3, 5, 10]
+    assert MI.split_sizes(7, 0) == [7] and MI.split_sizes(1, 3) == [1]
+    start, trans, emit, seqs, enc, win = _known_windows(6, 3000)
+    info = {}
+    s, t, e = MI.hmm_by_splitting(None, 4, random_state=0, levels=2, restarts=2,
+                                  iterations=15, final_iterations=25, tol=None, init=None,
+                                  windows=win, info=info)
+    assert info["sizes"] == [1, 2, 4] and info["iterations"][1:] == [15, 25]
+    assert np.all(np.diff(info["loglik"]) >= -1e-3)   # a split loses at most the noise
+    assert s.shape == (4,) and t.shape == (4, 4) and e.shape == (4, 4)
+    for x in (s, t, e):
+        assert np.allclose(x.sum(axis=-1), 1.0)
+    # from the estimator's Hankel data with the class start at the first size
+    H = S.hankel_data(enc, 3, 0)
+    s2, t2, e2 = MI.hmm_by_splitting(H, 3, random_state=0, levels=1, iterations=5)
+    assert t2.shape == (3, 3)
+    with pytest.raises(ValueError, match="states"):
+        MI.hmm_by_splitting(None, 4, levels=1, windows=win,
+                            init=(np.ones(3) / 3, np.ones((3, 3)) / 3, np.ones((3, 4)) / 4))

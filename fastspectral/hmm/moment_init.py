@@ -41,7 +41,7 @@ from .._blas import blas_single_thread
 from .em import _normalise as _renorm
 
 __all__ = ["Windows", "window_table", "windows_from_sequences", "window_loglik",
-           "window_em", "hmm_from_moments"]
+           "window_em", "hmm_from_moments", "split_states", "split_sizes", "hmm_by_splitting"]
 
 
 @dataclass
@@ -220,6 +220,109 @@ def _rows_add(out, idx, X):  # pragma: no cover - numba
     return out
 
 
+@njit(cache=True)
+def _estep3_small(gb, gx0, pgrp, px1, pre, x2, cnt, start, q, trans, EmT):  # pragma: no cover
+    """:func:`_estep3` in one compiled pass for few states (the NumPy version's ~25 array
+    operations per iteration cost more than the arithmetic there): the same quantities in
+    the same order of reasoning (see :func:`_estep3`), loops instead of matrix products."""
+    m = start.shape[0]
+    V2 = EmT.shape[0]
+    M = V2 - 2
+    n_grp = gb.shape[0]
+    n_pre = pgrp.shape[0]
+    a0 = np.empty((n_grp, m))
+    for g in range(n_grp):
+        x = gx0[g]
+        for h in range(m):
+            a0[g, h] = (start[h] if gb[g] else q[h]) * EmT[x, h]
+    a1 = np.zeros((n_pre, m))
+    for p in range(n_pre):
+        g = pgrp[p]
+        for h in range(m):
+            v = a0[g, h]
+            if v != 0.0:
+                for h2 in range(m):
+                    a1[p, h2] += v * trans[h, h2]
+        x = px1[p]
+        for h in range(m):
+            a1[p, h] *= EmT[x, h]
+    TEt = np.zeros((V2, m))                            # (T E[x])^T
+    for x in range(V2):
+        for h in range(m):
+            v = 0.0
+            for h2 in range(m):
+                v += trans[h, h2] * EmT[x, h2]
+            TEt[x, h] = v
+    Y = np.zeros((n_pre, m))
+    Kt = np.zeros((V2, m))
+    ll = 0.0
+    for i in range(pre.shape[0]):
+        P = pre[i]
+        x = x2[i]
+        pw = 0.0
+        for h in range(m):
+            pw += a1[P, h] * TEt[x, h]
+        if pw < 1e-300:
+            pw = 1e-300
+        ll += cnt[i] * np.log(pw)
+        r = cnt[i] / pw
+        for h in range(m):
+            Y[P, h] += r * TEt[x, h]
+            Kt[x, h] += r * a1[P, h]
+    trans_acc = np.zeros((m, m))
+    emit_acc = np.zeros((m, V2))
+    for x in range(V2):
+        for h0 in range(m):
+            k = Kt[x, h0]
+            if k == 0.0:
+                continue
+            for h in range(m):
+                emit_acc[h, x] += trans[h0, h] * k
+            if x <= M:
+                for h in range(m):
+                    trans_acc[h0, h] += k * EmT[x, h]
+    for x in range(V2):
+        for h in range(m):
+            emit_acc[h, x] *= EmT[x, h]
+    for h in range(m):
+        for h2 in range(m):
+            trans_acc[h, h2] *= trans[h, h2]
+    Bg = np.zeros((n_grp, m))
+    Bg_real = np.zeros((n_grp, m))
+    for p in range(n_pre):
+        x = px1[p]
+        g = pgrp[p]
+        for h in range(m):
+            emit_acc[h, x] += a1[p, h] * Y[p, h]
+            b = EmT[x, h] * Y[p, h]
+            Bg[g, h] += b
+            if x <= M:
+                Bg_real[g, h] += b
+    start_acc = np.zeros(m)
+    q_acc = np.zeros(m)
+    for g in range(n_grp):
+        x = gx0[g]
+        for h in range(m):
+            a = a0[g, h]
+            if a == 0.0:
+                continue
+            bt = 0.0
+            for h2 in range(m):
+                trans_acc[h, h2] += trans[h, h2] * a * Bg_real[g, h2]
+                bt += Bg[g, h2] * trans[h, h2]
+            G = a * bt
+            emit_acc[h, x] += G
+            if gb[g]:
+                start_acc[h] += G
+            else:
+                q_acc[h] += G
+    return ll, start_acc, q_acc, trans_acc, emit_acc[:, :M + 1].copy()
+
+
+#: up to this many states the E-step of trigram windows runs :func:`_estep3_small`
+SMALL_ESTEP = 16
+
+
 def _estep3(win: Windows, plan: _TrigramPlan, start, trans, emit, q):
     """:func:`_estep` for windows of length 3, with every matrix product over the distinct
     prefixes ``(begin, x0, x1)`` or groups ``(begin, x0)`` instead of the windows: for a
@@ -232,6 +335,9 @@ def _estep3(win: Windows, plan: _TrigramPlan, start, trans, emit, q):
     m = len(start)
     EmT = np.ones((M + 2, m))
     EmT[:M + 1] = emit.T                              # padding: emission 1 in every state
+    if m <= SMALL_ESTEP:
+        return _estep3_small(plan.gb, plan.gx0, plan.pgrp, plan.px1, plan.pre, plan.x2,
+                             win.counts, start, q, np.ascontiguousarray(trans), EmT)
     V = np.where(plan.gb[:, None], start[None, :], q[None, :])
     a0 = V * EmT[plan.gx0]                            # [n_grp, m]
     a1 = (a0 @ trans)[plan.pgrp] * EmT[plan.px1]      # [n_pre, m]
@@ -350,7 +456,12 @@ def hmm_from_moments(H, n_states: int, random_state=0, length: int = 3, restarts
     if info is not None:
         info.update(loglik=lls, chosen=best, history=hist, windows=len(win.W),
                     positions=win.n_positions, iterations=total, occupancy=q)
+    return _finish(s, t, e, floor)
 
+
+def _finish(s, t, e, floor):
+    """``(start, trans, emit)`` with every distribution mixed with the uniform one (weight
+    ``floor``; the emissions' symbol part only, the stop probabilities kept)."""
     def mix(x):
         x = np.asarray(x, dtype=np.float64)
         return (1 - floor) * x + floor / x.shape[-1]
@@ -361,6 +472,150 @@ def hmm_from_moments(H, n_states: int, random_state=0, length: int = 3, restarts
         * (1 - stop)[:, None]
     emit[:, -1] = stop
     return mix(s), mix(t), emit
+
+
+def split_states(start, trans, emit, q=None, n_split=None, noise: float = 0.01, rng=None):
+    """Split hidden states in two (the split step of Petrov, Barrett, Thibaux & Klein 2006's
+    split-merge training, here for an HMM): state ``h`` becomes ``h`` and a new state
+    ``m + j`` (``j``-th split state), each with half of ``h``'s start and occupancy mass and
+    half of every transition into ``h``, both keeping ``h``'s outgoing transitions and
+    emissions.  At ``noise = 0`` the two copies are exchangeable and the model's distribution
+    over sequences (and windows) is unchanged; ``noise > 0`` breaks the symmetry
+    symmetrically: copy one's share of a split probability is multiplied by ``1 + noise u``,
+    copy two's by ``1 - noise u`` (``u ~ Uniform(-1, 1)``), and the emission rows by
+    ``1 +/- noise u`` (renormalised), so the pair's sums are unchanged.  ``n_split``: how many
+    states to split (default all), the ones with the largest occupancy ``q`` (or ``start``).
+    Returns ``(start, trans, emit, q)`` with ``m + n_split`` states."""
+    start = np.asarray(start, dtype=np.float64)
+    trans = np.asarray(trans, dtype=np.float64)
+    emit = np.asarray(emit, dtype=np.float64)
+    q = start.copy() if q is None else np.asarray(q, dtype=np.float64)
+    m = len(start)
+    k = m if n_split is None else int(n_split)
+    if not 0 <= k <= m:
+        raise ValueError(f"n_split must be in 0..{m}, got {n_split}")
+    rng = np.random.default_rng(rng)
+    src = np.sort(np.argsort(-q, kind="stable")[:k])     # the states that are split
+    old = np.concatenate([np.arange(m), src])            # the old state of every new state
+    n = m + k
+    half = np.ones(n)                                   # share of the mass into a state
+    half[src] = 0.5
+    half[m:] = 0.5
+    other = np.full(n, -1)                              # the other copy of a split state
+    other[src] = np.arange(m, n)
+    other[m:] = src
+
+    def shares(shape):
+        """``1 + noise u`` for the first copies, ``1 - noise u`` (same u) for the second."""
+        u = rng.uniform(-1.0, 1.0, size=shape + (k,))
+        f = np.ones(shape + (n,))
+        f[..., src] = 1 + noise * u
+        f[..., m:] = 1 - noise * u
+        return f
+
+    s2 = start[old] * half * shares(())
+    q2 = q[old] * half * shares(())
+    t2 = trans[old][:, old] * half[None, :] * shares((n,))
+    e2 = emit[old].copy()
+    if k and noise > 0:
+        u = rng.uniform(-1.0, 1.0, size=(k, emit.shape[1]))
+        e2[src] *= 1 + noise * u
+        e2[m:] *= 1 - noise * u
+        e2 /= e2.sum(axis=1, keepdims=True)
+    return s2, t2, e2, q2
+
+
+def split_sizes(n_states: int, levels: int) -> list[int]:
+    """The numbers of states of progressive splitting: ``ceil(m / 2^levels)``, ..., ``ceil(m
+    / 2)``, ``m`` (each at most twice the one before)."""
+    sizes = [int(n_states)]
+    for _ in range(int(levels)):
+        nxt = -(-sizes[-1] // 2)
+        if nxt == sizes[-1]:
+            break
+        sizes.append(nxt)
+    return sizes[::-1]
+
+
+def hmm_by_splitting(H, n_states: int, random_state=0, levels: int = 1, length: int = 3,
+                     restarts: int = 0, iterations: int = 100, final_iterations=None,
+                     tol: float | None = 1e-6, init="classes", noise: float = 0.01,
+                     floor: float = 0.0, direct=None, windows: Windows | None = None,
+                     info: dict | None = None):
+    """Progressive splitting on the window moments (Petrov et al. 2006's split training
+    without the merge, each stage fitted by the window EM of :func:`window_em` instead of
+    corpus EM): the moment start of :func:`hmm_from_moments` at ``split_sizes(m, levels)[0]``
+    states (``init`` at that size and ``restarts`` random starts, ``iterations`` window-EM
+    iterations each), then at every later size its states split by :func:`split_states`
+    (``noise``) and ``iterations`` more window-EM iterations (``final_iterations`` at the
+    last size, default ``iterations``), stopping an EM run when an iteration gains less than
+    ``tol`` nats per position.  ``direct``: ``"classes"`` (the class start at ``m`` states)
+    or a ``(start, trans, emit)`` tuple at ``m`` states, fitted by ``final_iterations`` window-EM
+    iterations beside the split chain, the one with the better window likelihood kept (the
+    objective decides between the two routes, as between restarts in
+    :func:`hmm_from_moments`).  ``info``, if a dict, receives ``sizes``, ``iterations`` (window
+    EM iterations at every size, the direct fit's last), ``loglik`` (the final per-position
+    window likelihood of every size, the direct fit's last) and ``chosen`` (``"split"`` or
+    ``"direct"``).  Returns ``(start, trans, emit)`` as :func:`hmm_from_moments`."""
+    m = int(n_states)
+    if m < 1:
+        raise ValueError(f"n_states must be >= 1, got {n_states}")
+    win = windows if windows is not None else window_table(H.F, H.M, length)
+    sizes = split_sizes(m, levels)
+    rng = np.random.default_rng(random_state)
+    m0 = sizes[0]
+    if isinstance(init, str):
+        if init != "classes":
+            raise ValueError(f"init must be 'classes', a (start, trans, emit) tuple or None, "
+                             f"got {init!r}")
+        from .spectral import hmm_from_token_classes
+
+        init = hmm_from_token_classes(H, m0, random_state)
+    starts = []
+    if init is not None:
+        s0, t0, e0 = (np.asarray(x, dtype=np.float64) for x in init)
+        if len(s0) != m0:
+            raise ValueError(f"init has {len(s0)} states, the first size is {m0}")
+        starts.append((s0, t0, e0, s0.copy()))
+    for _ in range(int(restarts)):
+        starts.append(_random_start(win, m0, rng))
+    if not starts:
+        raise ValueError("hmm_by_splitting needs restarts >= 1 or an init")
+    fin = iterations if final_iterations is None else final_iterations
+    with blas_single_thread():
+        s, t, e, q, hist, _, _, total = _fit_starts(win, starts,
+                                                    fin if len(sizes) == 1 else iterations,
+                                                    0, tol)
+        its, lls = [total], [float(hist[-1])]
+        for k, size in enumerate(sizes[1:], 1):
+            s, t, e, q = split_states(s, t, e, q, size - len(s), noise, rng)
+            s, t, e, q, hist = window_em(win, s, t, e, q,
+                                         iterations=fin if k == len(sizes) - 1 else iterations,
+                                         tol=tol)
+            its.append(len(hist))
+            lls.append(float(hist[-1]))
+        chosen = "split"
+        if direct is not None:
+            if isinstance(direct, str):
+                if direct != "classes":
+                    raise ValueError(f"direct must be 'classes' or a (start, trans, emit) "
+                                     f"tuple, got {direct!r}")
+                from .spectral import hmm_from_token_classes
+
+                direct = hmm_from_token_classes(H, m, random_state)
+            d = tuple(np.asarray(x, dtype=np.float64) for x in direct)
+            if len(d[0]) != m:
+                raise ValueError(f"direct has {len(d[0])} states, not {m}")
+            ds, dt, de, dq, dh = window_em(win, d[0], d[1], d[2], d[0].copy(),
+                                           iterations=fin, tol=tol)
+            its.append(len(dh))
+            lls.append(float(dh[-1]))
+            if lls[-1] > lls[-2]:
+                s, t, e, q, chosen = ds, dt, de, dq, "direct"
+    if info is not None:
+        info.update(sizes=sizes, iterations=its, loglik=lls, windows=len(win.W),
+                    occupancy=q, chosen=chosen)
+    return _finish(s, t, e, floor)
 
 
 def _fit_starts(win, starts, iterations, screen, tol):
