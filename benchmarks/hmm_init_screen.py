@@ -26,7 +26,9 @@ iteration is at most 1/5 of the seed's iterations.  Starts are given as specs::
                                  init=none: random starts only, r random restarts), it window-EM
                                  iterations per size, fit at the last size (default it), states
                                  split with noise nz; dir=1: also the class start at m fitted
-                                 fit iterations, the better window likelihood kept
+                                 fit iterations, the better window likelihood kept (sc=k: both
+                                 routes k iterations at m, the better continues); em=k: k
+                                 corpus Baum-Welch iterations at the size before the last
 
 The start is plugged in by replacing ``fastspectral.hmm.spectral.hmm_from_token_classes``
 while the run lasts (``model.py`` calls it for ``spectral_init="classes"``); its CPU time
@@ -120,7 +122,9 @@ def make_start(spec: str, record: dict):
                                       noise=float(o.get("nz", 0.01)),
                                       floor=float(o.get("fl", 0.0)),
                                       direct=_CLASSES(H, m, seed) if o.get("dir") == "1"
-                                      else None, info=info)
+                                      else None, screen=int(o.get("sc", 0)),
+                                      corpus_iterations=int(o.get("em", 0)),
+                                      info=info)
             record.update(window_iterations=int(sum(info["iterations"])),
                           chosen=info["chosen"],
                           windows=info["windows"], sizes=info["sizes"],
@@ -199,8 +203,9 @@ def main(argv=None):
     train, tr90, dev, test = _tag_data()
     print(f"## start screening; load average {os.getloadavg()}", flush=True)
     HMM(n_states=4, method="spectral-em", iterations=1).fit(tr90[:300], dev=dev[:50])  # warm-up
-    MI.hmm_from_moments(None, 2, restarts=1, iterations=2, init=None,   # compiled kernels
-                        windows=MI.windows_from_sequences([0, 2, 3], [0, 1, 1], 2, 3))
+    for k in (2, MI.SMALL_ESTEP + 1):          # compiled kernels: few and many states
+        MI.hmm_from_moments(None, k, restarts=1, iterations=2, init=None,
+                            windows=MI.windows_from_sequences([0, 2, 3], [0, 1, 1], 2, 3))
     rows = []
     for split in args.splits:
         tr, ev = (tr90, dev) if split == "dev" else (train, test)

@@ -258,7 +258,7 @@ def test_progressive_splitting():
     info = {}
     s, t, e = MI.hmm_by_splitting(None, 4, random_state=0, levels=2, restarts=2,
                                   iterations=15, final_iterations=25, tol=None, init=None,
-                                  windows=win, info=info)
+                                  direct=None, windows=win, info=info)
     assert info["sizes"] == [1, 2, 4] and info["iterations"][1:] == [15, 25]
     assert np.all(np.diff(info["loglik"]) >= -1e-3)   # a split loses at most the noise
     assert s.shape == (4,) and t.shape == (4, 4) and e.shape == (4, 4)
@@ -266,8 +266,51 @@ def test_progressive_splitting():
         assert np.allclose(x.sum(axis=-1), 1.0)
     # from the estimator's Hankel data with the class start at the first size
     H = S.hankel_data(enc, 3, 0)
-    s2, t2, e2 = MI.hmm_by_splitting(H, 3, random_state=0, levels=1, iterations=5)
-    assert t2.shape == (3, 3)
+    info = {}
+    s2, t2, e2 = MI.hmm_by_splitting(H, 3, random_state=0, iterations=5, final_iterations=5,
+                                     info=info)
+    assert t2.shape == (3, 3) and info["sizes"] == [1, 2, 3]
+    assert info["chosen"] in ("split", "direct") and len(info["iterations"]) == 4
     with pytest.raises(ValueError, match="states"):
-        MI.hmm_by_splitting(None, 4, levels=1, windows=win,
+        MI.hmm_by_splitting(None, 4, levels=1, windows=win, direct=None,
                             init=(np.ones(3) / 3, np.ones((3, 3)) / 3, np.ones((3, 4)) / 4))
+
+
+def test_splitting_beside_the_direct_fit_keeps_the_better_window_likelihood():
+    """With a direct start at m the better route by window likelihood is kept, screened or
+    not; the screened run continues only the winner."""
+    start, trans, emit, seqs, enc, win = _known_windows(9, 2000)
+    rng = np.random.default_rng(3)
+    d = MI._random_start(win, 4, rng)[:3]
+    for screen in (0, 5):
+        info = {}
+        MI.hmm_by_splitting(None, 4, random_state=1, levels=1, restarts=1, iterations=10,
+                            final_iterations=20, tol=None, init=None, direct=d, screen=screen,
+                            windows=win, info=info)
+        split_ll, direct_ll = info["loglik"][1], info["loglik"][2]
+        assert info["chosen"] == ("direct" if direct_ll > split_ll else "split")
+        if screen:
+            assert info["iterations"] == [10, 5, 5, 15]
+        else:
+            assert info["iterations"] == [10, 20, 20]
+    with pytest.raises(ValueError, match="direct"):
+        MI.hmm_by_splitting(None, 4, levels=1, restarts=1, init=None, windows=win,
+                            direct=tuple(x[:3] for x in d[:1]) + d[1:])
+
+
+def test_split_start_as_an_estimator_option():
+    """``spectral_init="split"``: the estimator starts EM from :func:`hmm_by_splitting`'s
+    defaults, and EM from it never lowers the training likelihood."""
+    from fastspectral.hmm import HMM
+    from fastspectral.hmm.model import SPECTRAL_INITS
+    start, trans, emit, seqs, enc, win = _known_windows(12, 400)
+    strs = [[f"s{x}" for x in s] for s in seqs if s]
+    assert "split" in SPECTRAL_INITS
+    h = HMM(n_states=4, method="spectral-em", spectral_init="split", iterations=3,
+            backoff_weight=0.2, random_state=0).fit(strs)
+    assert h.start_.shape == (4,) and np.all(np.diff(h.train_loglik_) >= -1e-8)
+    h0 = HMM(n_states=4, method="spectral-em", spectral_init="split", iterations=0,
+             backoff_weight=0.2, random_state=0).fit(strs)
+    assert h0.start_.shape == (4,)
+    with pytest.raises(ValueError, match="spectral_init"):
+        HMM(n_states=4, method="spectral-em", spectral_init="splits").fit(strs)

@@ -53,7 +53,7 @@ _OPTIONS = (
      "symbols seen fewer times become <unk>"),
     ("--max-vocab", "max_vocab", {"type": positive_int, "metavar": "K"},
      "the hidden-state model sees the K most frequent symbols; the others share <unk>"),
-    ("--spectral-init", "spectral_init", {"choices": ("classes", "anchors", "moments")},
+    ("--spectral-init", "spectral_init", {"choices": ("classes", "anchors", "moments", "split")},
      "spectral-em: the starting point (docs/hmm.md)"),
     ("--seed", "random_state", {"type": int, "metavar": "S"}, "random seed"),
 )

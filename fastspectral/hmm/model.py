@@ -45,7 +45,7 @@ SPECTRAL_FLOOR = 1e-3
 #: how the spectral model makes its event weights non-negative
 NEGATIVE = ("abs", "clip")
 #: starting points of ``method="spectral-em"``
-SPECTRAL_INITS = ("classes", "anchors", "moments")
+SPECTRAL_INITS = ("classes", "anchors", "moments", "split")
 END = "</s>"
 
 
@@ -339,6 +339,10 @@ class HMM(PartitionedFit, Estimator):
             elif self.method == "spectral-em" and self.spectral_init == "moments":
                 from .moment_init import hmm_from_moments
                 start, trans, emit = hmm_from_moments(H, int(self.n_states), seed)
+                timings["spectral_init"] = time.perf_counter() - t0
+            elif self.method == "spectral-em" and self.spectral_init == "split":
+                from .moment_init import hmm_by_splitting
+                start, trans, emit = hmm_by_splitting(H, int(self.n_states), seed)
                 timings["spectral_init"] = time.perf_counter() - t0
             elif self.method == "spectral-em":
                 start, trans, emit = _sp.hmm_from_token_classes(H, int(self.n_states), seed)

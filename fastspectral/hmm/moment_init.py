@@ -319,6 +319,43 @@ def _estep3_small(gb, gx0, pgrp, px1, pre, x2, cnt, start, q, trans, EmT):  # pr
     return ll, start_acc, q_acc, trans_acc, emit_acc[:, :M + 1].copy()
 
 
+@njit(cache=True)
+def _renorm_rows(acc, old):  # pragma: no cover - numba
+    """``old[i] = acc[i] / sum(acc[i])`` for the rows with mass (:func:`em._normalise`)."""
+    for i in range(acc.shape[0]):
+        tot = 0.0
+        for j in range(acc.shape[1]):
+            tot += acc[i, j]
+        if tot > 0:
+            for j in range(acc.shape[1]):
+                old[i, j] = acc[i, j] / tot
+
+
+@njit(cache=True)
+def _window_em_small(gb, gx0, pgrp, px1, pre, x2, cnt, start, q, trans, emit, hist, npos,
+                     tol, M):  # pragma: no cover - numba
+    """:func:`window_em`'s loop for few states in one compiled call (E-step
+    :func:`_estep3_small`, then the M-step's normalisations), updating ``start``, ``q``,
+    ``trans``, ``emit`` in place and ``hist`` with the per-position likelihood entering every
+    iteration; returns the number of iterations run."""
+    m = start.shape[0]
+    EmT = np.ones((M + 2, m))
+    for it in range(hist.shape[0]):
+        for x in range(M + 1):
+            for h in range(m):
+                EmT[x, h] = emit[h, x]
+        ll, s_acc, q_acc, t_acc, e_acc = _estep3_small(gb, gx0, pgrp, px1, pre, x2, cnt,
+                                                       start, q, trans, EmT)
+        hist[it] = ll / npos
+        if it >= 1 and hist[it] - hist[it - 1] < tol:
+            return it + 1
+        _renorm_rows(s_acc.reshape(1, m), start.reshape(1, m))
+        _renorm_rows(q_acc.reshape(1, m), q.reshape(1, m))
+        _renorm_rows(t_acc, trans)
+        _renorm_rows(e_acc, emit)
+    return hist.shape[0]
+
+
 #: up to this many states the E-step of trigram windows runs :func:`_estep3_small`
 SMALL_ESTEP = 16
 
@@ -385,6 +422,13 @@ def window_em(win: Windows, start, trans, emit, q=None, iterations: int = 100,
     q = start.copy() if q is None else np.asarray(q, dtype=np.float64).copy()
     plan = _plan(win)
     npos = win.n_positions
+    if isinstance(plan, _TrigramPlan) and len(start) <= SMALL_ESTEP:
+        M = win.M
+        hist = np.zeros(max(int(iterations), 0))
+        n = _window_em_small(plan.gb, plan.gx0, plan.pgrp, plan.px1, plan.pre, plan.x2,
+                             win.counts, start, q, trans, emit, hist, float(npos),
+                             -np.inf if tol is None else float(tol), M)
+        return start, trans, emit, q, hist[:n].copy()
     hist = []
     for _ in range(int(iterations)):
         ll, s_acc, q_acc, t_acc, e_acc = _estep(win, start, trans, emit, q, plan)
@@ -525,6 +569,20 @@ def split_states(start, trans, emit, q=None, n_split=None, noise: float = 0.01, 
     return s2, t2, e2, q2
 
 
+def _encoded_from_frame(F, M: int):
+    """The sequences of the framed array ``F`` (START = ``M``, STOP = ``M + 1``) as an
+    :class:`~fastspectral.hmm.data.Encoded`."""
+    from .data import Encoded
+
+    F = np.asarray(F, dtype=np.int64)
+    tok = F < M
+    seq = np.cumsum(F == M) - 1                        # sequence of every position
+    lens = np.bincount(seq[tok], minlength=int((F == M).sum()))
+    off = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=off[1:])
+    return Encoded(off, F[tok].copy())
+
+
 def split_sizes(n_states: int, levels: int) -> list[int]:
     """The numbers of states of progressive splitting: ``ceil(m / 2^levels)``, ..., ``ceil(m
     / 2)``, ``m`` (each at most twice the one before)."""
@@ -537,10 +595,11 @@ def split_sizes(n_states: int, levels: int) -> list[int]:
     return sizes[::-1]
 
 
-def hmm_by_splitting(H, n_states: int, random_state=0, levels: int = 1, length: int = 3,
-                     restarts: int = 0, iterations: int = 100, final_iterations=None,
+def hmm_by_splitting(H, n_states: int, random_state=0, levels: int = 3, length: int = 3,
+                     restarts: int = 0, iterations: int = 100, final_iterations=300,
                      tol: float | None = 1e-6, init="classes", noise: float = 0.01,
-                     floor: float = 0.0, direct=None, windows: Windows | None = None,
+                     floor: float = 0.0, direct="classes", screen: int = 0,
+                     corpus_iterations: int = 0, windows: Windows | None = None,
                      info: dict | None = None):
     """Progressive splitting on the window moments (Petrov et al. 2006's split training
     without the merge, each stage fitted by the window EM of :func:`window_em` instead of
@@ -553,10 +612,23 @@ def hmm_by_splitting(H, n_states: int, random_state=0, levels: int = 1, length: 
     or a ``(start, trans, emit)`` tuple at ``m`` states, fitted by ``final_iterations`` window-EM
     iterations beside the split chain, the one with the better window likelihood kept (the
     objective decides between the two routes, as between restarts in
-    :func:`hmm_from_moments`).  ``info``, if a dict, receives ``sizes``, ``iterations`` (window
-    EM iterations at every size, the direct fit's last), ``loglik`` (the final per-position
-    window likelihood of every size, the direct fit's last) and ``chosen`` (``"split"`` or
-    ``"direct"``).  Returns ``(start, trans, emit)`` as :func:`hmm_from_moments`."""
+    :func:`hmm_from_moments`); with ``screen > 0`` both run ``screen`` iterations at the last
+    size, and only the better one continues to ``final_iterations``.  ``info``, if a dict,
+    receives ``sizes``, ``iterations`` (window-EM iterations of every stage: the sizes, then
+    the direct fit, then the continuation when screened), ``loglik`` (the per-position window
+    likelihood at the end of each of those stages) and ``chosen`` (``"split"`` or
+    ``"direct"``).  ``corpus_iterations``: at the size before the last, after its window EM,
+    that many Baum-Welch iterations on the training sequences themselves (:func:`fastspectral.
+    hmm.em.em_step` on the sequences of ``H.F``; the split-then-EM of Petrov et al. with corpus
+    EM at half the states, where an iteration costs about a quarter of one at ``m``), and
+    ``final_iterations`` 0 skips the window EM after the last split.  Returns ``(start, trans,
+    emit)`` as :func:`hmm_from_moments`.
+
+    The defaults (``spectral_init="split"`` of :class:`~fastspectral.hmm.HMM`): three levels
+    (``m / 8 .. m``, e.g. 5, 10, 20, 40), the class start at the first size, 100 window-EM
+    iterations per size and 300 at ``m``, noise 0.01, the direct class-start fit at ``m``
+    beside it, unscreened; chosen on the WSJ-tag development split (docs/hmm.md), where the
+    split chain won at m = 10 and the direct fit at m = 20 and 40."""
     m = int(n_states)
     if m < 1:
         raise ValueError(f"n_states must be >= 1, got {n_states}")
@@ -582,36 +654,54 @@ def hmm_by_splitting(H, n_states: int, random_state=0, levels: int = 1, length: 
     if not starts:
         raise ValueError("hmm_by_splitting needs restarts >= 1 or an init")
     fin = iterations if final_iterations is None else final_iterations
+    if direct is not None:
+        if isinstance(direct, str):
+            if direct != "classes":
+                raise ValueError(f"direct must be 'classes' or a (start, trans, emit) tuple, "
+                                 f"got {direct!r}")
+            from .spectral import hmm_from_token_classes
+
+            direct = hmm_from_token_classes(H, m, random_state)
+        direct = tuple(np.asarray(x, dtype=np.float64) for x in direct)
+        if len(direct[0]) != m:
+            raise ValueError(f"direct has {len(direct[0])} states, not {m}")
+    # the last size's window EM runs `first` iterations, then (when the direct fit is
+    # screened against the split chain) the better of the two continues
+    first = fin if direct is None or screen <= 0 else min(int(screen), fin)
     with blas_single_thread():
         s, t, e, q, hist, _, _, total = _fit_starts(win, starts,
-                                                    fin if len(sizes) == 1 else iterations,
+                                                    first if len(sizes) == 1 else iterations,
                                                     0, tol)
         its, lls = [total], [float(hist[-1])]
         for k, size in enumerate(sizes[1:], 1):
+            if k == len(sizes) - 1 and corpus_iterations > 0:
+                from . import em as _em
+
+                enc = _encoded_from_frame(H.F, H.M)
+                for _ in range(int(corpus_iterations)):
+                    s, t, e, _ll = _em.em_step(enc, s, t, e)
             s, t, e, q = split_states(s, t, e, q, size - len(s), noise, rng)
-            s, t, e, q, hist = window_em(win, s, t, e, q,
-                                         iterations=fin if k == len(sizes) - 1 else iterations,
-                                         tol=tol)
-            its.append(len(hist))
-            lls.append(float(hist[-1]))
+            n_it = first if k == len(sizes) - 1 else iterations
+            if n_it > 0:
+                s, t, e, q, hist = window_em(win, s, t, e, q, iterations=n_it, tol=tol)
+                its.append(len(hist))
+                lls.append(float(hist[-1]))
+            else:
+                its.append(0)
+                lls.append(float(window_loglik(win, s, t, e, q) / win.n_positions))
         chosen = "split"
         if direct is not None:
-            if isinstance(direct, str):
-                if direct != "classes":
-                    raise ValueError(f"direct must be 'classes' or a (start, trans, emit) "
-                                     f"tuple, got {direct!r}")
-                from .spectral import hmm_from_token_classes
-
-                direct = hmm_from_token_classes(H, m, random_state)
-            d = tuple(np.asarray(x, dtype=np.float64) for x in direct)
-            if len(d[0]) != m:
-                raise ValueError(f"direct has {len(d[0])} states, not {m}")
+            d = direct
             ds, dt, de, dq, dh = window_em(win, d[0], d[1], d[2], d[0].copy(),
-                                           iterations=fin, tol=tol)
+                                           iterations=first, tol=tol)
             its.append(len(dh))
             lls.append(float(dh[-1]))
             if lls[-1] > lls[-2]:
                 s, t, e, q, chosen = ds, dt, de, dq, "direct"
+            if fin > first:
+                s, t, e, q, hist = window_em(win, s, t, e, q, iterations=fin - first, tol=tol)
+                its.append(len(hist))
+                lls.append(float(hist[-1]))
     if info is not None:
         info.update(sizes=sizes, iterations=its, loglik=lls, windows=len(win.W),
                     occupancy=q, chosen=chosen)
