@@ -28,7 +28,8 @@ iteration is at most 1/5 of the seed's iterations.  Starts are given as specs::
                                  split with noise nz; dir=1: also the class start at m fitted
                                  fit iterations, the better window likelihood kept (sc=k: both
                                  routes k iterations at m, the better continues); em=k: k
-                                 corpus Baum-Welch iterations at the size before the last
+                                 corpus Baum-Welch iterations at the size before the last;
+                                 L4=k: then k window-EM iterations on the 4-gram windows
 
 The start is plugged in by replacing ``fastspectral.hmm.spectral.hmm_from_token_classes``
 while the run lasts (``model.py`` calls it for ``spectral_init="classes"``); its CPU time
@@ -124,9 +125,11 @@ def make_start(spec: str, record: dict):
                                       direct=_CLASSES(H, m, seed) if o.get("dir") == "1"
                                       else None, screen=int(o.get("sc", 0)),
                                       corpus_iterations=int(o.get("em", 0)),
+                                      refine=int(o.get("L4", 0)),
                                       info=info)
             record.update(window_iterations=int(sum(info["iterations"])),
                           chosen=info["chosen"],
+                          refine_iterations=info.get("refine_iterations", 0),
                           windows=info["windows"], sizes=info["sizes"],
                           level_iterations=info["iterations"],
                           final_window_loglik=info["loglik"][-1])

@@ -314,3 +314,38 @@ def test_split_start_as_an_estimator_option():
     assert h0.start_.shape == (4,)
     with pytest.raises(ValueError, match="spectral_init"):
         HMM(n_states=4, method="spectral-em", spectral_init="splits").fit(strs)
+
+
+@pytest.mark.parametrize("length", [2, 4, 5])
+def test_prefix_estep_equals_the_generic_one(length):
+    """Windows of length != 3 take the level-by-level prefix E-step: the same likelihood and
+    expected counts as the batched forward-backward over every window."""
+    rng = np.random.default_rng(7)
+    start, trans, emit = _hmm(rng, 3, 5)
+    seqs = _sample(start, trans, emit, 300, rng)
+    enc = _enc(seqs)
+    win = MI.windows_from_sequences(enc.offsets, enc.ids, 5, length)
+    plan = MI._plan(win)
+    assert isinstance(plan, MI._PrefixPlan)
+    s = MI._random_start(win, 4, np.random.default_rng(0))
+    a = MI._estep(win, *s, MI._onehot(win))
+    b = MI._estep(win, *s, plan)
+    assert b[0] == pytest.approx(a[0], rel=1e-12)
+    for x, y in zip(a[1:], b[1:]):
+        assert np.allclose(x, y, rtol=1e-10, atol=1e-12)
+
+
+def test_refinement_on_longer_windows():
+    """``refine``: window EM on 4-gram windows after the trigram fit, its likelihood
+    non-decreasing (EM on the 4-gram composite likelihood)."""
+    start, trans, emit, seqs, enc, win = _known_windows(13, 500)
+    H = S.hankel_data(enc, 3, 0)
+    info = {}
+    s, t, e = MI.hmm_by_splitting(H, 3, random_state=0, levels=1, iterations=5,
+                                  final_iterations=5, refine=6, tol=None, info=info)
+    assert info["refine_iterations"] == 6 and t.shape == (3, 3)
+    w4 = MI.window_table(H.F, H.M, 4)
+    assert info["refine_windows"] == len(w4.W)
+    *_, hist = MI.window_em(w4, s, t, e, info["occupancy"], iterations=4, tol=None)
+    assert np.all(np.diff(hist) >= -1e-10)
+    assert hist[0] >= info["refine_loglik"] - 1e-9

@@ -111,6 +111,8 @@ def _estep(win: Windows, start, trans, emit, q, plan):
     :func:`_plan`; windows of length 3 take :func:`_estep3`)."""
     if isinstance(plan, _TrigramPlan):
         return _estep3(win, plan, start, trans, emit, q)
+    if isinstance(plan, _PrefixPlan):
+        return _estep_prefix(win, plan, start, trans, emit, q)
     onehot = plan
     W, cnt = win.W, win.counts
     n, L = W.shape
@@ -168,11 +170,94 @@ class _TrigramPlan:
     gx0: np.ndarray        # [n_grp] first event of every group
 
 
+@dataclass
+class _PrefixPlan:
+    """Index structure of :func:`_estep_prefix` for windows of any length ``L >= 2`` (sorted
+    as :func:`window_table` returns them): for every level ``k = 0 .. L - 2`` the distinct
+    prefixes ``(begin, x_0 .. x_k)``, their last event ``last[k]`` and (``k >= 1``) the
+    prefix of level ``k - 1`` they extend, ``parent[k]``; ``begin0``: the begin flag of the
+    level-0 prefixes; ``pre``: the level-``L - 2`` prefix of every window, ``x_end`` its last
+    event."""
+    last: list
+    parent: list
+    begin0: np.ndarray
+    pre: np.ndarray
+    x_end: np.ndarray
+
+
+def _prefix_plan(win: Windows) -> _PrefixPlan:
+    """:class:`_PrefixPlan` of ``win`` (length >= 2)."""
+    W = win.W
+    L = W.shape[1]
+    B = np.int64(win.M + 2)
+    code = win.begin.astype(np.int64)
+    last, parent, prev_u = [], [], None
+    inv = None
+    for k in range(L - 1):
+        code = code * B + W[:, k]
+        u, inv = np.unique(code, return_inverse=True)
+        inv = inv.ravel()
+        last.append(u % B)
+        if k == 0:
+            begin0 = (u // B).astype(bool)
+            parent.append(None)
+        else:
+            parent.append(np.searchsorted(prev_u, u // B))
+        prev_u = u
+    if np.any(np.diff(inv) < 0):
+        raise ValueError("windows must be sorted (window_table's order)")
+    return _PrefixPlan(last, parent, begin0, inv, W[:, L - 1].copy())
+
+
+def _estep_prefix(win: Windows, plan: _PrefixPlan, start, trans, emit, q):
+    """:func:`_estep` for windows of any length ``L >= 2``, level by level over the distinct
+    prefixes (the generalisation of :func:`_estep3`): forward vectors
+    ``a_k = (a_{k-1} T) * E[x_k]`` per prefix of level ``k``; one compiled pass over the
+    windows (:func:`_trigram_pass`: ``p(w) = a_{L-2} . T E[x_{L-1}]``, the sums ``Y`` of
+    ``count / p(w)`` times the backward vector per last-level prefix); then backwards, level
+    by level, the summed backward messages ``S_k`` (``S_{L-2} = Y``; ``S_{k-1} = (sum over
+    the extensions p of E[x_k(p)] * S_k[p]) T^T``), the posteriors ``a_k * S_k`` (emissions)
+    and ``a_{k-1}^T (E[x_k] * S_k)`` (transitions into real events)."""
+    M = win.M
+    m = len(start)
+    EmT = np.ones((M + 2, m))
+    EmT[:M + 1] = emit.T
+    V = np.where(plan.begin0[:, None], start[None, :], q[None, :])
+    a = [V * EmT[plan.last[0]]]
+    for k in range(1, len(plan.last)):
+        a.append((a[-1] @ trans)[plan.parent[k]] * EmT[plan.last[k]])
+    TEt = EmT @ trans.T
+    S = np.zeros_like(a[-1])
+    Kt = np.zeros((M + 2, m))
+    ll = _trigram_pass(plan.pre, plan.x_end, win.counts, a[-1], TEt, S, Kt)
+    K = Kt.T
+    trans_acc = trans * (K[:, :M + 1] @ EmT[:M + 1])
+    emit_acc = (trans.T @ K) * EmT.T
+    for k in range(len(plan.last) - 1, 0, -1):
+        xk = plan.last[k]
+        emit_acc += _rows_add(np.zeros((M + 2, m)), xk, a[k] * S).T
+        C = EmT[xk] * S
+        D = _rows_add(np.zeros_like(a[k - 1]), plan.parent[k], C)
+        pad = xk > M
+        D_real = D - _rows_add(np.zeros_like(D), plan.parent[k][pad], C[pad]) if pad.any() \
+            else D
+        trans_acc += trans * (a[k - 1].T @ D_real)
+        S = D @ trans.T
+    G0 = a[0] * S
+    emit_acc += _rows_add(np.zeros((M + 2, m)), plan.last[0], G0).T
+    start_acc = G0[plan.begin0].sum(axis=0)
+    q_acc = G0[~plan.begin0].sum(axis=0)
+    return ll, start_acc, q_acc, trans_acc, emit_acc[:, :M + 1]
+
+
 def _plan(win: Windows):
     """The accumulator structure of the E-step: :class:`_TrigramPlan` for windows of length
-    3, else the one-hot matrix of :func:`_onehot`."""
-    if win.length != 3:
+    3, :class:`_PrefixPlan` for other lengths >= 2, else (length 1) the one-hot matrix of
+    :func:`_onehot`."""
+    if win.length == 1:
         return _onehot(win)
+    if win.length != 3:
+        return _prefix_plan(win)
     W = win.W
     B = np.int64(win.M + 2)
     pcode = (win.begin.astype(np.int64) * B + W[:, 0]) * B + W[:, 1]
@@ -599,8 +684,8 @@ def hmm_by_splitting(H, n_states: int, random_state=0, levels: int = 3, length: 
                      restarts: int = 0, iterations: int = 100, final_iterations=300,
                      tol: float | None = 1e-6, init="classes", noise: float = 0.01,
                      floor: float = 0.0, direct="classes", screen: int = 0,
-                     corpus_iterations: int = 0, windows: Windows | None = None,
-                     info: dict | None = None):
+                     corpus_iterations: int = 0, refine: int = 0, refine_length: int = 4,
+                     windows: Windows | None = None, info: dict | None = None):
     """Progressive splitting on the window moments (Petrov et al. 2006's split training
     without the merge, each stage fitted by the window EM of :func:`window_em` instead of
     corpus EM): the moment start of :func:`hmm_from_moments` at ``split_sizes(m, levels)[0]``
@@ -622,7 +707,9 @@ def hmm_by_splitting(H, n_states: int, random_state=0, levels: int = 3, length: 
     hmm.em.em_step` on the sequences of ``H.F``; the split-then-EM of Petrov et al. with corpus
     EM at half the states, where an iteration costs about a quarter of one at ``m``), and
     ``final_iterations`` 0 skips the window EM after the last split.  Returns ``(start, trans,
-    emit)`` as :func:`hmm_from_moments`.
+    emit)`` as :func:`hmm_from_moments`.  ``refine``: then that many window-EM iterations on
+    the windows of length ``refine_length`` (4: the 4-gram moments; prefix-grouped E-step,
+    :func:`_estep_prefix`) from the result, stopping by ``tol`` as well.
 
     The defaults (``spectral_init="split"`` of :class:`~fastspectral.hmm.HMM`): three levels
     (``m / 8 .. m``, e.g. 5, 10, 20, 40), the class start at the first size, 100 window-EM
@@ -702,6 +789,12 @@ def hmm_by_splitting(H, n_states: int, random_state=0, levels: int = 3, length: 
                 s, t, e, q, hist = window_em(win, s, t, e, q, iterations=fin - first, tol=tol)
                 its.append(len(hist))
                 lls.append(float(hist[-1]))
+        if refine > 0:
+            wr = window_table(H.F, H.M, refine_length)
+            s, t, e, q, hr = window_em(wr, s, t, e, q, iterations=int(refine), tol=tol)
+            if info is not None:
+                info.update(refine_iterations=len(hr), refine_loglik=float(hr[-1]),
+                            refine_windows=len(wr.W))
     if info is not None:
         info.update(sizes=sizes, iterations=its, loglik=lls, windows=len(win.W),
                     occupancy=q, chosen=chosen)
