@@ -350,6 +350,10 @@ class LatentPCFGBase(Parser):
     #: the PCFG pass runs only for chunks with a sentence whose L-PCFG total is unusable (see
     #: docs/throughput.md: parses changed and F1).  An attribute of the parse path, not saved.
     skip_same_pcfg = True
+    #: coarse thresholds of the retries, as factors of ``coarse_threshold``, for the sentences
+    #: whose pruned PCFG chart has no parse (the last retry is always unpruned).  An attribute
+    #: of the parse path, not saved.
+    retry_factors = (1e-3,)
 
     # -- shared checks -----------------------------------------------------------------------
     def _check_common_params(self) -> None:
@@ -793,7 +797,7 @@ class LatentPCFGBase(Parser):
                     for c in range(0, len(plan.alone), max(1, chunk_size))]
         n_full = len(tables.coarse_un), len(tables.coarse_bin)
 
-        levels = (coarse, (coarse or 0) * 1e-3, None)
+        levels = (coarse, *((coarse or 0) * f for f in self.retry_factors), None)
 
         def parse_levels(ids, threads, max_bytes, over, st, levels=levels):
             # coarse-to-fine can prune away every fine derivation (the coarse skeleton has
