@@ -14,6 +14,12 @@ process) of the stages of an L-PCFG parse, each timed by wrapping its function: 
 one-state or a latent grammar), the item projections, the decoding, and the rest:
 
     python benchmarks/profile_parse.py MODEL.fsm --stages --jobs 1 --limit 300
+
+``--stages --clock wall`` times the same stages by the wall clock instead: a stage whose wall
+time falls less than its CPU time from J=1 to J=2 leaves threads waiting (serial work around
+a kernel, or a few sentences in one call):
+
+    python benchmarks/profile_parse.py MODEL.fsm --stages --clock wall --jobs 1 2 --limit 400
 """
 from __future__ import annotations
 
@@ -38,6 +44,8 @@ def main(argv=None):
                     "overhead inflates the Python part)")
     ap.add_argument("--stages", action="store_true",
                     help="CPU seconds per stage of an L-PCFG parse (see above)")
+    ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
+                    help="with --stages: CPU seconds of the process (default) or wall seconds")
     args = ap.parse_args(argv)
     if args.stages:
         return stages(args)
@@ -107,14 +115,16 @@ def stages(args):
     from fastspectral.trees import read_ptb
 
     spent: dict = {}
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    unit = "CPU-s" if args.clock == "cpu" else "s"
 
     def timed(name, f):
         def wrapper(*a, **k):
-            t = time.process_time()
+            t = clock()
             try:
                 return f(*a, **k)
             finally:
-                spent[name] = spent.get(name, 0.0) + time.process_time() - t
+                spent[name] = spent.get(name, 0.0) + clock() - t
         return wrapper
 
     run = LatentPCFGBase._run
@@ -135,15 +145,15 @@ def stages(args):
     model.parse(sents, jobs=max(args.jobs))     # warm-up: float32 tensors, tables, caches
     for j in args.jobs:
         spent.clear()
-        t0 = time.process_time()
+        t0 = clock()
         model.parse(sents, jobs=j)
-        total = time.process_time() - t0
-        print(f"## {os.path.basename(args.model)} J={j}: {total:.2f} CPU-s, "
-              f"{len(sents) / total:.1f} sentences per CPU-s")
+        total = clock() - t0
+        print(f"## {os.path.basename(args.model)} J={j}: {total:.2f} {unit}, "
+              f"{len(sents) / total:.1f} sentences per {unit}")
         for name, t in sorted(spent.items(), key=lambda x: -x[1]):
-            print(f"   {name:20s} {t:7.2f} CPU-s {100 * t / total:5.1f} %")
+            print(f"   {name:20s} {t:7.2f} {unit:5s} {100 * t / total:5.1f} %")
         rest = total - sum(spent.values())
-        print(f"   {'the rest':20s} {rest:7.2f} CPU-s {100 * rest / total:5.1f} %")
+        print(f"   {'the rest':20s} {rest:7.2f} {unit:5s} {100 * rest / total:5.1f} %")
         print(f"   {model.last_parse_stats_}")
 
 
