@@ -36,8 +36,8 @@ while the run lasts (``model.py`` calls it for ``spectral_init="classes"``); its
 (``time.process_time``, this process) is reported, and divided by the CPU time of one corpus
 EM iteration (``em.em_step`` on the same training sequences, median of 5) as "EM-iteration
 equivalents"; "reach + start cost": those equivalents plus the iteration that reaches the
-seed's perplexity, and "met, start's cost counted": that sum is at most 1/5 of the seed's
-iterations; "ppl at the limit - target": the start's perplexity at the seed's limit iteration
+seed's perplexity, and "met, start's cost counted": that sum is at most the seed's limit
+(1/5 of its iterations, rounded down); "ppl at the limit - target": the start's perplexity at the seed's limit iteration
 minus the seed's converged perplexity (the margin; negative is met).  EM seed runs are cached in ``--cache`` (they do not depend on the start).
 
     nice -n 10 python benchmarks/hmm_init_screen.py --splits dev --states 40 \\
@@ -237,7 +237,7 @@ def main(argv=None):
                                              c[min(r["iterations"] // 5, len(c) - 1)]),
                                          "met": hit is not None and hit <= r["iterations"] / 5,
                                          "met_with_start_cost": bool(
-                                             cost <= r["iterations"] / 5)})
+                                             cost <= r["iterations"] // 5)})
                 rows.append(row)
                 met = sum(q["met"] for q in row["seeds"])
                 print(f"{split} m={m} {spec}: ppl at 0/1/5/10/20/30 " + " / ".join(

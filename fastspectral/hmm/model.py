@@ -86,7 +86,12 @@ class HMM(PartitionedFit, Estimator):
         ``"moments"``: an HMM matched to the trigram-window moments (EM on the distinct
         weighted windows from the class start and 8 random starts, the best kept;
         :func:`fastspectral.hmm.moment_init.hmm_from_moments`): a moment-matching estimate,
-        not the spectral one, and it costs 17-56 corpus EM iterations' CPU on the WSJ tags.
+        not the spectral one, and it costs 17-56 corpus EM iterations' CPU on the WSJ tags;
+        ``"split"``: the same window objective without restarts, by progressive state
+        splitting from the class start at ``m / 8`` states, beside the class start at ``m``
+        fitted directly, the better window likelihood kept
+        (:func:`fastspectral.hmm.moment_init.hmm_by_splitting`; 4-16 corpus EM iterations'
+        CPU on the WSJ tags).
 
     Parameters
     ----------
@@ -141,10 +146,11 @@ class HMM(PartitionedFit, Estimator):
     random_state : int or None, default 0
         Seed of EM's random start, of the spectral initialiser's random projection and
         k-means and of the randomized SVD (None: fresh entropy).
-    spectral_init : {"classes", "anchors", "moments"}, default "classes"
+    spectral_init : {"classes", "anchors", "moments", "split"}, default "classes"
         The starting point of ``method="spectral-em"`` (above); "classes" reached random-start
         EM's converged development perplexity within a fifth of its iterations in 6 of 9
-        (m, seed) cases on the WSJ tags, "anchors" in 2, "moments" in 9 (test: 3, -, 6 of 9;
+        (m, seed) cases on the WSJ tags, "anchors" in 2, "moments" in 9, "split" in 8-9
+        (test: 3, -, 6, 4 of 9; with the start's own CPU counted as EM iterations: 3, -, 0, 3;
         docs/hmm.md).
 
     Attributes
