@@ -343,9 +343,57 @@ def spectral_columns(data, scores, forms):
             cols.append(rank / np.maximum(np.diff(data.cand_off)[data.sent] - 1, 1))
         elif form == "fragment":
             cols += [_normalise(frag, data, "max"), data.relative(-np.asarray(fneg))]
+        elif form.startswith("shag-"):
+            cols += shag_columns(data, scores, form)
         else:
             raise ValueError(f"unknown form {form!r}")
     return cols
+
+
+def shag_columns(data, scores, form):
+    """Dense columns of a SHAG model's scores ``(log |w|, sign, summed log posteriors, None)``
+    (``fastspectral.rerank.shag_scores``): ``shag-tree[-NORM]``: log |w(tree)| normalised in
+    its list (NORM: max (default), word, list; a zero / non-finite weight gets the list's
+    lowest value), the "w <= 0 or not finite" and "w < 0" indicators; ``shag-arc[-NORM]``:
+    the summed clipped log arc posteriors, normalised the same way."""
+    from fastspectral.rerank.model import _normalise
+
+    logw, sign, post = scores[:3]
+    kind, _, norm = form[len("shag-"):].partition("-")
+    norm = norm or "max"
+    if kind == "tree":
+        ok = np.isfinite(logw) & (sign != 0)
+        filled = logw
+        if (~ok).any():
+            low = np.minimum.reduceat(np.where(ok, logw, np.inf), data.cand_off[:-1])
+            low = np.where(np.isfinite(low), low, 0.0)
+            filled = np.where(ok, logw, low[data.sent])
+        return [_normalise(filled, data, norm), (~ok).astype(np.float64),
+                (sign < 0).astype(np.float64)]
+    if kind == "arc":
+        return [_normalise(post, data, norm)]
+    raise ValueError(f"unknown form {form!r}")
+
+
+def shag_extra_scores(args, spec, tr, dev, jack, dev_data):
+    """SHAG scores (``fastspectral.rerank.shag_scores``) of the jack-knifed training lists (a
+    model trained on the other folds scores each fold) and of the dev lists (a model trained
+    on ``tr``) for the model ``spec`` = ``METHOD:STATES:LEXICAL``."""
+    from fastspectral.rerank import RerankDepParser
+    from fastspectral.rerank.model import _argmax_segments
+    from fastspectral.rerank.shag_scores import jackknife_shag_scores, new_shag, shag_scores
+
+    method, states, lexical = spec.split(":")
+    params = {"method": method, "n_states": int(states), "lexical": lexical}
+    cuts = RerankDepParser(folds=3)._cuts(len(tr))
+    t, c = time.perf_counter(), cpu()
+    tr_s = jackknife_shag_scores(tr, jack.data, cuts, params, args.jobs)
+    model = new_shag(params).fit(tr)
+    dev_s = shag_scores(model, dev, dev_data, args.jobs)
+    info = {"shag": spec, "cpu_s": round(cpu() - c, 1), "seconds": round(time.perf_counter() - t, 1),
+            "neg_frac_dev": round(float((dev_s[1] < 0).mean()), 4),
+            "zero_frac_dev": round(float((dev_s[1] == 0).mean()), 4)}
+    return (*tr_s, None), (*dev_s, None), info
 
 
 def extra_evaluate(args, jack, dev_data, dev_eval, models, gain):
@@ -369,8 +417,8 @@ def extra_evaluate(args, jack, dev_data, dev_eval, models, gain):
         return r
 
     def cols_of(which, cand=None):
-        return lambda d: sum((spectral_columns(d, tuple(x if cand is None else x[cand]
-                                                        for x in mdl[which]), mdl[2])
+        return lambda d: sum((spectral_columns(d, tuple(x if cand is None or x is None
+                                                        else x[cand] for x in mdl[which]), mdl[2])
                               for mdl in models), [])
 
     r = fit(jack.data, jack.correct, cols_of(0))
@@ -407,6 +455,9 @@ def sweep_extra(args, train):
     out["cv_base_parser"] = round(100.0 * jack.correct[jack.data.cand_off[:-1]].sum()
                                   / jack.n_tokens, 2)
     print(json.dumps(out), flush=True)
+    if args.shag_models:
+        return sweep_shag(args, tr, dev, jack, dev_data, dev_correct, dev_tok, keep_dev,
+                          dev_eval)
     raw = raw_parses(args, tr) if any(int(m.split(":")[3]) for m in
                                       args.extra_models.split(",")) else None
     scores = {}
@@ -428,6 +479,66 @@ def sweep_extra(args, train):
             r = extra_evaluate(args, jack, dev_data, dev_eval, mdl, g)
             print(json.dumps({"models": models, "forms": forms, "gain": g, **r}), flush=True)
     print(json.dumps({"load_avg_end": os.getloadavg()}), flush=True)
+
+
+def sweep_shag(args, tr, dev, jack, dev_data, dev_correct, dev_tok, keep_dev, dev_eval):
+    """``--sweep-extra --shag-models ...``: the SHAG model's tree weight and arc posteriors as
+    re-ranker columns (docs/rerank.md, "SHAG scores"), beside the baseline re-ranker and the
+    section-3 model's scores (``--extra-models``, the default model first), dev + 3-fold CV."""
+    from fastspectral.rerank.model import _argmax_segments
+
+    scores = {}
+    for spec in [m for m in args.extra_models.split(",") if m]:
+        tr_s, dev_s, info = extra_scores(args, spec, tr, dev, jack, dev_data, None)
+        scores[spec] = (tr_s, dev_s)
+        print(json.dumps({"model": spec, **info}), flush=True)
+    for spec in args.shag_models.split(","):
+        tr_s, dev_s, info = shag_extra_scores(args, spec, tr, dev, jack, dev_data)
+        scores["shag:" + spec] = (tr_s, dev_s)
+        # each score alone as the picker, and its within-list correlation with correctness
+        for j, name in ((0, "tree"), (2, "arc")):
+            x = np.where(np.isfinite(dev_s[j]), dev_s[j], -1e300)
+            info[f"dev_{name}_alone"] = dev_eval(_argmax_segments(x, dev_data.cand_off))
+            info[f"dev_{name}_corr"] = round(within_list_corr(dev_s[j], dev_correct,
+                                                              dev_data), 4)
+        print(json.dumps(info), flush=True)
+    gains = [float(g) for g in args.gains.split(",")]
+    extra = [m for m in args.extra_models.split(",") if m]
+    runs = [([], [])]
+    runs += [([m], ["tree", "fragment"]) for m in extra]
+    for spec in args.shag_models.split(","):
+        key = "shag:" + spec
+        for forms in args.shag_forms.split(","):
+            runs.append(([key], forms.split("+")))
+    for combo in [c for c in args.shag_combos.split(",") if c]:
+        parts = combo.split("|")            # MODEL=FORM+FORM|MODEL=FORM...
+        runs.append(([p.split("=")[0] for p in parts],
+                     [p.split("=")[1].split("+") for p in parts]))
+    for models, forms in runs:
+        for g in gains:
+            per = forms if models and isinstance(forms[0], list) else [forms] * len(models)
+            mdl = [(*scores[m], f) for m, f in zip(models, per)]
+            r = extra_evaluate(args, jack, dev_data, dev_eval, mdl, g)
+            print(json.dumps({"models": models, "forms": per, "gain": g, **r}), flush=True)
+    print(json.dumps({"load_avg_end": os.getloadavg()}), flush=True)
+
+
+def within_list_corr(x, correct, data):
+    """Mean over the lists of the correlation between ``x`` (non-finite values: the list's
+    lowest finite one) and the candidates' correct heads (lists where either is constant are
+    skipped)."""
+    out = []
+    for b in range(len(data.cand_off) - 1):
+        a, e = data.cand_off[b], data.cand_off[b + 1]
+        v = np.asarray(x[a:e], np.float64)
+        ok = np.isfinite(v)
+        if not ok.any():
+            continue
+        v = np.where(ok, v, v[ok].min())
+        y = correct[a:e].astype(np.float64)
+        if v.std() > 0 and y.std() > 0:
+            out.append(np.corrcoef(v, y)[0, 1])
+    return float(np.mean(out)) if out else float("nan")
 
 
 def final(args, train, test):
@@ -531,6 +642,15 @@ def main(argv=None):
     ap.add_argument("--extra-combos", default="words:16:0.3:0+pos:8:0.03:0,"
                     "words:16:0.3:0+pos:8:0.03:57340,words:16:0.3:0+cluster64:8:0.3:0,"
                     "words:16:0.3:0+pos:8:0.03:57340+cluster64:8:0.3:0")
+    ap.add_argument("--shag-models", default="",
+                    help="--sweep-extra: SHAG models METHOD:STATES:LEXICAL (e.g. "
+                         "spectral:8:lex+fcp) whose tree weight / arc posteriors are re-ranker "
+                         "columns (with --extra-models as the section-3 reference)")
+    ap.add_argument("--shag-forms", default="shag-tree,shag-arc,shag-tree+shag-arc",
+                    help="column sets of each SHAG model (shag-tree[-max|-word|-list], "
+                         "shag-arc[-...])")
+    ap.add_argument("--shag-combos", default="",
+                    help="MODEL=FORM+FORM|MODEL=FORM,...: several models at once")
     ap.add_argument("--cv", type=int, default=0, help="N-fold cross-validation on --data")
     args = ap.parse_args(argv)
     from fastspectral.trees.readers import read_treebank

@@ -14,7 +14,9 @@ EPILOG = """\
 The base parser (fastspectral train mst) gives k-best lists; the re-ranker learns from
 jack-knifed lists of the training data; with --features base+spectral it also reads log
 p-hat of the latent dependency model (fastspectral train latent-dep), trained on the same
-treebank (with --embeddings FILE: an eigenword dictionary, 'fastspectral train eigenwords').
+treebank (with --embeddings FILE: an eigenword dictionary, 'fastspectral train eigenwords');
+with --features base+shag the tree weight and arc posteriors of the split-head-automaton
+model (fastspectral train shag: spectral, 8 states, LEX+FCP); base+spectral+shag: both.
 'fastspectral parse MODEL INPUT --no-rerank' gives the base parser's trees.
 
 examples:
@@ -33,7 +35,9 @@ def add_arguments(parser, cls) -> None:
     kit.option(g, "--k", cls, "k", type=positive_int, metavar="K", help="trees per k-best list")
     kit.option(g, "--features", cls, "features", choices=FEATURES,
                help="re-ranker features: the paper's baseline features and the base score "
-                    "(base), also log p-hat of the spectral model (base+spectral)")
+                    "(base), also log p-hat of the spectral model (base+spectral), the tree "
+                    "weight and arc posteriors of the split-head-automaton model, spectral "
+                    "+ LEX+FCP (base+shag), or both (base+spectral+shag)")
     kit.option(g, "--spectral-scores", cls, "spectral_scores", choices=SPECTRAL_SCORES,
                help="the spectral model's scores: p-hat of the tree (with its sign), of its "
                     "depth-1 fragments, or both")
@@ -69,9 +73,10 @@ def build(args, cls, preset):
     if getattr(args, "states", None) is not None:
         extra["n_states"] = args.states
     if extra:
-        if model.features != "base+spectral":
+        if model.features not in ("base+spectral", "base+spectral+shag"):
             flag = "--embeddings" if "embeddings" in extra else "--states"
-            raise kit.CommandError(f"{flag} needs --features base+spectral")
+            raise kit.CommandError(f"{flag} needs --features base+spectral (or "
+                                   "base+spectral+shag)")
         if "embeddings" in extra and model.spectral_input == "pos":
             raise kit.CommandError("--embeddings needs --spectral-input words")
         model.spectral_params = {**(model.spectral_params or {}), **extra}

@@ -9,6 +9,10 @@ Training (:meth:`RerankDepParser.fit`):
 2. with ``features="base+spectral"``, the latent dependency model of section 3
    (``fastspectral.latentdep``, kind ``latent-dep``) scores every candidate with
    ``log p-hat``, jack-knifed the same way (a model that has seen a tree would favour it);
+   with ``features="base+shag"`` (or ``"base+spectral+shag"``) the split-head-automaton
+   model of Luque et al. 2012 (:class:`~fastspectral.dependency.SHAGParser`, spectral, with
+   the LEX+FCP lexical model) gives every candidate its tree weight and summed log arc
+   posteriors (:mod:`fastspectral.rerank.shag_scores`), jack-knifed the same way;
 3. the averaged-perceptron re-ranker (:mod:`fastspectral.rerank.reranker`) learns from the
    lists;
 4. the base parser and the spectral model are trained once more on the whole treebank: they
@@ -31,8 +35,11 @@ from .reranker import RerankData, correct_counts, rerank_epoch, score_candidates
 
 __all__ = ["RerankDepParser", "RerankFitInfo", "TrainingLists", "FEATURES"]
 
-#: the re-ranker's feature sets
-FEATURES = ("base", "base+spectral")
+#: the re-ranker's feature sets: the paper's baseline features (+ the base score), + the
+#: section-3 latent dependency model's log p-hat, + the SHAG model's scores, + both
+FEATURES = ("base", "base+spectral", "base+shag", "base+spectral+shag")
+#: the SHAG model's scores used: the tree weight, the summed log arc posteriors, both
+SHAG_SCORES = ("tree", "arc", "both")
 #: normalisations of log p-hat within a k-best list (see _normalise)
 LOGP_NORMS = ("max", "word", "list")
 #: the spectral model's scores used: p-hat of the tree, of its depth-1 fragments, both
@@ -46,7 +53,7 @@ SPECTRAL_INPUTS = ("words", "pos")
 #: defaults of the POS-tag spectral model (``spectral_input="pos"``)
 SPECTRAL_DEFAULTS_POS = {"n_states": 8, "embeddings": "one-hot"}
 #: model-file prefixes of the sub-models
-_MST, _SPEC = "mst.", "spec."
+_MST, _SPEC, _SHAG = "mst.", "spec.", "shag."
 
 
 @dataclass
@@ -64,6 +71,8 @@ class TrainingLists:
     sign: np.ndarray | None = None
     frag: np.ndarray | None = None
     fneg: np.ndarray | None = None
+    #: the SHAG model's ``(log |w|, sign, summed log arc posteriors)`` or None
+    shag: tuple | None = None
 
     @property
     def spectral(self):
@@ -102,9 +111,11 @@ class RerankDepParser(HeadsParser):
     ----------
     k : int, default 50
         Trees per k-best list.
-    features : {"base", "base+spectral"}, default "base+spectral"
+    features : {"base", "base+spectral", "base+shag", "base+spectral+shag"}, default "base+spectral"
         The re-ranker's features: the paper's baseline features and the base parser's score,
-        and with ``"base+spectral"`` also ``log p-hat`` of the latent dependency model.
+        with ``"base+spectral"`` also ``log p-hat`` of the latent dependency model (section
+        3), with ``"base+shag"`` the scores of the split-head-automaton model (``shag_scores``),
+        with ``"base+spectral+shag"`` both.
     folds : int, default 3
         Jack-knife folds of the training lists.
     epochs : int, default 10
@@ -136,6 +147,14 @@ class RerankDepParser(HeadsParser):
         ``log |p-hat|`` of the depth-1 fragments (each node with its children;
         ``LatentDependencyModel.fragment_log_prob``) with the number of negative fragments, or
         both.
+    shag_params : dict or None, default None
+        Constructor arguments of the :class:`~fastspectral.dependency.SHAGParser` over
+        ``fastspectral.rerank.shag_scores.SHAG_DEFAULTS`` (spectral, 8 states, LEX+FCP).
+    shag_scores : {"tree", "arc", "both"}, default "both"
+        The SHAG model's scores: ``log |w(tree)|`` (the product of its automaton weights,
+        normalised in the list by ``logp_norm``, with "w <= 0" and "w < 0" indicators), the
+        sum over the tree's arcs of ``log max(mu, 1e-6)`` (arc posteriors; normalised the
+        same way), or both.
     tagset : {"auto", "upos", "xpos"}, default "auto"
         The POS column.
     random_state : int or None, default 0
@@ -149,6 +168,8 @@ class RerankDepParser(HeadsParser):
         The base parser trained on the whole treebank.
     spectral_ : estimator or None
         The latent dependency model (``features="base+spectral"``).
+    shag_ : SHAGParser or None
+        The split-head-automaton model (``features="base+shag"``).
     weights_, dense_weights_ : ndarray
         The averaged re-ranker weights (hashed features; dense features).
     dense_scale_ : ndarray
@@ -192,6 +213,7 @@ class RerankDepParser(HeadsParser):
                  bits: int = 22, rerank_bits: int = 20, spectral_params: dict | None = None,
                  dense_gain: float = 10.0, logp_norm: str = "max", logp_sign: bool = True,
                  spectral_scores: str = "both", spectral_input: str = "words",
+                 shag_params: dict | None = None, shag_scores: str = "both",
                  tagset: str = "auto", random_state: int | None = 0,
                  jobs: int | None = None):
         self.k = k
@@ -208,6 +230,8 @@ class RerankDepParser(HeadsParser):
         self.logp_sign = logp_sign
         self.spectral_scores = spectral_scores
         self.spectral_input = spectral_input
+        self.shag_params = shag_params
+        self.shag_scores = shag_scores
         self.tagset = tagset
         self.random_state = random_state
         self.jobs = jobs
@@ -241,6 +265,13 @@ class RerankDepParser(HeadsParser):
             raise ValueError(f"logp_sign must be True or False, not {self.logp_sign!r}")
         if self.spectral_params is not None and not isinstance(self.spectral_params, dict):
             raise ValueError("spectral_params must be a dict of constructor arguments or None")
+        if self.shag_scores not in SHAG_SCORES:
+            raise ValueError(f"shag_scores must be one of {', '.join(SHAG_SCORES)}, not "
+                             f"{self.shag_scores!r}")
+        if self.shag_params is not None and not isinstance(self.shag_params, dict):
+            raise ValueError("shag_params must be a dict of constructor arguments or None")
+        if self._shag:
+            self._new_shag()._validate_params()
         self._new_mst()._validate_params()
 
     def _new_mst(self) -> MSTParser:
@@ -256,7 +287,32 @@ class RerankDepParser(HeadsParser):
 
     @property
     def _spectral(self) -> bool:
-        return self.features == "base+spectral"
+        return self.features in ("base+spectral", "base+spectral+shag")
+
+    @property
+    def _shag(self) -> bool:
+        return self.features in ("base+shag", "base+spectral+shag")
+
+    def _new_shag(self):
+        from .shag_scores import new_shag
+
+        return new_shag(self.shag_params)
+
+    def _shag_scores(self, shag, items, data, threads=None):
+        """The SHAG model's ``(log |w|, sign, summed log arc posteriors)`` of every candidate
+        of ``data`` (``items``: its sentences)."""
+        from .shag_scores import shag_scores
+
+        return shag_scores(shag, items, data, threads)
+
+    def jackknife_shag_scores(self, sents, data):
+        """The SHAG scores of the jack-knifed lists ``data`` of ``sents``: each fold's lists
+        scored by a SHAG model trained on the gold trees of the other folds only."""
+        from .shag_scores import jackknife_shag_scores
+
+        return jackknife_shag_scores(sents, data, self._cuts(len(sents)), self.shag_params,
+                                     check_jobs(self.jobs),
+                                     fit_fn=lambda tr: self._new_shag().fit(tr))
 
     def _lists(self, mst, items, threads):
         """``(RerankData, base scores)`` of ``items``' k-best lists under ``mst``."""
@@ -304,9 +360,32 @@ class RerankDepParser(HeadsParser):
 
     def _n_dense(self) -> int:
         return 1 + ((3 if self.logp_sign else 2) if self._tree else 0) + \
-            (2 if self._fragments else 0)
+            (2 if self._fragments else 0) + \
+            ((3 if self.shag_scores in ("tree", "both") else 0) +
+             (1 if self.shag_scores in ("arc", "both") else 0) if self._shag else 0)
 
-    def _raw_dense(self, data, logp, sign=None, frag=None, fneg=None) -> np.ndarray:
+    def _shag_columns(self, data, shag) -> list:
+        """Dense columns of the SHAG scores ``(log |w|, sign, log posteriors)``: log |w|
+        normalised within the list (``logp_norm``; a zero or non-finite weight gets the list's
+        lowest valid value), the 'w is 0 or not finite' and the 'w < 0' indicators; the summed
+        log arc posteriors normalised the same way."""
+        logw, sign, post = (np.asarray(x, np.float64) for x in shag)
+        cols = []
+        if self.shag_scores in ("tree", "both"):
+            ok = np.isfinite(logw) & (sign != 0)
+            filled = logw
+            if (~ok).any():
+                low = np.minimum.reduceat(np.where(ok, logw, np.inf), data.cand_off[:-1])
+                low = np.where(np.isfinite(low), low, 0.0)
+                filled = np.where(ok, logw, low[data.sent])
+            cols += [_normalise(filled, data, self.logp_norm), (~ok).astype(np.float64),
+                     (sign < 0).astype(np.float64)]
+        if self.shag_scores in ("arc", "both"):
+            cols.append(_normalise(post, data, self.logp_norm))
+        return cols
+
+    def _raw_dense(self, data, logp, sign=None, frag=None, fneg=None,
+                   shag=None) -> np.ndarray:
         """Unscaled dense features: the relative base score; with ``logp``: log |p-hat|
         normalised within its list (``logp_norm``), the 'p-hat is 0 or not finite' indicator
         and (``logp_sign``) the 'p-hat < 0' indicator; with ``frag``: the fragments' log
@@ -331,12 +410,15 @@ class RerankDepParser(HeadsParser):
         if frag is not None:
             cols.append(_normalise(frag, data, self.logp_norm))
             cols.append(data.relative(-np.asarray(fneg, np.float64)))
+        if shag is not None:
+            cols += self._shag_columns(data, shag)
         return np.ascontiguousarray(np.stack(cols, axis=1))
 
     # ------------------------------------------------------------------ training
     def fit(self, sents) -> "RerankDepParser":
         """Train the base parser, its jack-knifed k-best lists, the spectral model (with
-        ``features="base+spectral"``) and the re-ranker; returns self."""
+        ``features="base+spectral"``), the SHAG model (``"base+shag"``) and the re-ranker;
+        returns self."""
         self._validate_params()
         sents = list(sents)
         t_start = time.perf_counter()
@@ -351,6 +433,11 @@ class RerankDepParser(HeadsParser):
             t0 = time.perf_counter()
             self.spectral_ = self._new_spectral().fit(self._spectral_view(sents))
             info.seconds["spectral"] += time.perf_counter() - t0
+        self.shag_ = None
+        if self._shag:
+            t0 = time.perf_counter()
+            self.shag_ = self._new_shag().fit(sents)
+            info.seconds["shag"] = info.seconds.get("shag", 0.0) + time.perf_counter() - t0
         self.fit_time_ = time.perf_counter() - t_start
         return self
 
@@ -380,8 +467,13 @@ class RerankDepParser(HeadsParser):
             t0 = time.perf_counter()
             spec = self.jackknife_log_prob(sents, data)
             sec["spectral"] += time.perf_counter() - t0
+        shag = None
+        if self._shag:
+            t0 = time.perf_counter()
+            shag = self.jackknife_shag_scores(sents, data)
+            sec["shag"] = time.perf_counter() - t0
         correct, n_tokens = count_correct(sents, data)
-        return TrainingLists(data, spec[0], correct, n_tokens, sec, *spec[1:])
+        return TrainingLists(data, spec[0], correct, n_tokens, sec, *spec[1:], shag=shag)
 
     def _cuts(self, n: int) -> np.ndarray:
         return np.linspace(0, n, int(self.folds) + 1).astype(int)
@@ -414,8 +506,12 @@ class RerankDepParser(HeadsParser):
         info.oracle_uas = 100.0 * float(best.sum()) / max(1, lists.n_tokens)
         t0 = time.perf_counter()
         spec = lists.spectral if self._spectral else (None,) * 4
+        if self._shag and getattr(lists, "shag", None) is None:
+            raise ValueError(f"features={self.features!r} needs training lists with SHAG "
+                             "scores (training_lists with the same features)")
         raw = self._raw_dense(data, *(x if use else None for x, use in
-                                      zip(spec, (self._tree,) * 2 + (self._fragments,) * 2)))
+                                      zip(spec, (self._tree,) * 2 + (self._fragments,) * 2)),
+                              shag=lists.shag if self._shag else None)
         scale = raw.std(axis=0)
         scale[scale <= 0] = 1.0
         scale /= float(self.dense_gain)
@@ -441,14 +537,18 @@ class RerankDepParser(HeadsParser):
         return self
 
     # ------------------------------------------------------------------ parsing
-    def rerank_scores(self, items, data, logp=None, threads=None) -> np.ndarray:
+    def rerank_scores(self, items, data, logp=None, threads=None, shag=None) -> np.ndarray:
         """The re-ranker's score of every candidate of ``data`` (lists of ``items``);
-        ``logp``: their spectral scores (:meth:`_log_prob`) when already computed."""
+        ``logp``: their spectral scores (:meth:`_log_prob`), ``shag``: their SHAG scores
+        (:meth:`_shag_scores`), when already computed."""
         if self._spectral and logp is None:
             logp = self._log_prob(self.spectral_, items, data, threads)
+        if self._shag and shag is None:
+            shag = self._shag_scores(self.shag_, items, data, threads)
         spec = logp if self._spectral else (None,) * 4
         dense = self._raw_dense(data, *(x if use else None for x, use in
-                                        zip(spec, (self._tree,) * 2 + (self._fragments,) * 2)))
+                                        zip(spec, (self._tree,) * 2 + (self._fragments,) * 2)),
+                                shag=shag if self._shag else None)
         dense /= self.dense_scale_
         out = np.empty(data.n_candidates)
         score_candidates(self.weights_, self.dense_weights_, data.P, data.tok_off, data.lengths,
@@ -478,7 +578,7 @@ class RerankDepParser(HeadsParser):
         meta = {"params": self.get_params(), "mst": meta_m, "fit_time": self.fit_time_,
                 "seconds": self.fit_info_.seconds, "mistakes": self.fit_info_.mistakes,
                 "oracle_uas": self.fit_info_.oracle_uas,
-                "n_sentences": self.fit_info_.n_sentences, "spectral": None}
+                "n_sentences": self.fit_info_.n_sentences, "spectral": None, "shag": None}
         nz = np.flatnonzero(self.weights_)
         arrays = {"rerank_index": nz.astype(np.int64), "rerank_value": self.weights_[nz],
                   "dense_weights": self.dense_weights_, "dense_scale": self.dense_scale_}
@@ -487,6 +587,10 @@ class RerankDepParser(HeadsParser):
             meta_s, arr_s = self.spectral_._model_file()
             meta["spectral"] = meta_s
             arrays.update({_SPEC + k: a for k, a in arr_s.items()})
+        if getattr(self, "shag_", None) is not None:
+            meta_g, arr_g = self.shag_._model_file()
+            meta["shag"] = meta_g
+            arrays.update({_SHAG + k: a for k, a in arr_g.items()})
         return meta, arrays
 
     @classmethod
@@ -504,6 +608,14 @@ class RerankDepParser(HeadsParser):
                     raise ModelFileError("a base+spectral re-ranker without its spectral model")
                 sub = {k[len(_SPEC):]: a for k, a in arrays.items() if k.startswith(_SPEC)}
                 p.spectral_ = _spectral_class()._from_model_file(meta["spectral"], sub)
+            p.shag_ = None
+            if p._shag:
+                from ..dependency import SHAGParser
+
+                if meta.get("shag") is None:
+                    raise ModelFileError("a base+shag re-ranker without its SHAG model")
+                sub = {k[len(_SHAG):]: a for k, a in arrays.items() if k.startswith(_SHAG)}
+                p.shag_ = SHAGParser._from_model_file(meta["shag"], sub)
             size = 1 << int(p.rerank_bits)
             idx = V.get(arrays, "rerank_index", "int", dtype=np.int64)
             val = V.get(arrays, "rerank_value", "float", dtype=np.float64)
