@@ -405,7 +405,7 @@ def extra_evaluate(args, jack, dev_data, dev_eval, models, gain):
     class Extra(RerankDepParser):
         columns = None
 
-        def _raw_dense(self, data, *unused):
+        def _raw_dense(self, data, *unused, **unused_kw):
             return np.ascontiguousarray(np.stack([data.relative(data.base)] +
                                                  self.columns(data), axis=1))
 
@@ -553,8 +553,11 @@ def final(args, train, test):
     kw = dict(k=args.k, epochs=args.epochs, jobs=args.jobs, dense_gain=args.gain,
               rerank_epochs=args.final_rerank_epochs, logp_norm=args.norm,
               logp_sign=not args.no_sign, spectral_params=sp,
-              spectral_scores=args.spectral_scores, spectral_input=args.spectral_input)
-    m = RerankDepParser(features="base+spectral", **kw)
+              spectral_scores=args.spectral_scores, spectral_input=args.spectral_input,
+              shag_params={"method": args.shag_method, "n_states": args.shag_states,
+                           "lexical": args.shag_lexical}, shag_scores=args.shag_scores)
+    all_feats = "base+spectral+shag" if args.shag else "base+spectral"
+    m = RerankDepParser(features=all_feats, **kw)
     (lists, t_lists, c_lists) = timed(lambda: m.training_lists(train))
     out["seconds"] = dict(lists.seconds)
     m.mst_, t, c = timed(lambda: m._new_mst().fit(train))
@@ -563,6 +566,12 @@ def final(args, train, test):
     m.spectral_, t, c = timed(lambda: m._new_spectral().fit(train))
     out["seconds"]["spectral_final"] = t
     out["cpu_s"]["spectral_final"] = c
+    m.shag_ = None
+    if args.shag:
+        m.shag_, t, c = timed(lambda: m._new_shag().fit(train))
+        out["seconds"]["shag_final"] = t
+        out["cpu_s"]["shag_final"] = c
+        out["shag_params"] = m._new_shag().get_params()
     out["oracle_uas_train_lists"] = None
     rows, speeds = {}, {}
     out["load_avg_speed"] = os.getloadavg()
@@ -571,10 +580,12 @@ def final(args, train, test):
     rows["base_parser"] = scores(test, base_pred)
     speeds["base_parse"] = {"sent_per_s": len(test) / t, "cpu_s": c}
     m.rerank = True
-    sp_model = m.spectral_
-    for feats in ("base", "base+spectral"):
+    sp_model, shag_model = m.spectral_, m.shag_
+    for feats in ("base", "base+spectral") + (("base+shag", "base+spectral+shag")
+                                              if args.shag else ()):
         m.features = feats
-        m.spectral_ = sp_model if feats == "base+spectral" else None
+        m.spectral_ = sp_model if m._spectral else None
+        m.shag_ = shag_model if m._shag else None
         _, t, c = timed(lambda: m.fit_lists(lists))
         out["seconds"]["rerank_" + feats], out["cpu_s"]["rerank_" + feats] = t, c
         out["oracle_uas_train_lists"] = m.fit_info_.oracle_uas
@@ -595,6 +606,8 @@ def final(args, train, test):
     out["speed"] = speeds
     e0 = 100 - rows["base"][0]
     out["error_reduction_pct"] = 100 * (e0 - (100 - rows["base+spectral"][0])) / e0
+    out["error_reduction_pct_by_features"] = {f: 100 * (e0 - (100 - rows[f][0])) / e0
+                                              for f in rows if f.startswith("base+")}
     out["load_avg_end"] = os.getloadavg()
     return out
 
@@ -642,6 +655,16 @@ def main(argv=None):
     ap.add_argument("--extra-combos", default="words:16:0.3:0+pos:8:0.03:0,"
                     "words:16:0.3:0+pos:8:0.03:57340,words:16:0.3:0+cluster64:8:0.3:0,"
                     "words:16:0.3:0+pos:8:0.03:57340+cluster64:8:0.3:0")
+    ap.add_argument("--shag", action="store_true",
+                    help="main mode: also the re-rankers with the SHAG scores (base+shag, "
+                         "base+spectral+shag; SHAG model: --shag-method, --shag-states, "
+                         "--shag-lexical; --shag-scores)")
+    ap.add_argument("--shag-method", default="spectral", choices=("spectral", "em", "det",
+                                                                   "det+f"))
+    ap.add_argument("--shag-states", type=int, default=8)
+    ap.add_argument("--shag-lexical", default="lex+fcp", choices=("none", "lex", "lex+f",
+                                                                  "lex+fcp"))
+    ap.add_argument("--shag-scores", default="both", choices=("tree", "arc", "both"))
     ap.add_argument("--shag-models", default="",
                     help="--sweep-extra: SHAG models METHOD:STATES:LEXICAL (e.g. "
                          "spectral:8:lex+fcp) whose tree weight / arc posteriors are re-ranker "
