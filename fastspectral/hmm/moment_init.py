@@ -305,7 +305,7 @@ def _rows_add(out, idx, X):  # pragma: no cover - numba
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=True)
 def _estep3_small(gb, gx0, pgrp, px1, pre, x2, cnt, start, q, trans, EmT):  # pragma: no cover
     """:func:`_estep3` in one compiled pass for few states (the NumPy version's ~25 array
     operations per iteration cost more than the arithmetic there): the same quantities in
