@@ -90,7 +90,7 @@ class HMM(PartitionedFit, Estimator):
         ``"split"``: the same window objective without restarts, by progressive state
         splitting from the class start at ``m / 8`` states, beside the class start at ``m``
         fitted directly, the better window likelihood kept
-        (:func:`fastspectral.hmm.moment_init.hmm_by_splitting`; 4-16 corpus EM iterations'
+        (:func:`fastspectral.hmm.moment_init.hmm_by_splitting`; 6-16 corpus EM iterations'
         CPU on the WSJ tags).
 
     Parameters
