@@ -629,7 +629,7 @@ def main(argv=None):
                     help="--stages: calls per stage (median)")
     ap.add_argument("--init", action="store_true",
                     help="spectral-initialised EM against EM from random starts (dev and test)")
-    ap.add_argument("--inits", nargs="+", default=["classes", "anchors", "moments"],
+    ap.add_argument("--inits", nargs="+", default=["classes", "anchors", "moments", "split"],
                     help="--init: the spectral starts compared")
     ap.add_argument("--init-splits", nargs="+", default=["dev", "test"])
     ap.add_argument("--init-iterations", type=int, default=30,
