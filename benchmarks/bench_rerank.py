@@ -356,20 +356,13 @@ def shag_columns(data, scores, form):
     its list (NORM: max (default), word, list; a zero / non-finite weight gets the list's
     lowest value), the "w <= 0 or not finite" and "w < 0" indicators; ``shag-arc[-NORM]``:
     the summed clipped log arc posteriors, normalised the same way."""
-    from fastspectral.rerank.model import _normalise
+    from fastspectral.rerank.model import _normalise, shag_tree_columns
 
     logw, sign, post = scores[:3]
     kind, _, norm = form[len("shag-"):].partition("-")
     norm = norm or "max"
     if kind == "tree":
-        ok = np.isfinite(logw) & (sign != 0)
-        filled = logw
-        if (~ok).any():
-            low = np.minimum.reduceat(np.where(ok, logw, np.inf), data.cand_off[:-1])
-            low = np.where(np.isfinite(low), low, 0.0)
-            filled = np.where(ok, logw, low[data.sent])
-        return [_normalise(filled, data, norm), (~ok).astype(np.float64),
-                (sign < 0).astype(np.float64)]
+        return shag_tree_columns(logw, sign, data, norm)
     if kind == "arc":
         return [_normalise(post, data, norm)]
     raise ValueError(f"unknown form {form!r}")

@@ -45,6 +45,20 @@ def pair_offsets(enc: Encoded) -> np.ndarray:
     return off
 
 
+def det_arrays(det: BackoffSHAG | None, enc: Encoded, pair_off: np.ndarray,
+               det_power: float = 1.0, index_dtype=np.int32) -> tuple:
+    """The deterministic part of the product model for ``enc``: its number of states ``K``,
+    its state table ``next_state`` (as ``index_dtype``) and its arc / stop weights ``lw``
+    (``K`` per packed pair) and ``ls`` (``2 K`` per token); without one (``det`` None) a
+    single state and unit weights."""
+    if det is None:
+        return (1, np.zeros((1, N_CLASSES), dtype=index_dtype), np.ones(int(pair_off[-1])),
+                np.ones(2 * len(enc.hsym)))
+    lw, ls = det.weights(enc, pair_off, det_power)
+    return (int(det.K), np.ascontiguousarray(det.next_state, dtype=index_dtype),
+            np.ascontiguousarray(lw, dtype=np.float64), np.ascontiguousarray(ls, dtype=np.float64))
+
+
 def arc_marginals(op: OperatorSHAG, det: BackoffSHAG | None, enc: Encoded,
                   single_root: bool = False, jobs=None, det_power: float = 1.0,
                   arc_mask: np.ndarray | None = None) -> ArcMarginals:
@@ -61,15 +75,7 @@ def arc_marginals(op: OperatorSHAG, det: BackoffSHAG | None, enc: Encoded,
     from .._ext import shag as _k
 
     pair_off = pair_offsets(enc)
-    if det is None:
-        K = 1
-        next_state = np.zeros((1, N_CLASSES), dtype=np.int32)
-        lw = np.ones(int(pair_off[-1]))
-        ls = np.ones(2 * len(enc.hsym))
-    else:
-        K = det.K
-        next_state = np.ascontiguousarray(det.next_state, dtype=np.int32)
-        lw, ls = det.weights(enc, pair_off, det_power)
+    K, next_state, lw, ls = det_arrays(det, enc, pair_off, det_power)
     if arc_mask is not None:
         lw = (lw.reshape(-1, K) * np.asarray(arc_mask, dtype=np.float64)[:, None]).ravel()
     op = op.astype_contiguous()

@@ -372,14 +372,7 @@ class RerankDepParser(HeadsParser):
         logw, sign, post = (np.asarray(x, np.float64) for x in shag)
         cols = []
         if self.shag_scores in ("tree", "both"):
-            ok = np.isfinite(logw) & (sign != 0)
-            filled = logw
-            if (~ok).any():
-                low = np.minimum.reduceat(np.where(ok, logw, np.inf), data.cand_off[:-1])
-                low = np.where(np.isfinite(low), low, 0.0)
-                filled = np.where(ok, logw, low[data.sent])
-            cols += [_normalise(filled, data, self.logp_norm), (~ok).astype(np.float64),
-                     (sign < 0).astype(np.float64)]
+            cols += shag_tree_columns(logw, sign, data, self.logp_norm)
         if self.shag_scores in ("arc", "both"):
             cols.append(_normalise(post, data, self.logp_norm))
         return cols
@@ -660,6 +653,21 @@ def count_correct(sents, data):
     correct_counts(gold, gold_off, data.heads, data.cand_off, data.cand_hoff, data.lengths,
                    keep, correct)
     return correct, int(keep.sum())
+
+
+def shag_tree_columns(logw, sign, data, how) -> list:
+    """Dense columns of SHAG tree weights (``log |w|`` and its sign per candidate): log |w|
+    normalised within its list (``how``: a ``logp_norm``; a zero or non-finite weight gets the
+    list's lowest valid value, 0 in a list without one), the 'w is 0 or not finite' and the
+    'w < 0' indicators."""
+    ok = np.isfinite(logw) & (sign != 0)
+    filled = logw
+    if (~ok).any():
+        low = np.minimum.reduceat(np.where(ok, logw, np.inf), data.cand_off[:-1])
+        low = np.where(np.isfinite(low), low, 0.0)
+        filled = np.where(ok, logw, low[data.sent])
+    return [_normalise(filled, data, how), (~ok).astype(np.float64),
+            (sign < 0).astype(np.float64)]
 
 
 def _normalise(x, data, how):

@@ -158,21 +158,11 @@ def _tree_kernel(alpha1, beta, A, next_state, hsym, msym, cls, tok_off, lw, ls, 
 
 def _model_arrays(parser, enc, pair_off):
     """The operator arrays and the deterministic part's arc / stop weights of ``enc``."""
-    from ..dependency.data import N_CLASSES
+    from ..dependency.inference import det_arrays
 
-    op = parser.op_.astype_contiguous()
-    det = parser.det_
-    if det is None:
-        K = 1
-        next_state = np.zeros((1, N_CLASSES), dtype=np.int64)
-        lw = np.ones(int(pair_off[-1]))
-        ls = np.ones(2 * len(enc.hsym))
-    else:
-        K = int(det.K)
-        next_state = np.ascontiguousarray(det.next_state, dtype=np.int64)
-        lw, ls = det.weights(enc, pair_off, parser._det_power())
-    return op, K, next_state, np.ascontiguousarray(lw, np.float64), \
-        np.ascontiguousarray(ls, np.float64)
+    K, next_state, lw, ls = det_arrays(parser.det_, enc, pair_off, parser._det_power(),
+                                       np.int64)
+    return parser.op_.astype_contiguous(), K, next_state, lw, ls
 
 
 def _posteriors(parser, enc, threads):
