@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Issue 12's device check: build the kernels, then run bench_scaling.py (J = 1, 2, 4, ... up to
 # the cores present), the same as whole `fastspectral parse` processes at J=1 and all cores
-# (WHOLE_LIMIT sentences, default 300) and, with PROFILE=1, profile_parse.py at all cores.  DATA: a folder with wsj-sample.mrg and wsj22.trees; OUT: where
-# the tables go.  Usage: benchmarks/device_scaling.sh DATA OUT [LIMIT]
+# (WHOLE_LIMIT sentences, default 300) and, with PROFILE=1, profile_parse.py at all cores (time
+# inside / outside the kernels) and the L-PCFG models' stages by the wall clock at J=1 and all
+# cores (`--stages --clock wall`: a stage whose wall time does not fall with J leaves threads
+# waiting).  DATA: a folder with wsj-sample.mrg and wsj22.trees; OUT: where the tables go.
+# Usage: benchmarks/device_scaling.sh DATA OUT [LIMIT]
 set -u
 DATA=$1; OUTDIR=$2; LIMIT=${3:-800}
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
@@ -24,4 +27,8 @@ if [ -n "${PROFILE:-}" ]; then
     $PY benchmarks/profile_parse.py "$m" --test "$DATA/wsj22.trees" --limit "$LIMIT" \
         --jobs "$(nproc)" --top 0
   done 2>&1 | tee "$OUTDIR/profile.txt"
+  for m in "$CACHE"/pivot-em-*.fsm "$CACHE"/spectral-*.fsm; do
+    $PY benchmarks/profile_parse.py "$m" --test "$DATA/wsj22.trees" --limit "$LIMIT" \
+        --stages --clock wall --jobs 1 "$(nproc)"
+  done 2>&1 | tee "$OUTDIR/stages.txt"
 fi
