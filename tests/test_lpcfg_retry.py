@@ -85,3 +85,21 @@ def test_deferred_retries_give_the_parses_of_sentences_alone(data, monkeypatch):
     levels.clear()
     alone = [model.parse([s], jobs=1)[0] for s in sents]
     assert [str(t) for t in batch] == [str(t) for t in alone]
+
+
+def test_retries_with_several_python_workers_give_the_same_parses(data, monkeypatch):
+    # 4 threads: two Python workers, each group retrying its own sentences as it goes
+    model, sents = data
+    monkeypatch.setattr(model, "coarse_threshold", 0.02)
+    levels = []
+    orig = LatentPCFGBase._parse_chunk
+
+    def chunk(self, sentences, tags, ids, jobs, stats, out, level, *a, **k):
+        levels.append(level)
+        return orig(self, sentences, tags, ids, jobs, stats, out, level, *a, **k)
+
+    monkeypatch.setattr(LatentPCFGBase, "_parse_chunk", chunk)
+    four = [str(t) for t in model.parse(sents, jobs=4, chunk_size=8)]
+    assert any(level not in (0.02, None) for level in levels)
+    two = [str(t) for t in model.parse(sents, jobs=2, chunk_size=8)]
+    assert four == two

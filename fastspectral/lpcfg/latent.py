@@ -849,15 +849,18 @@ class LatentPCFGBase(Parser):
             refused.extend(over)
             return pending
 
-        # The first level for every batch, then the sentences it left (no parse in their pruned
-        # charts: 25 of the 1,700 §22 sentences for the spectral model) together, longest first,
-        # at the later levels: retried batch by batch they made calls of one to five sentences
-        # that left threads idle.
+        # Sentences with no parse in their pruned charts (25 of the 1,700 §22 sentences for the
+        # spectral model) are retried at the later levels.  With one Python worker (fewer than 4
+        # threads) the first level runs for every batch and the sentences it left run together
+        # afterwards, longest first: retried batch by batch they made calls of one to five
+        # sentences that left threads idle.  With several workers each group retries its own
+        # while the other groups' first levels run, which hides the retries' cost.
+        first = levels[:1] if workers < 2 else levels
         deferred: dict = {}
         try:
             with threadpool_limits(limits=1):
                 for ids, threads, max_bytes in batches:
-                    pending = run_batch(ids, threads, max_bytes, levels[:1])
+                    pending = run_batch(ids, threads, max_bytes, first)
                     deferred.setdefault((threads, max_bytes), []).extend(pending)
                     done += len(ids) - len(pending)
                     if progress:
