@@ -57,9 +57,10 @@ def data(shared_data):
     return model, [_words(t) for t in trees[400:]]
 
 
-def test_deferred_retries_give_the_parses_of_sentences_alone(data, monkeypatch):
-    model, sents = data
-    # a coarse threshold this high prunes away every fine derivation of some sentences
+def _record_levels(model, monkeypatch) -> list:
+    """Sets a coarse threshold (0.02) high enough to prune away every fine derivation of some
+    sentences and records ``(level, sentences, sentences left)`` of every first-level or retry
+    call of the parse path."""
     monkeypatch.setattr(model, "coarse_threshold", 0.02)
     levels = []
     orig = LatentPCFGBase._parse_chunk
@@ -70,6 +71,12 @@ def test_deferred_retries_give_the_parses_of_sentences_alone(data, monkeypatch):
         return left
 
     monkeypatch.setattr(LatentPCFGBase, "_parse_chunk", chunk)
+    return levels
+
+
+def test_deferred_retries_give_the_parses_of_sentences_alone(data, monkeypatch):
+    model, sents = data
+    levels = _record_levels(model, monkeypatch)
     seen = []
     batch = model.parse(sents, jobs=2, chunk_size=8,
                         progress=lambda done, total: seen.append((done, total)))
@@ -82,7 +89,6 @@ def test_deferred_retries_give_the_parses_of_sentences_alone(data, monkeypatch):
     assert all(n == 16 for n in second[:-1])
     assert seen[-1] == (len(sents), len(sents))
     assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
-    levels.clear()
     alone = [model.parse([s], jobs=1)[0] for s in sents]
     assert [str(t) for t in batch] == [str(t) for t in alone]
 
@@ -90,16 +96,8 @@ def test_deferred_retries_give_the_parses_of_sentences_alone(data, monkeypatch):
 def test_retries_with_several_python_workers_give_the_same_parses(data, monkeypatch):
     # 4 threads: two Python workers, each group retrying its own sentences as it goes
     model, sents = data
-    monkeypatch.setattr(model, "coarse_threshold", 0.02)
-    levels = []
-    orig = LatentPCFGBase._parse_chunk
-
-    def chunk(self, sentences, tags, ids, jobs, stats, out, level, *a, **k):
-        levels.append(level)
-        return orig(self, sentences, tags, ids, jobs, stats, out, level, *a, **k)
-
-    monkeypatch.setattr(LatentPCFGBase, "_parse_chunk", chunk)
+    levels = _record_levels(model, monkeypatch)
     four = [str(t) for t in model.parse(sents, jobs=4, chunk_size=8)]
-    assert any(level not in (0.02, None) for level in levels)
+    assert any(level not in (0.02, None) for level, _, _ in levels)
     two = [str(t) for t in model.parse(sents, jobs=2, chunk_size=8)]
     assert four == two
