@@ -22,6 +22,8 @@ examples:
   fastspectral train latent-dep wsj-train.dp -o wsj.ldep --embeddings en.eigenwords --states 16
   fastspectral train latent-dep wsj-train.dp -o wsj-pos.ldep --embeddings en.eigenwords \\
       --states 30 --tags auto
+  fastspectral train latent-dep wsj-train.dp -o wsj-stop.ldep --embeddings en.eigenwords \
+      --states 16 --stop-events
   fastspectral parse wsj.ldep candidates.conllx -o scored.conllx
 """
 
@@ -42,6 +44,12 @@ def add_arguments(parser, cls) -> None:
                help="weight of the tag block")
     kit.option(g, "--ridge", cls, "ridge", type=float, metavar="R",
                help="ridge of the pseudo-inverses, relative to the largest singular value")
+    kit.option(g, "--stop-events", cls, "stop_events", action="store_const", const=True,
+               help="also score valency: a STOP event per node and side (geometric number "
+                    "of children per hidden state; an extension of the paper's model)",
+               show_default="off")
+    kit.option(g, "--stop-weight", cls, "stop_weight", type=float, metavar="W",
+               help="weight of the STOP coordinate of the augmented vectors (--stop-events)")
     kit.add_seed(g, cls)
     kit.add_jobs(g, cls)
 

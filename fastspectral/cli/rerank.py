@@ -52,6 +52,9 @@ def add_arguments(parser, cls) -> None:
     g.add_argument("--states", type=positive_int, metavar="M", default=None,
                    help="hidden states of the spectral model (default: "
                         f"{SPECTRAL_DEFAULTS['n_states']})")
+    g.add_argument("--stop-events", action="store_true", default=False,
+                   help="the spectral model also scores valency (STOP events; "
+                        "LatentDependencyModel(stop_events=True))")
     kit.option(g, "--folds", cls, "folds", type=positive_int, metavar="F",
                help="jack-knife folds of the training lists")
     kit.option(g, "--rerank-epochs", cls, "rerank_epochs", type=positive_int, metavar="N",
@@ -72,9 +75,12 @@ def build(args, cls, preset):
         extra["embeddings"] = args.embeddings
     if getattr(args, "states", None) is not None:
         extra["n_states"] = args.states
+    if getattr(args, "stop_events", False):
+        extra["stop_events"] = True
     if extra:
         if model.features not in ("base+spectral", "base+spectral+shag"):
-            flag = "--embeddings" if "embeddings" in extra else "--states"
+            flag = "--embeddings" if "embeddings" in extra else \
+                "--states" if "n_states" in extra else "--stop-events"
             raise kit.CommandError(f"{flag} needs --features base+spectral (or "
                                    "base+spectral+shag)")
         if "embeddings" in extra and model.spectral_input == "pos":

@@ -10,6 +10,10 @@ with word ``x_i``, taken children-first::
     for each right child c (nearest first):  eta_i = E_R(eta_c) eta_i
     p(tree) = prod_{roots r} c_1 . eta_r
 
+With STOP events (the model with valency, ``LatentDependencyModel(stop_events=True)``) every
+node also gets ``eta_i = S_L eta_i`` after its left children and ``eta_i = S_R eta_i`` after
+its right ones (the STOP pseudo-child, outermost on each side).
+
 with ``E_d(v)[a, b] = sum_j E_d[a, b, j] v[j]`` (the directional edge operators).  Each
 ``eta_i`` is rescaled to max-norm 1 and the scales are summed in log space, so long sentences
 neither under- nor overflow; the sign of the product is kept apart (spectral estimates may be
@@ -148,8 +152,21 @@ def _start_node(leaf, w, start, child, i, cur):
     return lo, split, hi
 
 
+_NO_STOP = np.zeros((0, 0), np.float64)
+
+
+def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, S_L=None, S_R=None):
+    """Algorithm 1 over many trees: ``(log|p|, sign, status)`` per tree (see
+    :func:`_tree_log_prob`).  ``S_L`` / ``S_R`` (``m x m``, optional): the STOP operators of
+    the model with valency (``stop_events=True``), applied to every node after its left
+    (right) children; None: the paper's model (nothing applied)."""
+    S_L = _NO_STOP if S_L is None else np.ascontiguousarray(S_L, np.float64)
+    S_R = _NO_STOP if S_R is None else np.ascontiguousarray(S_R, np.float64)
+    return _tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R)
+
+
 @njit(cache=True, parallel=True)
-def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
+def _tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R):
     """Algorithm 1 over many trees: ``(log|p|, sign, status)`` per tree.
 
     Parameters
@@ -166,6 +183,10 @@ def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
         Edge operators (left and right children).
     c1 : float64 (m,)
         The root functional.
+    S_L, S_R : float64 (m, m) or (0, 0)
+        STOP operators (the model with valency): ``eta_i <- S_L eta_i`` after the left
+        children of every node (the STOP child is the outermost), ``S_R`` after the right
+        ones; ``(0, 0)``: none (the paper's model, the same arithmetic as without them).
 
     Returns
     -------
@@ -175,6 +196,7 @@ def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
     """
     ns = offsets.shape[0] - 1
     m = c1.shape[0]
+    stop = S_L.shape[0] > 0
     logabs = np.empty(ns, np.float64)
     sign = np.empty(ns, np.float64)
     status = np.zeros(ns, np.int64)
@@ -196,10 +218,14 @@ def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1):
                 _apply(E_L, eta[child[q]], cur, tmp, out)
                 for z in range(m):
                     cur[z] = out[z]
+            if stop:
+                _mat2_apply(S_L, cur, out)
             for q in range(split, hi):
                 _apply(E_R, eta[child[q]], cur, tmp, out)
                 for z in range(m):
                     cur[z] = out[z]
+            if stop:
+                _mat2_apply(S_R, cur, out)
             big = 0.0
             for z in range(m):
                 v = abs(cur[z])
@@ -241,8 +267,30 @@ def _mat_apply(M, r, cur, out):
         cur[z] = out[z]
 
 
+@njit(cache=True, nogil=True, fastmath=True)
+def _mat2_apply(S, cur, out):
+    """``cur <- S @ cur`` (``S``: an ``m x m`` STOP operator; ``out``: scratch)."""
+    m = cur.shape[0]
+    for z in range(m):
+        acc = 0.0
+        for b in range(m):
+            acc += S[z, b] * cur[b]
+        out[z] = acc
+    for z in range(m):
+        cur[z] = out[z]
+
+
+def fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1, S_L=None, S_R=None):
+    """Depth-1 fragments of many trees (see :func:`_fragment_log_prob`); ``S_L`` / ``S_R``:
+    the STOP operators of the model with valency (applied to the fragment's head only: its
+    children are leaves whose valency their own fragments score), or None."""
+    S_L = _NO_STOP if S_L is None else np.ascontiguousarray(S_L, np.float64)
+    S_R = _NO_STOP if S_R is None else np.ascontiguousarray(S_R, np.float64)
+    return _fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1, S_L, S_R)
+
+
 @njit(cache=True, parallel=True)
-def fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1):
+def _fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1, S_L, S_R):
     """Depth-1 fragments of many trees: ``(sum log|p_i|, negatives, status)`` per tree.
 
     The fragment of node ``i`` is ``i`` with its children as leaves, scored as a tree rooted at
@@ -257,6 +305,7 @@ def fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1):
     """
     ns = offsets.shape[0] - 1
     m = c1.shape[0]
+    stop = S_L.shape[0] > 0
     logabs = np.empty(ns, np.float64)
     negs = np.empty(ns, np.float64)
     status = np.zeros(ns, np.int64)
@@ -272,8 +321,12 @@ def fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1):
             lo, split, hi = _start_node(leaf, words[a + i], start, child, i, cur)
             for q in range(split - 1, lo - 1, -1):          # left children, nearest first
                 _mat_apply(M_L, words[a + child[q]], cur, out)
+            if stop:
+                _mat2_apply(S_L, cur, out)
             for q in range(split, hi):                      # right children, nearest first
                 _mat_apply(M_R, words[a + child[q]], cur, out)
+            if stop:
+                _mat2_apply(S_R, cur, out)
             v = 0.0
             for z in range(m):
                 v += c1[z] * cur[z]

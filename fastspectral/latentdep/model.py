@@ -129,8 +129,11 @@ class LatentDependencyModel(Parser):
     input_kind = "dependency"
 
     def __init__(self, n_states=8, embeddings=None, dim=30, tags=None, tag_weight=1.0,
-                 ridge=0.3, log_floor=-1e4, random_state=0, jobs=None):
+                 ridge=0.3, stop_events=False, stop_weight=1.0, log_floor=-1e4,
+                 random_state=0, jobs=None):
         self.n_states = n_states
+        self.stop_events = stop_events
+        self.stop_weight = stop_weight
         self.embeddings = embeddings
         self.tags = tags
         self.tag_weight = tag_weight
@@ -149,6 +152,12 @@ class LatentDependencyModel(Parser):
         if not isinstance(self.ridge, (int, float)) or isinstance(self.ridge, bool) or \
                 not self.ridge >= 0:
             raise ValueError(f"ridge must be a number >= 0, got {self.ridge!r}")
+        if not isinstance(self.stop_events, (bool, np.bool_)):
+            raise ValueError(f"stop_events must be True or False, got {self.stop_events!r}")
+        if isinstance(self.stop_weight, bool) or \
+                not isinstance(self.stop_weight, (int, float, np.floating)) or \
+                not (np.isfinite(self.stop_weight) and self.stop_weight > 0):
+            raise ValueError(f"stop_weight must be a number > 0, got {self.stop_weight!r}")
         if not isinstance(self.log_floor, (int, float)) or not np.isfinite(self.log_floor):
             raise ValueError(f"log_floor must be a finite number, got {self.log_floor!r}")
 
@@ -280,10 +289,29 @@ class LatentDependencyModel(Parser):
             out = X[tok[mask]].T @ X[gpar[mask]]
             return out.tocsr() if sp.issparse(out) else np.asarray(out)
 
+        rs = self.random_state if self.random_state is not None else 0
+        if self.stop_events:
+            # children sums per head (sparse N x N adjacency of left / right arcs)
+            A_L = sp.csr_matrix((np.ones(int(left.sum())), (gpar[left], tok[left])),
+                                shape=(N, N))
+            A_R = sp.csr_matrix((np.ones(int(right.sum())), (gpar[right], tok[right])),
+                                shape=(N, N))
+            nL = np.asarray(A_L.sum(axis=1)).ravel()
+            nR = np.asarray(A_R.sum(axis=1)).ravel()
+            SL, SR = A_L @ X, A_R @ X
+            if sp.issparse(X):
+                SL, SR = SL.tocsr(), SR.tocsr()
+            root_mean = np.asarray(X[~has_head].mean(axis=0)).ravel()
+            W, E_L, E_R, S_L, S_R, mu_w, s_all = self._stop_operators(
+                X, SL, SR, nL, nR, None, root_mean, m, rs, randomized_svd)
+            self.stop_L_ = np.ascontiguousarray(S_L, np.float64)
+            self.stop_R_ = np.ascontiguousarray(S_R, np.float64)
+            return self._set_fitted(W, F, kw, words, tag_list, column, E_L, E_R, mu_w, s_all,
+                                    lowercase, index, t0)
+        self.stop_L_ = self.stop_R_ = None
         Sig_L, Sig_R = moment(left), moment(right)
         stack = sp.vstack([Sig_L, Sig_R]).tocsr() if sp.issparse(Sig_L) else \
             np.vstack([Sig_L, Sig_R])
-        rs = self.random_state if self.random_state is not None else 0
         _, s_all, Wt = self._svd(stack, m, rs, randomized_svd)                  # eq. 2
         W = Wt.T                                                                  # k x m
         V_L = self._svd(Sig_L, m, rs, randomized_svd)[0]
@@ -311,6 +339,12 @@ class LatentDependencyModel(Parser):
         D_R = (SLv[b] * nR[b, None]).T @ Hw[b]
         E_L = np.einsum("ac,cbj->abj", self._pinv(D_L), K_L)
         E_R = np.einsum("ac,cbj->abj", self._pinv(D_R), K_R)
+        return self._set_fitted(W, F, kw, words, tag_list, column, E_L, E_R, mu_w, s_all,
+                                lowercase, index, t0)
+
+    def _set_fitted(self, W, F, kw, words, tag_list, column, E_L, E_R, mu_w, s_all,
+                    lowercase, index, t0):
+        m = int(self.n_states)
         # eq. 7: D(x) c_inf = W^T u(x), split into the word's part and the tag's part
         leaf = W[:kw] if F is None else F @ W[:kw]
         self.words_ = words
@@ -326,6 +360,70 @@ class LatentDependencyModel(Parser):
         self._index = index
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    def _stop_operators(self, X, SL, SR, nL, nR, weights, root_mean, m, seed,
+                        randomized_svd):
+        """The observable operators of the model with valency (``stop_events=True``) from
+        node statistics: ``(W, E_L, E_R, S_L, S_R, c_1, singular values)``.
+
+        Every real node ``i`` (row ``i``, weight ``weights[i]``; None: 1) has the vector
+        ``X[i] = u(x_i)``, the sums ``SL[i]`` / ``SR[i]`` of its real left / right children's
+        vectors and their numbers ``nL[i]`` / ``nR[i]``; ``root_mean`` is the mean root vector.
+        The data are augmented, without building pseudo-tokens, by one STOP pseudo-child on
+        each side of every real node (outermost, no children) whose vector is ``w_s e_STOP``
+        (a new coordinate ``k``; ``w_s = stop_weight``; words are 0 there), and eq. 1-7 are
+        applied to the augmented data (eq. 1s-7s of the module docstring).  Fitting on trees
+        passes one row per token; :meth:`LatentDependencyGenerator.population_moments
+        <fastspectral.latentdep.synthetic.LatentDependencyGenerator.population_moments>` passes
+        one row per hidden state with the exact expectations (the tests)."""
+        sw = float(self.stop_weight)
+        n, k = X.shape
+        w = np.ones(n) if weights is None else np.asarray(weights, np.float64)
+        Xw = X.multiply(w[:, None]).tocsr() if sp.issparse(X) else X * w[:, None]
+        colsum = np.asarray(Xw.sum(axis=0)).reshape(1, k) * sw     # the STOP arcs' heads
+
+        def aug(S):                    # eq. 1s: [Sigma_d; w_s sum_i u(x_i)^T], (k+1) x k
+            Sig = S.T @ Xw
+            if sp.issparse(Sig):
+                return sp.vstack([Sig, sp.csr_matrix(colsum)]).tocsr()
+            return np.vstack([np.asarray(Sig), colsum])
+
+        Sig_L, Sig_R = aug(SL), aug(SR)
+        stack = sp.vstack([Sig_L, Sig_R]).tocsr() if sp.issparse(Sig_L) else \
+            np.vstack([Sig_L, Sig_R])
+        _, s_all, Wt = self._svd(stack, m, seed, randomized_svd)                 # eq. 2s
+        W = Wt.T                                                     # k x m (heads: real)
+        V_L = self._svd(Sig_L, m, seed, randomized_svd)[0]           # (k+1) x m (children)
+        V_R = self._svd(Sig_R, m, seed, randomized_svd)[0]
+        Hw = np.asarray(X @ W)
+        SLw, SRw = np.asarray(SL @ W), np.asarray(SR @ W)
+        # V_d-projected child sums, the STOP child's w_s V_d[k] included
+        SLv = np.asarray(SL @ V_L[:k]) + sw * V_L[k][None, :]
+        SRv = np.asarray(SR @ V_R[:k]) + sw * V_R[k][None, :]
+        nL1 = np.asarray(nL, np.float64) + 1.0          # children with the STOP child
+        nR1 = np.asarray(nR, np.float64) + 1.0
+
+        def trigram(P, C):             # sum_i w_i P[i, a] Hw[i, b] C[i, j]       (eq. 4s)
+            out = np.zeros((m * m, m))
+            Cw = C * w[:, None]
+            for a in range(0, n, 8192):
+                z = slice(a, a + 8192)
+                out += (P[z, :, None] * Hw[z, None, :]).reshape(-1, m * m).T @ Cw[z]
+            return out.reshape(m, m, m)
+
+        K_L, K_R = trigram(SRv, SLw), trigram(SLv, SRw)
+        D_L = (SRv * (w * nL1)[:, None]).T @ Hw                                   # eq. 5s
+        D_R = (SLv * (w * nR1)[:, None]).T @ Hw
+        P_L, P_R = (SRv * w[:, None]).T @ Hw, (SLv * w[:, None]).T @ Hw
+        iL, iR = self._pinv(D_L), self._pinv(D_R)
+        E_L = np.einsum("ac,cbj->abj", iL, K_L)                                   # eq. 6s
+        E_R = np.einsum("ac,cbj->abj", iR, K_R)
+        # the STOP slice E_d[:, :, STOP] = Delta_d^+ K_d[:, :, STOP], K_d[:, :, STOP] = w_s P_d,
+        # applied to the STOP child's start vector w_s e_STOP, divided by w_s ** 2 (its
+        # emission u(STOP)^T M[:, STOP] = w_s ** 2): S_d = Delta_d^+ P_d
+        S_L, S_R = iL @ P_L, iR @ P_R
+        mu_w = W.T @ np.asarray(root_mean, np.float64)                            # eq. 3s
+        return W, E_L, E_R, S_L, S_R, mu_w, s_all
 
     def _tag_column(self, sentences):
         """The DepSentence column of the tags used (None: words only)."""
@@ -393,7 +491,8 @@ class LatentDependencyModel(Parser):
         numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
         try:
             logabs, sign, status = tree_log_prob(offsets, parent, words, leaf,
-                                                 self.E_L_, self.E_R_, self.c1_)
+                                                 self.E_L_, self.E_R_, self.c1_,
+                                                 *self._stop_ops())
         finally:
             numba.set_num_threads(old)
         if status.any():
@@ -431,13 +530,17 @@ class LatentDependencyModel(Parser):
         try:
             logabs, negs, status = fragment_log_prob(offsets, parent,
                                                      words.astype(np.int64).ravel(), leaf,
-                                                     M_L, M_R, self.c1_)
+                                                     M_L, M_R, self.c1_, *self._stop_ops())
         finally:
             numba.set_num_threads(old)
         if status.any():
             self._raise_invalid(sentences, status, heads)
         logabs[~np.isfinite(logabs)] = float(self.log_floor)
         return logabs, negs
+
+    def _stop_ops(self):
+        """``(S_L, S_R)`` of the model with stop events, ``(None, None)`` without."""
+        return getattr(self, "stop_L_", None), getattr(self, "stop_R_", None)
 
     def log_likelihood(self, sentences) -> float:
         """Sum of ``log |p-hat|`` over ``sentences`` (their own trees)."""
@@ -530,8 +633,11 @@ class LatentDependencyModel(Parser):
         meta = {"params": params, "words": list(self.words_), "lowercase": self.lowercase_,
                 "tags": list(self.tags_), "tag_column": self.tag_column_,
                 "fit_time": self.fit_time_}
-        return meta, {"leaf": self.leaf_, "leaf_tags": self.leaf_tags_, "E_L": self.E_L_,
-                      "E_R": self.E_R_, "c1": self.c1_, "singular_values": self.singular_values_}
+        arrays = {"leaf": self.leaf_, "leaf_tags": self.leaf_tags_, "E_L": self.E_L_,
+                  "E_R": self.E_R_, "c1": self.c1_, "singular_values": self.singular_values_}
+        if getattr(self, "stop_L_", None) is not None:
+            arrays.update(stop_L=self.stop_L_, stop_R=self.stop_R_)
+        return meta, arrays
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
@@ -552,6 +658,15 @@ class LatentDependencyModel(Parser):
         if column not in (None, "upos", "xpos") or (column is None) != (not tags) or \
                 (tags and leaf_tags.shape != (len(tags), m)):
             raise ValueError("latent-dep tag arrays do not match the tags")
+        model.stop_L_ = model.stop_R_ = None
+        if model.stop_events:               # files written before stop events have neither
+            if "stop_L" not in arrays or "stop_R" not in arrays:
+                raise ValueError("latent-dep model file with stop_events=True lacks the STOP "
+                                 "operators")
+            model.stop_L_ = np.ascontiguousarray(arrays["stop_L"], np.float64)
+            model.stop_R_ = np.ascontiguousarray(arrays["stop_R"], np.float64)
+            if model.stop_L_.shape != (m, m) or model.stop_R_.shape != (m, m):
+                raise ValueError("latent-dep STOP operators do not match the states")
         model.words_, model.leaf_, model.E_L_, model.E_R_, model.c1_ = words, leaf, E_L, E_R, c1
         model.tags_, model.tag_column_, model.leaf_tags_ = tags, column, leaf_tags
         model.singular_values_ = np.asarray(arrays["singular_values"], np.float64)
