@@ -280,8 +280,9 @@ def extra_scores(args, spec, tr, dev, jack, dev_data, raw):
     from fastspectral.rerank import RerankDepParser
     from fastspectral.trees.conll import DepSentence
 
-    what, states, ridge, n_raw = spec.split(":")
+    what, states, ridge, n_raw, *rest = spec.split(":")
     n_raw = int(n_raw)
+    stop = rest[0] if rest else ""               # "stopW": STOP events, stop_weight W
     clusters = None
     if what.startswith("cluster"):
         clusters = cluster_map(args.embeddings, int(what[len("cluster"):]))
@@ -291,6 +292,10 @@ def extra_scores(args, spec, tr, dev, jack, dev_data, raw):
     sp = spectral_params(emb, "none", int(states), float(ridge))
     if emb == "one-hot":
         sp["embeddings"] = "one-hot"
+    if stop:
+        if not stop.startswith("stop"):
+            raise ValueError(f"model {spec!r}: the fifth field is stopW (STOP events)")
+        sp.update(stop_events=True, stop_weight=float(stop[4:] or 1.0))
     m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs,
                         features="base+spectral", spectral_params=sp, spectral_scores="both")
 
@@ -431,6 +436,119 @@ def extra_evaluate(args, jack, dev_data, dev_eval, models, gain):
     return {"dev": dev_uas, "cv": round(100.0 * got / jack.n_tokens, 2)}
 
 
+# ---------------------------------------------------------------------------------------------
+# --tag-dmv: a diagnostic for the valency question (docs/rerank.md, "STOP events"): observable
+# (count-based, no latent states) generative models of the POS tags of a tree, scored on the
+# same lists: arcs p(child tag | head tag, direction), + geometric valency (one stop
+# probability per head tag and direction: what STOP events add per state), + the DMV's
+# adjacency (Klein & Manning 2004: the stop probability depends on whether the head already
+# has a child on that side).
+
+def _tag_arrays(sents, data, tag_index):
+    """Per token of every candidate of ``data`` (lists of ``sents``; None: the sentences'
+    own trees): candidate, tag, head tag (``len(tag_index)`` = ROOT), direction (1: left
+    child), global token index of the head (-1: root)."""
+    tags = [np.fromiter((tag_index.get(t, 0) for t in s.tags), np.int64, len(s.words))
+            for s in sents]
+    st_off = np.zeros(len(sents) + 1, np.int64)
+    st_off[1:] = np.cumsum([len(t) for t in tags])
+    alltags = np.concatenate(tags)
+    if data is None:
+        sent = np.arange(len(sents))
+        L = np.diff(st_off)
+        heads = np.concatenate([np.asarray(s.heads, np.int64) for s in sents])
+    else:
+        sent = data.sent
+        L = data.lengths[sent]
+        heads = None
+    C = len(sent)
+    cand = np.repeat(np.arange(C), L)
+    tok_start = np.zeros(C + 1, np.int64)
+    tok_start[1:] = np.cumsum(L)
+    pos = np.arange(tok_start[-1]) - tok_start[cand]
+    if heads is None:
+        heads = data.heads[np.repeat(data.cand_hoff, L) + pos]
+    tag = alltags[st_off[sent[cand]] + pos]
+    root = heads <= 0
+    htag = np.where(root, len(tag_index), alltags[st_off[sent[cand]] + np.maximum(heads, 1) - 1])
+    left = (~root) & (pos < heads - 1)
+    hglob = np.where(root, -1, tok_start[cand] + heads - 1)
+    return cand, tag, htag, left.astype(np.int64), hglob, C, tok_start
+
+
+def tag_dmv_scores(train_sents, sents, data, smooth=0.5):
+    """``{"arcs", "arcs+geometric", "arcs+adjacency"}`` -> log p of every candidate's tags
+    (count-based models of ``train_sents``' gold trees, add-``smooth`` smoothing)."""
+    tagset = sorted({t for s in train_sents for t in s.tags})
+    index = {t: i + 1 for i, t in enumerate(tagset)}        # 0: unknown
+    T = len(index) + 1
+    cand, tag, htag, left, hglob, C, ts = _tag_arrays(train_sents, None, index)
+    arcs = np.zeros((2, T + 1, T))
+    np.add.at(arcs, (left, htag, tag), 1.0)
+    logp_arc = np.log((arcs + smooth) / (arcs.sum(axis=2, keepdims=True) + smooth * T))
+    ok = hglob >= 0
+    n = len(tag)
+    nd = [np.bincount(hglob[ok & (left == d)], minlength=n) for d in (0, 1)]
+    nodes = np.bincount(tag, minlength=T).astype(np.float64)
+    geo, adj = [], []
+    for d in (0, 1):
+        kids = np.bincount(tag, weights=nd[d], minlength=T)
+        s = (nodes + smooth) / (nodes + kids + 2 * smooth)      # geometric MLE
+        geo.append((np.log(s), np.log1p(-s)))
+        # DMV: stop before the first child (s0) and after one (s1)
+        none = np.bincount(tag, weights=(nd[d] == 0), minlength=T)
+        s0 = (none + smooth) / (nodes + 2 * smooth)
+        has = nodes - none
+        s1 = (has + smooth) / (has + np.bincount(tag, weights=np.maximum(nd[d] - 1, 0),
+                                                minlength=T) + 2 * smooth)
+        adj.append((np.log(s0), np.log1p(-s0), np.log(s1), np.log1p(-s1)))
+    cand, tag, htag, left, hglob, C, ts = _tag_arrays(sents, data, index)
+    n = len(tag)
+    ok = hglob >= 0
+    a = np.bincount(cand, weights=logp_arc[left, htag, tag], minlength=C)
+    g = np.zeros(C)
+    dm = np.zeros(C)
+    for d in (0, 1):
+        k = np.bincount(hglob[ok & (left == d)], minlength=n).astype(np.float64)
+        ls, l1s = geo[d]
+        g += np.bincount(cand, weights=ls[tag] + k * l1s[tag], minlength=C)
+        s0, n0, s1, n1 = adj[d]
+        w = np.where(k == 0, s0[tag], n0[tag] + np.maximum(k - 1, 0) * n1[tag] + s1[tag])
+        dm += np.bincount(cand, weights=w, minlength=C)
+    return {"arcs": a, "arcs+geometric": a + g, "arcs+adjacency": a + dm,
+            "geometric": g, "adjacency": dm}
+
+
+def sweep_tag_dmv(args, tr, dev, jack, dev_data, dev_correct, dev_eval):
+    """The diagnostic models of :func:`tag_dmv_scores`: jack-knifed on the training lists,
+    trained on ``tr`` for the dev lists; each alone as the picker, its within-list
+    correlation, and the re-ranker with it as the tree column (dev + CV)."""
+    from fastspectral.rerank.model import _argmax_segments
+
+    cuts = np.linspace(0, len(tr), 4).astype(int)
+    parts = []
+    for f in range(3):
+        rest = tr[:cuts[f]] + tr[cuts[f + 1]:]
+        lo, hi = int(jack.data.cand_off[cuts[f]]), int(jack.data.cand_off[cuts[f + 1]])
+        sub = jack.data.subset(np.arange(cuts[f], cuts[f + 1]))[0]
+        parts.append(tag_dmv_scores(rest, tr[cuts[f]:cuts[f + 1]], sub))
+        assert len(parts[-1]["arcs"]) == hi - lo
+    tr_s = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    dev_s = tag_dmv_scores(tr, dev, dev_data)
+    gains = [float(g) for g in args.gains.split(",")]
+    for name in tr_s:
+        info = {"tag_model": name,
+                "dev_alone": dev_eval(_argmax_segments(dev_s[name], dev_data.cand_off)),
+                "dev_corr": round(within_list_corr(dev_s[name], dev_correct, dev_data), 4),
+                "train_corr": round(within_list_corr(tr_s[name], jack.correct, jack.data), 4)}
+        print(json.dumps(info), flush=True)
+        one = lambda x: (x, np.ones_like(x), None, None)
+        for g in gains:
+            r = extra_evaluate(args, jack, dev_data, dev_eval,
+                               [(one(tr_s[name]), one(dev_s[name]), ["tree"])], g)
+            print(json.dumps({"tag_model": name, "gain": g, **r}), flush=True)
+
+
 def sweep_extra(args, train):
     from fastspectral.rerank.model import _argmax_segments, count_correct
 
@@ -448,6 +566,8 @@ def sweep_extra(args, train):
     out["cv_base_parser"] = round(100.0 * jack.correct[jack.data.cand_off[:-1]].sum()
                                   / jack.n_tokens, 2)
     print(json.dumps(out), flush=True)
+    if args.tag_dmv:
+        return sweep_tag_dmv(args, tr, dev, jack, dev_data, dev_correct, dev_eval)
     if args.shag_models:
         return sweep_shag(args, tr, dev, jack, dev_data, dev_correct, dev_tok, keep_dev,
                           dev_eval)
@@ -459,12 +579,21 @@ def sweep_extra(args, train):
         scores[spec] = (tr_s, dev_s)
         lp = dev_s[0]
         alone = dev_eval(_argmax_segments(lp, dev_data.cand_off))
+        # each score alone as the picker, and its mean within-list correlation with the
+        # candidates' correct heads (on the dev lists and on the jack-knifed training lists)
+        info["dev_fragment_alone"] = dev_eval(_argmax_segments(dev_s[2], dev_data.cand_off))
+        for j, name in ((0, "tree"), (2, "fragment")):
+            info[f"dev_{name}_corr"] = round(within_list_corr(dev_s[j], dev_correct,
+                                                              dev_data), 4)
+            info[f"train_{name}_corr"] = round(within_list_corr(tr_s[j], jack.correct,
+                                                                jack.data), 4)
         print(json.dumps({"model": spec, **info, "dev_log_p_alone": alone}), flush=True)
     gains = [float(g) for g in args.gains.split(",")]
     runs = [([], None)]
-    runs += [([m], forms) for m in scores for forms in ("tree", "fragment", "tree+fragment")]
-    runs += [([m], forms) for m in args.extra_models.split(",")[:2]
-             for forms in ("rank", "tree-word+fragment")]
+    runs += [([m], forms) for m in scores for forms in args.extra_forms.split(",")]
+    if not args.no_rank_forms:
+        runs += [([m], forms) for m in args.extra_models.split(",")[:2]
+                 for forms in ("rank", "tree-word+fragment")]
     runs += [(c.split("+"), "tree+fragment") for c in args.extra_combos.split(",") if c]
     for models, forms in runs:
         for g in gains:
@@ -643,8 +772,17 @@ def main(argv=None):
     ap.add_argument("--extra-models", default="words:16:0.3:0,pos:8:0.03:57340,"
                     "words:16:0.3:57340,pos:8:0.03:0,cluster64:8:0.3:0,cluster64:16:0.3:0,"
                     "cluster64:16:0.3:57340",
-                    help="spectral models INPUT:STATES:RIDGE:RAW_SENTENCES, INPUT one of "
-                         "words, pos, clusterN (k-means of the eigenwords, one-hot)")
+                    help="spectral models INPUT:STATES:RIDGE:RAW_SENTENCES[:stopW], INPUT one "
+                         "of words, pos, clusterN (k-means of the eigenwords, one-hot); "
+                         "stopW: with STOP events, stop_weight W (e.g. stop1)")
+    ap.add_argument("--extra-forms", default="tree,fragment,tree+fragment",
+                    help="--sweep-extra: the column sets run for each model")
+    ap.add_argument("--tag-dmv", action="store_true",
+                    help="--sweep-extra: the count-based tag models with / without valency "
+                         "(a diagnostic) instead of the spectral models")
+    ap.add_argument("--no-rank-forms", action="store_true",
+                    help="--sweep-extra: skip the rank / per-word forms of the first two "
+                         "models")
     ap.add_argument("--extra-combos", default="words:16:0.3:0+pos:8:0.03:0,"
                     "words:16:0.3:0+pos:8:0.03:57340,words:16:0.3:0+cluster64:8:0.3:0,"
                     "words:16:0.3:0+pos:8:0.03:57340+cluster64:8:0.3:0")

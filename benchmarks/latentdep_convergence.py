@@ -12,7 +12,12 @@ independent of the states).  For M = 10^3, 10^4, 10^5 sampled training trees
 We report the median and mean relative error |p_hat - p| / p and the fraction of negative
 estimates.
 
+``--stop LO HI``: the model with valency instead (per-state stop probabilities drawn in
+[LO, HI], tree shapes drawn by the states; ``LatentDependencyModel(stop_events=True)``
+estimates p(x, valency | y)); ``--max-nodes`` caps the trees (a larger one is drawn again).
+
     python benchmarks/latentdep_convergence.py [--sizes 1000 10000 100000] [--test 500]
+    python benchmarks/latentdep_convergence.py --stop 0.6 0.9 --max-nodes 60
 """
 import argparse
 import sys
@@ -43,8 +48,13 @@ def main(argv=None):
     ap.add_argument("--dim", type=int, default=6, help="k of the k-dim word vectors")
     ap.add_argument("--seed", type=int, default=0, help="seed of the true model")
     ap.add_argument("--ridge", type=float, default=1e-3, help="ridge of the estimator")
+    ap.add_argument("--stop", type=float, nargs=2, default=None, metavar=("LO", "HI"),
+                    help="the model with STOP events, stop probabilities in [LO, HI]")
+    ap.add_argument("--max-nodes", type=int, default=14,
+                    help="largest tree (with --stop: larger ones are drawn again)")
     args = ap.parse_args(argv)
-    g = LatentDependencyGenerator(n_states=args.states, n_words=args.words, seed=args.seed)
+    g = LatentDependencyGenerator(n_states=args.states, n_words=args.words, seed=args.seed,
+                                  stop=args.stop, max_nodes=args.max_nodes)
     test = g.sample(args.test, seed=12345)
     F = np.random.default_rng(args.seed + 1).random((args.words, args.dim))
     setups = {"one-hot": ("one-hot", g.log_prob(test)),
@@ -52,7 +62,8 @@ def main(argv=None):
                                   g.log_prob(test, emission=F @ (F.T @ g.O)))}
     nodes = np.mean([len(s.words) for s in test])
     print(f"true model: LatentDependencyGenerator(n_states={args.states}, n_words={args.words}, "
-          f"seed={args.seed}); {args.test} held-out trees ({nodes:.1f} words on average)")
+          f"seed={args.seed}, stop={args.stop}, max_nodes={args.max_nodes}); {args.test} "
+          f"held-out trees ({nodes:.1f} words on average)")
     print("| words | training trees M | fit seconds (CPU) | median rel. error | "
           "mean rel. error | 90th pct | negative p-hat |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -62,13 +73,16 @@ def main(argv=None):
             c0 = time.process_time()
             with threadpool_limits(limits=1):
                 model = LatentDependencyModel(n_states=args.states, embeddings=emb,
-                                              ridge=args.ridge).fit(train)
+                                              ridge=args.ridge,
+                                              stop_events=args.stop is not None).fit(train)
             fit_cpu = time.process_time() - c0
             lp, sign = model.log_prob(test, return_sign=True, jobs=1)
             err = np.abs(sign * np.exp(lp - truth) - 1.0)
             print(f"| {name} | {M:,} | {fit_cpu:.2f} | {np.median(err):.4f} | {err.mean():.4f} "
                   f"| {np.quantile(err, 0.9):.4f} | {np.mean(sign < 0):.3f} |")
             sys.stdout.flush()
+    if args.stop is not None:
+        print(f"trees over {args.max_nodes} nodes drawn again: {g.rejected}")
 
 
 if __name__ == "__main__":
