@@ -282,7 +282,7 @@ def extra_scores(args, spec, tr, dev, jack, dev_data, raw):
 
     what, states, ridge, n_raw, *rest = spec.split(":")
     n_raw = int(n_raw)
-    stop = rest[0] if rest else ""               # "stopW": STOP events, stop_weight W
+    stop = rest[0] if rest else ""       # "stopW" / "adjW": STOP events, stop_weight W
     clusters = None
     if what.startswith("cluster"):
         clusters = cluster_map(args.embeddings, int(what[len("cluster"):]))
@@ -293,9 +293,12 @@ def extra_scores(args, spec, tr, dev, jack, dev_data, raw):
     if emb == "one-hot":
         sp["embeddings"] = "one-hot"
     if stop:
-        if not stop.startswith("stop"):
-            raise ValueError(f"model {spec!r}: the fifth field is stopW (STOP events)")
-        sp.update(stop_events=True, stop_weight=float(stop[4:] or 1.0))
+        if not stop.startswith(("stop", "adj")):
+            raise ValueError(f"model {spec!r}: the fifth field is stopW (STOP events) or adjW "
+                             "(STOP events with adjacency)")
+        adj = stop.startswith("adj")
+        sp.update(stop_events=True, stop_adjacency=adj,
+                  stop_weight=float(stop[3 if adj else 4:] or 1.0))
     m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs,
                         features="base+spectral", spectral_params=sp, spectral_scores="both")
 
@@ -774,7 +777,8 @@ def main(argv=None):
                     "cluster64:16:0.3:57340",
                     help="spectral models INPUT:STATES:RIDGE:RAW_SENTENCES[:stopW], INPUT one "
                          "of words, pos, clusterN (k-means of the eigenwords, one-hot); "
-                         "stopW: with STOP events, stop_weight W (e.g. stop1)")
+                         "stopW: with STOP events, stop_weight W (e.g. stop1); adjW: STOP "
+                         "events with the DMV's adjacency (stop_adjacency=True)")
     ap.add_argument("--extra-forms", default="tree,fragment,tree+fragment",
                     help="--sweep-extra: the column sets run for each model")
     ap.add_argument("--tag-dmv", action="store_true",

@@ -96,6 +96,51 @@ def test_population_moments_give_the_exact_probabilities(gen, tiny, k, stop_weig
     assert not np.allclose(sg3 * np.exp(la3), brute, rtol=1e-3)
 
 
+@pytest.mark.parametrize("k", [None, 5])
+def test_adjacency_population_moments(gen, tiny, k):
+    """stop_adjacency: two STOP symbols (the side has no child / has children).  On this
+    model's trees the population estimate is exactly p(x, valency | y) prod_{i, d} P(a_d(i) |
+    h_i) (the class of each side as a further emission), by brute force, to 1e-8."""
+    F = np.eye(gen.n_words) if k is None else \
+        np.random.default_rng(1).normal(size=(gen.n_words, k))
+    pm = gen.population_moments(F)
+    model = LatentDependencyModel(n_states=3, ridge=0.0, stop_events=True,
+                                  stop_adjacency=True)
+    W, E_L, E_R, S_L, S_R, c1, _ = model._stop_operators(
+        pm["X"], pm["SL"], pm["SR"], pm["nL"], pm["nR"], pm["weights"], pm["root"], 3, 0,
+        randomized_svd, aL=pm["aL"], aR=pm["aR"])
+    assert S_L.shape == (2, 3, 3)
+    arrays = _arrays(gen, tiny)
+    logabs, sign, _ = tree_log_prob(*arrays, F @ W, E_L, E_R, c1, S_L, S_R)
+    emis = pm["smoothed_emission"]
+    brute = np.array([gen.brute_force_prob(s, emission=emis, adjacency=True) for s in tiny])
+    np.testing.assert_allclose(sign * np.exp(logabs), brute, rtol=1e-8)
+    # the two symbols' operators sum to the single STOP operator
+    one = model._stop_operators(pm["X"], pm["SL"], pm["SR"], pm["nL"], pm["nR"],
+                                pm["weights"], pm["root"], 3, 0, randomized_svd)
+    la1, sg1, _ = tree_log_prob(*arrays, F @ one[0], one[1], one[2], one[5], one[3], one[4])
+    plain = np.array([gen.brute_force_prob(s, emission=emis) for s in tiny])
+    np.testing.assert_allclose(sg1 * np.exp(la1), plain, rtol=1e-8)
+    assert not np.allclose(brute, plain, rtol=1e-3)
+
+
+def test_adjacency_fit_and_file(gen, tmp_path):
+    import fastspectral
+
+    train, test = gen.sample(2000, seed=3), gen.sample(60, seed=4)
+    m = LatentDependencyModel(n_states=3, embeddings="one-hot", ridge=1e-3,
+                              stop_events=True, stop_adjacency=True).fit(train)
+    assert m.stop_L_.shape == (2, 3, 3)
+    lp = m.log_prob(test)
+    assert np.isfinite(lp).all()
+    m.save(tmp_path / "a.ldep")
+    back = fastspectral.load(tmp_path / "a.ldep")
+    np.testing.assert_array_equal(back.log_prob(test), lp)
+    np.testing.assert_array_equal(back.fragment_log_prob(test)[0], m.fragment_log_prob(test)[0])
+    with pytest.raises(ValueError, match="needs stop_events"):
+        LatentDependencyModel(stop_adjacency=True).fit(train)
+
+
 def test_estimates_converge(gen):
     """p-hat(x, valency | y) -> p: the median relative error on held-out trees shrinks from
     1e3 to 1e4 training trees (one-hot words) and is small at 1e4."""
@@ -217,3 +262,44 @@ def test_cli_stop_events_flag(gen, tmp_path):
     import fastspectral
     m = fastspectral.load(out)
     assert m.stop_events is True and m.stop_weight == 0.5 and m.stop_L_.shape == (3, 3)
+
+
+def test_rerank_dep_passes_the_option(tmp_path, capsys):
+    """RerankDepParser(spectral_params={"stop_events": True, ...}) and `train rerank-dep
+    --stop-events [--stop-adjacency]` give a re-ranker whose spectral model scores valency;
+    the model file keeps it and parses."""
+    from fastspectral import cli
+    from fastspectral.rerank import RerankDepParser
+    from fastspectral.trees.conll import read_conllu, write_conllu
+
+    g = LatentDependencyGenerator(n_states=3, n_words=12, seed=2, stop=(0.55, 0.85),
+                                  max_nodes=30)
+    sents = g.sample(260, seed=3)
+    for s in sents:
+        s.xpos = [w.upper() for w in s.words]
+        s.upos = ["X"] * len(s.words)
+    train, inp, model = tmp_path / "t.conllu", tmp_path / "in.conllu", tmp_path / "m.rr"
+    with open(train, "w") as f:
+        write_conllu(sents[:220], f)
+    with open(inp, "w") as f:
+        write_conllu(sents[220:], f)
+    args = ["train", "rerank-dep", str(train), "-o", str(model), "--k", "5", "--epochs", "1",
+            "--bits", "16", "--rerank-bits", "16", "--states", "2", "--spectral-input", "pos",
+            "--stop-events", "--stop-adjacency", "-q"]
+    assert cli.main(args) == 0
+    m = RerankDepParser.load(model)
+    assert m.spectral_.stop_events is True and m.spectral_.stop_adjacency is True
+    assert m.spectral_.stop_L_.shape == (2, 2, 2)
+    out = tmp_path / "o.conllu"
+    assert cli.main(["parse", str(model), str(inp), "-o", str(out), "-q"]) == 0
+    assert len(list(read_conllu(out))) == 40
+    p = RerankDepParser(k=5, epochs=1, bits=16, rerank_bits=16, spectral_input="pos",
+                        spectral_params={"n_states": 2, "stop_events": True})
+    assert p._new_spectral().stop_events is True
+    rc = cli.main(["train", "rerank-dep", str(train), "-o", str(tmp_path / "b"),
+                   "--stop-adjacency", "-q"])
+    assert rc == 2 and "--stop-adjacency needs --stop-events" in capsys.readouterr().err
+    rc = cli.main(["train", "rerank-dep", str(train), "-o", str(tmp_path / "c"), "--features",
+                   "base", "--stop-events", "-q"])
+    assert rc == 2 and "--stop-events needs --features base+spectral" in \
+        capsys.readouterr().err

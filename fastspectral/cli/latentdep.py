@@ -48,6 +48,9 @@ def add_arguments(parser, cls) -> None:
                help="also score valency: a STOP event per node and side (geometric number "
                     "of children per hidden state; an extension of the paper's model)",
                show_default="off")
+    kit.option(g, "--stop-adjacency", cls, "stop_adjacency", action="store_const", const=True,
+               help="with --stop-events: two STOP symbols per side (no child / some "
+                    "children), the DMV's adjacency", show_default="off")
     kit.option(g, "--stop-weight", cls, "stop_weight", type=float, metavar="W",
                help="weight of the STOP coordinate of the augmented vectors (--stop-events)")
     kit.add_seed(g, cls)

@@ -55,6 +55,9 @@ def add_arguments(parser, cls) -> None:
     g.add_argument("--stop-events", action="store_true", default=False,
                    help="the spectral model also scores valency (STOP events; "
                         "LatentDependencyModel(stop_events=True))")
+    g.add_argument("--stop-adjacency", action="store_true", default=False,
+                   help="with --stop-events: the STOP symbol tells a side without children "
+                        "from one with children (stop_adjacency=True)")
     kit.option(g, "--folds", cls, "folds", type=positive_int, metavar="F",
                help="jack-knife folds of the training lists")
     kit.option(g, "--rerank-epochs", cls, "rerank_epochs", type=positive_int, metavar="N",
@@ -77,6 +80,10 @@ def build(args, cls, preset):
         extra["n_states"] = args.states
     if getattr(args, "stop_events", False):
         extra["stop_events"] = True
+    if getattr(args, "stop_adjacency", False):
+        if not extra.get("stop_events"):
+            raise kit.CommandError("--stop-adjacency needs --stop-events")
+        extra["stop_adjacency"] = True
     if extra:
         if model.features not in ("base+spectral", "base+spectral+shag"):
             flag = "--embeddings" if "embeddings" in extra else \

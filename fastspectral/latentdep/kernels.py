@@ -152,17 +152,30 @@ def _start_node(leaf, w, start, child, i, cur):
     return lo, split, hi
 
 
-_NO_STOP = np.zeros((0, 0), np.float64)
+_NO_STOP = np.zeros((0, 0, 0), np.float64)
+
+
+def _stop_pair(S):
+    """``(2, m, m)``: the STOP operator of a side without children, then with children (one
+    ``m x m`` operator serves both); None: ``(0, 0, 0)`` (no STOP events)."""
+    if S is None:
+        return _NO_STOP
+    S = np.asarray(S, np.float64)
+    if S.ndim == 2:
+        S = np.stack([S, S])
+    if S.ndim != 3 or S.shape[0] != 2 or S.shape[1] != S.shape[2]:
+        raise ValueError(f"a STOP operator is (m, m) or (2, m, m), got shape {S.shape}")
+    return np.ascontiguousarray(S)
 
 
 def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, S_L=None, S_R=None):
     """Algorithm 1 over many trees: ``(log|p|, sign, status)`` per tree (see
     :func:`_tree_log_prob`).  ``S_L`` / ``S_R`` (``m x m``, optional): the STOP operators of
     the model with valency (``stop_events=True``), applied to every node after its left
-    (right) children; None: the paper's model (nothing applied)."""
-    S_L = _NO_STOP if S_L is None else np.ascontiguousarray(S_L, np.float64)
-    S_R = _NO_STOP if S_R is None else np.ascontiguousarray(S_R, np.float64)
-    return _tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R)
+    (right) children (``(2, m, m)``: one for a side without children, one for a side with
+    children); None: the paper's model (nothing applied)."""
+    return _tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, _stop_pair(S_L),
+                          _stop_pair(S_R))
 
 
 @njit(cache=True, parallel=True)
@@ -183,10 +196,12 @@ def _tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R):
         Edge operators (left and right children).
     c1 : float64 (m,)
         The root functional.
-    S_L, S_R : float64 (m, m) or (0, 0)
-        STOP operators (the model with valency): ``eta_i <- S_L eta_i`` after the left
-        children of every node (the STOP child is the outermost), ``S_R`` after the right
-        ones; ``(0, 0)``: none (the paper's model, the same arithmetic as without them).
+    S_L, S_R : float64 (2, m, m) or (0, 0, 0)
+        STOP operators (the model with valency): ``eta_i <- S_L[c] eta_i`` after the left
+        children of every node (the STOP child is the outermost; ``c`` = 0 when the node has
+        no left child, 1 otherwise: the DMV's adjacency, ``stop_adjacency=True``; the same
+        operator twice without it), ``S_R`` after the right ones; ``(0, 0, 0)``: none (the
+        paper's model, the same arithmetic as without them).
 
     Returns
     -------
@@ -219,13 +234,13 @@ def _tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R):
                 for z in range(m):
                     cur[z] = out[z]
             if stop:
-                _mat2_apply(S_L, cur, out)
+                _mat2_apply(S_L, 0 if split == lo else 1, cur, out)
             for q in range(split, hi):
                 _apply(E_R, eta[child[q]], cur, tmp, out)
                 for z in range(m):
                     cur[z] = out[z]
             if stop:
-                _mat2_apply(S_R, cur, out)
+                _mat2_apply(S_R, 0 if hi == split else 1, cur, out)
             big = 0.0
             for z in range(m):
                 v = abs(cur[z])
@@ -268,13 +283,13 @@ def _mat_apply(M, r, cur, out):
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def _mat2_apply(S, cur, out):
-    """``cur <- S @ cur`` (``S``: an ``m x m`` STOP operator; ``out``: scratch)."""
+def _mat2_apply(S, c, cur, out):
+    """``cur <- S[c] @ cur`` (``S[c]``: an ``m x m`` STOP operator; ``out``: scratch)."""
     m = cur.shape[0]
     for z in range(m):
         acc = 0.0
         for b in range(m):
-            acc += S[z, b] * cur[b]
+            acc += S[c, z, b] * cur[b]
         out[z] = acc
     for z in range(m):
         cur[z] = out[z]
@@ -284,9 +299,8 @@ def fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1, S_L=None, S_R=
     """Depth-1 fragments of many trees (see :func:`_fragment_log_prob`); ``S_L`` / ``S_R``:
     the STOP operators of the model with valency (applied to the fragment's head only: its
     children are leaves whose valency their own fragments score), or None."""
-    S_L = _NO_STOP if S_L is None else np.ascontiguousarray(S_L, np.float64)
-    S_R = _NO_STOP if S_R is None else np.ascontiguousarray(S_R, np.float64)
-    return _fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1, S_L, S_R)
+    return _fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1, _stop_pair(S_L),
+                              _stop_pair(S_R))
 
 
 @njit(cache=True, parallel=True)
@@ -322,11 +336,11 @@ def _fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1, S_L, S_R):
             for q in range(split - 1, lo - 1, -1):          # left children, nearest first
                 _mat_apply(M_L, words[a + child[q]], cur, out)
             if stop:
-                _mat2_apply(S_L, cur, out)
+                _mat2_apply(S_L, 0 if split == lo else 1, cur, out)
             for q in range(split, hi):                      # right children, nearest first
                 _mat_apply(M_R, words[a + child[q]], cur, out)
             if stop:
-                _mat2_apply(S_R, cur, out)
+                _mat2_apply(S_R, 0 if hi == split else 1, cur, out)
             v = 0.0
             for z in range(m):
                 v += c1[z] * cur[z]

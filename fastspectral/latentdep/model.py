@@ -129,11 +129,12 @@ class LatentDependencyModel(Parser):
     input_kind = "dependency"
 
     def __init__(self, n_states=8, embeddings=None, dim=30, tags=None, tag_weight=1.0,
-                 ridge=0.3, stop_events=False, stop_weight=1.0, log_floor=-1e4,
-                 random_state=0, jobs=None):
+                 ridge=0.3, stop_events=False, stop_weight=1.0, stop_adjacency=False,
+                 log_floor=-1e4, random_state=0, jobs=None):
         self.n_states = n_states
         self.stop_events = stop_events
         self.stop_weight = stop_weight
+        self.stop_adjacency = stop_adjacency
         self.embeddings = embeddings
         self.tags = tags
         self.tag_weight = tag_weight
@@ -154,6 +155,11 @@ class LatentDependencyModel(Parser):
             raise ValueError(f"ridge must be a number >= 0, got {self.ridge!r}")
         if not isinstance(self.stop_events, (bool, np.bool_)):
             raise ValueError(f"stop_events must be True or False, got {self.stop_events!r}")
+        if not isinstance(self.stop_adjacency, (bool, np.bool_)):
+            raise ValueError(f"stop_adjacency must be True or False, got "
+                             f"{self.stop_adjacency!r}")
+        if self.stop_adjacency and not self.stop_events:
+            raise ValueError("stop_adjacency=True needs stop_events=True")
         if isinstance(self.stop_weight, bool) or \
                 not isinstance(self.stop_weight, (int, float, np.floating)) or \
                 not (np.isfinite(self.stop_weight) and self.stop_weight > 0):
@@ -302,8 +308,11 @@ class LatentDependencyModel(Parser):
             if sp.issparse(X):
                 SL, SR = SL.tocsr(), SR.tocsr()
             root_mean = np.asarray(X[~has_head].mean(axis=0)).ravel()
+            adj = bool(self.stop_adjacency)
             W, E_L, E_R, S_L, S_R, mu_w, s_all = self._stop_operators(
-                X, SL, SR, nL, nR, None, root_mean, m, rs, randomized_svd)
+                X, SL, SR, nL, nR, None, root_mean, m, rs, randomized_svd,
+                aL=(nL > 0).astype(np.float64) if adj else None,
+                aR=(nR > 0).astype(np.float64) if adj else None)
             self.stop_L_ = np.ascontiguousarray(S_L, np.float64)
             self.stop_R_ = np.ascontiguousarray(S_R, np.float64)
             return self._set_fitted(W, F, kw, words, tag_list, column, E_L, E_R, mu_w, s_all,
@@ -362,7 +371,7 @@ class LatentDependencyModel(Parser):
         return self
 
     def _stop_operators(self, X, SL, SR, nL, nR, weights, root_mean, m, seed,
-                        randomized_svd):
+                        randomized_svd, aL=None, aR=None):
         """The observable operators of the model with valency (``stop_events=True``) from
         node statistics: ``(W, E_L, E_R, S_L, S_R, c_1, singular values)``.
 
@@ -372,7 +381,11 @@ class LatentDependencyModel(Parser):
         The data are augmented, without building pseudo-tokens, by one STOP pseudo-child on
         each side of every real node (outermost, no children) whose vector is ``w_s e_STOP``
         (a new coordinate ``k``; ``w_s = stop_weight``; words are 0 there), and eq. 1-7 are
-        applied to the augmented data (eq. 1s-7s of the module docstring).  Fitting on trees
+        applied to the augmented data (eq. 1s-7s of the module docstring).  With ``aL`` /
+        ``aR`` (``stop_adjacency``) there are two STOP symbols per side, ``e_STOP0`` (the side
+        has no real child) and ``e_STOP1`` (it has one or more), ``aL[i]`` being the weight of
+        the second (the indicator ``nL[i] > 0`` on data, its probability for population
+        moments); ``S_d`` is then ``(2, m, m)``, one operator per symbol.  Fitting on trees
         passes one row per token; :meth:`LatentDependencyGenerator.population_moments
         <fastspectral.latentdep.synthetic.LatentDependencyGenerator.population_moments>` passes
         one row per hidden state with the exact expectations (the tests)."""
@@ -380,26 +393,44 @@ class LatentDependencyModel(Parser):
         n, k = X.shape
         w = np.ones(n) if weights is None else np.asarray(weights, np.float64)
         Xw = X.multiply(w[:, None]).tocsr() if sp.issparse(X) else X * w[:, None]
-        colsum = np.asarray(Xw.sum(axis=0)).reshape(1, k) * sw     # the STOP arcs' heads
+        ones = np.ones(n)
 
-        def aug(S):                    # eq. 1s: [Sigma_d; w_s sum_i u(x_i)^T], (k+1) x k
+        def classes(a):                # weights of the STOP symbols of each node (one side)
+            if a is None:
+                return [ones]
+            a = np.asarray(a, np.float64)
+            return [1.0 - a, a]
+
+        cls_L, cls_R = classes(aL), classes(aR)
+
+        def aug(S, cls):               # eq. 1s: [Sigma_d; w_s sum_i c_i u(x_i)^T], (k+C) x k
             Sig = S.T @ Xw
+            rows = np.vstack([np.asarray((Xw.multiply(c[:, None]) if sp.issparse(Xw) else
+                                          Xw * c[:, None]).sum(axis=0)).reshape(1, k) * sw
+                              for c in cls]) if aL is not None else \
+                np.asarray(Xw.sum(axis=0)).reshape(1, k) * sw
             if sp.issparse(Sig):
-                return sp.vstack([Sig, sp.csr_matrix(colsum)]).tocsr()
-            return np.vstack([np.asarray(Sig), colsum])
+                return sp.vstack([Sig, sp.csr_matrix(rows)]).tocsr()
+            return np.vstack([np.asarray(Sig), rows])
 
-        Sig_L, Sig_R = aug(SL), aug(SR)
+        Sig_L, Sig_R = aug(SL, cls_L), aug(SR, cls_R)
         stack = sp.vstack([Sig_L, Sig_R]).tocsr() if sp.issparse(Sig_L) else \
             np.vstack([Sig_L, Sig_R])
         _, s_all, Wt = self._svd(stack, m, seed, randomized_svd)                 # eq. 2s
         W = Wt.T                                                     # k x m (heads: real)
-        V_L = self._svd(Sig_L, m, seed, randomized_svd)[0]           # (k+1) x m (children)
+        V_L = self._svd(Sig_L, m, seed, randomized_svd)[0]           # (k+C) x m (children)
         V_R = self._svd(Sig_R, m, seed, randomized_svd)[0]
         Hw = np.asarray(X @ W)
         SLw, SRw = np.asarray(SL @ W), np.asarray(SR @ W)
-        # V_d-projected child sums, the STOP child's w_s V_d[k] included
-        SLv = np.asarray(SL @ V_L[:k]) + sw * V_L[k][None, :]
-        SRv = np.asarray(SR @ V_R[:k]) + sw * V_R[k][None, :]
+
+        def stop_part(V, cls):         # the STOP child's w_s V_d[k + c], per node
+            if len(cls) == 1:
+                return sw * V[k][None, :]
+            return sw * sum(c[:, None] * V[k + j][None, :] for j, c in enumerate(cls))
+
+        # V_d-projected child sums, the STOP child included
+        SLv = np.asarray(SL @ V_L[:k]) + stop_part(V_L, cls_L)
+        SRv = np.asarray(SR @ V_R[:k]) + stop_part(V_R, cls_R)
         nL1 = np.asarray(nL, np.float64) + 1.0          # children with the STOP child
         nR1 = np.asarray(nR, np.float64) + 1.0
 
@@ -414,14 +445,16 @@ class LatentDependencyModel(Parser):
         K_L, K_R = trigram(SRv, SLw), trigram(SLv, SRw)
         D_L = (SRv * (w * nL1)[:, None]).T @ Hw                                   # eq. 5s
         D_R = (SLv * (w * nR1)[:, None]).T @ Hw
-        P_L, P_R = (SRv * w[:, None]).T @ Hw, (SLv * w[:, None]).T @ Hw
         iL, iR = self._pinv(D_L), self._pinv(D_R)
         E_L = np.einsum("ac,cbj->abj", iL, K_L)                                   # eq. 6s
         E_R = np.einsum("ac,cbj->abj", iR, K_R)
-        # the STOP slice E_d[:, :, STOP] = Delta_d^+ K_d[:, :, STOP], K_d[:, :, STOP] = w_s P_d,
-        # applied to the STOP child's start vector w_s e_STOP, divided by w_s ** 2 (its
-        # emission u(STOP)^T M[:, STOP] = w_s ** 2): S_d = Delta_d^+ P_d
-        S_L, S_R = iL @ P_L, iR @ P_R
+        # the STOP slices E_d[:, :, STOP_c] = Delta_d^+ K_d[:, :, STOP_c], K_d[:, :, STOP_c]
+        # = w_s P_dc, applied to the STOP child's start vector w_s e_STOP_c, divided by
+        # w_s ** 2 (its emission u(STOP)^T M[:, STOP] = w_s ** 2): S_dc = Delta_d^+ P_dc
+        S_L = np.stack([iL @ ((SRv * (w * c)[:, None]).T @ Hw) for c in cls_L])
+        S_R = np.stack([iR @ ((SLv * (w * c)[:, None]).T @ Hw) for c in cls_R])
+        if len(cls_L) == 1:
+            S_L, S_R = S_L[0], S_R[0]
         mu_w = W.T @ np.asarray(root_mean, np.float64)                            # eq. 3s
         return W, E_L, E_R, S_L, S_R, mu_w, s_all
 
@@ -665,7 +698,8 @@ class LatentDependencyModel(Parser):
                                  "operators")
             model.stop_L_ = np.ascontiguousarray(arrays["stop_L"], np.float64)
             model.stop_R_ = np.ascontiguousarray(arrays["stop_R"], np.float64)
-            if model.stop_L_.shape != (m, m) or model.stop_R_.shape != (m, m):
+            shape = (2, m, m) if model.stop_adjacency else (m, m)
+            if model.stop_L_.shape != shape or model.stop_R_.shape != shape:
                 raise ValueError("latent-dep STOP operators do not match the states")
         model.words_, model.leaf_, model.E_L_, model.E_R_, model.c1_ = words, leaf, E_L, E_R, c1
         model.tags_, model.tag_column_, model.leaf_tags_ = tags, column, leaf_tags

@@ -249,10 +249,12 @@ class LatentDependencyGenerator:
             return logabs
         raise ValueError("the emission gives non-positive tree probabilities")
 
-    def brute_force_prob(self, sentence, emission=None) -> float:
+    def brute_force_prob(self, sentence, emission=None, adjacency=False) -> float:
         """``p(x | y)`` by summing over all ``m ** n`` state assignments (tiny trees only);
         with ``stop``, ``p(x, valency | y)``: each node ``i`` in state ``h`` also contributes
-        ``(1 - s_L[h]) ** n_L(i) s_L[h] (1 - s_R[h]) ** n_R(i) s_R[h]``."""
+        ``(1 - s_L[h]) ** n_L(i) s_L[h] (1 - s_R[h]) ** n_R(i) s_R[h]``; with ``adjacency``
+        also ``P(n_d(i) > 0 | h)`` or ``P(n_d(i) = 0 | h)`` per side (``1 - s_d[h]`` or
+        ``s_d[h]``): what ``stop_adjacency=True`` estimates from this model's trees."""
         O = self.O if emission is None else emission
         ids = self._word_ids([sentence])[0]
         heads = np.asarray(sentence.heads) - 1
@@ -267,6 +269,8 @@ class LatentDependencyGenerator:
                 if self.stop is not None:
                     sl, sr = self.s_L[hs[i]], self.s_R[hs[i]]
                     p *= (1.0 - sl) ** nl[i] * sl * (1.0 - sr) ** nr[i] * sr
+                    if adjacency:
+                        p *= (1.0 - sl if nl[i] else sl) * (1.0 - sr if nr[i] else sr)
                 if heads[i] < 0:
                     p *= self.pi[hs[i]]
                 else:
@@ -310,7 +314,9 @@ class LatentDependencyGenerator:
         * ``SL[h] = (1 - s_L[h]) / s_L[h] M T_L e_h``: the expected sum of its real left
           children's vectors (geometric count, Wald's identity), ``nL[h] = (1 - s_L[h]) /
           s_L[h]`` their expected number (``SR``, ``nR`` the same on the right),
-        * ``root = M pi``: the expected root vector.
+        * ``root = M pi``: the expected root vector,
+        * ``aL[h] = P(n_L > 0 | h) = 1 - s_L[h]`` (``aR`` the same): the weights of the second
+          STOP symbol of ``stop_adjacency``.
 
         Given ``h``, the head's word and its left and right children are independent, so the
         expected products of the estimator (``K``, ``Delta``, ``Sigma``) are these vectors'
@@ -325,4 +331,5 @@ class LatentDependencyGenerator:
         return {"X": np.ascontiguousarray(M.T), "SL": np.ascontiguousarray((M @ self.T_L * rL).T),
                 "SR": np.ascontiguousarray((M @ self.T_R * rR).T), "nL": rL, "nR": rR,
                 "weights": self.expected_nodes(), "root": M @ self.pi,
+                "aL": 1.0 - self.s_L, "aR": 1.0 - self.s_R,
                 "smoothed_emission": np.ascontiguousarray(F @ M)}
