@@ -46,6 +46,9 @@ def main(argv=None):
                     help="CPU seconds per stage of an L-PCFG parse (see above)")
     ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
                     help="with --stages: CPU seconds of the process (default) or wall seconds")
+    ap.add_argument("--warm", action="store_true",
+                    help="warm up on all the test sentences first (the lexicon's per-word-type "
+                    "cache filled, as bench_scaling.py does), not only on 20")
     args = ap.parse_args(argv)
     if args.stages:
         return stages(args)
@@ -80,7 +83,7 @@ def main(argv=None):
     sents = [[w for w, t in tree.pos() if t != "-NONE-"] for tree in read_ptb(args.test)]
     sents = sents[:args.limit] if args.limit else sents
     model = fastspectral.load(args.model)
-    model.parse(sents[:20], jobs=1)
+    model.parse(sents if args.warm else sents[:20], jobs=max(args.jobs))
     for j in args.jobs:
         prof = cProfile.Profile() if args.top else None
         spent.clear()

@@ -17,8 +17,12 @@ MAX_RECALL = 1
 def pack_lexical(grammar, sentences, tags=None):
     """Flatten the lexical entries of many sentences: ``(lengths, offsets, pos, sym, prob)``."""
     lengths = np.array([len(s) for s in sentences], dtype=np.int64)
+    if tags is None:                        # one batched call (new word types computed together)
+        offsets, pos, sym, prob = grammar.lexicon.entries_many(sentences)
+        return lengths, offsets, pos, sym, prob
     offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
     pos_l, sym_l, prob_l = [], [], []
+    grammar.lexicon.prefetch(sentences)      # every new word type of the batch at once
     for k, words in enumerate(sentences):
         t = None if tags is None else tags[k]
         p, s, pr = grammar.lexicon.entries(words, t, grammar.tag_symbols)
@@ -139,6 +143,7 @@ def marginals(grammar, words, tags=None, viterbi=False):
 
     if not words:
         raise ValueError("empty sentence")
+    grammar.lexicon.prefetch((words,))
     pos, sym, prob = grammar.lexicon.entries(words, tags, grammar.tag_symbols)
     return chart_marginals(grammar.chart_grammar("max" if viterbi else "sum"), len(words),
                            pos, sym, prob, viterbi)

@@ -121,6 +121,7 @@ class Lexicon:
         self.s2 = s2
         self._word_cache: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._sig_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._sig_cols_cache: dict[str, np.ndarray] = {}
         self._punct = None                    # bool per symbol: a punctuation tag (see module doc)
         self._punct_by_tag: dict = {}
 
@@ -136,36 +137,6 @@ class Lexicon:
         self._punct = mask if mask.any() else None
         self._punct_by_tag = by_tag
         self._word_cache.clear()
-
-    def _punctuation_rule(self, word: str, known: bool, dist: np.ndarray) -> np.ndarray:
-        """``dist`` (P(T | w) over symbols) restricted by the punctuation rules."""
-        punct = self._punct
-        if known:
-            seen = list(self._word_tags[word])
-            n_punct = int(punct[seen].sum())
-            if n_punct == len(seen):
-                keep = punct
-            elif n_punct == 0:
-                keep = ~punct
-            else:
-                return dist
-        else:
-            tag = punctuation_tag(word)
-            if tag is None:
-                keep = ~punct
-            else:
-                ids = self._punct_by_tag.get(tag)
-                if ids is None:                   # the treebank never used that tag
-                    keep = punct
-                else:
-                    keep = np.zeros_like(punct)
-                    keep[ids] = True
-                    if not (dist[ids] > 0).any():  # no mass there: the tag's own frequencies
-                        out = np.zeros_like(dist)
-                        out[ids] = self.p_tag[ids]
-                        return out / max(out.sum(), 1e-300)
-        out = np.where(keep, dist, 0.0)
-        return out if (out > 0).any() else dist
 
     # -- estimation ----------------------------------------------------------------------------
     def fit(self, words, positions, tags):
@@ -212,10 +183,21 @@ class Lexicon:
         for (t, w), c in tag_word.items():
             self._word_tags[w][t] = c
         self.vocab_size = len(word_count)
+        self._cols = np.flatnonzero(self.p_tag > 0)     # the symbols seen in training
+        self._col_of = np.full(S, -1, dtype=np.int64)
+        self._col_of[self._cols] = np.arange(self._cols.shape[0])
         self._word_cache.clear()
         self._sig_cache.clear()
+        self._sig_cols_cache = {}
 
     # -- queries -------------------------------------------------------------------------------
+    def _p_tag_given_sig_cols(self, sig: str) -> np.ndarray:
+        """:meth:`_p_tag_given_sig` on the columns of the seen symbols (:attr:`_cols`)."""
+        got = self._sig_cols_cache.get(sig)
+        if got is None:
+            self._sig_cols_cache[sig] = got = self._p_tag_given_sig(sig)[self._cols]
+        return got
+
     def _p_tag_given_sig(self, sig: str) -> np.ndarray:
         got = self._sig_cache.get(sig)
         if got is None:
@@ -235,7 +217,8 @@ class Lexicon:
 
         The entry depends on the position only through ``position == 0`` (the ``-INITC``
         signatures), so it is cached per word type and that flag, for known and unknown words
-        (the cache is emptied when it reaches :attr:`_CACHE_LIMIT` entries)."""
+        (the cache is emptied when it reaches :attr:`_CACHE_LIMIT` entries).  A miss computes
+        one entry alone; callers with many sentences :meth:`prefetch` them first."""
         key = (word, position == 0)
         got = self._word_cache.get(key)
         if got is not None:
@@ -250,27 +233,116 @@ class Lexicon:
     _CACHE_LIMIT = 500_000
 
     def _compute_entry(self, word: str, position: int):
-        known = word in self.word_count
-        lower = word.lower()
-        sig = signature(word, position, lower in self._lower_known and lower != word)
-        p_sig = self._p_tag_given_sig(sig)
-        if known:
-            cw = self.word_count[word]
-            dist = self.s1 * p_sig
-            for t, c in self._word_tags[word].items():
-                dist[t] += c
-            dist = dist / (cw + self.s1)
-            p_w = (cw + 0.5) / (self.n_tokens + 0.5 * (self.vocab_size + 1))
-        else:
-            dist = p_sig
-            p_w = self.p_unk / max(1, self.vocab_size)
+        return self._compute_entries([(word, position == 0)])[0]
+
+    #: rows of one block of :meth:`_compute_entries` (a block holds a few (rows, symbols) arrays)
+    _BLOCK = 512
+
+    def prefetch(self, sentences) -> None:
+        """Compute the cached entries of every word type of ``sentences`` not yet cached, in
+        vectorised blocks (:meth:`_compute_entries`), so that :meth:`entries` then only looks
+        them up: the per-type work of a first pass over a corpus runs as a few array operations
+        per block instead of a dozen small ones per type (it is GIL-held work, serial across
+        threads).  :meth:`entries_many` does it by itself."""
+        cache = self._word_cache
+        keys = {(w, i == 0) for words in sentences for i, w in enumerate(words)}
+        self._fill([k for k in keys if k not in cache])   # O(batch), whatever the cache's size
+
+    def _fill(self, keys) -> dict:
+        """Compute and cache the entries of ``keys`` (not cached; no repeats); returns them."""
+        if not keys:
+            return {}
+        keys = sorted(keys)                  # a fixed order: the same blocks on every run
+        cache = self._word_cache
+        if len(cache) + len(keys) > self._CACHE_LIMIT:
+            cache.clear()
+        new = {}
+        B = self._BLOCK
+        for a in range(0, len(keys), B):
+            block = keys[a:a + B]
+            new.update(zip(block, self._compute_entries(block)))
+        cache.update(new)
+        return new
+
+    def _compute_entries(self, keys):
+        """``(symbols, P(word | symbol))`` of each ``(word, sentence-initial)`` key (the module
+        docstring's estimates and punctuation rules), for a block of keys at once.
+
+        The work is done on the columns of the symbols seen in training (``p_tag > 0``; a
+        parent-annotated grammar has some 45 of them among 1,490 symbols): every estimate is
+        zero elsewhere, and only those symbols get entries."""
+        n = len(keys)
+        cols = self._cols
+        col_of = self._col_of
+        wc = self.word_count
+        lk = self._lower_known
+        words = [w for w, _ in keys]
+        sigs = [signature(w, 0 if ini else 1, w.lower() in lk and w.lower() != w)
+                for w, ini in keys]
+        known = np.fromiter((w in wc for w in words), dtype=bool, count=n)
+        dist = np.stack([self._p_tag_given_sig_cols(g) for g in sigs])
+        kr = np.flatnonzero(known)
+        # a known word: (c(T, w) + s1 P(T | sig)) / (c(w) + s1)
+        cw = np.array([wc[words[r]] for r in kr], dtype=np.int64)
+        tags_of = [self._word_tags[words[r]] for r in kr]
+        n_seen = np.fromiter((len(d) for d in tags_of), dtype=np.int64, count=len(kr))
+        seen_t = np.fromiter((t for d in tags_of for t in d), dtype=np.int64,
+                             count=int(n_seen.sum()))
+        seen_c = np.fromiter((c for d in tags_of for c in d.values()), dtype=np.float64,
+                             count=seen_t.shape[0])
+        dist[kr] *= self.s1
+        dist[np.repeat(kr, n_seen), col_of[seen_t]] += seen_c   # one entry per (word, tag)
+        dist[kr] /= (cw + self.s1)[:, None]
+        p_w = np.full(n, self.p_unk / max(1, self.vocab_size))
+        p_w[kr] = (cw + 0.5) / (self.n_tokens + 0.5 * (self.vocab_size + 1))
         if self._punct is not None:
-            dist = self._punctuation_rule(word, known, dist)
-        syms = np.flatnonzero((dist > 0) & (self.p_tag > 0)).astype(np.int32)
-        probs = dist[syms] * p_w / self.p_tag[syms]
-        syms.flags.writeable = False         # shared by every token of the cached type
-        probs.flags.writeable = False
-        return syms, probs
+            dist = self._punctuation_rows(words, known, kr, n_seen, seen_t, dist)
+        ok = dist > 0
+        rows, c = np.nonzero(ok)
+        syms = cols[c]
+        probs = dist[rows, c] * p_w[rows] / self.p_tag[syms]
+        syms = syms.astype(np.int32)
+        cuts = np.cumsum(np.count_nonzero(ok, axis=1))[:-1]
+        out = list(zip(np.split(syms, cuts), np.split(probs, cuts)))
+        for a, b in out:
+            a.flags.writeable = False         # shared by every token of the cached type
+            b.flags.writeable = False
+        return out
+
+    def _punctuation_rows(self, words, known, kr, n_seen, seen_t, dist):
+        """The punctuation rules of the module docstring for the rows of
+        :meth:`_compute_entries` (``dist``: P(T | w) per row, on the seen symbols' columns)."""
+        punct = self._punct
+        pc = punct[self._cols]
+        keep = np.ones(dist.shape, dtype=bool)
+        n_punct = np.bincount(np.repeat(np.arange(len(kr)), n_seen),
+                              weights=punct[seen_t].astype(np.float64), minlength=len(kr))
+        keep[kr[n_punct == n_seen]] = pc             # seen only with punctuation tags
+        keep[kr[n_punct == 0]] = ~pc                 # never with one
+        special = []
+        for r in np.flatnonzero(~known):
+            tag = punctuation_tag(words[r])
+            if tag is None:
+                keep[r] = ~pc
+                continue
+            ids = self._punct_by_tag.get(tag)
+            if ids is None:                   # the treebank never used that tag
+                keep[r] = pc
+                continue
+            ids = self._col_of[ids]
+            ids = ids[ids >= 0]
+            keep[r] = False
+            keep[r, ids] = True
+            if not (dist[r, ids] > 0).any():  # no mass there: the tag's own frequencies
+                special.append((r, ids))
+        out = np.where(keep, dist, 0.0)
+        out = np.where((out > 0).any(axis=1)[:, None], out, dist)
+        p_tag = self.p_tag[self._cols]
+        for r, ids in special:
+            out[r] = 0.0
+            out[r, ids] = p_tag[ids]
+            out[r] /= max(out[r].sum(), 1e-300)
+        return out
 
     def is_known(self, word: str) -> bool:
         return word in self.word_count
@@ -311,25 +383,51 @@ class Lexicon:
                 np.concatenate(prob_l).astype(np.float64))
 
     def _untagged_entries(self, words):
-        """:meth:`entries` without given tags: the cached per-type entries concatenated (one
-        Python step per token, no per-token array allocation)."""
-        n = len(words)
+        """:meth:`entries` without given tags (one sentence of :meth:`entries_many`)."""
+        return self.entries_many((words,))[1:]
+
+    def entries_many(self, sentences):
+        """:meth:`entries` without given tags for many sentences at once: ``(offsets, pos,
+        symbols, probabilities)``, sentence ``k``'s entries at ``offsets[k]:offsets[k + 1]``.
+
+        One dictionary look-up per token; the word types not yet cached are computed together
+        (:meth:`_fill`); then one concatenation for the batch."""
+        cache = self._word_cache
+        lengths = np.fromiter((len(w) for w in sentences), dtype=np.int64,
+                              count=len(sentences))
+        keys = [(w, i == 0) for words in sentences for i, w in enumerate(words)]
+        got = [cache.get(k) for k in keys]
+        if None in got:
+            new = self._fill({k for k, g in zip(keys, got) if g is None})
+            got = [g if g is not None else new[k] for k, g in zip(keys, got)]
+        starts = np.zeros(len(sentences) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=starts[1:])
+        if self._punct is not None:
+            for k, words in enumerate(sentences):
+                if "`" in words or "'" in words:
+                    self._pair_quotes(words, got, int(starts[k]))
+        n = len(keys)
         if not n:
-            return (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
-        entry = self._word_entry
-        got = [entry(w, i) for i, w in enumerate(words)]
-        if self._punct is not None and ("`" in words or "'" in words):
-            open_quotes = 0
-            for i, w in enumerate(words):
-                if w == "`" or w == "'":
-                    syms, probs = got[i]
-                    syms, probs, open_quotes = self._single_quote(
-                        w, words[i - 1] if i else "", syms, probs, open_quotes)
-                    got[i] = (syms, probs)
+            return (np.zeros(len(sentences) + 1, np.int64), np.zeros(0, np.int32),
+                    np.zeros(0, np.int32), np.zeros(0))
         counts = np.fromiter((g[0].shape[0] for g in got), dtype=np.int64, count=n)
-        pos = np.repeat(np.arange(n, dtype=np.int32), counts)
-        return (pos, np.concatenate([g[0] for g in got]).astype(np.int32, copy=False),
+        position = (np.arange(n, dtype=np.int64) - np.repeat(starts[:-1], lengths))
+        csum = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts, out=csum[1:])
+        return (csum[starts], np.repeat(position.astype(np.int32), counts),
+                np.concatenate([g[0] for g in got]).astype(np.int32, copy=False),
                 np.concatenate([g[1] for g in got]).astype(np.float64, copy=False))
+
+    def _pair_quotes(self, words, got, at):
+        """The entries of one sentence's ````` / ``'`` tokens (``got[at + i]``) by quote
+        pairing, left to right."""
+        open_quotes = 0
+        for i, w in enumerate(words):
+            if w == "`" or w == "'":
+                syms, probs = got[at + i]
+                syms, probs, open_quotes = self._single_quote(
+                    w, words[i - 1] if i else "", syms, probs, open_quotes)
+                got[at + i] = (syms, probs)
 
     def _single_quote(self, word, prev, syms, probs, open_quotes):
         """Entries of ````` / ``'`` by quote pairing (see the module docstring)."""
@@ -343,6 +441,7 @@ class Lexicon:
 
     def tag_word_scores(self, words, tags=None, tag_symbols=None) -> np.ndarray:
         """Dense (n, n_symbols) array of P(word_i | symbol) (zero for non-preterminals)."""
+        self.prefetch((words,))
         pos, sym, prob = self.entries(words, tags, tag_symbols)
         out = np.zeros((len(words), self.n_symbols))
         out[pos, sym] = prob

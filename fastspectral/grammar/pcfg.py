@@ -37,6 +37,7 @@ from trees and grammars they have already prepared), :meth:`PCFG.lexicon_options
 """
 from __future__ import annotations
 
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -85,16 +86,26 @@ def _chunked(ids, size):
     return [ids[c:c + size] for c in range(0, len(ids), size)]
 
 
+_WHITESPACE = re.compile(r"\s")
+
+
 def _check_sentences(sentences, tags):
     if isinstance(sentences, (str, bytes)):
         raise TypeError("sentences must be a list of token lists, not a string")
     sentences = [list(s) for s in sentences]
     for k, s in enumerate(sentences):
-        for w in s:
-            if not isinstance(w, str):
-                raise TypeError(f"sentence {k}: tokens must be str, got {type(w).__name__}")
-            if not w or any(ch.isspace() for ch in w):
-                raise ValueError(f"sentence {k}: invalid token {w!r} (empty or with whitespace)")
+        # one C-level pass per sentence (str.join checks the types; \s is str.isspace)
+        try:
+            bad = "" in s or _WHITESPACE.search("\0".join(s)) is not None
+        except TypeError:
+            bad = True
+        if bad:
+            for w in s:
+                if not isinstance(w, str):
+                    raise TypeError(f"sentence {k}: tokens must be str, got {type(w).__name__}")
+                if not w or any(ch.isspace() for ch in w):
+                    raise ValueError(f"sentence {k}: invalid token {w!r} "
+                                     "(empty or with whitespace)")
     if tags is not None:
         tags = list(tags)
         if len(tags) != len(sentences):
