@@ -552,6 +552,37 @@ def sweep_tag_dmv(args, tr, dev, jack, dev_data, dev_correct, dev_eval):
             print(json.dumps({"tag_model": name, "gain": g, **r}), flush=True)
 
 
+def spectral_speed(args, tr, jack):
+    """``--spectral-speed``: fit and scoring CPU seconds (one thread) of the spectral models of
+    ``--extra-models`` (words input only), alternated ``--repeat`` times: fit on ``tr``,
+    ``log_prob`` and ``fragment_log_prob`` of the jack-knifed lists' trees."""
+    from threadpoolctl import threadpool_limits
+    from fastspectral.rerank import RerankDepParser
+
+    heads = jack.data.heads_list()
+    cand = [tr[b] for b in jack.data.sent]
+    print(json.dumps({"load_avg": os.getloadavg(), "trees": len(cand)}), flush=True)
+    for rep in range(args.repeat):
+        for spec in args.extra_models.split(","):
+            what, states, ridge, _, *rest = spec.split(":")
+            sp = spectral_params(args.embeddings, "none", int(states), float(ridge))
+            if rest:
+                sp.update(stop_events=True, stop_adjacency=rest[0].startswith("adj"),
+                          stop_weight=float(rest[0].lstrip("stopadj") or 1.0))
+            new = RerankDepParser(spectral_params=sp)._new_spectral
+            with threadpool_limits(limits=1):
+                model, _, fit_c = timed(lambda: new().fit(tr))
+            model.log_prob(cand[:100], heads=heads[:100], jobs=1)          # compiled
+            model.fragment_log_prob(cand[:100], heads=heads[:100], jobs=1)
+            _, _, lp_c = timed(lambda: model.log_prob(cand, heads=heads, jobs=1))
+            _, _, fr_c = timed(lambda: model.fragment_log_prob(cand, heads=heads, jobs=1))
+            print(json.dumps({"round": rep, "model": spec, "fit_cpu_s": round(fit_c, 2),
+                              "log_prob_cpu_s": round(lp_c, 2),
+                              "trees_per_cpu_s": round(len(cand) / lp_c),
+                              "fragment_cpu_s": round(fr_c, 2)}), flush=True)
+    print(json.dumps({"load_avg_end": os.getloadavg()}), flush=True)
+
+
 def sweep_extra(args, train):
     from fastspectral.rerank.model import _argmax_segments, count_correct
 
@@ -569,6 +600,8 @@ def sweep_extra(args, train):
     out["cv_base_parser"] = round(100.0 * jack.correct[jack.data.cand_off[:-1]].sum()
                                   / jack.n_tokens, 2)
     print(json.dumps(out), flush=True)
+    if args.spectral_speed:
+        return spectral_speed(args, tr, jack)
     if args.tag_dmv:
         return sweep_tag_dmv(args, tr, dev, jack, dev_data, dev_correct, dev_eval)
     if args.shag_models:
@@ -781,6 +814,10 @@ def main(argv=None):
                          "events with the DMV's adjacency (stop_adjacency=True)")
     ap.add_argument("--extra-forms", default="tree,fragment,tree+fragment",
                     help="--sweep-extra: the column sets run for each model")
+    ap.add_argument("--spectral-speed", action="store_true",
+                    help="--sweep-extra: fit / scoring CPU seconds of the --extra-models "
+                         "(words input), one thread, --repeat alternated rounds")
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--tag-dmv", action="store_true",
                     help="--sweep-extra: the count-based tag models with / without valency "
                          "(a diagnostic) instead of the spectral models")

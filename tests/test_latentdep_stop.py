@@ -26,8 +26,10 @@ def _arrays(g, sents):
 
 @pytest.fixture(scope="module")
 def gen():
+    # trees are capped at 400 nodes (a larger one is drawn again: never at this size); a
+    # tight cap would bias the sample's moments (larger trees come from low-stop states)
     return LatentDependencyGenerator(n_states=3, n_words=10, seed=0, stop=(0.6, 0.9),
-                                     max_nodes=60)
+                                     max_nodes=400)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +46,7 @@ def test_generator_shapes_depend_on_the_states(gen):
     higher stop probability take fewer children)."""
     sents = gen.sample(3000, seed=1)
     sizes = np.array([len(s.words) for s in sents])
-    assert gen.rejected < 0.02 * len(sents)
+    assert gen.rejected == 0
     # the mean size of the sampled (capped) trees is near the expected size of the process
     assert abs(sizes.mean() - gen.expected_nodes().sum()) < 0.5
     # the paper's generator (no stop) is unchanged by the new parameter
