@@ -40,6 +40,35 @@ h_i = h)``, and ``c_1 . eta_root = p(x | y)``.  The node weights hidden in ``K``
 cancel, so any set of nodes (here those with children on both sides) estimates them.
 ``Delta^+`` is a ridge pseudo-inverse (``ridge`` relative to the largest singular value).
 
+STOP (valency) events (``stop_events=True``; an extension of the paper's model, the geometric
+valency of the DMV, Klein & Manning 2004, and of head automata).  A node in state ``h`` draws
+its children on side ``d`` iid from ``m + 1`` states: real ``c`` with ``(1 - s_d(h)) T_d(c |
+h)``, STOP with ``s_d(h)``, after which it stops; the score is ``p(x, valency | y) = p(x | y)
+prod_{i, d} (1 - s_d(h_i)) ** n_d(i) s_d(h_i)`` (summed over states).  Its observable form is
+eq. 1-7 on augmented data: every real node gets one STOP pseudo-child per side (outermost, no
+children) with the vector ``w_s e_STOP`` (a new coordinate, ``w_s = stop_weight``), added to
+the statistics without building tokens (:meth:`LatentDependencyModel._stop_operators`)::
+
+    Sigma'_d = [Sigma_d; w_s sum_i u(x_i)^T]                                       (eq. 1s)
+    W   = top-m right singular vectors of [Sigma'_L; Sigma'_R];  V_d = top-m left singular
+          vectors of Sigma'_d ((k+1)-dimensional: the STOP coordinate; heads are never STOP,
+          so Sigma'_d has rank m)                                                  (eq. 2s)
+    SL'_i = sum_{l in L(i)} V_L^T u(x_l) + w_s V_L^T e_STOP,  |L'(i)| = |L(i)| + 1 (and R)
+    K_L = sum_i SR'_i (x) W^T u(x_i) (x) sum_{l in L(i)} W^T u(x_l);
+    Delta_L = sum_i |L'(i)| SR'_i (W^T u(x_i))^T   (every real node)               (eq. 4s, 5s)
+    E_L[:, :, j] = Delta_L^+ K_L[:, :, j];  S_L = Delta_L^+ sum_i SR'_i (W^T u(x_i))^T  (eq. 6s)
+    c_1 = W^T mu;  D(x) c_inf = W^T u(x)                                           (eq. 3s, 7s)
+
+``S_L`` is the STOP slice of the edge operator applied to the STOP child's start vector,
+divided by its emission ``w_s ** 2``.  Under the model (Wald's identity for the geometric
+counts) ``E_d[:, :, j] = A^-T diag((1 - s_d) T_d^T M^T W e_j) A^T`` and ``S_d = A^-T diag(s_d)
+A^T``; Algorithm 1 applies ``S_L`` after a node's left children and ``S_R`` after its right
+ones.  ``stop_adjacency=True``: two STOP symbols per side (no real child / some), ``S_d`` of
+shape ``(2, m, m)`` (the DMV's adjacency as an emission of the side's class: on trees of the
+geometric model it estimates ``p(x, valency | y) prod_{i, d} P(class_d(i) | h_i)``).
+``tests/test_latentdep_stop.py`` checks both against brute force from the exact population
+moments.
+
 Negative estimates.  Finite samples can make ``p-hat`` negative (or zero).  :meth:`log_prob`
 returns ``log |p-hat|`` and, with ``return_sign=True``, the sign; ``p-hat == 0`` gives
 ``log_floor``.  For re-ranking use ``log |p-hat|`` (plus the sign as a second feature).  With
@@ -86,6 +115,15 @@ class LatentDependencyModel(Parser):
         Ridge of the pseudo-inverses of ``Delta_L`` / ``Delta_R``, relative to their largest
         singular value (0.3: chosen on a WSJ dev split, docs/latentdep.md; a consistent
         estimate needs a small one, e.g. 1e-3, as the sample grows).
+    stop_events : bool
+        Also score valency: a STOP event per node and side (the module docstring, eq. 1s-7s;
+        an extension of the paper's model).  Default False: the paper's ``p(x | y)``.
+    stop_weight : float
+        ``w_s``, the weight of the STOP coordinate of the augmented vectors (the eigenwords
+        have unit length); cancels in the population, changes the estimate with a ridge.
+    stop_adjacency : bool
+        With ``stop_events``: two STOP symbols per side, for a side without and with children
+        (the DMV's adjacency).
     log_floor : float
         ``log_prob`` of a tree whose estimate is exactly 0 (or not finite).
     random_state : int
@@ -102,6 +140,8 @@ class LatentDependencyModel(Parser):
     tag_column_ : str or None -- the DepSentence column the tags come from
     E_L_, E_R_ : ndarray (m, m, m) -- the edge operators
     c1_ : ndarray (m,) -- the root functional
+    stop_L_, stop_R_ : ndarray (m, m), (2, m, m) with ``stop_adjacency``, or None -- the STOP
+        operators (None without ``stop_events``)
     singular_values_ : ndarray (m,) -- of ``[Sigma_L; Sigma_R]``
     lowercase_ : bool -- words are lower-cased before look-up
     fit_time_ : float
