@@ -133,7 +133,9 @@ class RerankDepParser(HeadsParser):
     spectral_params : dict or None, default None
         Constructor arguments of the latent dependency model (e.g. ``{"embeddings": path}``),
         over ``SPECTRAL_DEFAULTS`` (``n_states=16``); without ``embeddings`` it learns
-        eigenwords from the training treebank's words.
+        eigenwords from the training treebank's words.  ``{"stop_events": True}`` (CLI
+        ``--stop-events``; ``"stop_adjacency"``, ``"stop_weight"``) makes it also score
+        valency (STOP events; docs/latentdep.md; on WSJ no better than without, docs/rerank.md).
     logp_norm : {"max", "word", "list"}, default "max"
         log p-hat within its k-best list: minus the list's best; that divided by the
         sentence's words; standardised within the list.
