@@ -707,6 +707,9 @@ def final(args, train, test):
     out = {"load_avg_start": os.getloadavg(), "train": len(train), "test": len(test)}
     sp = spectral_params("pos" if args.spectral_input == "pos" else args.embeddings,
                          args.tags, args.states, args.ridge)
+    if args.stop_events:
+        sp.update(stop_events=True, stop_adjacency=args.stop_adjacency,
+                  stop_weight=args.stop_weight)
     out["spectral_params"] = sp
     kw = dict(k=args.k, epochs=args.epochs, jobs=args.jobs, dense_gain=args.gain,
               rerank_epochs=args.final_rerank_epochs, logp_norm=args.norm,
@@ -786,6 +789,11 @@ def main(argv=None):
     ap.add_argument("--no-sign", action="store_true")
     ap.add_argument("--spectral-scores", default="both", choices=("tree", "fragment", "both"))
     ap.add_argument("--spectral-input", default="words", choices=("words", "pos"))
+    ap.add_argument("--stop-events", action="store_true",
+                    help="main mode: the spectral model with STOP events (stop_events=True)")
+    ap.add_argument("--stop-adjacency", action="store_true",
+                    help="main mode, with --stop-events: stop_adjacency=True")
+    ap.add_argument("--stop-weight", type=float, default=1.0)
     ap.add_argument("--final-rerank-epochs", type=int, default=5)
     ap.add_argument("--sweep", action="store_true", help="the development sweep only")
     ap.add_argument("--sweep-embeddings", default="treebank,file")
