@@ -22,7 +22,7 @@ examples:
   fastspectral train latent-dep wsj-train.dp -o wsj.ldep --embeddings en.eigenwords --states 16
   fastspectral train latent-dep wsj-train.dp -o wsj-pos.ldep --embeddings en.eigenwords \\
       --states 30 --tags auto
-  fastspectral train latent-dep wsj-train.dp -o wsj-stop.ldep --embeddings en.eigenwords \
+  fastspectral train latent-dep wsj-train.dp -o wsj-stop.ldep --embeddings en.eigenwords \\
       --states 16 --stop-events
   fastspectral parse wsj.ldep candidates.conllx -o scored.conllx
 """
