@@ -14,14 +14,7 @@ from fastspectral.latentdep.model import LatentDependencyModel
 from fastspectral.latentdep.synthetic import LatentDependencyGenerator
 from fastspectral.linalg.svd import randomized_svd
 from fastspectral.trees.conll import DepSentence
-
-
-def _arrays(g, sents):
-    ids = g._word_ids(sents)
-    off = np.zeros(len(sents) + 1, np.int64)
-    off[1:] = np.cumsum([len(x) for x in ids])
-    par = np.concatenate([np.asarray(s.heads, np.int64) - 1 for s in sents])
-    return off, par, np.concatenate(ids)
+from test_latentdep import _arrays
 
 
 @pytest.fixture(scope="module")

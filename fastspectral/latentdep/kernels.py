@@ -234,13 +234,13 @@ def _tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R):
                 for z in range(m):
                     cur[z] = out[z]
             if stop:
-                _mat2_apply(S_L, 0 if split == lo else 1, cur, out)
+                _mat_apply(S_L, 0 if split == lo else 1, cur, out)
             for q in range(split, hi):
                 _apply(E_R, eta[child[q]], cur, tmp, out)
                 for z in range(m):
                     cur[z] = out[z]
             if stop:
-                _mat2_apply(S_R, 0 if hi == split else 1, cur, out)
+                _mat_apply(S_R, 0 if hi == split else 1, cur, out)
             big = 0.0
             for z in range(m):
                 v = abs(cur[z])
@@ -271,25 +271,13 @@ def _tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R):
 
 @njit(cache=True, nogil=True, fastmath=True)
 def _mat_apply(M, r, cur, out):
-    """``cur <- M[r] @ cur`` (``out``: scratch)."""
+    """``cur <- M[r] @ cur`` (``out``: scratch; ``M``: the fragment operators of the words, or
+    the ``(2, m, m)`` STOP operators)."""
     m = cur.shape[0]
     for z in range(m):
         acc = 0.0
         for b in range(m):
             acc += M[r, z, b] * cur[b]
-        out[z] = acc
-    for z in range(m):
-        cur[z] = out[z]
-
-
-@njit(cache=True, nogil=True, fastmath=True)
-def _mat2_apply(S, c, cur, out):
-    """``cur <- S[c] @ cur`` (``S[c]``: an ``m x m`` STOP operator; ``out``: scratch)."""
-    m = cur.shape[0]
-    for z in range(m):
-        acc = 0.0
-        for b in range(m):
-            acc += S[c, z, b] * cur[b]
         out[z] = acc
     for z in range(m):
         cur[z] = out[z]
@@ -336,11 +324,11 @@ def _fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1, S_L, S_R):
             for q in range(split - 1, lo - 1, -1):          # left children, nearest first
                 _mat_apply(M_L, words[a + child[q]], cur, out)
             if stop:
-                _mat2_apply(S_L, 0 if split == lo else 1, cur, out)
+                _mat_apply(S_L, 0 if split == lo else 1, cur, out)
             for q in range(split, hi):                      # right children, nearest first
                 _mat_apply(M_R, words[a + child[q]], cur, out)
             if stop:
-                _mat2_apply(S_R, 0 if hi == split else 1, cur, out)
+                _mat_apply(S_R, 0 if hi == split else 1, cur, out)
             v = 0.0
             for z in range(m):
                 v += c1[z] * cur[z]
