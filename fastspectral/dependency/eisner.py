@@ -12,7 +12,8 @@ import numpy as np
 
 from ..base import check_jobs
 
-__all__ = ["eisner", "eisner_batch", "eisner_packed", "PackedHeads"]
+__all__ = ["eisner", "eisner_batch", "eisner_packed", "eisner2", "eisner2_packed",
+           "PackedHeads"]
 
 
 @dataclass
@@ -86,3 +87,44 @@ def eisner_batch(score_mats, single_root: bool = False, jobs=None):
 def eisner(scores, single_root: bool = False) -> np.ndarray:
     """Best projective tree for one ``(n+1) x (n+1)`` score matrix (heads 1-based, 0 = root)."""
     return eisner_batch([scores], single_root=single_root, jobs=1)[0]
+
+
+def eisner2_packed(arcs: np.ndarray, pair_off: np.ndarray, sibs: np.ndarray,
+                   trip_off: np.ndarray, lengths: np.ndarray, single_root: bool = False,
+                   jobs=None) -> PackedHeads:
+    """Second-order projective decoding with sibling parts (McDonald & Pereira 2006).
+
+    Sentence ``b`` (``n = lengths[b]`` words) has its ``(n+1)^2`` row-major arc scores at
+    ``arcs[pair_off[b]:]`` (as :func:`eisner_packed`) and its ``(n+1)^3`` sibling scores at
+    ``sibs[trip_off[b]:]``: ``G[h, s, m]`` at ``(h * (n+1) + s) * (n+1) + m`` scores ``s`` and
+    ``m`` as consecutive modifiers of ``h`` on one side (``s`` closer to ``h``; ``s = h`` for
+    the innermost one).  A tree scores the sum of its arcs' and sibling parts' scores; the
+    result is laid out as :func:`eisner_packed`'s.  Compiled kernel:
+    ``fastspectral/_ext/eisner2.pyx`` (OpenMP across sentences, ``jobs`` threads).
+    """
+    from .._ext import eisner2 as _k2
+
+    lengths = np.ascontiguousarray(lengths, dtype=np.int32)
+    head_off = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=head_off[1:])
+    heads = np.zeros(int(head_off[-1]), dtype=np.int32)
+    best = np.empty(len(lengths))
+    _k2.eisner2_batch(np.ascontiguousarray(arcs, dtype=np.float64),
+                      np.ascontiguousarray(pair_off[:len(lengths)], dtype=np.int64),
+                      np.ascontiguousarray(sibs, dtype=np.float64),
+                      np.ascontiguousarray(trip_off[:len(lengths)], dtype=np.int64),
+                      lengths, head_off, heads, best, int(bool(single_root)), check_jobs(jobs))
+    return PackedHeads(heads, head_off, best)
+
+
+def eisner2(arcs, sibs, single_root: bool = False) -> np.ndarray:
+    """Best projective tree of one sentence under arc scores ``(n+1, n+1)`` and sibling scores
+    ``(n+1, n+1, n+1)`` (:func:`eisner2_packed`); heads 1-based, 0 = root."""
+    A = np.asarray(arcs, dtype=np.float64)
+    G = np.asarray(sibs, dtype=np.float64)
+    n1 = A.shape[0]
+    if A.ndim != 2 or A.shape != (n1, n1) or G.shape != (n1, n1, n1) or n1 < 1:
+        raise ValueError("arc scores must be (n+1, n+1) and sibling scores (n+1, n+1, n+1)")
+    res = eisner2_packed(A.ravel(), np.array([0, A.size]), G.ravel(), np.array([0, G.size]),
+                         np.array([n1 - 1], np.int32), single_root, jobs=1)
+    return res.heads.copy()
