@@ -1,15 +1,18 @@
-"""``fastspectral train mst``: the first-order discriminative dependency parser's options
-(McDonald et al. 2005; :class:`fastspectral.rerank.MSTParser`)."""
+"""``fastspectral train mst``: the discriminative dependency parser's options (first-order:
+McDonald et al. 2005; second-order sibling, ``--order 2``: McDonald & Pereira 2006;
+:class:`fastspectral.rerank.MSTParser`)."""
 from __future__ import annotations
 
 from .._argtypes import positive_int
 from . import kit
 
-DESCRIPTION = "first-order arc-factored discriminative dependency parser (McDonald et al. 2005)"
+DESCRIPTION = ("arc-factored (first-order) or sibling (second-order) discriminative dependency "
+               "parser (McDonald et al. 2005; McDonald & Pereira 2006)")
 
 EPILOG = """\
 examples:
   fastspectral train mst wsj.dp -o wsj.mst --epochs 10
+  fastspectral train mst wsj.dp -o wsj2.mst --epochs 10 --order 2
   fastspectral parse wsj.mst test.conllu -o parsed.conllu
 """
 
@@ -34,3 +37,6 @@ def add_common(g, cls) -> None:
 def add_arguments(parser, cls) -> None:
     g = parser.add_argument_group("MST parser (McDonald et al. 2005)")
     add_common(g, cls)
+    kit.option(g, "--order", cls, "order", type=int, choices=(1, 2),
+               help="1: arc-factored model; 2: arcs + sibling parts, second-order Eisner "
+                    "(McDonald & Pereira 2006; its models give no k-best lists)")

@@ -11,6 +11,14 @@ arc's direction and binned distance (1, 2, 3, 4, 5, 6-10, > 10):
 * surrounding: head tag, modifier tag and the tags left / right of each (the four 4-tag
   templates and their four 3-tag back-offs).
 
+Second-order sibling parts ``(h, s, m)`` (McDonald & Pereira, EACL 2006; ``MSTParser(order=2)``):
+``s`` and ``m`` consecutive modifiers of ``h`` on one side, ``s`` the closer to ``h``, ``s = h``
+for the innermost modifier (then ``s``'s word and tag are a "first modifier" marker).  Their
+templates (ids 40..44, MSTParser's second-order set): tag(h).tag(s).tag(m), tag(s).tag(m),
+word(s).word(m), word(s).tag(m), tag(s).word(m); each alone and with the direction and the
+"first modifier" flag; the two tag templates also with the direction and the binned distance
+between ``s`` and ``m`` (12 features per part).
+
 Feature ids are hashed (the "hashing trick") into ``2**bits`` weights, so no feature dictionary
 is stored; tokens enter as small integer ids of words, tags and prefixes (vocabularies built by
 :class:`~fastspectral.rerank.mst.MSTParser`).  The kernels are Numba (``cache=True``), the
@@ -22,7 +30,8 @@ import numpy as np
 from numba import njit, prange
 
 __all__ = ["ROOT_ID", "UNK_ID", "NONE_ID", "FIRST_ID", "MAX_FEATS", "arc_scores",
-           "perceptron_update", "arc_features"]
+           "perceptron_update", "arc_features", "N_SIB_FEATS", "sibling_scores",
+           "sibling_update", "sibling_features", "tree_sibling_parts"]
 
 #: reserved token ids of every vocabulary: unknown, the root, "no token" (left of the first
 #: / right of the last word); real symbols start at FIRST_ID
@@ -180,4 +189,167 @@ def arc_features(W, P, F, n, h, m, bits):
     buf = np.empty(MAX_FEATS + 2 * (n + 1), dtype=np.int64)
     k = _feats(np.asarray(W, np.int64), np.asarray(P, np.int64), np.asarray(F, np.int64), 0, n,
                h, m, np.int64((1 << bits) - 1), buf)
+    return buf[:k].copy()
+
+
+# ---------------------------------------------------------------- second-order sibling parts
+#: features of one sibling part
+N_SIB_FEATS = 12
+#: the word / tag atom of the "sibling" of an innermost modifier (no real token has it)
+FIRST_MOD = -5
+
+
+@njit(cache=True)
+def _sib_feats(W, P, base, h, s, m, mask, out):
+    """Write the hashed feature ids of sibling part ``(h, s, m)`` (``s = h``: ``m`` is the
+    innermost modifier of its side) into ``out``; returns how many (``N_SIB_FEATS``)."""
+    ht = P[base + h]
+    mt = P[base + m]
+    mw = W[base + m]
+    right = 1 if m > h else 0
+    if s == h:
+        first = 1
+        st = np.int64(FIRST_MOD)
+        sw = np.int64(FIRST_MOD)
+        d = 0
+    else:
+        first = 0
+        st = P[base + s]
+        sw = W[base + s]
+        d = _dist_bin(m - s if m > s else s - m)
+    a = 64 + 2 * right + first            # direction + first-modifier flag
+    ad = 128 + 16 * right + d             # direction + binned sibling distance
+    out[0] = _h(40, ht, st, mt, 0, 0)
+    out[1] = _h(41, st, mt, 0, 0, 0)
+    out[2] = _h(42, sw, mw, 0, 0, 0)
+    out[3] = _h(43, sw, mt, 0, 0, 0)
+    out[4] = _h(44, st, mw, 0, 0, 0)
+    out[5] = _h(40, ht, st, mt, 0, a)
+    out[6] = _h(41, st, mt, 0, 0, a)
+    out[7] = _h(42, sw, mw, 0, 0, a)
+    out[8] = _h(43, sw, mt, 0, 0, a)
+    out[9] = _h(44, st, mw, 0, 0, a)
+    out[10] = _h(40, ht, st, mt, 0, ad)
+    out[11] = _h(41, st, mt, 0, 0, ad)
+    for i in range(N_SIB_FEATS):
+        out[i] &= mask
+    return N_SIB_FEATS
+
+
+@njit(cache=True, parallel=True)
+def sibling_scores(w, W, P, F, tok_off, lengths, trip_off, out):
+    """Sibling-part scores of a batch: ``out[trip_off[b] + (h * (n+1) + s) * (n+1) + m] =
+    w . f(h, s, m)`` for every sentence ``b`` (``n = lengths[b]``), every arc ``h -> m`` and
+    every ``s = h`` or strictly between ``h`` and ``m``; the other entries are 0 (the decoder
+    never reads them).  Parallel across sentences."""
+    mask = np.int64(w.shape[0] - 1)
+    for b in prange(lengths.shape[0]):
+        n = lengths[b]
+        base = tok_off[b]
+        n1 = n + 1
+        buf = np.empty(N_SIB_FEATS, dtype=np.int64)
+        o = trip_off[b]
+        out[o:o + n1 * n1 * n1] = 0.0
+        for h in range(n1):
+            for m in range(1, n1):
+                if h == m:
+                    continue
+                if h < m:
+                    lo = h + 1
+                    hi = m
+                else:
+                    lo = m + 1
+                    hi = h
+                # s = h, then every s strictly between h and m
+                for j in range(lo - 1, hi):
+                    s = h if j == lo - 1 else j
+                    k = _sib_feats(W, P, base, h, s, m, mask, buf)
+                    v = 0.0
+                    for i in range(k):
+                        v += w[buf[i]]
+                    out[o + (h * n1 + s) * n1 + m] = v
+    return out
+
+
+@njit(cache=True)
+def _fill_sibling_parts(heads, off, n, sib):
+    """``sib[i]`` = the sibling ``s`` of word ``i + 1`` (its head's modifier next to it on the
+    head's side, closer to the head; the head itself for the innermost), from the 1-based
+    ``heads[off:off + n]`` (linear time: one scan per side)."""
+    last = np.empty(n + 1, dtype=np.int64)
+    for j in range(n + 1):          # right modifiers, scanning left to right
+        last[j] = j
+    for m in range(1, n + 1):
+        h = heads[off + m - 1]
+        if 0 <= h < m:
+            sib[m - 1] = last[h]
+            last[h] = m
+    for j in range(n + 1):          # left modifiers, scanning right to left
+        last[j] = j
+    for m in range(n, 0, -1):
+        h = heads[off + m - 1]
+        if h > m:
+            sib[m - 1] = last[h]
+            last[h] = m
+
+
+@njit(cache=True)
+def tree_sibling_parts(heads):
+    """The ``(h, s, m)`` sibling parts of one tree (1-based heads, 0 = root): an ``(n, 3)``
+    array, row ``m - 1`` for word ``m``."""
+    n = heads.shape[0]
+    sib = np.empty(n, dtype=np.int64)
+    _fill_sibling_parts(heads, 0, n, sib)
+    out = np.empty((n, 3), dtype=np.int64)
+    for i in range(n):
+        out[i, 0] = heads[i]
+        out[i, 1] = sib[i]
+        out[i, 2] = i + 1
+    return out
+
+
+@njit(cache=True)
+def sibling_update(w, u, c, W, P, F, tok_off, lengths, gold, pred, head_off, scale):
+    """Averaged-perceptron update of the sibling features of a batch (with
+    :func:`perceptron_update` for the arcs): for every sentence whose predicted tree differs
+    from the gold one, ``+scale`` on the features of the gold tree's sibling parts and
+    ``-scale`` on the predicted tree's that differ from them (a part of both trees cancels),
+    in ``w`` and ``c * scale`` in ``u``.  Returns the number of sibling parts that differ."""
+    mask = np.int64(w.shape[0] - 1)
+    buf = np.empty(N_SIB_FEATS, dtype=np.int64)
+    changed = 0
+    for b in range(lengths.shape[0]):
+        n = lengths[b]
+        if n == 0:
+            continue
+        base = tok_off[b]
+        o = head_off[b]
+        sg = np.empty(n, dtype=np.int64)
+        sp = np.empty(n, dtype=np.int64)
+        _fill_sibling_parts(gold, o, n, sg)
+        _fill_sibling_parts(pred, o, n, sp)
+        for i in range(n):
+            g = gold[o + i]
+            p = pred[o + i]
+            if g == p and sg[i] == sp[i]:
+                continue
+            changed += 1
+            k = _sib_feats(W, P, base, g, sg[i], i + 1, mask, buf)
+            for j in range(k):
+                w[buf[j]] += scale
+                u[buf[j]] += c * scale
+            k = _sib_feats(W, P, base, p, sp[i], i + 1, mask, buf)
+            for j in range(k):
+                w[buf[j]] -= scale
+                u[buf[j]] -= c * scale
+    return changed
+
+
+def sibling_features(W, P, F, n, h, s, m, bits):
+    """The hashed feature ids of one sibling part ``(h, s, m)`` of one sentence (token id
+    arrays with the root at position 0; ``s = h``: ``m`` is the innermost modifier): for tests
+    and inspection."""
+    buf = np.empty(N_SIB_FEATS, dtype=np.int64)
+    k = _sib_feats(np.asarray(W, np.int64), np.asarray(P, np.int64), 0, h, s, m,
+                   np.int64((1 << bits) - 1), buf)
     return buf[:k].copy()

@@ -1,4 +1,5 @@
-"""``MSTParser``: first-order arc-factored discriminative dependency parser (McDonald et al. 2005).
+"""``MSTParser``: arc-factored (first-order) or sibling (second-order) discriminative dependency
+parser (McDonald et al. 2005; McDonald & Pereira 2006).
 
 Arc scores are ``w . f(h -> m)`` over the hashed MSTParser features of
 :mod:`fastspectral.rerank.features`; trees are decoded with the compiled first-order Eisner
@@ -6,7 +7,10 @@ algorithm (:func:`fastspectral.dependency.eisner.eisner_packed`) and, for re-ran
 compiled lazy k-best Eisner (:func:`fastspectral.rerank.kbest.kbest_packed`).  Training is the
 averaged perceptron (Collins 2002) in mini-batches: each batch is scored and decoded in
 parallel with the weights of the batch's start, then updated (the mini-batch perceptron of
-Zhao & Huang 2013; ``minibatch=1`` is Collins's online perceptron).
+Zhao & Huang 2013; ``minibatch=1`` is Collins's online perceptron).  With ``order=2`` the
+model adds sibling parts (McDonald & Pereira 2006), scored by
+:func:`~fastspectral.rerank.features.sibling_scores` and decoded with the compiled
+second-order Eisner (:func:`fastspectral.dependency.eisner.eisner2_packed`).
 """
 from __future__ import annotations
 
@@ -21,7 +25,8 @@ import numpy as np
 from ..base import Parser
 from ..base import check_int as _check_int
 from ..errors import ModelFileError
-from .features import FIRST_ID, ROOT_ID, UNK_ID, arc_scores, perceptron_update
+from .features import (FIRST_ID, ROOT_ID, UNK_ID, arc_scores, perceptron_update,
+                       sibling_scores, sibling_update)
 
 __all__ = ["MSTParser", "MSTFitInfo", "Encoded", "copy_with_heads", "numba_threads"]
 
@@ -152,7 +157,8 @@ class HeadsParser(Parser):
 
 
 class MSTParser(HeadsParser):
-    """First-order arc-factored dependency parser trained with the averaged perceptron.
+    """Arc-factored (first-order) or sibling (second-order) dependency parser trained with
+    the averaged perceptron.
 
     Parameters
     ----------
@@ -172,6 +178,12 @@ class MSTParser(HeadsParser):
         Seed of the order in which each epoch visits the training sentences.
     jobs : int or None, default None
         Threads of parsing and of the training batches (None: every core available).
+    order : {1, 2}, default 1
+        1: first-order arc-factored model (McDonald et al. 2005); 2: arcs plus sibling parts
+        ``(h, s, m)`` (consecutive modifiers of ``h`` on one side; McDonald & Pereira 2006),
+        decoded with the second-order projective Eisner algorithm (``O(n^3)`` time, an
+        ``(n+1)^3`` sibling-score block per sentence: 8.2 MB for 100 words).  :meth:`kbest`
+        is first-order only.
 
     Attributes
     ----------
@@ -191,7 +203,9 @@ class MSTParser(HeadsParser):
     References
     ----------
     R. McDonald, K. Crammer and F. Pereira, "Online large-margin training of dependency
-    parsers", ACL 2005 (the first-order model and its features, table 1).  M. Collins,
+    parsers", ACL 2005 (the first-order model and its features, table 1).  R. McDonald and
+    F. Pereira, "Online learning of approximate dependency parsing algorithms", EACL 2006
+    (the second-order sibling model, ``order=2``).  M. Collins,
     "Discriminative training methods for hidden Markov models", EMNLP 2002 (the averaged
     perceptron).  J. Eisner, COLING 1996 (decoding).  L. Huang and D. Chiang, "Better k-best
     parsing", IWPT 2005 (:meth:`kbest`).
@@ -217,7 +231,7 @@ class MSTParser(HeadsParser):
 
     def __init__(self, epochs: int = 10, minibatch: int = 8, bits: int = 22,
                  tagset: str = "auto", single_root: bool | None = None,
-                 random_state: int | None = 0, jobs: int | None = None):
+                 random_state: int | None = 0, jobs: int | None = None, order: int = 1):
         self.epochs = epochs
         self.minibatch = minibatch
         self.bits = bits
@@ -225,6 +239,7 @@ class MSTParser(HeadsParser):
         self.single_root = single_root
         self.random_state = random_state
         self.jobs = jobs
+        self.order = order
 
     # ------------------------------------------------------------------ helpers
     def _validate_params(self) -> None:
@@ -242,6 +257,8 @@ class MSTParser(HeadsParser):
             _check_int("random_state", self.random_state, 0)
         if self.jobs is not None:
             _check_int("jobs", self.jobs, 1)
+        if isinstance(self.order, bool) or self.order not in (1, 2):
+            raise ValueError(f"order must be 1 or 2, not {self.order!r}")
 
     def _view(self, sents, tags=None, need_heads=False) -> list:
         """``sents`` seen through the model's tag column (or the given ``tags``), checked."""
@@ -284,6 +301,29 @@ class MSTParser(HeadsParser):
                        enc.pair_off, out)
         return out
 
+    def sibling_scores(self, enc: Encoded, jobs=None):
+        """The packed ``(n+1)^3`` sibling-score blocks of ``enc`` and their offsets
+        (``order=2``; layout of :func:`~fastspectral.dependency.eisner.eisner2_packed`)."""
+        n1 = enc.lengths.astype(np.int64) + 1
+        trip_off = np.zeros(len(n1) + 1, dtype=np.int64)
+        np.cumsum(n1 ** 3, out=trip_off[1:])
+        out = np.empty(int(trip_off[-1]), dtype=np.float64)
+        with numba_threads(self._threads(jobs)):
+            sibling_scores(self.weights_, enc.W, enc.P, enc.F, enc.tok_off, enc.lengths,
+                           trip_off, out)
+        return out, trip_off
+
+    def _decode(self, enc: Encoded, threads: int):
+        """Best trees of a batch under the model (first- or second-order decoder)."""
+        from ..dependency.eisner import eisner2_packed, eisner_packed
+
+        arcs = self.arc_scores(enc, threads)
+        if int(self.order) == 1:
+            return eisner_packed(arcs, enc.pair_off, enc.lengths, self.single_root_, threads)
+        sibs, trip_off = self.sibling_scores(enc, threads)
+        return eisner2_packed(arcs, enc.pair_off, sibs, trip_off, enc.lengths,
+                              self.single_root_, threads)
+
     def _threads(self, jobs) -> int:
         from ..base import check_jobs
         return check_jobs(jobs if jobs is not None else self.jobs)
@@ -293,7 +333,6 @@ class MSTParser(HeadsParser):
         """Learn the weights from dependency sentences (``words``, tags, ``heads``); returns
         self."""
         from ..dependency.data import choose_tagset
-        from ..dependency.eisner import eisner_packed
 
         self._validate_params()
         sents = list(sents)
@@ -322,6 +361,7 @@ class MSTParser(HeadsParser):
         rng = np.random.default_rng(self.random_state)
         threads = self._threads(None)
         B = int(self.minibatch)
+        second = int(self.order) == 2
         c = 1.0
         info = MSTFitInfo(n_sentences=len(view))
         self.weights_ = w
@@ -331,12 +371,13 @@ class MSTParser(HeadsParser):
             for a in range(0, len(order), B):
                 idx = order[a:a + B]
                 sub = enc.subset(idx)
-                scores = self.arc_scores(sub, threads)
-                pred = eisner_packed(scores, sub.pair_off, sub.lengths, self.single_root_,
-                                     threads)
+                pred = self._decode(sub, threads)
                 g = gold[_ranges(head_off[idx], enc.lengths[idx])]
                 wrong += perceptron_update(w, u, c, sub.W, sub.P, sub.F, sub.tok_off,
                                            sub.lengths, g, pred.heads, pred.head_off, 1.0)
+                if second:
+                    sibling_update(w, u, c, sub.W, sub.P, sub.F, sub.tok_off, sub.lengths,
+                                   g, pred.heads, pred.head_off, 1.0)
                 c += 1.0
             info.errors.append(int(wrong))
         self.weights_ = w - u / c
@@ -345,9 +386,10 @@ class MSTParser(HeadsParser):
         return self
 
     # ------------------------------------------------------------------ parsing
-    def _batches(self, enc: Encoded, max_pairs: int = 1 << 22):
-        """Index arrays of consecutive sentences with at most ``max_pairs`` arc scores."""
-        sizes = (enc.lengths.astype(np.int64) + 1) ** 2
+    def _batches(self, enc: Encoded, max_pairs: int = 1 << 22, power: int = 2):
+        """Index arrays of consecutive sentences with at most ``max_pairs`` scores of
+        ``(n+1)**power`` per sentence (a longer sentence goes alone)."""
+        sizes = (enc.lengths.astype(np.int64) + 1) ** int(power)
         a = 0
         n = len(sizes)
         cum = np.concatenate([[0], np.cumsum(sizes)])
@@ -359,16 +401,15 @@ class MSTParser(HeadsParser):
 
     def predict_heads(self, items, *, tags=None, jobs=None, progress=None) -> list:
         """Predicted heads (int32 arrays, 1-based, 0 = root) of each sentence."""
-        from ..dependency.eisner import eisner_packed
-
         items = list(items)
         threads = self._check_parse_args(items, tags, jobs)
         enc = self._encode_view(self._view(items, tags))
         out = []
-        for idx in self._batches(enc):
+        # order 2: at most 2**23 sibling scores (64 MB) per batch
+        batches = self._batches(enc) if int(self.order) == 1 else self._batches(enc, 1 << 23, 3)
+        for idx in batches:
             sub = enc.subset(idx)
-            res = eisner_packed(self.arc_scores(sub, threads), sub.pair_off, sub.lengths,
-                                self.single_root_, threads)
+            res = self._decode(sub, threads)
             out.extend(np.split(res.heads, res.head_off[1:-1]))
             if progress is not None:
                 progress(len(out), len(items))
@@ -376,8 +417,10 @@ class MSTParser(HeadsParser):
 
     def kbest(self, items, k: int = 50, *, tags=None, jobs=None):
         """The ``k`` best trees of each sentence under the model
-        (:class:`~fastspectral.rerank.kbest.KBest`, scores = the model's tree scores)."""
+        (:class:`~fastspectral.rerank.kbest.KBest`, scores = the model's tree scores).
+        First-order models only (ValueError for ``order=2``)."""
 
+        self._check_first_order()
         items = list(items)
         threads = self._check_parse_args(items, tags, jobs)
         return self.kbest_encoded(self._encode_view(self._view(items, tags)), k, threads)
@@ -386,6 +429,7 @@ class MSTParser(HeadsParser):
         """:meth:`kbest` of sentences already encoded (:meth:`encode`)."""
         from .kbest import KBest, kbest_packed
 
+        self._check_first_order()
         threads = self._threads(jobs)
         parts = []
         for idx in self._batches(enc):
@@ -403,6 +447,11 @@ class MSTParser(HeadsParser):
         count = (np.concatenate([p.count for p in parts]) if parts
                  else np.zeros(0, np.int32))
         return KBest(heads, head_off, scores, count, lengths, int(k))
+
+    def _check_first_order(self) -> None:
+        if int(self.order) != 1:
+            raise ValueError("k-best decoding is first-order only: this MSTParser has "
+                             f"order={self.order} (train the k-best base parser with order=1)")
 
     # ------------------------------------------------------------------ model files
     def _model_file(self):

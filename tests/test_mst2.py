@@ -1,0 +1,168 @@
+"""The second-order sibling model (McDonald & Pereira 2006): the compiled decoder against a
+brute-force enumeration of every projective tree, its first-order special case, and the
+``MSTParser(order=2)`` training, parsing and model files."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastspectral.dependency.eisner import eisner, eisner2, eisner2_packed, eisner_packed
+
+from _dep_brute import all_projective_trees
+
+
+def sibling_parts(heads):
+    """The (h, s, m) sibling parts of a tree (1-based heads, 0 = root): s is the modifier of h
+    next to m on h's side of it, closer to h, or h itself for the innermost one."""
+    n = len(heads)
+    parts = []
+    for m in range(1, n + 1):
+        h = heads[m - 1]
+        between = [j for j in range(min(h, m) + 1, max(h, m)) if heads[j - 1] == h]
+        if not between:
+            s = h
+        else:
+            s = max(between) if m > h else min(between)
+        parts.append((h, s, m))
+    return parts
+
+
+def tree_score(A, G, heads):
+    return (sum(A[h, m] for h, _, m in sibling_parts(heads))
+            + sum(G[h, s, m] for h, s, m in sibling_parts(heads)))
+
+
+def test_sibling_parts_by_hand():
+    # root -> 2; 2 -> 1, 4; 4 -> 3, 5, 6
+    heads = (2, 0, 4, 2, 4, 4)
+    assert set(sibling_parts(heads)) == {(0, 0, 2), (2, 2, 1), (2, 2, 4), (4, 4, 3),
+                                         (4, 4, 5), (4, 5, 6)}
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("single_root", [False, True])
+def test_decoder_equals_brute_force_max(n, single_root):
+    trees = all_projective_trees(n, single_root)
+    rng = np.random.default_rng(100 * n + single_root)
+    for _ in range(6):
+        A = rng.normal(size=(n + 1, n + 1))
+        G = rng.normal(size=(n + 1, n + 1, n + 1))
+        heads = eisner2(A, G, single_root=single_root)
+        assert tuple(int(h) for h in heads) in set(trees)
+        ref = max(tree_score(A, G, t) for t in trees)
+        assert tree_score(A, G, heads) == pytest.approx(ref, rel=0, abs=1e-9)
+        res = eisner2_packed(A.ravel(), np.array([0, A.size]), G.ravel(),
+                             np.array([0, G.size]), np.array([n], np.int32), single_root, 1)
+        assert res.best[0] == pytest.approx(ref, rel=0, abs=1e-9)
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+def test_zero_sibling_scores_give_first_order_eisner(single_root):
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 5, 9, 17, 30):
+        A = rng.normal(size=(n + 1, n + 1))
+        G = np.zeros((n + 1, n + 1, n + 1))
+        h2 = eisner2(A, G, single_root=single_root)
+        h1 = eisner(A, single_root=single_root)
+        s1 = sum(A[h, m] for m, h in enumerate(h1, 1))
+        s2 = sum(A[h, m] for m, h in enumerate(h2, 1))
+        assert s2 == pytest.approx(s1, abs=1e-9)
+        # continuous random scores: the best tree is unique
+        np.testing.assert_array_equal(h1, h2)
+
+
+def test_packed_batch_threads_agree_and_inf_arcs():
+    rng = np.random.default_rng(3)
+    lengths = np.array([3, 0, 12, 1, 25, 7], np.int32)
+    n1 = lengths.astype(np.int64) + 1
+    aoff = np.concatenate([[0], np.cumsum(n1 ** 2)])
+    soff = np.concatenate([[0], np.cumsum(n1 ** 3)])
+    arcs = rng.normal(size=int(aoff[-1]))
+    sibs = rng.normal(size=int(soff[-1]))
+    # forbid the arc 0 -> 2 of the first sentence
+    arcs[aoff[0] + 2] = -np.inf
+    r1 = eisner2_packed(arcs, aoff, sibs, soff, lengths, True, 1)
+    r2 = eisner2_packed(arcs, aoff, sibs, soff, lengths, True, 2)
+    np.testing.assert_array_equal(r1.heads, r2.heads)
+    np.testing.assert_array_equal(r1.best, r2.best)
+    assert np.isfinite(r1.best).all()
+    assert r1.heads[1] != 0
+    for b, n in enumerate(lengths):
+        h = r1.heads[r1.head_off[b]:r1.head_off[b + 1]]
+        A = arcs[aoff[b]:aoff[b + 1]].reshape(n + 1, n + 1)
+        G = sibs[soff[b]:soff[b + 1]].reshape(n + 1, n + 1, n + 1)
+        assert tree_score(A, G, tuple(int(x) for x in h)) == pytest.approx(r1.best[b])
+        assert int((h == 0).sum()) == (1 if n else 0)
+    # with zero sibling scores, the packed first-order decoder's best scores
+    r0 = eisner2_packed(arcs, aoff, np.zeros_like(sibs), soff, lengths, True, 2)
+    r00 = eisner_packed(arcs, aoff, lengths, True, 2)
+    np.testing.assert_allclose(r0.best, r00.best, atol=1e-9)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="sibling"):
+        eisner2(np.zeros((3, 3)), np.zeros((3, 3, 2)))
+    with pytest.raises(ValueError, match="runs past the sibling"):
+        eisner2_packed(np.zeros(16), np.array([0, 16]), np.zeros(10), np.array([0, 64]),
+                       np.array([3], np.int32))
+
+
+# ---------------------------------------------------------------- the parser
+def _sent(text, heads):
+    from fastspectral.trees.conll import DepSentence
+
+    words, tags = zip(*(w.split("/") for w in text.split()))
+    return DepSentence(words=words, xpos=tags, heads=heads)
+
+
+TRAIN = [_sent("the/DT dog/NN barks/VBZ", [2, 3, 0]),
+         _sent("a/DT cat/NN sleeps/VBZ", [2, 3, 0]),
+         _sent("dogs/NNS bark/VBP", [2, 0]),
+         _sent("the/DT big/JJ dog/NN sleeps/VBZ", [3, 3, 4, 0])] * 5
+
+
+def test_sibling_features_of_a_tree_match_the_parts():
+    from fastspectral.rerank.features import sibling_features, tree_sibling_parts
+
+    heads = np.array([2, 0, 4, 2, 4, 4], np.int32)
+    got = {tuple(int(x) for x in p) for p in tree_sibling_parts(heads)}
+    assert got == set(sibling_parts(tuple(int(h) for h in heads)))
+    W = np.arange(7) + 3
+    f1 = sibling_features(W, W, W, 6, 4, 5, 6, 16)
+    f2 = sibling_features(W, W, W, 6, 4, 4, 6, 16)   # 6 as the innermost: other features
+    assert len(f1) == len(f2) > 0 and set(f1) != set(f2)
+    assert ((0 <= f1) & (f1 < 1 << 16)).all()
+
+
+def test_order2_parser_trains_parses_and_round_trips(tmp_path):
+    from fastspectral.io.modelfile import load as load_model
+    from fastspectral.rerank import MSTParser
+
+    p = MSTParser(order=2, epochs=5, bits=16, jobs=1).fit(TRAIN)
+    test = [_sent("a/DT big/JJ cat/NN barks/VBZ", [-1, -1, -1, -1])]
+    assert p.parse(test)[0].heads == [3, 3, 4, 0]
+    gold = [s.heads for s in TRAIN]
+    assert [list(h) for h in p.predict_heads(TRAIN)] == [list(h) for h in gold]
+    path = tmp_path / "m2.mst"
+    p.save(path)
+    q = load_model(path)
+    assert q.order == 2
+    np.testing.assert_array_equal(q.weights_, p.weights_)
+    assert [list(h) for h in q.predict_heads(TRAIN + test, jobs=2)] == \
+        [list(h) for h in p.predict_heads(TRAIN + test, jobs=1)]
+    with pytest.raises(ValueError, match="first-order"):
+        q.kbest(test, 5)
+
+
+def test_order_is_checked_and_old_files_load_as_first_order(tmp_path):
+    from fastspectral.io.modelfile import load as load_model
+    from fastspectral.rerank import MSTParser
+
+    with pytest.raises(ValueError, match="order"):
+        MSTParser(order=3).fit(TRAIN)
+    p = MSTParser(epochs=2, bits=16, jobs=1).fit(TRAIN)
+    meta, arrays = p._model_file()
+    del meta["params"]["order"]          # a file written before the order parameter
+    q = MSTParser._from_model_file(meta, arrays)
+    assert q.order == 1
+    assert [list(h) for h in q.predict_heads(TRAIN)] == [list(h) for h in p.predict_heads(TRAIN)]
