@@ -22,6 +22,16 @@ the jack-knifed training lists (docs/rerank.md, "Further attempts").
 ``--cache DIR`` keeps the k-best lists of the dev split (and the parsed raw text) between runs
 (a benchmark cache, not a model file).  ``--cv N --data UD.conllu``: N-fold cross-validation
 on one file (UD EWT dev).
+
+``--base-only``: the base parser alone (``MSTParser(order=...)`` for each of ``--orders``,
+first-order and second-order sibling; docs/rerank.md, "Second-order sibling base parser"):
+UAS (no punctuation) and complete match, training CPU-seconds, parsing CPU-seconds and
+sentences/s.  ``--base-split dev`` (the dev split above, one row per ``--base-epochs``),
+``test`` (whole training part -> test part, ``--epochs``), or with ``--cv N`` N folds of
+``--data``::
+
+    PYTHONPATH=. python benchmarks/bench_rerank.py --base-only --base-split dev --orders 1,2 \
+        --base-epochs 3,5,10 --jobs 1
 """
 from __future__ import annotations
 
@@ -773,6 +783,50 @@ def final(args, train, test):
     return out
 
 
+def base_only(args, train, test, epochs_list, label):
+    """Rows of the base parser alone for each order in ``--orders`` and epochs in
+    ``epochs_list``: accuracy on ``test``, training CPU-s (``--jobs`` threads), and the parse
+    speed measured ``--repeat`` times, the orders alternated (CPU-s at ``--jobs`` threads and
+    wall sentences/s at ``--speed-jobs`` threads)."""
+    from fastspectral.rerank import MSTParser
+
+    orders = [int(x) for x in args.orders.split(",")]
+    for o in orders:     # load the compiled kernels (Numba cache) before any timing
+        MSTParser(order=o, epochs=1, bits=16, jobs=1).fit(train[:20]).predict_heads(test[:5])
+    rows = []
+    for ep in epochs_list:
+        models = {}
+        for o in orders:
+            load0 = os.getloadavg()
+            m, t, c = timed(lambda: MSTParser(order=o, epochs=ep, jobs=args.jobs).fit(train))
+            models[o] = m
+            pred = m.parse(test, jobs=args.jobs)
+            uas, cm = scores(test, pred)
+            rows.append({"split": label, "order": o, "epochs": ep, "train": len(train),
+                         "test": len(test), "uas_no_punct": uas, "complete_match": cm,
+                         "train_cpu_s": round(c, 2), "train_wall_s": round(t, 2),
+                         "train_errors_per_epoch": m.fit_info_.errors,
+                         "load_avg_train": load0})
+            print(json.dumps(rows[-1]), flush=True)
+        if args.speed_jobs:
+            speed = {o: {"cpu_s": [], "wall_sent_per_s": []} for o in orders}
+            load0 = os.getloadavg()
+            for _ in range(args.repeat):
+                for o in orders:
+                    _, t, c = timed(lambda: models[o].predict_heads(test, jobs=args.jobs))
+                    speed[o]["cpu_s"].append(round(c, 3))
+                    _, t2, _ = timed(lambda: models[o].predict_heads(test, jobs=args.speed_jobs))
+                    speed[o]["wall_sent_per_s"].append(round(len(test) / t2, 1))
+            for o in orders:
+                speed[o]["sent_per_cpu_s_median"] = round(
+                    len(test) / float(np.median(speed[o]["cpu_s"])), 1)
+            print(json.dumps({"split": label, "epochs": ep, "parse_speed": speed,
+                              "jobs_cpu": args.jobs, "jobs_wall": args.speed_jobs,
+                              "n_sentences": len(test), "load_avg_start": load0,
+                              "load_avg_end": os.getloadavg()}), flush=True)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..",
@@ -855,10 +909,39 @@ def main(argv=None):
     ap.add_argument("--shag-combos", default="",
                     help="MODEL=FORM+FORM|MODEL=FORM,...: several models at once")
     ap.add_argument("--cv", type=int, default=0, help="N-fold cross-validation on --data")
+    ap.add_argument("--base-only", action="store_true",
+                    help="the base parser alone, for each of --orders (--base-split, --cv)")
+    ap.add_argument("--orders", default="1,2", help="--base-only: MSTParser orders")
+    ap.add_argument("--base-split", default="dev", choices=("dev", "test"),
+                    help="--base-only: the dev split (--base-epochs) or the test part "
+                         "(--epochs)")
+    ap.add_argument("--base-epochs", default="3,5,10", help="--base-only --base-split dev")
+    ap.add_argument("--speed-jobs", type=int, default=2,
+                    help="--base-only: threads of the wall-clock parse speed (0: no speed)")
     args = ap.parse_args(argv)
     from fastspectral.trees.readers import read_treebank
 
     sents = list(read_treebank(args.data))
+    if args.base_only:
+        if args.cv:
+            cuts = np.linspace(0, len(sents), args.cv + 1).astype(int)
+            rows = []
+            for f in range(args.cv):
+                rows += base_only(args, sents[:cuts[f]] + sents[cuts[f + 1]:],
+                                  sents[cuts[f]:cuts[f + 1]], [args.epochs], f"cv{f}")
+            mean = {o: np.mean([[r["uas_no_punct"], r["complete_match"]] for r in rows
+                                if r["order"] == o], axis=0).round(2).tolist()
+                    for o in sorted({r["order"] for r in rows})}
+            print(json.dumps({"cv_mean": mean}))
+            return
+        ntr = int(0.8 * len(sents))
+        if args.base_split == "dev":
+            nd = int(0.9 * ntr)
+            base_only(args, sents[:nd], sents[nd:ntr],
+                      [int(x) for x in args.base_epochs.split(",")], "dev")
+        else:
+            base_only(args, sents[:ntr], sents[ntr:], [args.epochs], "test")
+        return
     if args.sweep_extra:
         sweep_extra(args, sents[:int(0.8 * len(sents))])
         return
