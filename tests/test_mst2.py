@@ -105,6 +105,21 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="runs past the sibling"):
         eisner2_packed(np.zeros(16), np.array([0, 16]), np.zeros(10), np.array([0, 64]),
                        np.array([3], np.int32))
+    from fastspectral._ext.eisner2 import eisner2_batch
+
+    n = 3
+    arcs, sibs = np.zeros((n + 1) ** 2), np.zeros((n + 1) ** 3)
+    heads, best = np.zeros(n, np.int32), np.zeros(1)
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    ok = dict(aoff=i64(0), soff=i64(0), lengths=np.array([n], np.int32), hoff=i64(0))
+    eisner2_batch(arcs, ok["aoff"], sibs, ok["soff"], ok["lengths"], ok["hoff"], heads, best)
+    for kw in ({"aoff": i64(-1)}, {"soff": i64(1)}, {"lengths": np.array([-2], np.int32)},
+               {"lengths": np.array([n + 1], np.int32)}, {"hoff": i64(1)},
+               {"aoff": np.zeros(0, np.int64)}):
+        a = dict(ok, **kw)
+        with pytest.raises(ValueError):
+            eisner2_batch(arcs, a["aoff"], sibs, a["soff"], a["lengths"], a["hoff"], heads,
+                          best)
 
 
 # ---------------------------------------------------------------- the parser
@@ -132,6 +147,36 @@ def test_sibling_features_of_a_tree_match_the_parts():
     f2 = sibling_features(W, W, W, 6, 4, 4, 6, 16)   # 6 as the innermost: other features
     assert len(f1) == len(f2) > 0 and set(f1) != set(f2)
     assert ((0 <= f1) & (f1 < 1 << 16)).all()
+
+
+def test_sibling_scores_are_the_sums_of_the_part_features():
+    from fastspectral.rerank.features import sibling_features, sibling_scores
+
+    rng = np.random.default_rng(11)
+    bits = 12
+    w = rng.normal(size=1 << bits)
+    lengths = np.array([4, 1, 7], np.int32)
+    n1 = lengths.astype(np.int64) + 1
+    tok_off = np.concatenate([[0], np.cumsum(n1)])
+    trip_off = np.concatenate([[0], np.cumsum(n1 ** 3)])
+    W = rng.integers(3, 40, size=int(tok_off[-1]))
+    P = rng.integers(3, 9, size=int(tok_off[-1]))
+    W[tok_off[:-1]] = P[tok_off[:-1]] = 1
+    out = np.full(int(trip_off[-1]), np.nan)
+    sibling_scores(w, W, P, W, tok_off, lengths, trip_off, out)
+    checked = 0
+    for b, n in enumerate(lengths):
+        Wb, Pb = W[tok_off[b]:tok_off[b + 1]], P[tok_off[b]:tok_off[b + 1]]
+        G = out[trip_off[b]:trip_off[b + 1]].reshape(n + 1, n + 1, n + 1)
+        for h in range(n + 1):
+            for m in range(1, n + 1):
+                if h == m:
+                    continue
+                for s in [h] + list(range(min(h, m) + 1, max(h, m))):
+                    ids = sibling_features(Wb, Pb, Wb, n, h, s, m, bits)
+                    assert G[h, s, m] == pytest.approx(w[ids].sum(), abs=1e-12)
+                    checked += 1
+    assert checked > 50
 
 
 def test_order2_parser_trains_parses_and_round_trips(tmp_path):

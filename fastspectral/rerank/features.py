@@ -199,49 +199,65 @@ N_SIB_FEATS = 12
 FIRST_MOD = -5
 
 
+@njit(cache=True, inline="always")
+def _sib_atoms(W, P, base, h, s, m):
+    """``(s's tag, s's word, direction + first flag, direction + binned s-m distance)`` of the
+    sibling part ``(h, s, m)``."""
+    right = 1 if m > h else 0
+    if s == h:
+        return np.int64(FIRST_MOD), np.int64(FIRST_MOD), 64 + 2 * right + 1, 128 + 16 * right
+    d = _dist_bin(m - s if m > s else s - m)
+    return P[base + s], W[base + s], 64 + 2 * right, 128 + 16 * right + d
+
+
+@njit(cache=True)
+def _sib_sm_feats(W, P, base, h, s, m, mask, out, k0):
+    """The 9 features of sibling part ``(h, s, m)`` that do not read ``h``'s token (only the
+    side and whether ``s = h``), written at ``out[k0:]``; returns ``k0 + 9``."""
+    st, sw, a, ad = _sib_atoms(W, P, base, h, s, m)
+    mt = P[base + m]
+    mw = W[base + m]
+    out[k0] = _h(41, st, mt, 0, 0, 0) & mask
+    out[k0 + 1] = _h(42, sw, mw, 0, 0, 0) & mask
+    out[k0 + 2] = _h(43, sw, mt, 0, 0, 0) & mask
+    out[k0 + 3] = _h(44, st, mw, 0, 0, 0) & mask
+    out[k0 + 4] = _h(41, st, mt, 0, 0, a) & mask
+    out[k0 + 5] = _h(42, sw, mw, 0, 0, a) & mask
+    out[k0 + 6] = _h(43, sw, mt, 0, 0, a) & mask
+    out[k0 + 7] = _h(44, st, mw, 0, 0, a) & mask
+    out[k0 + 8] = _h(41, st, mt, 0, 0, ad) & mask
+    return k0 + 9
+
+
+@njit(cache=True)
+def _sib_h_feats(W, P, base, h, s, m, mask, out, k0):
+    """The 3 features of sibling part ``(h, s, m)`` with ``h``'s tag (template 40), written
+    at ``out[k0:]``; returns ``k0 + 3``."""
+    st, sw, a, ad = _sib_atoms(W, P, base, h, s, m)
+    ht = P[base + h]
+    mt = P[base + m]
+    out[k0] = _h(40, ht, st, mt, 0, 0) & mask
+    out[k0 + 1] = _h(40, ht, st, mt, 0, a) & mask
+    out[k0 + 2] = _h(40, ht, st, mt, 0, ad) & mask
+    return k0 + 3
+
+
 @njit(cache=True)
 def _sib_feats(W, P, base, h, s, m, mask, out):
     """Write the hashed feature ids of sibling part ``(h, s, m)`` (``s = h``: ``m`` is the
     innermost modifier of its side) into ``out``; returns how many (``N_SIB_FEATS``)."""
-    ht = P[base + h]
-    mt = P[base + m]
-    mw = W[base + m]
-    right = 1 if m > h else 0
-    if s == h:
-        first = 1
-        st = np.int64(FIRST_MOD)
-        sw = np.int64(FIRST_MOD)
-        d = 0
-    else:
-        first = 0
-        st = P[base + s]
-        sw = W[base + s]
-        d = _dist_bin(m - s if m > s else s - m)
-    a = 64 + 2 * right + first            # direction + first-modifier flag
-    ad = 128 + 16 * right + d             # direction + binned sibling distance
-    out[0] = _h(40, ht, st, mt, 0, 0)
-    out[1] = _h(41, st, mt, 0, 0, 0)
-    out[2] = _h(42, sw, mw, 0, 0, 0)
-    out[3] = _h(43, sw, mt, 0, 0, 0)
-    out[4] = _h(44, st, mw, 0, 0, 0)
-    out[5] = _h(40, ht, st, mt, 0, a)
-    out[6] = _h(41, st, mt, 0, 0, a)
-    out[7] = _h(42, sw, mw, 0, 0, a)
-    out[8] = _h(43, sw, mt, 0, 0, a)
-    out[9] = _h(44, st, mw, 0, 0, a)
-    out[10] = _h(40, ht, st, mt, 0, ad)
-    out[11] = _h(41, st, mt, 0, 0, ad)
-    for i in range(N_SIB_FEATS):
-        out[i] &= mask
-    return N_SIB_FEATS
+    k = _sib_h_feats(W, P, base, h, s, m, mask, out, 0)
+    return _sib_sm_feats(W, P, base, h, s, m, mask, out, k)
 
 
 @njit(cache=True, parallel=True)
 def sibling_scores(w, W, P, F, tok_off, lengths, trip_off, out):
     """Sibling-part scores of a batch: ``out[trip_off[b] + (h * (n+1) + s) * (n+1) + m] =
     w . f(h, s, m)`` for every sentence ``b`` (``n = lengths[b]``), every arc ``h -> m`` and
-    every ``s = h`` or strictly between ``h`` and ``m``; the other entries are 0 (the decoder
-    never reads them).  Parallel across sentences."""
+    every ``s = h`` or strictly between ``h`` and ``m``; the other entries are left as they
+    are (the decoder never reads them).  The 9 features without ``h``'s token are summed once
+    per ``(s, m)`` pair (and per side for ``s = h``), so a part costs 3 hashes.  Parallel
+    across sentences."""
     mask = np.int64(w.shape[0] - 1)
     for b in prange(lengths.shape[0]):
         n = lengths[b]
@@ -249,25 +265,44 @@ def sibling_scores(w, W, P, F, tok_off, lengths, trip_off, out):
         n1 = n + 1
         buf = np.empty(N_SIB_FEATS, dtype=np.int64)
         o = trip_off[b]
-        out[o:o + n1 * n1 * n1] = 0.0
-        for h in range(n1):
+        # pair[s, m]: s a real sibling (1..n); inner[side, m]: m innermost on that side
+        pair = np.zeros(n1 * n1)
+        inner = np.zeros(2 * n1)
+        for s in range(1, n1):
             for m in range(1, n1):
-                if h == m:
-                    continue
-                if h < m:
-                    lo = h + 1
-                    hi = m
-                else:
-                    lo = m + 1
-                    hi = h
-                # s = h, then every s strictly between h and m
-                for j in range(lo - 1, hi):
-                    s = h if j == lo - 1 else j
-                    k = _sib_feats(W, P, base, h, s, m, mask, buf)
+                if s != m:
+                    # any head beyond s on the far side of m gives the same 9 features
+                    k = _sib_sm_feats(W, P, base, 0 if m > s else n1, s, m, mask, buf, 0)
                     v = 0.0
                     for i in range(k):
                         v += w[buf[i]]
-                    out[o + (h * n1 + s) * n1 + m] = v
+                    pair[s * n1 + m] = v
+        for m in range(1, n1):
+            for side in range(2):
+                hh = 0 if side == 1 else n1      # a head left (side 1) / right (0) of m
+                k = _sib_sm_feats(W, P, base, hh, hh, m, mask, buf, 0)
+                v = 0.0
+                for i in range(k):
+                    v += w[buf[i]]
+                inner[side * n1 + m] = v
+        # (h, s) outer and m inner: the writes run along the last axis
+        for h in range(n1):
+            for s in range(h, n1):          # right modifiers m > s >= h (s = h: innermost)
+                row = o + (h * n1 + s) * n1
+                for m in range(s + 1, n1):
+                    k = _sib_h_feats(W, P, base, h, s, m, mask, buf, 0)
+                    v = inner[n1 + m] if s == h else pair[s * n1 + m]
+                    for i in range(k):
+                        v += w[buf[i]]
+                    out[row + m] = v
+            for s in range(1, h + 1):       # left modifiers m < s <= h (s = h: innermost)
+                row = o + (h * n1 + s) * n1
+                for m in range(1, s):
+                    k = _sib_h_feats(W, P, base, h, s, m, mask, buf, 0)
+                    v = inner[m] if s == h else pair[s * n1 + m]
+                    for i in range(k):
+                        v += w[buf[i]]
+                    out[row + m] = v
     return out
 
 
