@@ -206,3 +206,15 @@ def test_tokens_with_brackets_are_written_readably(work, capsys, tmp_path):
     trees = [Tree.fromstring(line) for line in out.splitlines()]
     assert trees[0].leaves() == ["the", "dog", "-LRB-", "a", "-RRB-", "barks"]
     assert trees[1].leaves() == [":--RRB-", "smiles"]
+
+
+@pytest.mark.parametrize("kind", ["mst", "shag", "latent-dep", "pcfg"])
+def test_tagged_text_for_a_tree_learner_gives_one_line(capsys, tmp_path, kind):
+    """word/TAG text (read as the "brown" format) has no trees or heads: the learners that
+    need them say so in one line naming the file, instead of failing inside fit."""
+    corpus = tmp_path / "tagged.txt"
+    corpus.write_text("the/DT dog/NN barks/VBZ\na/DT cat/NN sleeps/VBZ\n" * 20)
+    rc, _, err = run(["train", kind, corpus, "-o", tmp_path / "x.model", "-q"], capsys)
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert str(corpus) in err and "tagged sentences" in err
+    assert not (tmp_path / "x.model").exists()

@@ -34,3 +34,22 @@ def test_truncated_mapped_array_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(modelfile, "MMAP_MIN_BYTES", 0)
     with pytest.raises(ModelFileError):
         modelfile.load_model_file(tmp_path / "cut.fsm")
+
+
+@pytest.mark.parametrize("mapped", [True, False])
+def test_changed_byte_inside_an_array_is_refused(tmp_path, monkeypatch, mapped):
+    """A flipped byte in a large (memory-mapped) array fails its CRC-32 like a small array's
+    does in np.load, instead of loading as a silently different model."""
+    values = np.arange(5000.0)
+    modelfile.save_model_file(tmp_path / "m.fsm", "pcfg", {}, {"big": values})
+    data = bytearray((tmp_path / "m.fsm").read_bytes())
+    at = bytes(data).find(values[2500:2502].tobytes())
+    assert at > 0
+    data[at] ^= 0x01                      # 2500.0 becomes another finite number
+    (tmp_path / "bad.fsm").write_bytes(bytes(data))
+    monkeypatch.setattr(modelfile, "MMAP_MIN_BYTES", 0 if mapped else 1 << 40)
+    _, _, good = modelfile.load_model_file(tmp_path / "m.fsm")
+    assert isinstance(good["big"], np.memmap) == mapped
+    np.testing.assert_array_equal(good["big"], values)
+    with pytest.raises(ModelFileError, match="bad.fsm.*CRC"):
+        modelfile.load_model_file(tmp_path / "bad.fsm")

@@ -205,16 +205,33 @@ def read_training_data(args, input_kind: str) -> list:
         raise FormatError("the treebank is empty", path)
     if input_kind == "sentences":
         if not isinstance(data[0], Tree):
-            raise FormatError(f"this model is trained on bracketed trees (PTB format); the file "
-                              f"holds {type(data[0]).__name__} items", path)
+            raise FormatError("this model is trained on bracketed trees (PTB format); the file "
+                              f"holds {_what_items(data[0])}", path)
         return data
     if input_kind == "dependency":
+        from ..trees.conll import DepSentence
+
         if isinstance(data[0], Tree):
             from ..dependency.data import trees_to_dep_sentences
             from ..trees.transforms import clean
             return list(trees_to_dep_sentences(clean(t) for t in data))
+        if not isinstance(data[0], DepSentence):
+            raise FormatError("this model is trained on a dependency treebank (CoNLL-U, "
+                              "CoNLL-X, Malt-TAB) or bracketed trees; the file holds "
+                              f"{_what_items(data[0])}", path)
         return data
     raise CommandError(f"unknown input kind {input_kind!r}")
+
+
+def _what_items(item) -> str:
+    """What a reader's item is, in words, for the wrong-kind error."""
+    from ..trees.conll import DepSentence
+
+    if isinstance(item, DepSentence):
+        return "dependency sentences"
+    if isinstance(item, list):
+        return "tagged sentences (word/TAG tokens) without trees"
+    return f"{type(item).__name__} items"
 
 
 # ------------------------------------------------------------------------------------------------
