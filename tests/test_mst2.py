@@ -211,3 +211,28 @@ def test_order_is_checked_and_old_files_load_as_first_order(tmp_path):
     q = MSTParser._from_model_file(meta, arrays)
     assert q.order == 1
     assert [list(h) for h in q.predict_heads(TRAIN)] == [list(h) for h in p.predict_heads(TRAIN)]
+
+
+def test_cli_train_order2_and_parse(tmp_path, capsys):
+    from fastspectral import cli
+    from fastspectral.io.modelfile import load as load_model
+    from fastspectral.trees.conll import read_conllu
+
+    from _conll_files import write_conllu
+
+    train, inp, model, out = (tmp_path / n for n in ("t.conllu", "in.conllu", "m.mst",
+                                                     "out.conllu"))
+    write_conllu(train, TRAIN)
+    write_conllu(inp, TRAIN[:4], heads=False)
+    assert cli.main(["train", "mst", str(train), "-o", str(model), "--epochs", "5",
+                     "--bits", "16", "--order", "2", "-q"]) == 0
+    assert load_model(model).order == 2
+    assert cli.main(["parse", str(model), str(inp), "-o", str(out), "-q"]) == 0
+    assert [s.heads for s in read_conllu(out)] == [s.heads for s in TRAIN[:4]]
+    capsys.readouterr()
+    try:
+        rc = cli.main(["train", "mst", str(train), "-o", str(model), "--order", "3", "-q"])
+    except SystemExit as exc:
+        rc = exc.code
+    err = capsys.readouterr().err
+    assert rc == 2 and "invalid choice" in err and "Traceback" not in err
