@@ -217,6 +217,24 @@ def shag_chart_bytes(n: int, n_states: int, det_states: int) -> int:
     return P * (64 * n_states * det_states + 32) + P * (8 * det_states + 16) + 44 * P
 
 
+def mst2_chart_bytes(n: int) -> int:
+    """Bytes of a second-order (sibling) parse of an ``n``-word sentence
+    (:class:`~fastspectral.rerank.MSTParser` with ``order=2``): the sibling scores
+    ``8 (n + 1)^3``, the arc scores ``8 (n + 1)^2`` and the decoder's five score and five
+    back-pointer tables ``60 (n + 1)^2`` (``eisner2.pyx``)."""
+    n1 = n + 1
+    return 8 * n1 ** 3 + 68 * n1 ** 2
+
+
+def kbest_chart_bytes(n: int) -> int:
+    """Bytes of the lazy k-best Eisner chart of an ``n``-word sentence (``kbest_eisner.pyx``)
+    before any derivation beyond the best is found: ``4 (n + 1)^2`` chart items of 52 bytes
+    (the item, its Viterbi score and edge) and the arc scores ``8 (n + 1)^2``.  The k best
+    derivations then add 24 bytes each for the items they reach (at most ``k`` per item)."""
+    n1 = n + 1
+    return 216 * n1 ** 2
+
+
 # ---- planning a parse call ------------------------------------------------------------------
 class Plan:
     """Sentences of one parse call by how they fit the budget: ``parallel`` (chart within the

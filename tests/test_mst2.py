@@ -236,3 +236,34 @@ def test_cli_train_order2_and_parse(tmp_path, capsys):
         rc = exc.code
     err = capsys.readouterr().err
     assert rc == 2 and "invalid choice" in err and "Traceback" not in err
+
+
+def test_sentence_over_the_memory_budget_is_decoded_first_order(caplog):
+    """A second-order parse whose sibling block would pass ``max_memory`` falls back to the
+    first-order decoding of its arc scores (warned, counted); the other sentences keep their
+    second-order parses, in their places."""
+    import logging
+
+    from fastspectral import _memory
+    from fastspectral.rerank import MSTParser
+
+    p = MSTParser(order=2, epochs=5, bits=16, jobs=1).fit(TRAIN)
+    tags = ["DT", "JJ", "NN", "VBZ", "NNS", "VBP"]
+    long = _sent(" ".join(f"w{i}/{tags[i % 6]}" for i in range(40)), [-1] * 40)
+    short = [_sent("a/DT big/JJ cat/NN barks/VBZ", [-1] * 4), TRAIN[2]]
+    items = [short[0], long, short[1]]
+    full = p.predict_heads(items)
+    assert p.last_parse_stats_.too_long == 0
+    enc = p.encode([long])
+    first = eisner_packed(p.arc_scores(enc), enc.pair_off, enc.lengths, p.single_root_, 1)
+    p.max_memory = _memory.mst2_chart_bytes(39)          # the 40-word sentence is over it
+    with caplog.at_level(logging.WARNING, logger="fastspectral"):
+        got = p.predict_heads(items)
+    assert p.last_parse_stats_.too_long == 1
+    assert "40 words" in caplog.text and "first-order" in caplog.text
+    assert list(full[1]) != list(first.heads)            # the two decoders differ here
+    np.testing.assert_array_equal(got[1], first.heads)
+    for k in (0, 2):
+        np.testing.assert_array_equal(got[k], full[k])
+    p.max_memory = 0                                      # no limit
+    assert [list(h) for h in p.predict_heads(items)] == [list(h) for h in full]

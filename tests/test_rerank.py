@@ -298,3 +298,37 @@ def test_pos_input_spectral_model(synthetic, tmp_path):
     assert [s.heads for s in RerankDepParser.load(tmp_path / "p.rr").parse(test)] == out
     with pytest.raises(ValueError, match="spectral_input"):
         RerankDepParser(spectral_input="tags").fit(train)
+
+
+def test_sentences_over_the_kbest_budget_get_the_base_parse(synthetic, caplog, monkeypatch):
+    """A sentence whose k-best chart would pass ``max_memory`` (or the kernel's length limit)
+    gets the base parser's best tree, warned and counted; the others are re-ranked as
+    before, in their places."""
+    import logging
+
+    from fastspectral import _memory
+    import importlib
+
+    kbest_mod = importlib.import_module("fastspectral.rerank.kbest")
+
+    m = RerankDepParser(k=10, features="base", epochs=3, bits=18, rerank_bits=16,
+                        jobs=1).fit(synthetic[:300])
+    test = synthetic[300:330]
+    lengths = [len(s.words) for s in test]
+    longest = int(np.argmax(lengths))
+    full = [list(h) for h in m.predict_heads(test)]
+    assert m.last_parse_stats_.too_long == 0
+    base = [list(h) for h in m.mst_.predict_heads(test)]
+    m.max_memory = _memory.kbest_chart_bytes(lengths[longest] - 1)
+    with caplog.at_level(logging.WARNING, logger="fastspectral"):
+        got = [list(h) for h in m.predict_heads(test)]
+    over = [k for k, n in enumerate(lengths) if n == lengths[longest]]
+    assert m.last_parse_stats_.too_long == len(over) >= 1
+    assert f"{lengths[longest]} words" in caplog.text and "no re-ranking" in caplog.text
+    for k in range(len(test)):
+        assert got[k] == (base[k] if k in over else full[k])
+    m.max_memory = 0                                     # no budget: the length limit only
+    monkeypatch.setattr(kbest_mod, "KBEST_MAX_WORDS", lengths[longest] - 1)
+    got = [list(h) for h in m.predict_heads(test)]
+    assert m.last_parse_stats_.too_long == len(over)
+    assert all(got[k] == (base[k] if k in over else full[k]) for k in range(len(test)))

@@ -368,7 +368,7 @@ def kbest_batch(const double[::1] scores, const cnp.int64_t[::1] off,
     cdef Py_ssize_t b
     if k < 1:
         raise ValueError("k must be >= 1")
-    check_packed(scores, off, lengths, hoff, heads.shape[0], count.shape[0], k, 4096)
+    check_packed(scores, off, lengths, hoff, heads.shape[0], count.shape[0], k, 4096)   # KBEST_MAX_WORDS of rerank/kbest.py
     if kscores.shape[0] < B * k:
         raise ValueError("kscores shorter than batch * k")
     if nthreads < 1:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..base import check_jobs
 
-__all__ = ["KBest", "kbest_packed", "kbest_batch", "kbest"]
+__all__ = ["KBest", "KBEST_MAX_WORDS", "kbest_packed", "kbest_batch", "kbest"]
 
 
 @dataclass
@@ -50,6 +50,10 @@ class KBest:
         c = int(self.count[b])
         a = int(self.head_off[b])
         return self.heads[a:a + c * n].reshape(c, n)
+
+
+#: the longest sentence the k-best kernel takes (``kbest_eisner.kbest_batch``)
+KBEST_MAX_WORDS = 4096
 
 
 def _kernel():

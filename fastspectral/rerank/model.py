@@ -550,21 +550,69 @@ class RerankDepParser(HeadsParser):
                          data.heads, data.cand_off, data.cand_hoff, dense, out)
         return out
 
+    #: memory budget of the k-best charts of a parse (see :mod:`fastspectral._memory`): None
+    #: for half the physical memory (or ``$FASTSPECTRAL_MAX_MEMORY``), bytes, a size such as
+    #: ``"2G"``, 0 for no limit; an attribute, not a hyperparameter (it is not saved)
+    max_memory = None
+
     def predict_heads(self, items, *, tags=None, jobs=None, progress=None) -> list:
         """Heads (int32 arrays) of each sentence: the re-ranked best of its k-best list (the
-        base parser's best when ``rerank`` is False)."""
+        base parser's best when ``rerank`` is False).
+
+        A sentence of more than :data:`~fastspectral.rerank.kbest.KBEST_MAX_WORDS` words, or
+        whose k-best chart (:func:`fastspectral._memory.kbest_chart_bytes`) would exceed the
+        memory budget ``max_memory``, gets the base parser's best tree (no k-best list, no
+        re-ranking); a warning names it and ``last_parse_stats_.too_long`` counts it.
+        """
+        from .. import _memory
+        from .kbest import KBEST_MAX_WORDS
+        from .mst import MSTParseStats
+
         items = list(items)
         threads = self._check_parse_args(items, tags, jobs)
+        self.mst_.max_memory = self.max_memory
         if not self.rerank:
-            return self.mst_.predict_heads(items, tags=tags, jobs=threads, progress=progress)
-        enc = self.mst_.encode(items, tags)
-        data = RerankData(self.mst_.kbest_encoded(enc, int(self.k), threads), enc)
-        with numba_threads(threads):
-            scores = self.rerank_scores(items, data, threads=threads)
-        pick = _argmax_segments(scores, data.cand_off)
-        out = [data.candidate_heads(c).astype(np.int32) for c in pick]
+            out = self.mst_.predict_heads(items, tags=tags, jobs=threads, progress=progress)
+            self.last_parse_stats_ = self.mst_.last_parse_stats_
+            return out
+        stats = MSTParseStats(sentences=len(items))
+        budget = _memory.resolve_budget(self.max_memory)
+        lengths = np.array([len(s.words) for s in items], dtype=np.int64)
+        need = np.array([_memory.kbest_chart_bytes(int(n)) for n in lengths], dtype=np.float64)
+        too_long = lengths > KBEST_MAX_WORDS
+        over = (need > budget) & ~too_long if budget is not None else np.zeros_like(too_long)
+        long_ids = np.flatnonzero(too_long | over)
+        ids = np.flatnonzero(~(too_long | over))
+        out: list = [None] * len(items)
+        fallback = "the base parser's best tree (no k-best list, no re-ranking)"
+        if len(long_ids):
+            stats.too_long = len(long_ids)
+            if over.any():
+                _memory.warn_refused([int(k) for k in np.flatnonzero(over)],
+                                     [s.words for s in items],
+                                     {int(k): int(need[k]) for k in np.flatnonzero(over)},
+                                     budget, fallback)
+            for k in np.flatnonzero(too_long):
+                _memory.logger.warning(f"sentence {int(k) + 1} of this batch ({lengths[k]} "
+                                       f"words) is longer than the k-best kernel's limit of "
+                                       f"{KBEST_MAX_WORDS} words: given {fallback}")
+            sub_tags = None if tags is None else [tags[k] for k in long_ids]
+            heads = self.mst_.predict_heads([items[k] for k in long_ids], tags=sub_tags,
+                                            jobs=threads)
+            for k, h in zip(long_ids, heads):
+                out[int(k)] = h
+        if len(ids):
+            part = [items[k] for k in ids]
+            enc = self.mst_.encode(part, None if tags is None else [tags[k] for k in ids])
+            data = RerankData(self.mst_.kbest_encoded(enc, int(self.k), threads), enc)
+            with numba_threads(threads):
+                scores = self.rerank_scores(part, data, threads=threads)
+            pick = _argmax_segments(scores, data.cand_off)
+            for k, c in zip(ids, pick):
+                out[int(k)] = data.candidate_heads(c).astype(np.int32)
         if progress is not None:
             progress(len(items), len(items))
+        self.last_parse_stats_ = stats
         return out
 
     # ------------------------------------------------------------------ model files

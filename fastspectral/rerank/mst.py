@@ -28,7 +28,7 @@ from ..errors import ModelFileError
 from .features import (FIRST_ID, ROOT_ID, UNK_ID, arc_scores, perceptron_update,
                        sibling_scores, sibling_update)
 
-__all__ = ["MSTParser", "MSTFitInfo", "Encoded", "copy_with_heads", "numba_threads"]
+__all__ = ["MSTParser", "MSTFitInfo", "MSTParseStats", "Encoded", "copy_with_heads", "numba_threads"]
 
 
 class numba_threads:
@@ -75,6 +75,16 @@ class Encoded:
         starts = self.tok_off[idx]
         sel = _ranges(starts, lengths.astype(np.int64) + 1)
         return _packed(self.W[sel], self.P[sel], self.F[sel], lengths)
+
+
+@dataclass
+class MSTParseStats:
+    """What the last :meth:`MSTParser.parse` did (``last_parse_stats_``): ``sentences``
+    parsed, ``too_long`` of them over the memory budget of second-order decoding (decoded
+    first-order instead)."""
+
+    sentences: int = 0
+    too_long: int = 0
 
 
 @dataclass
@@ -313,12 +323,13 @@ class MSTParser(HeadsParser):
                            trip_off, out)
         return out, trip_off
 
-    def _decode(self, enc: Encoded, threads: int):
-        """Best trees of a batch under the model (first- or second-order decoder)."""
+    def _decode(self, enc: Encoded, threads: int, order: int | None = None):
+        """Best trees of a batch under the model (first- or second-order decoder; ``order=1``
+        decodes a second-order model's arc scores alone)."""
         from ..dependency.eisner import eisner2_packed, eisner_packed
 
         arcs = self.arc_scores(enc, threads)
-        if int(self.order) == 1:
+        if int(self.order if order is None else order) == 1:
             return eisner_packed(arcs, enc.pair_off, enc.lengths, self.single_root_, threads)
         sibs, trip_off = self.sibling_scores(enc, threads)
         return eisner2_packed(arcs, enc.pair_off, sibs, trip_off, enc.lengths,
@@ -399,20 +410,55 @@ class MSTParser(HeadsParser):
             yield np.arange(a, min(b, n))
             a = b
 
+    #: memory budget of a second-order parse (see :mod:`fastspectral._memory`): None for half
+    #: the physical memory (or ``$FASTSPECTRAL_MAX_MEMORY``), bytes, a size such as ``"2G"``,
+    #: 0 for no limit; an attribute, not a hyperparameter (it is not saved)
+    max_memory = None
+
     def predict_heads(self, items, *, tags=None, jobs=None, progress=None) -> list:
-        """Predicted heads (int32 arrays, 1-based, 0 = root) of each sentence."""
+        """Predicted heads (int32 arrays, 1-based, 0 = root) of each sentence.
+
+        With ``order=2`` a sentence whose sibling scores and chart
+        (:func:`fastspectral._memory.mst2_chart_bytes`: ``8 (n+1)^3`` bytes and more) would
+        exceed the memory budget ``max_memory`` is decoded with the first-order Eisner
+        algorithm over its arc scores; a warning names it and ``last_parse_stats_.too_long``
+        counts it.
+        """
+        from .. import _memory
+
         items = list(items)
         threads = self._check_parse_args(items, tags, jobs)
         enc = self._encode_view(self._view(items, tags))
-        out = []
-        # order 2: at most 2**23 sibling scores (64 MB) per batch
-        batches = self._batches(enc) if int(self.order) == 1 else self._batches(enc, 1 << 23, 3)
-        for idx in batches:
-            sub = enc.subset(idx)
-            res = self._decode(sub, threads)
-            out.extend(np.split(res.heads, res.head_off[1:-1]))
-            if progress is not None:
-                progress(len(out), len(items))
+        out: list = [None] * len(items)
+        stats = MSTParseStats(sentences=len(items))
+        runs = [(np.arange(len(items)), int(self.order))]
+        if int(self.order) == 2:
+            budget = _memory.resolve_budget(self.max_memory)
+            need = np.array([_memory.mst2_chart_bytes(int(n)) for n in enc.lengths],
+                            dtype=np.float64)
+            over = np.flatnonzero(need > budget) if budget is not None else np.zeros(0, int)
+            if len(over):
+                stats.too_long = len(over)
+                _memory.warn_refused([int(k) for k in over], [s.words for s in items],
+                                     {int(k): int(need[k]) for k in over}, budget,
+                                     "the first-order decoding of its arc scores")
+                runs = [(np.setdiff1d(np.arange(len(items)), over), 2), (over, 1)]
+        done = 0
+        for ids, order in runs:
+            if len(ids) == 0:
+                continue
+            part = enc.subset(ids)
+            # order 2: at most 2**23 sibling scores (64 MB) per batch
+            batches = (self._batches(part) if order == 1
+                       else self._batches(part, 1 << 23, 3))
+            for idx in batches:
+                res = self._decode(part.subset(idx), threads, order)
+                for k, h in zip(ids[idx], np.split(res.heads, res.head_off[1:-1])):
+                    out[int(k)] = h
+                done += len(idx)
+                if progress is not None:
+                    progress(done, len(items))
+        self.last_parse_stats_ = stats
         return out
 
     def kbest(self, items, k: int = 50, *, tags=None, jobs=None):
