@@ -105,7 +105,7 @@ register("kneser-ney-bigram-lm", "fastspectral.lm.kneser_ney:KneserNeyBigramLM",
 register("hmm", "fastspectral.hmm.model:HMM", "sequences", train={"hmm": {}}, cli="fastspectral.cli.hmm")
 register("lexical", "fastspectral.lexical.model:LexicalDisambiguator", "dependency", train={"lexical": {}}, cli="fastspectral.cli.lexical")
 register("eigenwords", "fastspectral.embeddings.eigenwords:Eigenwords", "sequences", train={"eigenwords": {}}, cli="fastspectral.cli.eigenwords")
-register("brown", "fastspectral.embeddings.brown_clusters:BrownClusters", "sequences", train={"brown": {}})
+register("brown", "fastspectral.embeddings.brown_clusters:BrownClusters", "sequences", train={"brown": {}}, cli="fastspectral.cli.brown")
 register("atm", "fastspectral.unsupervised.atm:ATMParser", "sentences", train={"atm": {}}, cli="fastspectral.cli.atm")
 register("ccm", "fastspectral.unsupervised.ccm:CCMParser", "sentences", train={"ccm": {}}, cli="fastspectral.cli.ccm")
 register("mst", "fastspectral.rerank.mst:MSTParser", "dependency", train={"mst": {}}, cli="fastspectral.cli.mst")

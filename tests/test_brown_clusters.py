@@ -217,3 +217,27 @@ def test_class_bigram_log_likelihood_is_a_distribution(tmp_path):
     bc.save(tmp_path / "b.brown")
     back = BrownClusters.load(tmp_path / "b.brown")
     assert back.log_likelihood(sents[:4]) == pytest.approx(bc.log_likelihood(sents[:4]))
+
+
+def test_cli_train_brown_options_and_tree_input(tmp_path, capsys):
+    """``train brown`` has its own options (described in --help) and reads PTB trees (their
+    words) like ``train eigenwords``."""
+    from fastspectral import cli, load
+    from fastspectral.synthetic import LatentPCFG
+
+    try:
+        rc = cli.main(["train", "brown", "--help"])
+    except SystemExit as exc:
+        rc = exc.code
+    assert rc in (0, None)
+    out = capsys.readouterr().out
+    assert "Brown et al. 1992" in out and "--keep-case" in out and "--n-clusters C" in out
+    trees = LatentPCFG.default(n_states=2, seed=0).sample(100, seed=1)
+    path = tmp_path / "t.trees"
+    path.write_text("".join(str(t) + "\n" for t in trees))
+    assert cli.main(["train", "brown", str(path), "-o", str(tmp_path / "t.brown"),
+                     "--n-clusters", "3", "--keep-case", "--features", "bits+clusters",
+                     "-q"]) == 0
+    bc = load(tmp_path / "t.brown")
+    assert bc.lowercase is False and bc.features == "bits+clusters"
+    assert set(bc.words_[1:]) <= {w for t in trees for w in t.leaves()}

@@ -58,7 +58,7 @@ def read_words(path, encoding="utf-8") -> list:
             first = line.strip()
             break
     if first is None:
-        raise FormatError("the corpus is empty", path)
+        raise FormatError("the corpus is empty (no words)", path)
     if first.startswith("("):
         from ..trees.readers import read_treebank
         return [t.leaves() for t in read_treebank(path, format="ptb", encoding=encoding)]
