@@ -267,3 +267,17 @@ def test_sentence_over_the_memory_budget_is_decoded_first_order(caplog):
         np.testing.assert_array_equal(got[k], full[k])
     p.max_memory = 0                                      # no limit
     assert [list(h) for h in p.predict_heads(items)] == [list(h) for h in full]
+    p.max_memory = 0
+    import importlib
+
+    eis = importlib.import_module("fastspectral.dependency.eisner")
+    old = eis.EISNER2_MAX_WORDS
+    eis.EISNER2_MAX_WORDS = 39                           # the kernel's length limit
+    try:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="fastspectral"):
+            got = p.predict_heads(items)
+    finally:
+        eis.EISNER2_MAX_WORDS = old
+    assert p.last_parse_stats_.too_long == 1 and "kernel's limit" in caplog.text
+    np.testing.assert_array_equal(got[1], first.heads)

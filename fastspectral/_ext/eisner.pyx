@@ -15,12 +15,9 @@ from cython.parallel import prange
 from libc.stdlib cimport malloc, free
 from libc.math cimport INFINITY
 from .packed_check cimport check_packed
+from .eisner_common cimport complete_items, ix as _ix
 
 cnp.import_array()
-
-
-cdef inline Py_ssize_t _ix(Py_ssize_t s, Py_ssize_t t, Py_ssize_t n1) noexcept nogil:
-    return s * n1 + t
 
 
 cdef void _backtrack(int s, int t, int d, int complete, const int* bpc0, const int* bpc1,
@@ -106,25 +103,7 @@ cdef double _eisner_one(const double* S, int n, int single_root, int* heads) noe
                 I0[_ix(s, t, n1)] = -INFINITY   # the root is never a modifier
             else:
                 I0[_ix(s, t, n1)] = best + S[t * n1 + s]
-            # complete items
-            best = -INFINITY
-            bk = s
-            for k in range(s, t):
-                v = C0[_ix(s, k, n1)] + I0[_ix(k, t, n1)]
-                if v > best:
-                    best = v
-                    bk = k
-            C0[_ix(s, t, n1)] = best
-            bpc0[_ix(s, t, n1)] = bk
-            best = -INFINITY
-            bk = t
-            for k in range(s + 1, t + 1):
-                v = I1[_ix(s, k, n1)] + C1[_ix(k, t, n1)]
-                if v > best:
-                    best = v
-                    bk = k
-            C1[_ix(s, t, n1)] = best
-            bpc1[_ix(s, t, n1)] = bk
+            complete_items(C0, C1, I0, I1, bpc0, bpc1, s, t, n1)
     result = C1[_ix(0, n, n1)]
     for k in range(n):
         heads[k] = -1

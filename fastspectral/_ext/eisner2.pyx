@@ -22,6 +22,7 @@ cimport numpy as cnp
 from cython.parallel import prange
 from libc.stdlib cimport malloc, free
 from libc.math cimport INFINITY
+from .eisner_common cimport complete_items, ix as _ix
 
 cnp.import_array()
 
@@ -53,8 +54,6 @@ cdef enum:
     K_S = 4
 
 
-cdef inline Py_ssize_t _ix(Py_ssize_t s, Py_ssize_t t, Py_ssize_t n1) noexcept nogil:
-    return s * n1 + t
 
 
 cdef void _backtrack(int n1, const int* bc0, const int* bc1, const int* bi0, const int* bi1,
@@ -181,25 +180,7 @@ cdef double _eisner2_one(const double* A, const double* G, int n, int single_roo
                         bk = r
                 I0[_ix(s, t, n1)] = best + A[t * n1 + s]
                 bi0[_ix(s, t, n1)] = bk
-            # complete items
-            best = -INFINITY
-            bk = s
-            for r in range(s, t):
-                v = C0[_ix(s, r, n1)] + I0[_ix(r, t, n1)]
-                if v > best:
-                    best = v
-                    bk = r
-            C0[_ix(s, t, n1)] = best
-            bc0[_ix(s, t, n1)] = bk
-            best = -INFINITY
-            bk = t
-            for r in range(s + 1, t + 1):
-                v = I1[_ix(s, r, n1)] + C1[_ix(r, t, n1)]
-                if v > best:
-                    best = v
-                    bk = r
-            C1[_ix(s, t, n1)] = best
-            bc1[_ix(s, t, n1)] = bk
+            complete_items(C0, C1, I0, I1, bc0, bc1, s, t, n1)
     result = C1[_ix(0, n, n1)]
     for s in range(n):
         heads[s] = -1

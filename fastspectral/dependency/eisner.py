@@ -13,6 +13,7 @@ import numpy as np
 from ..base import check_jobs
 
 __all__ = ["eisner", "eisner_batch", "eisner_packed", "eisner2", "eisner2_packed",
+           "EISNER2_MAX_WORDS",
            "PackedHeads"]
 
 
@@ -87,6 +88,11 @@ def eisner_batch(score_mats, single_root: bool = False, jobs=None):
 def eisner(scores, single_root: bool = False) -> np.ndarray:
     """Best projective tree for one ``(n+1) x (n+1)`` score matrix (heads 1-based, 0 = root)."""
     return eisner_batch([scores], single_root=single_root, jobs=1)[0]
+
+
+#: the longest sentence the second-order kernel takes (``eisner2.eisner2_batch``; its
+#: ``(n+1)^3`` sibling block is 550 GB there)
+EISNER2_MAX_WORDS = 4095
 
 
 def eisner2_packed(arcs: np.ndarray, pair_off: np.ndarray, sibs: np.ndarray,

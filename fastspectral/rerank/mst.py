@@ -433,15 +433,27 @@ class MSTParser(HeadsParser):
         stats = MSTParseStats(sentences=len(items))
         runs = [(np.arange(len(items)), int(self.order))]
         if int(self.order) == 2:
+            from ..dependency.eisner import EISNER2_MAX_WORDS
+
             budget = _memory.resolve_budget(self.max_memory)
             need = np.array([_memory.mst2_chart_bytes(int(n)) for n in enc.lengths],
                             dtype=np.float64)
-            over = np.flatnonzero(need > budget) if budget is not None else np.zeros(0, int)
+            too_long = enc.lengths > EISNER2_MAX_WORDS
+            big = (need > budget) & ~too_long if budget is not None else np.zeros_like(too_long)
+            over = np.flatnonzero(too_long | big)
             if len(over):
                 stats.too_long = len(over)
-                _memory.warn_refused([int(k) for k in over], [s.words for s in items],
-                                     {int(k): int(need[k]) for k in over}, budget,
-                                     "the first-order decoding of its arc scores")
+                fallback = "the first-order decoding of its arc scores"
+                if big.any():
+                    _memory.warn_refused([int(k) for k in np.flatnonzero(big)],
+                                         [s.words for s in items],
+                                         {int(k): int(need[k]) for k in np.flatnonzero(big)},
+                                         budget, fallback)
+                for k in np.flatnonzero(too_long):
+                    _memory.logger.warning(
+                        f"sentence {int(k) + 1} of this batch ({enc.lengths[k]} words) is "
+                        f"longer than the second-order kernel's limit of {EISNER2_MAX_WORDS} "
+                        f"words: given {fallback}")
                 runs = [(np.setdiff1d(np.arange(len(items)), over), 2), (over, 1)]
         done = 0
         for ids, order in runs:
