@@ -38,9 +38,12 @@ import logging
 import os
 import re
 
+import numpy as np
+
 __all__ = ["DEFAULT_FRACTION", "ENV_VAR", "parse_size", "format_size", "physical_memory",
            "resolve_budget", "pcfg_chart_bytes", "lpcfg_chart_bytes", "shag_chart_bytes",
-           "Plan", "plan", "warn_refused", "keep_chart_memory", "MALLOC_ENV_VAR"]
+           "mst2_chart_bytes", "kbest_chart_bytes", "Plan", "plan", "over_limits",
+           "warn_refused", "keep_chart_memory", "MALLOC_ENV_VAR"]
 
 #: environment variable: ``system`` (or ``default``, ``off``, ``0``) keeps glibc's own
 #: allocator settings (:func:`keep_chart_memory`)
@@ -258,6 +261,23 @@ def plan(ids, need, budget, n_threads) -> Plan:
         b = need[k]
         (parallel if b <= share else alone if b <= budget else refused).append(k)
     return Plan(parallel, alone, refused, budget)
+
+
+def over_limits(lengths, need, budget, max_words: int, kernel: str, sentences,
+                fallback: str) -> np.ndarray:
+    """Ids of the sentences over the budget (``need[k]`` bytes) or longer than a kernel's
+    ``max_words``, each warned once with ``fallback`` (what it gets instead)."""
+    lengths = np.asarray(lengths)
+    too_long = lengths > max_words
+    big = ((np.asarray(need, dtype=np.float64) > budget) & ~too_long if budget is not None
+           else np.zeros_like(too_long))
+    if big.any():
+        ids = [int(k) for k in np.flatnonzero(big)]
+        warn_refused(ids, sentences, {k: int(need[k]) for k in ids}, budget, fallback)
+    for k in np.flatnonzero(too_long):
+        logger.warning(f"{_sentence_name(int(k))} ({int(lengths[k])} words) is longer than "
+                       f"the {kernel} kernel's limit of {max_words} words: given {fallback}")
+    return np.flatnonzero(too_long | big)
 
 
 def warn_refused(refused, sentences, need: dict, budget, fallback: str, shown: int = 10) -> None:

@@ -200,7 +200,6 @@ def test_order2_parser_trains_parses_and_round_trips(tmp_path):
 
 
 def test_order_is_checked_and_old_files_load_as_first_order(tmp_path):
-    from fastspectral.io.modelfile import load as load_model
     from fastspectral.rerank import MSTParser
 
     with pytest.raises(ValueError, match="order"):

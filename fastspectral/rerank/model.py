@@ -579,23 +579,13 @@ class RerankDepParser(HeadsParser):
         budget = _memory.resolve_budget(self.max_memory)
         lengths = np.array([len(s.words) for s in items], dtype=np.int64)
         need = np.array([_memory.kbest_chart_bytes(int(n)) for n in lengths], dtype=np.float64)
-        too_long = lengths > KBEST_MAX_WORDS
-        over = (need > budget) & ~too_long if budget is not None else np.zeros_like(too_long)
-        long_ids = np.flatnonzero(too_long | over)
-        ids = np.flatnonzero(~(too_long | over))
+        long_ids = _memory.over_limits(
+            lengths, need, budget, KBEST_MAX_WORDS, "k-best", [s.words for s in items],
+            "the base parser's best tree (no k-best list, no re-ranking)")
+        ids = np.setdiff1d(np.arange(len(items)), long_ids)
         out: list = [None] * len(items)
-        fallback = "the base parser's best tree (no k-best list, no re-ranking)"
         if len(long_ids):
             stats.too_long = len(long_ids)
-            if over.any():
-                _memory.warn_refused([int(k) for k in np.flatnonzero(over)],
-                                     [s.words for s in items],
-                                     {int(k): int(need[k]) for k in np.flatnonzero(over)},
-                                     budget, fallback)
-            for k in np.flatnonzero(too_long):
-                _memory.logger.warning(f"sentence {int(k) + 1} of this batch ({lengths[k]} "
-                                       f"words) is longer than the k-best kernel's limit of "
-                                       f"{KBEST_MAX_WORDS} words: given {fallback}")
             sub_tags = None if tags is None else [tags[k] for k in long_ids]
             heads = self.mst_.predict_heads([items[k] for k in long_ids], tags=sub_tags,
                                             jobs=threads)

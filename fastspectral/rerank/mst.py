@@ -438,22 +438,11 @@ class MSTParser(HeadsParser):
             budget = _memory.resolve_budget(self.max_memory)
             need = np.array([_memory.mst2_chart_bytes(int(n)) for n in enc.lengths],
                             dtype=np.float64)
-            too_long = enc.lengths > EISNER2_MAX_WORDS
-            big = (need > budget) & ~too_long if budget is not None else np.zeros_like(too_long)
-            over = np.flatnonzero(too_long | big)
+            over = _memory.over_limits(enc.lengths, need, budget, EISNER2_MAX_WORDS,
+                                       "second-order", [s.words for s in items],
+                                       "the first-order decoding of its arc scores")
             if len(over):
                 stats.too_long = len(over)
-                fallback = "the first-order decoding of its arc scores"
-                if big.any():
-                    _memory.warn_refused([int(k) for k in np.flatnonzero(big)],
-                                         [s.words for s in items],
-                                         {int(k): int(need[k]) for k in np.flatnonzero(big)},
-                                         budget, fallback)
-                for k in np.flatnonzero(too_long):
-                    _memory.logger.warning(
-                        f"sentence {int(k) + 1} of this batch ({enc.lengths[k]} words) is "
-                        f"longer than the second-order kernel's limit of {EISNER2_MAX_WORDS} "
-                        f"words: given {fallback}")
                 runs = [(np.setdiff1d(np.arange(len(items)), over), 2), (over, 1)]
         done = 0
         for ids, order in runs:
