@@ -33,3 +33,19 @@ def dep_treebank():
     return [sent("the/DT dog/NN barks/VBZ", [2, 3, 0]), sent("a/DT cat/NN sleeps/VBZ", [2, 3, 0]),
             sent("dogs/NNS bark/VBP", [2, 0]),
             sent("the/DT big/JJ dog/NN sleeps/VBZ", [3, 3, 4, 0])] * 4
+
+
+def dep_treebank_svo():
+    """:func:`dep_treebank` plus transitive sentences (a verb with a left and a right child:
+    what the spectral latent dependency model needs to estimate its operators)."""
+    from fastspectral.trees.conll import DepSentence
+
+    def sent(text, heads):
+        words, tags = zip(*(w.split("/") for w in text.split()))
+        return DepSentence(words=list(words), xpos=list(tags), heads=heads)
+
+    return dep_treebank() + [
+        sent("the/DT dog/NN sees/VBZ a/DT cat/NN", [2, 3, 0, 5, 3]),
+        sent("a/DT cat/NN sees/VBZ the/DT big/JJ dog/NN", [2, 3, 0, 6, 6, 3]),
+        sent("dogs/NNS see/VBP cats/NNS", [2, 0, 2]),
+        sent("the/DT cat/NN chases/VBZ dogs/NNS", [2, 3, 0, 3])] * 4

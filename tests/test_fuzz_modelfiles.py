@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _toy import coordination_treebank, dep_treebank
+from _toy import coordination_treebank, dep_treebank, dep_treebank_svo
 
 WORKER = textwrap.dedent('''
     import json, logging, sys, warnings
@@ -38,12 +38,47 @@ WORKER = textwrap.dedent('''
     deps = [DepSentence(words=w, xpos=t, heads=[-1] * len(w)) for w, t in (
         (["the", "dog", "barks"], ["DT", "NN", "VBZ"]),
         (["a", "big", "cat", "sleeps"], ["DT", "JJ", "NN", "VBZ"]))]
+    tagged = [["DT", "NN", "VBZ", "."], ["DT", "NN", "VBZ", "DT", "NN", "."],
+              ["NNS", "VBP", "CC", "DT", "NN", "VBZ", "."]]
+    # sentences with heads: the gold-like tree, a left chain, and an unknown word
+    scored = [DepSentence(words=w, xpos=t, heads=h) for w, t, h in (
+        (["the", "dog", "sees", "a", "cat"], ["DT", "NN", "VBZ", "DT", "NN"], [2, 3, 0, 5, 3]),
+        (["a", "big", "zebra", "sleeps"], ["DT", "JJ", "NN", "VBZ"], [0, 1, 2, 3]),
+        (["dogs"], ["NNS"], [0]))]
+
+    def use_latent_dep(m):
+        m.log_prob(scored, return_sign=True, jobs=2)
+        m.fragment_log_prob(scored, jobs=2)
+        m.log_prob(scored[:1], heads=[[2, 3, 0, 5, 3], [0, 1, 2, 3, 4]], jobs=2)
+
+    def use_eigenwords(m):
+        m.transform(["the", "dog", "zebra"])
+        m.nearest("dog", 3)
+        m.log_likelihood([["the", "dog", "barks"], ["zebra"]])
+
+    def use_brown(m):
+        m.transform(["the", "dog", "zebra"])
+        m.log_likelihood([["the", "dog", "barks"], ["zebra"]])
+
+    def use_unsupervised(m):
+        m.parse(words, tags=tagged, jobs=2)
+
+    #: how each kind that the generic dispatch below does not cover is used after loading
+    USE = {"MSTParser": lambda m: m.parse(deps + scored, jobs=2),
+           "RerankDepParser": lambda m: m.parse(deps + scored, jobs=2),
+           "LexicalDisambiguator": lambda m: m.parse(deps + scored, jobs=2),
+           "LatentDependencyModel": use_latent_dep, "Eigenwords": use_eigenwords,
+           "BrownClusters": use_brown, "ATMParser": use_unsupervised,
+           "CCMParser": use_unsupervised}
     for line in sys.stdin:
         path = json.loads(line)
         try:
             m = load(path)
             kind = getattr(m, "input_kind", "sequences")
-            if kind == "sentences":
+            name = type(m).__name__
+            if name in USE:
+                USE[name](m)
+            elif kind == "sentences":
                 m.parse(words, jobs=2)
             elif kind == "dependency":
                 m.parse(deps, jobs=2)
@@ -124,6 +159,73 @@ def small_models():
         ("kn-lm", KneserNeyBigramLM(min_count=1).fit(corpus)),
         ("latent-lm", LatentBigramLM(2, "em", iterations=2, min_count=1).fit(corpus)),
         ("hmm", HMM(n_states=2, min_count=1).fit(corpus)),
+    ] + newer_models()
+
+
+def lexical_corpus(n=40, seed=0):
+    """Sentences whose label (UPOS, features, lemma) of "can" / "saw" is set by a neighbour."""
+    from fastspectral.trees.conll import DepSentence
+
+    rng = random.Random(seed)
+    rows = [(["they", "can", "fish"], ["they", "can", "fish"], ["PRON", "AUX", "VERB"],
+             ["_", "VerbForm=Fin", "VerbForm=Inf"]),
+            (["a", "can", "opens"], ["a", "can", "open"], ["DET", "NOUN", "VERB"],
+             ["_", "Number=Sing", "Tense=Pres"]),
+            (["I", "saw", "the", "lid"], ["I", "see", "the", "lid"],
+             ["PRON", "VERB", "DET", "NOUN"], ["Case=Nom", "Tense=Past", "_", "Number=Sing"])]
+    out = []
+    for k in range(n):
+        w, lem, upos, feats = rng.choice(rows)
+        out.append(DepSentence(words=w, lemmas=lem, upos=upos, xpos=upos, feats=feats,
+                               heads=[0] + [1] * (len(w) - 1),
+                               comments=[f"# newdoc id = d{k // 10}"] if k % 10 == 0 else []))
+    return out
+
+
+#: the models of :func:`newer_models`
+NEWER_KINDS = ("mst", "mst2", "rerank", "rerank-spectral", "latent-dep", "latent-dep-stop",
+               "eigenwords", "brown", "atm", "ccm", "lexical")
+
+
+def newer_models():
+    """(name, fitted model) of the kinds read by their own loaders: first- and second-order
+    MST, the dependency re-ranker with and without its spectral model, the latent dependency
+    model (plain; with tags and STOP operators), eigenwords, Brown clusters, ATM, CCM and the
+    lexical disambiguator."""
+    from fastspectral.embeddings.brown_clusters import BrownClusters
+    from fastspectral.embeddings.eigenwords import Eigenwords
+    from fastspectral.latentdep.model import LatentDependencyModel
+    from fastspectral.lexical import LexicalDisambiguator
+    from fastspectral.rerank import MSTParser, RerankDepParser
+    from fastspectral.synthetic import LatentPCFG
+    from fastspectral.unsupervised.atm import ATMParser
+    from fastspectral.unsupervised.ccm import CCMParser
+
+    from fastspectral.trees.conll import DepSentence
+
+    deps = dep_treebank_svo()
+    # trees that contradict the others: the base parser errs, the re-ranker learns weights
+    alt = [DepSentence(words=s.words, xpos=s.xpos, heads=h) for s, h in (
+        (deps[16], [3, 3, 0, 3, 4]), (deps[17], [3, 1, 0, 5, 6, 3]), (deps[3], [2, 4, 4, 0]))]
+    words = [s.words for s in deps] + token_corpus(60, 1)
+    spectral = {"n_states": 2, "embeddings": "one-hot", "ridge": 1e-3}
+    rr = dict(k=3, epochs=2, bits=16, rerank_bits=16, rerank_epochs=2, jobs=1)
+    trees = LatentPCFG.default(n_states=2, seed=0).sample(60, seed=1)
+    return [
+        ("mst", MSTParser(epochs=2, bits=16, jobs=1).fit(deps)),
+        ("mst2", MSTParser(epochs=2, bits=16, jobs=1, order=2).fit(deps)),
+        ("rerank", RerankDepParser(features="base", **rr).fit(deps + alt * 2)),
+        ("rerank-spectral", RerankDepParser(features="base+spectral", spectral_params=spectral,
+                                            **rr).fit(deps + alt * 2)),
+        ("latent-dep", LatentDependencyModel(n_states=2, dim=3, jobs=1).fit(deps)),
+        ("latent-dep-stop", LatentDependencyModel(
+            n_states=2, embeddings="one-hot", tags="xpos", ridge=1e-3, stop_events=True,
+            stop_adjacency=True, jobs=1).fit(deps)),
+        ("eigenwords", Eigenwords(dim=2, window=1, min_count=1).fit(words)),
+        ("brown", BrownClusters(n_clusters=3, min_count=1).fit(words)),
+        ("atm", ATMParser(dim=2, embedding_dim=5).fit(trees)),
+        ("ccm", CCMParser(iterations=2).fit(trees)),
+        ("lexical", LexicalDisambiguator(C=1.0).fit(lexical_corpus())),
     ]
 
 
@@ -181,6 +283,122 @@ def test_issue_cases(saved, worker, tmp_path):
         write_arrays(tmp_path / "p.model", a)
         res = worker.run(tmp_path / "p.model", f"pcfg {name}")
         assert res.startswith("ModelFileError") and repr(name) in res, res
+
+
+def with_meta(arrays: dict, edit) -> dict:
+    """``arrays`` with the header's meta changed by ``edit(meta)`` (in place)."""
+    header = json.loads(bytes(arrays["__meta__"]).decode("utf-8"))
+    edit(header["meta"])
+    out = dict(arrays)
+    out["__meta__"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+    return out
+
+
+def edited(arrays: dict, name: str, how: str, pos: int = 0) -> dict:
+    a = dict(arrays)
+    new = edit_array(arrays[name], how, pos)
+    if new is None:
+        del a[name]
+    else:
+        a[name] = new
+    return a
+
+
+#: the gaps the fuzzing of the newer kinds found, each pinned: (model, array or None, edit
+#: or meta change, what the message must name).  Before the fix: a segfault (lexical count
+#: tables, template names), an IndexError / TypeError / KeyError while parsing, or a model
+#: that loaded NaN parameters or a prefix-less array name.
+NEWER_CASES = [
+    ("lexical", "t_col_base", "huge_value", "'t_col_base'"),          # segfault
+    ("lexical", "t_ftot", "add_big", "'t_ftot'"),                     # segfault
+    ("lexical", "t_doc_words_idx", "add_big", "'t_doc_words_idx'"),   # segfault
+    ("lexical", "t_docv0_idx", "add_big", "'t_docv0_idx'"),           # segfault
+    ("lexical", "t_docv0_shape", "add_big", "'t_docv0_shape'"),       # MemoryError
+    ("lexical", "t_indices", "two_dims", "'t_indices'"),              # SystemError (Numba)
+    ("lexical", "t_fcount", "two_dims", "'t_fcount'"),                # TypingError (Numba)
+    ("lexical", "t_lex_label", "add_big", "'t_lex_label'"),           # IndexError
+    ("lexical", "t_lex_ptr", "two_dims", "'t_lex_ptr'"),              # TypeError
+    ("lexical", "lamdoc_M_full", "truncate", "'lamdoc_M_full'"),      # IndexError
+    ("latent-dep", "E_L", "nan", "'E_L'"),                            # loaded silently
+    ("latent-dep-stop", "stop_R", "huge_value", "'stop_R'"),          # loaded silently
+    ("eigenwords", "embeddings", "nan", "'embeddings'"),              # loaded silently
+    ("brown", "class_bigrams", "negative", "'class_bigrams'"),        # loaded silently
+    ("atm", "anchor_counts", "two_dims", "'anchor_counts'"),          # loaded silently
+    ("ccm", "yield_logprob", "nan", "'yield_logprob'"),               # loaded silently
+    ("rerank", "mst.weight_index", "add_big", "'mst.weight_index'"),  # named 'weight_index'
+    ("rerank-spectral", "spec.leaf", "nan", "'spec.leaf'"),           # loaded silently
+    ("lexical", None, ("fs_names", []), "'fs_names'"),                # segfault
+    ("lexical", None, ("fs_names", ["Freq", "x"]), "'fs_names'"),     # AttributeError
+    ("lexical", None, ("labels", []), "array 't_"),                   # IndexError
+    ("lexical", None, ("vocabs", [[1, "a"]]), "'vocabs'"),            # AttributeError
+    ("lexical", None, ("n_bins", 1e308), "'n_bins'"),                 # OverflowError
+    ("lexical", None, ("rankers", {}), "'rankers'"),                  # KeyError
+    ("lexical", None, ("params/variant", "x"), "'params'"),           # KeyError
+    ("lexical", None, ("params/analyser", "x"), "'params'"),          # TypeError
+    ("lexical", None, ("rankers/M_full/blocks", 7), "'blocks'"),      # ValueError
+    ("lexical", None, ("rankers/M_full/level", 1e308), "'level'"),    # IndexError
+    ("latent-dep", None, ("params/log_floor", "x"), "'params'"),      # ValueError
+    ("rerank-spectral", None, ("spectral/params/log_floor", None), "'spectral'"),  # TypeError
+    ("eigenwords", None, ("words", "abc"), "'words'"),                # named no field
+]
+
+
+@pytest.mark.parametrize("name,array,how,names", NEWER_CASES,
+                         ids=[f"{c[0]}-{c[1] or c[2][0]}" for c in NEWER_CASES])
+def test_newer_kinds_issue_cases(saved, worker, tmp_path, name, array, how, names):
+    """Each loader gap found by fuzzing the newer kinds is a ModelFileError naming the array
+    or meta field."""
+    _, arrays = saved[name]
+    if array is not None:
+        a = edited(arrays, array, how)
+    else:
+        key, value = how
+
+        def edit(meta):
+            *parents, last = key.split("/")
+            for k in parents:
+                meta = meta[k]
+            meta[last] = value
+        a = with_meta(arrays, edit)
+    write_arrays(tmp_path / "m.model", a)
+    res = worker.run(tmp_path / "m.model", f"{name}: {array or how}")
+    assert res.startswith("ModelFileError") and names in res, res
+
+
+META_VALUES = (None, "x", -1, 1e308, True, [], {}, ["x"], [[1, "a"]])
+
+
+def meta_paths(meta: dict, prefix=()):
+    """Every key of ``meta`` and of the objects inside it (two levels: ``params``, the
+    re-ranker's nested models, the lexical rankers)."""
+    for k, v in meta.items():
+        yield prefix + (k,)
+        if isinstance(v, dict) and len(prefix) < 2:
+            yield from meta_paths(v, prefix + (k,))
+
+
+def test_meta_entries_missing_or_of_the_wrong_type(saved, worker, tmp_path):
+    """Every meta entry of each model of the newer kinds (hyperparameters included) deleted or
+    replaced by a value of another type: the model loads and parses, or the file is a
+    ModelFileError."""
+    rng = random.Random(5)
+    n = 0
+    for name in NEWER_KINDS:
+        _, arrays = saved[name]
+        header = json.loads(bytes(arrays["__meta__"]).decode("utf-8"))
+        for path in meta_paths(header["meta"]):
+            for value in ["<delete>"] + rng.sample(META_VALUES, 1):
+                def edit(meta):
+                    for k in path[:-1]:
+                        meta = meta[k]
+                    if value == "<delete>":
+                        del meta[path[-1]]
+                    else:
+                        meta[path[-1]] = value
+                write_arrays(tmp_path / "m.model", with_meta(arrays, edit))
+                check(worker, tmp_path / "m.model", f"{name}: meta {'/'.join(path)} = {value!r}")
+                n += 1
+    assert n > 300
 
 
 EDITS = ("add_big", "negative", "nan", "truncate", "extend", "float_dtype", "two_dims",

@@ -514,25 +514,38 @@ class BrownClusters(WordIds, Estimator):
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
-        model = cls(**cls._params_from_file(meta["params"]))
-        model.words_ = [str(w) for w in meta["words"]]
-        model.bits_ = [str(b) for b in meta["bits"]]
-        model.embeddings_ = np.ascontiguousarray(arrays["embeddings"], dtype=np.float64)
-        model.clusters_ = np.asarray(arrays["clusters"], dtype=np.int64)
+        from ..errors import ModelFileError
+        from ..io import validate as Vd
+
+        model = Vd.from_params(cls, meta)
+        model.words_ = Vd.meta_strings(meta, "words")
         V = len(model.words_)
-        if "class_bigrams" in arrays:
-            model.class_bigrams_ = np.asarray(arrays["class_bigrams"], dtype=np.float64)
-            model.word_counts_ = np.asarray(arrays["word_counts"], dtype=np.float64)
+        if V == 0:
+            raise ModelFileError("meta field 'words': an empty vocabulary (no <unk> row)")
+        model.bits_ = Vd.meta_strings(meta, "bits")
+        if len(model.bits_) != V or any(b.strip("01") for b in model.bits_):
+            raise ModelFileError(f"meta field 'bits': not one bit string per word ({V} words)")
+        model.embeddings_ = Vd.check_finite(Vd.get(arrays, "embeddings", "float", ndim=2,
+                                                   shape=(V, None), dtype=np.float64),
+                                            "embeddings")
+        model.clusters_ = Vd.get(arrays, "clusters", "int", shape=(V,), dtype=np.int64)
+        if "class_bigrams" in arrays or "word_counts" in arrays:
+            model.class_bigrams_ = Vd.check_nonneg(Vd.get(arrays, "class_bigrams", "float",
+                                                          ndim=2, dtype=np.float64),
+                                                   "class_bigrams")
+            K = model.class_bigrams_.shape[0]
+            Vd.get(arrays, "class_bigrams", "float", ndim=2, shape=(K, K))
+            if K < 1:
+                Vd.fail("class_bigrams", "no classes")
+            model.word_counts_ = Vd.check_nonneg(Vd.get(arrays, "word_counts", "float",
+                                                        shape=(V,), dtype=np.float64),
+                                                 "word_counts")
         else:                 # a file written before the class model was kept: uniform counts
             K = int(model.clusters_.max()) + 2 if V else 1
+            Vd.check_index(model.clusters_, "clusters", -1, max(K - 1, 0))
             model.class_bigrams_ = np.zeros((K, K))
             model.word_counts_ = np.zeros(V)
-        K = model.class_bigrams_.shape[0]
-        if model.class_bigrams_.shape != (K, K) or model.word_counts_.shape != (V,) or \
-                model.clusters_.shape != (V,) or (V and int(model.clusters_.max()) >= K - 1):
-            raise ValueError("Brown cluster class counts do not match the vocabulary")
-        if model.embeddings_.ndim != 2 or model.embeddings_.shape[0] != len(model.words_) or \
-                len(model.bits_) != len(model.words_):
-            raise ValueError("Brown cluster arrays do not match the vocabulary")
-        model.fit_time_ = float(meta["fit_time"])
+        # cluster ids: -1 (unclustered, the last class) or a class other than the last
+        Vd.check_index(model.clusters_, "clusters", -1, K - 1)
+        model.fit_time_ = Vd.meta_float(meta, "fit_time")
         return model

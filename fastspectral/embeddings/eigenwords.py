@@ -246,15 +246,23 @@ class Eigenwords(WordIds, Estimator):
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
-        model = cls(**cls._params_from_file(meta["params"]))
-        words = [str(w) for w in meta["words"]]
-        E = np.ascontiguousarray(arrays["embeddings"], dtype=np.float64)
-        counts = np.asarray(arrays["counts"], dtype=np.int64)
-        if E.ndim != 2 or E.shape[0] != len(words) or counts.shape != (len(words),):
-            raise ValueError("eigenword arrays do not match the vocabulary")
+        from ..errors import ModelFileError
+        from ..io import validate as V
+
+        model = V.from_params(cls, meta)
+        words = V.meta_strings(meta, "words")
+        if not words:
+            raise ModelFileError("meta field 'words': an empty vocabulary (no <unk> row)")
+        E = V.check_finite(V.get(arrays, "embeddings", "float", ndim=2,
+                                 shape=(len(words), None), dtype=np.float64), "embeddings")
+        if E.shape[1] == 0:
+            V.fail("embeddings", "no dimensions")
+        counts = V.check_nonneg(V.get(arrays, "counts", "int", shape=(len(words),),
+                                      dtype=np.int64), "counts")
         model.words_, model.embeddings_, model.counts_ = words, E, counts
-        model.singular_values_ = np.asarray(arrays["singular_values"], dtype=np.float64)
-        model.fit_time_ = float(meta["fit_time"])
+        model.singular_values_ = V.check_nonneg(V.get(arrays, "singular_values", "float",
+                                                      dtype=np.float64), "singular_values")
+        model.fit_time_ = V.meta_float(meta, "fit_time")
         return model
 
 

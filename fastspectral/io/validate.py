@@ -19,7 +19,8 @@ import numpy as np
 from ..errors import ModelFileError
 
 __all__ = ["fail", "get", "check_index", "check_offsets", "check_finite", "check_nonneg",
-           "check_len", "check_sorted", "check_spans", "meta_list", "meta_int", "meta_float"]
+           "check_len", "check_sorted", "check_spans", "meta_list", "meta_int", "meta_float",
+           "meta_dict", "meta_bool", "meta_str", "meta_strings", "from_params", "nested"]
 
 _KINDS = {"int": "iu", "float": "fiu", "bool": "biu", "any": "biuf"}
 
@@ -167,3 +168,73 @@ def meta_float(meta: dict, key: str, lo: float = 0.0, where: str = "meta") -> fl
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < lo:
         raise ModelFileError(f"{where} field {key!r}: {v!r} is not a finite number >= {lo}")
     return float(v)
+
+
+def meta_dict(meta: dict, key: str, where: str = "meta") -> dict:
+    """``meta[key]``: a JSON object (dict)."""
+    if not isinstance(meta, dict) or key not in meta:
+        raise ModelFileError(f"{where} field {key!r} is missing")
+    v = meta[key]
+    if not isinstance(v, dict):
+        raise ModelFileError(f"{where} field {key!r}: {type(v).__name__} where an object is "
+                             "expected")
+    return v
+
+
+def meta_bool(meta: dict, key: str, where: str = "meta") -> bool:
+    """``meta[key]``: true or false."""
+    v = meta.get(key) if isinstance(meta, dict) else None
+    if not isinstance(v, bool):
+        raise ModelFileError(f"{where} field {key!r}: {v!r} is not true or false")
+    return v
+
+
+def meta_str(meta: dict, key: str, choices=None, allow_none: bool = False,
+             where: str = "meta"):
+    """``meta[key]``: a string (one of ``choices`` when given), or None when
+    ``allow_none``."""
+    v = meta.get(key) if isinstance(meta, dict) else None
+    if v is None and allow_none and isinstance(meta, dict) and key in meta:
+        return None
+    if not isinstance(v, str) or (choices is not None and v not in choices):
+        want = "a string" if choices is None else "one of " + ", ".join(map(repr, choices))
+        raise ModelFileError(f"{where} field {key!r}: {v!r} is not {want}")
+    return v
+
+
+def meta_strings(meta: dict, key: str, where: str = "meta") -> list:
+    """``meta[key]``: a list of strings (:func:`meta_list` of ``str``)."""
+    return meta_list(meta, key, str, where)
+
+
+def from_params(cls, meta: dict, check: str | None = "_check_params"):
+    """An unfitted ``cls`` built from ``meta["params"]`` (the hyperparameters a model file
+    records), checked by its method ``check``: a missing or malformed entry, or a value the
+    class refuses, is a :class:`ModelFileError` naming ``params`` (the loaded model would
+    otherwise fail later, while parsing)."""
+    params = meta_dict(meta, "params")
+    try:
+        model = cls(**cls._params_from_file(params))
+        if check is not None:
+            getattr(model, check)()
+    except ModelFileError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise ModelFileError(f"meta field 'params': {exc}") from None
+    return model
+
+
+def nested(exc: Exception, prefix: str, where: str) -> ModelFileError:
+    """The :class:`ModelFileError` ``exc`` of a model stored inside another (the base parser
+    of a re-ranker: arrays ``PREFIX<name>``, meta fields under ``meta[where]``), its message
+    rewritten to name the array or field as the file holds it."""
+    import re
+
+    msg = str(exc)
+    if msg.startswith("array "):
+        msg = re.sub(r"array '([^']*)'", lambda m: f"array '{prefix}{m.group(1)}'", msg)
+    elif msg.startswith("meta "):
+        msg = f"meta {where!r} " + msg[len("meta "):]
+    else:
+        msg = f"meta {where!r}: {msg}"
+    return ModelFileError(msg)

@@ -714,36 +714,49 @@ class LatentDependencyModel(Parser):
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
-        model = cls(**cls._params_from_file(meta["params"]))
-        words = [str(w) for w in meta["words"]]
-        leaf = np.ascontiguousarray(arrays["leaf"], np.float64)
-        m = leaf.shape[1] if leaf.ndim == 2 else -1
-        E_L = np.ascontiguousarray(arrays["E_L"], np.float64)
-        E_R = np.ascontiguousarray(arrays["E_R"], np.float64)
-        c1 = np.ascontiguousarray(arrays["c1"], np.float64)
-        if leaf.ndim != 2 or leaf.shape[0] != len(words) or not words or \
-                E_L.shape != (m, m, m) or E_R.shape != (m, m, m) or c1.shape != (m,):
-            raise ValueError("latent-dep arrays do not match the vocabulary / states")
-        tags = [str(t) for t in meta["tags"]]
-        column = meta["tag_column"]
-        leaf_tags = np.ascontiguousarray(arrays["leaf_tags"], np.float64).reshape(len(tags), -1) \
-            if tags else np.zeros((0, m))
-        if column not in (None, "upos", "xpos") or (column is None) != (not tags) or \
-                (tags and leaf_tags.shape != (len(tags), m)):
-            raise ValueError("latent-dep tag arrays do not match the tags")
+        from ..errors import ModelFileError
+        from ..io import validate as V
+
+        model = V.from_params(cls, meta)
+        words = V.meta_strings(meta, "words")
+        if not words:
+            raise ModelFileError("meta field 'words': an empty vocabulary")
+        leaf = V.check_finite(V.get(arrays, "leaf", "float", ndim=2, shape=(len(words), None),
+                                    dtype=np.float64), "leaf")
+        m = leaf.shape[1]
+        if m != int(model.n_states) or m == 0:
+            V.fail("leaf", f"{m} columns where the model has {model.n_states} states")
+        E_L = V.check_finite(V.get(arrays, "E_L", "float", ndim=3, shape=(m, m, m),
+                                   dtype=np.float64), "E_L")
+        E_R = V.check_finite(V.get(arrays, "E_R", "float", ndim=3, shape=(m, m, m),
+                                   dtype=np.float64), "E_R")
+        c1 = V.check_finite(V.get(arrays, "c1", "float", shape=(m,), dtype=np.float64), "c1")
+        tags = V.meta_strings(meta, "tags")
+        column = V.meta_str(meta, "tag_column", ("upos", "xpos"), allow_none=True)
+        if (column is None) != (not tags):
+            raise ModelFileError(f"meta fields 'tags' and 'tag_column': {len(tags)} tags with "
+                                 f"tag column {column!r}")
+        if tags:
+            leaf_tags = V.check_finite(V.get(arrays, "leaf_tags", "float", ndim=2,
+                                             shape=(len(tags), m), dtype=np.float64),
+                                       "leaf_tags")
+        else:                               # unused without tags
+            leaf_tags = np.zeros((0, m))
         model.stop_L_ = model.stop_R_ = None
         if model.stop_events:               # files written before stop events have neither
-            if "stop_L" not in arrays or "stop_R" not in arrays:
-                raise ValueError("latent-dep model file with stop_events=True lacks the STOP "
-                                 "operators")
-            model.stop_L_ = np.ascontiguousarray(arrays["stop_L"], np.float64)
-            model.stop_R_ = np.ascontiguousarray(arrays["stop_R"], np.float64)
             shape = (2, m, m) if model.stop_adjacency else (m, m)
-            if model.stop_L_.shape != shape or model.stop_R_.shape != shape:
-                raise ValueError("latent-dep STOP operators do not match the states")
+            for name in ("stop_L", "stop_R"):
+                if name not in arrays:
+                    raise ModelFileError(f"array {name!r} is missing (the STOP operators of a "
+                                         "model with stop_events=True)")
+            model.stop_L_ = V.check_finite(V.get(arrays, "stop_L", "float", ndim=len(shape),
+                                                 shape=shape, dtype=np.float64), "stop_L")
+            model.stop_R_ = V.check_finite(V.get(arrays, "stop_R", "float", ndim=len(shape),
+                                                 shape=shape, dtype=np.float64), "stop_R")
         model.words_, model.leaf_, model.E_L_, model.E_R_, model.c1_ = words, leaf, E_L, E_R, c1
         model.tags_, model.tag_column_, model.leaf_tags_ = tags, column, leaf_tags
-        model.singular_values_ = np.asarray(arrays["singular_values"], np.float64)
-        model.lowercase_ = bool(meta["lowercase"])
-        model.fit_time_ = float(meta["fit_time"])
+        model.singular_values_ = V.check_nonneg(V.get(arrays, "singular_values", "float",
+                                                      dtype=np.float64), "singular_values")
+        model.lowercase_ = V.meta_bool(meta, "lowercase")
+        model.fit_time_ = V.meta_float(meta, "fit_time")
         return model

@@ -490,7 +490,14 @@ class Tables:
         return {prefix + k: v for k, v in out.items()}
 
     @classmethod
-    def from_arrays(cls, arrays: dict, prefix: str, n_words: int) -> "Tables":
+    def from_arrays(cls, arrays: dict, prefix: str, n_words: int, sizes=None,
+                    n_values=None) -> "Tables":
+        """Inverse of :meth:`to_arrays`.  With the template ``sizes`` and the targets'
+        ``n_values`` (a model file) every array is checked first (:meth:`_checked_arrays`):
+        a damaged one is a :class:`~fastspectral.errors.ModelFileError` naming it."""
+        if sizes is not None and n_values is not None:
+            return cls._checked(arrays, prefix, int(n_words), np.asarray(sizes, np.int64),
+                                np.asarray(n_values, np.int64))
         g = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
         n_docs = len(g["doc_tokens"])
         ptr = g["doc_words_ptr"]
@@ -509,6 +516,92 @@ class Tables:
                    g["lex_ptr"].astype(np.int64), g["lex_label"].astype(np.int32),
                    g["lex_count"].astype(np.int32), dw, g["doc_tokens"].astype(np.float64),
                    doc_values)
+
+    @classmethod
+    def _checked(cls, arrays: dict, prefix: str, n_words: int, sizes: np.ndarray,
+                 n_values: np.ndarray) -> "Tables":
+        """:meth:`from_arrays` of a model file: every array validated against the feature
+        space (``sizes``: strings per template, ``n_words = sizes[0]``) and the label space
+        (``n_values``: values per target) before the compiled look-ups see it: shapes, CSR
+        pointers, value / word / label ids inside their tables, sorted rows (binary search),
+        counts non-negative.  O(size of the tables)."""
+        from ..io import validate as V
+
+        def get(name, kind="int", ndim=1, shape=None, dtype=np.int64):
+            return V.get(arrays, prefix + name, kind, ndim=ndim, shape=shape, dtype=dtype)
+
+        if len(sizes) == 0 or sizes[0] != n_words:
+            V.fail(prefix + "col_base", "the feature space has no word template")
+        n_targets = len(n_values)
+        ftot = int(sizes.sum())
+        get("ftot", shape=(1,))
+        if int(get("ftot")[0]) != ftot:
+            V.fail(prefix + "ftot", f"{int(get('ftot')[0])} where the feature space has "
+                                    f"{ftot} feature strings")
+        col_base = get("col_base", shape=(len(sizes),))
+        want = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        if not np.array_equal(col_base, want):
+            k = int(np.flatnonzero(col_base != want)[0])
+            V.fail(prefix + "col_base", f"entry {k} is {col_base[k]} where the feature space "
+                                        f"puts template {k} at {want[k]}")
+        fcount = V.check_nonneg(get("fcount", shape=(ftot,), dtype=np.int32), prefix + "fcount")
+        indptr = get("indptr", shape=(n_targets * ftot + 1,))
+        indices = get("indices", dtype=np.int32)
+        counts = get("counts", shape=(len(indices),), dtype=np.int32)
+        V.check_offsets(indptr, prefix + "indptr", len(indices))
+        V.check_nonneg(counts, prefix + "counts")
+        if len(indices):
+            row = np.repeat(np.arange(n_targets * ftot, dtype=np.int64), np.diff(indptr))
+            hi = n_values[row // max(ftot, 1)]
+            bad = (indices < 0) | (indices >= hi)
+            if bad.any():
+                k = int(np.flatnonzero(bad)[0])
+                V.fail(prefix + "indices", f"entry {k} is {indices[k]}, outside 0 .. "
+                                           f"{hi[k] - 1} (the values of its target)")
+            unsorted = (np.diff(indices) <= 0) & (row[1:] == row[:-1])
+            if unsorted.any():
+                k = int(np.flatnonzero(unsorted)[0])
+                V.fail(prefix + "indices", f"entries {k} and {k + 1}: a row not sorted "
+                                           "without repeats")
+        lex_label = get("lex_label", dtype=np.int32)
+        lex_ptr = V.check_offsets(get("lex_ptr", shape=(n_words + 1,)), prefix + "lex_ptr",
+                                  len(lex_label))
+        V.check_index(lex_label, prefix + "lex_label", 0, int(n_values[0]) if n_targets else 0)
+        lex_count = V.check_nonneg(get("lex_count", shape=(len(lex_label),), dtype=np.int32),
+                                   prefix + "lex_count")
+        doc_tokens = V.check_nonneg(get("doc_tokens", "float", dtype=np.float64),
+                                    prefix + "doc_tokens")
+        n_docs = len(doc_tokens)
+        dw_idx = get("doc_words_idx", dtype=np.int32)
+        dw_ptr = V.check_offsets(get("doc_words_ptr", shape=(n_docs + 1,)),
+                                 prefix + "doc_words_ptr", len(dw_idx))
+        V.check_index(dw_idx, prefix + "doc_words_idx", 0, n_words)
+        dw = sp.csr_matrix((np.ones(len(dw_idx), dtype=np.int32), dw_idx, dw_ptr),
+                           shape=(n_docs, n_words))
+        doc_values = {}
+        groups = {}           # every docv<m>_* array: all four of its target are needed
+        for k in sorted(arrays):
+            if k.startswith(prefix + "docv"):
+                groups.setdefault(k[len(prefix) + 4:].split("_")[0], k)
+        for m, k in groups.items():
+            if not m.isdigit() or int(m) >= n_targets:
+                V.fail(k, f"document counts of target {m!r}, not one of the {n_targets} "
+                          "targets")
+            m = int(m)
+            base = f"docv{m}"
+            shape = get(base + "_shape", shape=(2,))
+            if tuple(shape) != (n_docs, int(n_values[m])):
+                V.fail(prefix + base + "_shape", f"{tuple(int(x) for x in shape)} where "
+                                                 f"{(n_docs, int(n_values[m]))} is expected")
+            idx = get(base + "_idx", dtype=np.int32)
+            cnt = V.check_nonneg(get(base + "_cnt", shape=(len(idx),), dtype=np.int32),
+                                 prefix + base + "_cnt")
+            ptr = V.check_offsets(get(base + "_ptr", shape=(n_docs + 1,)), prefix + base + "_ptr",
+                                  len(idx))
+            V.check_index(idx, prefix + base + "_idx", 0, int(n_values[m]))
+            doc_values[m] = sp.csr_matrix((cnt, idx, ptr), shape=(n_docs, int(n_values[m])))
+        return cls(col_base, ftot, fcount, indptr, indices, counts, lex_ptr, lex_label,
+                   lex_count, dw, doc_tokens, doc_values)
 
     # -- documents ---------------------------------------------------------------------------
     def doc_similarity(self, words, docs) -> tuple[sp.csr_matrix, np.ndarray]:

@@ -1167,28 +1167,110 @@ class LexicalDisambiguator(Parser):
 
     @classmethod
     def _from_model_file_body(cls, meta, arrays):
+        from ..io import validate as V
+
+        from .features import STRING_TEMPLATES
+
+        model = V.from_params(cls, meta, "_validate")
         try:
-            model = cls(**cls._params_from_file(meta["params"]))
-            scheme = LabelScheme.from_meta(meta["scheme"])
-            space = E.LabelSpace(scheme, bool(meta["with_morph"]))
-            for lab in meta["labels"]:
+            sm = V.meta_dict(meta, "scheme")
+            V.meta_bool(sm, "vocalised", "meta 'scheme'")
+            if sm.get("xpos_positions") is not None:
+                pos = V.meta_list(sm, "xpos_positions", int, "meta 'scheme'")
+                if any(p < 0 for p in pos):
+                    raise ModelFileError("meta 'scheme' field 'xpos_positions': a negative "
+                                         "position")
+            V.meta_strings(sm, "feat_keys", "meta 'scheme'")
+            scheme = LabelScheme.from_meta(sm)
+            with_morph = V.meta_bool(meta, "with_morph")
+            if with_morph != (model.variant == "ind"):
+                raise ModelFileError(f"meta field 'with_morph': {with_morph} does not match "
+                                     f"variant {model.variant!r}")
+            space = E.LabelSpace(scheme, with_morph)
+            labels = V.meta_list(meta, "labels", list)
+            for k, lab in enumerate(labels):
+                if len(lab) != 5 or not all(isinstance(x, str) for x in lab):
+                    raise ModelFileError(f"meta field 'labels': entry {k} is not a label of 5 "
+                                         "strings")
                 space.add(tuple(lab))
-            fs = FeatureSpace(meta["fs_names"], [list(v) for v in meta["vocabs"]])
-            tables = E.Tables.from_arrays(arrays, "t_", len(fs.vocabs[0]))
+            if len(space.labels) != len(labels):
+                raise ModelFileError("meta field 'labels': a label is listed twice")
+            names = V.meta_strings(meta, "fs_names")
+            if not names or names[0] != "Freq" or len(set(names)) != len(names) or \
+                    any(n not in STRING_TEMPLATES for n in names):
+                raise ModelFileError(f"meta field 'fs_names': {names!r} is not a list of "
+                                     "distinct templates starting with 'Freq'")
+            vocabs = V.meta_list(meta, "vocabs", list)
+            if len(vocabs) != len(names) or \
+                    not all(isinstance(w, str) for v in vocabs for w in v):
+                raise ModelFileError("meta field 'vocabs': not one list of strings per "
+                                     "template of 'fs_names'")
+            fs = FeatureSpace(names, [list(v) for v in vocabs])
+            n_values = space.n_values()
+            tables = E.Tables.from_arrays(arrays, "t_", len(fs.vocabs[0]), fs.sizes, n_values)
+            cols = V.meta_list(meta, "cols", int)
+            if any(not 0 <= c < len(names) for c in cols):
+                raise ModelFileError(f"meta field 'cols': {cols!r}: a column outside the "
+                                     f"{len(names)} templates")
+            n_bins = V.meta_int(meta, "n_bins", 1)
+            unknown = V.meta_str(meta, "unknown", _UNKNOWN)
             rankers = {}
-            for k, r in meta["rankers"].items():
-                spec = E.RankerSpec(k, int(r["level"]), tuple(r["targets"]),
-                                    tuple(r["doc_targets"]), bool(r["uniform"]),
-                                    int(r["blocks"]))
-                rankers[k] = E.Ranker(spec, np.asarray(arrays[f"lam_{k}"], dtype=np.float64),
-                                      np.asarray(arrays[f"lamdoc_{k}"], dtype=np.float64),
-                                      float(r["intercept"]), r["C"], int(r["rows"]),
-                                      r.get("epsilon"))
-            voc = bool(meta["vocalised"])
+            need = set(variant_rankers(model.variant))
+            rmeta = V.meta_dict(meta, "rankers")
+            if set(rmeta) != need:
+                raise ModelFileError(f"meta field 'rankers': {sorted(rmeta)} where variant "
+                                     f"{model.variant!r} has {sorted(need)}")
+            for k, r in rmeta.items():
+                where = f"meta 'rankers' {k!r}"
+                want = _specs(space, [k])[0]
+                spec = E.RankerSpec(k, V.meta_int(r, "level", -1, where),
+                                    tuple(V.meta_list(r, "targets", int, where)),
+                                    tuple(V.meta_list(r, "doc_targets", int, where)),
+                                    V.meta_bool(r, "uniform", where),
+                                    V.meta_int(r, "blocks", 1, where))
+                wrong = [f for f, ok in (
+                    ("level", spec.level == want.level),
+                    ("targets", spec.targets == want.targets),
+                    ("doc_targets", spec.doc_targets in (want.doc_targets, ())),  # () without Doc
+                    ("uniform", spec.uniform == want.uniform),
+                    ("blocks", spec.blocks <= 2)) if not ok]
+                if wrong:
+                    raise ModelFileError(f"{where} field {wrong[0]!r}: "
+                                         f"{getattr(spec, wrong[0])!r} does not match the "
+                                         f"label space (expected {getattr(want, wrong[0])!r})"
+                                         if wrong[0] != "blocks" else
+                                         f"{where} field 'blocks': {spec.blocks} is not 1 or 2")
+                G = len(cols) * len(spec.targets)
+                lam = V.check_finite(V.get(arrays, f"lam_{k}", "float", ndim=2,
+                                           shape=(spec.blocks, G * n_bins), dtype=np.float64),
+                                     f"lam_{k}")
+                lam_doc = V.check_finite(V.get(arrays, f"lamdoc_{k}", "float", ndim=2,
+                                               shape=(spec.blocks, len(spec.doc_targets)),
+                                               dtype=np.float64), f"lamdoc_{k}")
+                intercept = V.meta_float(r, "intercept", -np.inf, where)
+                for key in ("C", "epsilon"):      # None, a number or one per block
+                    x = r.get(key)
+                    if x is not None and not (isinstance(x, list) and all(
+                            isinstance(y, (int, float)) and not isinstance(y, bool)
+                            for y in x)):
+                        V.meta_float(r, key, 0.0, where)
+                rankers[k] = E.Ranker(spec, lam, lam_doc, intercept, r.get("C"),
+                                      V.meta_int(r, "rows", 0, where), r.get("epsilon"))
+                for m in spec.doc_targets:
+                    if m not in tables.doc_values:
+                        raise ModelFileError(f"array 't_docv{m}_ptr' is missing (the document "
+                                             f"counts of ranker {k!r})")
+            voc = V.meta_bool(meta, "vocalised")
+            for key in ("known_guesses_scores", "graded_scores", "unknown_weights_scores",
+                        "stage2"):
+                if meta.get(key) is not None and not isinstance(meta.get(key), dict):
+                    raise ModelFileError(f"meta field {key!r}: not an object")
+            for key in ("known_guesses", "unknown_weights"):
+                if key in meta:
+                    V.meta_bool(meta, key)
             guesser = _LazyGuesser(tables, fs, space, voc)
-            model.learned_ = Learned(voc, scheme, space, fs, [int(c) for c in meta["cols"]],
-                                     tables, guesser, rankers, int(meta["n_bins"]),
-                                     meta["unknown"], dict(meta.get("stage2", {})),
+            model.learned_ = Learned(voc, scheme, space, fs, cols, tables, guesser, rankers,
+                                     n_bins, unknown, dict(meta.get("stage2") or {}),
                                      bool(meta.get("known_guesses", False)),
                                      meta.get("known_guesses_scores"),
                                      # files before the inner choice: the fixed defaults then
@@ -1198,6 +1280,8 @@ class LexicalDisambiguator(Parser):
                                      meta.get("unknown_weights_scores"))
             model._set_attributes()
             model.fit_time_ = float(meta.get("fit_time", 0.0))
+        except ModelFileError:
+            raise
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFileError(f"malformed lexical model file ({type(exc).__name__}: "
                                  f"{exc})") from None

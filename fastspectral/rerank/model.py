@@ -631,24 +631,20 @@ class RerankDepParser(HeadsParser):
         from ..io import validate as V
 
         try:
-            p = cls(**cls._params_from_file(meta["params"]))
-            p._validate_params()
-            sub = {k[len(_MST):]: a for k, a in arrays.items() if k.startswith(_MST)}
-            p.mst_ = MSTParser._from_model_file(meta["mst"], sub)
+            p = V.from_params(cls, meta, "_validate_params")
+            p.mst_ = _load_nested(MSTParser, meta, "mst", arrays, _MST)
             p.spectral_ = None
             if p._spectral:
                 if meta.get("spectral") is None:
                     raise ModelFileError("a base+spectral re-ranker without its spectral model")
-                sub = {k[len(_SPEC):]: a for k, a in arrays.items() if k.startswith(_SPEC)}
-                p.spectral_ = _spectral_class()._from_model_file(meta["spectral"], sub)
+                p.spectral_ = _load_nested(_spectral_class(), meta, "spectral", arrays, _SPEC)
             p.shag_ = None
             if p._shag:
                 from ..dependency import SHAGParser
 
                 if meta.get("shag") is None:
                     raise ModelFileError("a base+shag re-ranker without its SHAG model")
-                sub = {k[len(_SHAG):]: a for k, a in arrays.items() if k.startswith(_SHAG)}
-                p.shag_ = SHAGParser._from_model_file(meta["shag"], sub)
+                p.shag_ = _load_nested(SHAGParser, meta, "shag", arrays, _SHAG)
             size = 1 << int(p.rerank_bits)
             idx = V.get(arrays, "rerank_index", "int", dtype=np.int64)
             val = V.get(arrays, "rerank_value", "float", dtype=np.float64)
@@ -676,6 +672,21 @@ class RerankDepParser(HeadsParser):
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ModelFileError(f"corrupt rerank-dep model file ({exc!r})") from None
         return p
+
+
+def _load_nested(cls, meta: dict, key: str, arrays: dict, prefix: str):
+    """The model ``cls`` stored in a re-ranker's file (meta ``meta[key]``, arrays
+    ``PREFIX<name>``); a damaged one is a ModelFileError naming the array or field as the file
+    holds it."""
+    from ..io import validate as V
+
+    sub = {k[len(prefix):]: a for k, a in arrays.items() if k.startswith(prefix)}
+    try:
+        return cls._from_model_file(V.meta_dict(meta, key), sub)
+    except ModelFileError as exc:
+        raise V.nested(exc, prefix, key) from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise ModelFileError(f"meta {key!r}: corrupt {key} model ({exc!r})") from None
 
 
 def count_correct(sents, data):

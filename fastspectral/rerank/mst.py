@@ -516,8 +516,7 @@ class MSTParser(HeadsParser):
         from ..io import validate as V
 
         try:
-            p = cls(**cls._params_from_file(meta["params"]))
-            p._validate_params()
+            p = V.from_params(cls, meta, "_validate_params")
             p.tagset_ = meta["tagset_"]
             if p.tagset_ not in TAGSETS[1:]:
                 raise ValueError(f"unknown tagset {p.tagset_!r}")

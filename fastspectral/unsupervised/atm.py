@@ -461,18 +461,27 @@ class ATMParser(PartitionedFit, Parser):
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
-        model = cls(**cls._params_from_file(meta["params"]))
-        model.tags_ = [str(t) for t in meta["tags"]]
-        D = np.ascontiguousarray(arrays["distances"], dtype=np.float64)
+        from ..errors import ModelFileError
+        from ..io import validate as V
+
+        model = V.from_params(cls, meta)
+        model.tags_ = V.meta_strings(meta, "tags")
         T = len(model.tags_)
-        if D.ndim != 3 or D.shape[:2] != (T, T) or D.shape[2] < 2 or not np.isfinite(D).all():
-            raise ValueError("anchor distances do not match the tags")
+        if T == 0:
+            raise ModelFileError("meta field 'tags': no tags")
+        D = V.check_finite(V.get(arrays, "distances", "float", ndim=3, shape=(T, T, None),
+                                 dtype=np.float64), "distances")
+        if D.shape[2] < 2:
+            V.fail("distances", f"shape {D.shape}: fewer than 2 distance slots")
         model.distances_ = D
-        model.anchor_counts_ = np.asarray(arrays["anchor_counts"], dtype=np.int64)
-        model.lexicon_words_ = [str(w) for w in meta["lexicon_words"]]
-        model.lexicon_tags_ = [str(t) for t in meta["lexicon_tags"]]
+        model.anchor_counts_ = V.check_nonneg(V.get(arrays, "anchor_counts", "int", ndim=3,
+                                                    shape=D.shape, dtype=np.int64),
+                                              "anchor_counts")
+        model.lexicon_words_ = V.meta_strings(meta, "lexicon_words")
+        model.lexicon_tags_ = V.meta_strings(meta, "lexicon_tags")
         if len(model.lexicon_words_) != len(model.lexicon_tags_):
-            raise ValueError("lexicon words and tags differ in length")
-        model.n_sentences_ = int(meta["n_sentences"])
-        model.fit_time_ = float(meta["fit_time"])
+            raise ModelFileError("meta fields 'lexicon_words' and 'lexicon_tags' differ in "
+                                 "length")
+        model.n_sentences_ = V.meta_int(meta, "n_sentences")
+        model.fit_time_ = V.meta_float(meta, "fit_time")
         return model

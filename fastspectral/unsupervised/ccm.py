@@ -234,22 +234,37 @@ class CCMParser(Parser):
 
     @classmethod
     def _from_model_file(cls, meta, arrays):
-        model = cls(**cls._params_from_file(meta["params"]))
-        model.tags_ = [str(t) for t in meta["tags"]]
-        model.yield_hashes_ = np.asarray(arrays["yield_hashes"], dtype=np.uint64)
-        model.yield_logprob_ = np.ascontiguousarray(arrays["yield_logprob"], dtype=np.float64)
-        model.context_logprob_ = np.ascontiguousarray(arrays["context_logprob"],
-                                                      dtype=np.float64)
-        model.unseen_logprob_ = np.asarray(arrays["unseen_logprob"], dtype=np.float64)
+        from ..errors import ModelFileError
+        from ..io import validate as V
+
+        model = V.from_params(cls, meta)
+        model.tags_ = V.meta_strings(meta, "tags")
+        if not model.tags_:
+            raise ModelFileError("meta field 'tags': no tags")
         T2 = len(model.tags_) + 3
-        Y = len(model.yield_hashes_)
-        if model.yield_logprob_.shape != (2, Y) or model.context_logprob_.shape != (2, T2 * T2) \
-                or model.unseen_logprob_.shape != (2,) or Y == 0 or \
-                np.any(np.diff(model.yield_hashes_.astype(np.float64)) < 0):
-            raise ValueError("CCM arrays do not match the tags")
-        model.log_likelihood_ = [float(x) for x in meta["log_likelihood"]]
-        model.n_sentences_ = int(meta["n_sentences"])
-        model.fit_time_ = float(meta["fit_time"])
+        h = V.get(arrays, "yield_hashes", "int", dtype=np.uint64)
+        Y = len(h)
+        if Y == 0:
+            V.fail("yield_hashes", "no yields")
+        if (h[1:] < h[:-1]).any():                      # binary-searched: sorted
+            k = int(np.flatnonzero(h[1:] < h[:-1])[0])
+            V.fail("yield_hashes", f"not sorted (entries {k} and {k + 1})")
+        model.yield_hashes_ = h
+        for name, shape in (("yield_logprob", (2, Y)), ("context_logprob", (2, T2 * T2)),
+                            ("unseen_logprob", (2,))):
+            a = V.check_finite(V.get(arrays, name, "float", ndim=len(shape), shape=shape,
+                                     dtype=np.float64), name)
+            if (a > 0).any():
+                k = int(np.flatnonzero(a.ravel() > 0)[0])
+                V.fail(name, f"entry {k} is {a.ravel()[k]}, a log-probability above 0")
+            setattr(model, name + "_", a)
+        ll = meta.get("log_likelihood")
+        if not isinstance(ll, list) or not all(isinstance(x, (int, float)) and
+                                               not isinstance(x, bool) for x in ll):
+            raise ModelFileError("meta field 'log_likelihood': not a list of numbers")
+        model.log_likelihood_ = [float(x) for x in ll]
+        model.n_sentences_ = V.meta_int(meta, "n_sentences")
+        model.fit_time_ = V.meta_float(meta, "fit_time")
         return model
 
 
