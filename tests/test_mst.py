@@ -158,3 +158,31 @@ def test_upos_tagset_fits_and_reads_the_upos_column():
         assert [list(s.heads) for s in m.parse(data[:2])] == [[2, 3, 0], [2, 0]]
     m = MSTParser(epochs=2, bits=16, tagset="xpos").fit(data)
     assert "NN" in set(m.tags_) and "NOUN" not in set(m.tags_)
+
+
+@pytest.mark.parametrize("n", [12, 40])
+def test_long_sentence_in_between_sums_equal_the_direct_ones(n):
+    """The prefix-sum path of long sentences (``long_between``) gives the arc scores of the
+    direct one, which hashes every word between head and modifier: random weights, tags from
+    a small set (runs of one tag, every distance bin on both sides, the root as head)."""
+    from fastspectral.rerank.features import arc_scores
+    from fastspectral.rerank.mst import _packed
+
+    rng = np.random.default_rng(n)
+    lengths = np.array([5, n, 3], dtype=np.int32)
+    tok = int((lengths + 1).sum())
+    W = rng.integers(3, 50, tok)
+    P = rng.integers(3, 7, tok)
+    F = rng.integers(3, 40, tok)
+    enc = _packed(W, P, F, lengths)
+    w = rng.normal(size=2 ** 16)
+    direct = np.empty(int(enc.pair_off[-1]))
+    arc_scores(w, enc.W, enc.P, enc.F, enc.tok_off, enc.lengths, enc.pair_off, direct)
+    fast = np.empty_like(direct)
+    arc_scores(w, enc.W, enc.P, enc.F, enc.tok_off, enc.lengths, enc.pair_off, fast, 5)
+    fin = np.isfinite(direct)
+    np.testing.assert_array_equal(fin, np.isfinite(fast))
+    np.testing.assert_allclose(fast[fin], direct[fin], rtol=1e-12, atol=1e-9)
+    a, b = int(enc.pair_off[0]), int(enc.pair_off[1])
+    np.testing.assert_array_equal(fast[a:b], direct[a:b])      # 5 words: still direct
+    assert not np.array_equal(fast, direct)                    # the long one was not

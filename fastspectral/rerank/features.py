@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["ROOT_ID", "UNK_ID", "NONE_ID", "FIRST_ID", "MAX_FEATS", "arc_scores",
-           "perceptron_update", "arc_features", "N_SIB_FEATS", "sibling_scores",
+__all__ = ["ROOT_ID", "UNK_ID", "NONE_ID", "FIRST_ID", "MAX_FEATS", "LONG_BETWEEN",
+           "arc_scores", "perceptron_update", "arc_features", "N_SIB_FEATS", "sibling_scores",
            "sibling_update", "sibling_features", "tree_sibling_parts"]
 
 #: reserved token ids of every vocabulary: unknown, the root, "no token" (left of the first
@@ -69,11 +69,19 @@ def _dist_bin(d):
     return 7
 
 
+#: sentences longer than this get the in-between-tag part of their arc scores from prefix
+#: sums over the positions, one pass per head and distinct modifier tag (``O(n^2 T)`` hashes
+#: for ``T`` distinct tags), instead of one hash per word between head and modifier
+#: (``O(n^3)``); the sums then round differently in the last bits
+LONG_BETWEEN = 256
+
+
 @njit(cache=True)
-def _feats(W, P, F, base, n, h, m, mask, out):
+def _feats(W, P, F, base, n, h, m, mask, out, between=True):
     """Write the hashed feature ids of arc ``h -> m`` into ``out``; returns how many.
 
-    ``W, P, F``: word, tag and prefix ids of the sentence at ``base`` (position 0 the root).
+    ``W, P, F``: word, tag and prefix ids of the sentence at ``base`` (position 0 the root);
+    ``between=False`` leaves out the in-between-tag features.
     """
     hw = W[base + h]; ht = P[base + h]; hf = F[base + h]
     mw = W[base + m]; mt = P[base + m]; mf = F[base + m]
@@ -121,18 +129,75 @@ def _feats(W, P, F, base, n, h, m, mask, out):
         out[k] = _h(27, ht, ml, mt, 0, a); k += 1
         out[k] = _h(28, ht, mt, mr, 0, a); k += 1
         # in-between tags (table 1c)
-        for b in range(lo + 1, hi):
-            out[k] = _h(29, ht, P[base + b], mt, 0, a); k += 1
+        if between:
+            for b in range(lo + 1, hi):
+                out[k] = _h(29, ht, P[base + b], mt, 0, a); k += 1
     for i in range(k):
         out[i] &= mask
     return k
 
 
+@njit(cache=True)
+def _between_by_prefix(w, P, base, n, o, mask, out):
+    """Add the in-between-tag feature weights of every arc of a long sentence to ``out``
+    (its ``(n+1)^2`` block at ``o``), from prefix sums: for head ``h`` and modifier tag
+    ``T``, ``pre_a[x] = sum_{b < x} w[hash(29, tag h, tag b, T, a)]`` for the attribute
+    ``a = 0`` and the far-distance attributes of each direction (``16 + 7``, ``32 + 7``);
+    an arc of distance at most 10 sums its few attributed terms directly."""
+    n1 = n + 1
+    tags = P[base + 1:base + n1]
+    order = np.argsort(tags, kind="mergesort")
+    pre0 = np.empty(n1 + 1)
+    preR = np.empty(n1 + 1)
+    preL = np.empty(n1 + 1)
+    for h in range(n1):
+        ht = P[base + h]
+        a = 0
+        while a < n:
+            T = tags[order[a]]
+            e = a
+            while e < n and tags[order[e]] == T:
+                e += 1
+            pre0[0] = 0.0
+            preR[0] = 0.0
+            preL[0] = 0.0
+            for b in range(n1):
+                tb = P[base + b]
+                pre0[b + 1] = pre0[b] + w[_h(29, ht, tb, T, 0, 0) & mask]
+                preR[b + 1] = preR[b] + w[_h(29, ht, tb, T, 0, 16 + 7) & mask]
+                preL[b + 1] = preL[b] + w[_h(29, ht, tb, T, 0, 32 + 7) & mask]
+            for q in range(a, e):
+                m = order[q] + 1
+                if m == h:
+                    continue
+                if h < m:
+                    lo = h
+                    hi = m
+                    att = 16 + _dist_bin(m - h)
+                else:
+                    lo = m
+                    hi = h
+                    att = 32 + _dist_bin(h - m)
+                s = pre0[hi] - pre0[lo + 1]
+                if hi - lo > 10:
+                    if h < m:
+                        s += preR[hi] - preR[lo + 1]
+                    else:
+                        s += preL[hi] - preL[lo + 1]
+                else:
+                    for b in range(lo + 1, hi):
+                        s += w[_h(29, ht, P[base + b], T, 0, att) & mask]
+                out[o + h * n1 + m] += s
+            a = e
+
+
 @njit(cache=True, parallel=True)
-def arc_scores(w, W, P, F, tok_off, lengths, pair_off, out):
+def arc_scores(w, W, P, F, tok_off, lengths, pair_off, out, long_between=LONG_BETWEEN):
     """Arc scores of a batch: ``out[pair_off[b] + h * (n+1) + m] = w . f(h -> m)`` for every
     sentence ``b`` (``lengths[b] = n`` words, tokens at ``tok_off[b]``); the root column and
-    the diagonal get ``-inf``.  Parallel across sentences."""
+    the diagonal get ``-inf``.  Parallel across sentences.  Sentences of more than
+    ``long_between`` words take their in-between-tag features from prefix sums
+    (:data:`LONG_BETWEEN`)."""
     mask = np.int64(w.shape[0] - 1)
     for b in prange(lengths.shape[0]):
         n = lengths[b]
@@ -140,6 +205,20 @@ def arc_scores(w, W, P, F, tok_off, lengths, pair_off, out):
         n1 = n + 1
         buf = np.empty(MAX_FEATS + 2 * n1, dtype=np.int64)
         o = pair_off[b]
+        if n > long_between:
+            for h in range(n1):
+                out[o + h * n1] = -np.inf
+                for m in range(1, n1):
+                    if h == m:
+                        out[o + h * n1 + m] = -np.inf
+                        continue
+                    k = _feats(W, P, F, base, n, h, m, mask, buf, False)
+                    s = 0.0
+                    for i in range(k):
+                        s += w[buf[i]]
+                    out[o + h * n1 + m] = s
+            _between_by_prefix(w, P, base, n, o, mask, out)
+            continue
         for h in range(n1):
             out[o + h * n1] = -np.inf
             for m in range(1, n1):
