@@ -20,7 +20,8 @@ from ..errors import ModelFileError
 
 __all__ = ["fail", "get", "check_index", "check_offsets", "check_finite", "check_nonneg",
            "check_len", "check_sorted", "check_spans", "meta_list", "meta_int", "meta_float",
-           "meta_dict", "meta_bool", "meta_str", "meta_strings", "from_params", "nested"]
+           "meta_dict", "meta_bool", "meta_str", "meta_strings", "from_params", "nested",
+           "check_magnitude"]
 
 _KINDS = {"int": "iu", "float": "fiu", "bool": "biu", "any": "biuf"}
 
@@ -238,3 +239,21 @@ def nested(exc: Exception, prefix: str, where: str) -> ModelFileError:
     else:
         msg = f"meta {where!r}: {msg}"
     return ModelFileError(msg)
+
+
+#: no weight of a linear model read from a file may exceed this magnitude: its scores (sums
+#: of up to millions of weights) then stay finite, where a finite 1e308 overflowed to inf and
+#: inf - inf = NaN scores broke the decoders' argmax
+MAX_WEIGHT = 1e100
+
+
+def check_magnitude(a: np.ndarray, name: str, limit: float = MAX_WEIGHT) -> np.ndarray:
+    """Finite, and no entry larger than ``limit`` in magnitude (weights that are summed)."""
+    check_finite(a, name)
+    if a.size:
+        bad = np.abs(a) > limit
+        if bad.any():
+            k = _first_bad(bad)
+            fail(name, f"entry {k} is {a.ravel()[k]}, larger in magnitude than {limit:g} "
+                       "(its scores would overflow)")
+    return a

@@ -650,11 +650,11 @@ class RerankDepParser(HeadsParser):
             val = V.get(arrays, "rerank_value", "float", dtype=np.float64)
             V.check_len(val, "rerank_value", len(idx))
             V.check_index(idx, "rerank_index", 0, size)
-            V.check_finite(val, "rerank_value")
+            V.check_magnitude(val, "rerank_value")
             D = p._n_dense()
             v = V.get(arrays, "dense_weights", "float", shape=(D,), dtype=np.float64)
             scale = V.get(arrays, "dense_scale", "float", shape=(D,), dtype=np.float64)
-            V.check_finite(v, "dense_weights")
+            V.check_magnitude(v, "dense_weights")
             V.check_finite(scale, "dense_scale")
             if (scale <= 0).any():
                 V.fail("dense_scale", "non-positive scale")

@@ -531,7 +531,7 @@ class MSTParser(HeadsParser):
             val = V.get(arrays, "weight_value", "float", dtype=np.float64)
             V.check_len(val, "weight_value", len(idx))
             V.check_index(idx, "weight_index", 0, size)
-            V.check_finite(val, "weight_value")
+            V.check_magnitude(val, "weight_value")
             w = np.zeros(size)
             w[idx] = val
             p.weights_ = w
