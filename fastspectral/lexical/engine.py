@@ -550,15 +550,14 @@ class Tables:
         counts = get("counts", shape=(len(indices),), dtype=np.int32)
         V.check_offsets(indptr, prefix + "indptr", len(indices))
         V.check_nonneg(counts, prefix + "counts")
-        if len(indices):
-            row = np.repeat(np.arange(n_targets * ftot, dtype=np.int64), np.diff(indptr))
-            hi = n_values[row // max(ftot, 1)]
-            bad = (indices < 0) | (indices >= hi)
-            if bad.any():
-                k = int(np.flatnonzero(bad)[0])
-                V.fail(prefix + "indices", f"entry {k} is {indices[k]}, outside 0 .. "
-                                           f"{hi[k] - 1} (the values of its target)")
-            unsorted = (np.diff(indices) <= 0) & (row[1:] == row[:-1])
+        for m in range(n_targets):          # target m: rows m * ftot .. (m + 1) * ftot
+            a, b = int(indptr[m * ftot]), int(indptr[(m + 1) * ftot])
+            V.check_index(indices[a:b], prefix + "indices", 0, int(n_values[m]),
+                          f"from entry {a} (target {m})")
+        if len(indices) > 1:                # binary-searched: each row sorted, no repeats
+            unsorted = np.diff(indices) <= 0
+            ends = indptr[1:-1] - 1         # the last entry of a row may exceed the next's
+            unsorted[ends[(ends >= 0) & (ends < len(unsorted))]] = False
             if unsorted.any():
                 k = int(np.flatnonzero(unsorted)[0])
                 V.fail(prefix + "indices", f"entries {k} and {k + 1}: a row not sorted "
