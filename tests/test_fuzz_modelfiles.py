@@ -528,3 +528,18 @@ def test_random_array_bytes_with_valid_zip(saved, worker, tmp_path, data):
     path = tmp_path / "rezipped.model"
     path.write_bytes(buf.getvalue())
     check(worker, path, f"{name}: bytes of {member}")
+
+
+def test_damaged_embeddings_file_is_named(saved, tmp_path):
+    """An eigenword file given as ``embeddings`` (latent-dep, the re-ranker's spectral model) is
+    read outside ``fastspectral.load``: its errors name the file too (the CLI's one line)."""
+    from fastspectral.embeddings.eigenwords import load_embeddings
+    from fastspectral.errors import ModelFileError
+
+    _, arrays = saved["eigenwords"]
+    path = tmp_path / "bad.eigenwords"
+    for a in (edited(arrays, "embeddings", "nan"), with_meta(arrays, lambda m: m.pop("words")),
+              with_meta(arrays, lambda m: m.update(params=["x"]))):
+        write_arrays(path, a)
+        with pytest.raises(ModelFileError, match=f"^{path}: "):
+            load_embeddings(str(path))

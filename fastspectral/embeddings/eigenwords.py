@@ -274,4 +274,17 @@ def load_embeddings(source) -> Eigenwords:
         return source
     if not isinstance(source, (str, bytes)) and not hasattr(source, "__fspath__"):
         raise TypeError(f"embeddings must be a path or an Eigenwords, got {type(source).__name__}")
-    return Eigenwords.load(source)
+    import os
+
+    from ..errors import ModelFileError
+
+    path = os.fsdecode(source)
+    try:
+        return Eigenwords.load(source)
+    except ModelFileError as exc:           # the one-line error names the file
+        if str(exc).startswith(path + ":"):
+            raise
+        raise ModelFileError(f"{path}: {exc}") from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise ModelFileError(f"{path}: corrupt or tampered 'eigenwords' model file "
+                             f"({exc!r})") from None
