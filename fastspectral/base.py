@@ -157,10 +157,10 @@ class Estimator:
     @classmethod
     def load(cls, path):
         """Read a model of this class written by :meth:`save`."""
-        from .io.modelfile import load_model_file
+        from .io.modelfile import construct, load_model_file
 
         _, meta, arrays = load_model_file(path, expected_kind=cls.kind)
-        return cls._from_model_file(meta, arrays)
+        return construct(cls, cls.kind, meta, arrays, path)
 
     @classmethod
     def _params_from_file(cls, params: dict) -> dict:

@@ -241,3 +241,8 @@ def test_cli_train_brown_options_and_tree_input(tmp_path, capsys):
     bc = load(tmp_path / "t.brown")
     assert bc.lowercase is False and bc.features == "bits+clusters"
     assert set(bc.words_[1:]) <= {w for t in trees for w in t.leaves()}
+    # a Brown model is not a language model for lm eval: one line naming the file, exit 2
+    rc = cli.main(["lm", "eval", str(tmp_path / "t.brown"), str(path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "not a language model" in err
+    assert str(tmp_path / "t.brown") in err

@@ -53,3 +53,20 @@ def test_changed_byte_inside_an_array_is_refused(tmp_path, monkeypatch, mapped):
     np.testing.assert_array_equal(good["big"], values)
     with pytest.raises(ModelFileError, match="bad.fsm.*CRC"):
         modelfile.load_model_file(tmp_path / "bad.fsm")
+
+
+def test_lpcfg_file_without_its_coarse_grammar_is_refused(tmp_path):
+    """An L-PCFG parse always prunes with the embedded PCFG's coarse grammar: a file whose
+    ``pcfg`` meta lacks it is refused at load (it loaded, then parsing raised AttributeError)."""
+    import json
+
+    g = LatentPCFG.default(n_states=2, seed=0)
+    model = models.model_class("spectral-lpcfg")(n_states=2, jobs=1).fit(g.sample(200, seed=1))
+    model.save(tmp_path / "m.fsm")
+    kind, meta, arrays = modelfile.load_model_file(tmp_path / "m.fsm")
+    meta = json.loads(json.dumps(meta))
+    del meta["pcfg"]["coarse"]
+    modelfile.save_model_file(tmp_path / "bad.fsm", kind, meta,
+                              {k: np.asarray(v) for k, v in arrays.items()})
+    with pytest.raises(ModelFileError, match="bad.fsm.*coarse"):
+        fastspectral.load(tmp_path / "bad.fsm")

@@ -332,3 +332,11 @@ def test_sentences_over_the_kbest_budget_get_the_base_parse(synthetic, caplog, m
     got = [list(h) for h in m.predict_heads(test)]
     assert m.last_parse_stats_.too_long == len(over)
     assert all(got[k] == (base[k] if k in over else full[k]) for k in range(len(test)))
+
+
+def test_argmax_segments_keeps_every_segment_with_nan_scores():
+    from fastspectral.rerank.model import _argmax_segments
+
+    x = np.array([1.0, 3.0, np.nan, np.nan, np.nan, -np.inf, 2.0, np.nan, 2.0])
+    off = np.array([0, 3, 5, 6, 9])
+    np.testing.assert_array_equal(_argmax_segments(x, off), [1, 3, 5, 6])

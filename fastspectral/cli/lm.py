@@ -154,9 +154,10 @@ def _lm_eval(args) -> int:
     kit.require_file(args.model, "model file")
     kit.require_file(args.corpus, "corpus")
     model = load(args.model)
-    if getattr(model, "input_kind", None) != "sequences" or not hasattr(model, "log_likelihood"):
-        raise kit.CommandError(f"{args.model}: a {type(model).__name__} is not a sequence model "
-                               "(lm eval takes language models and HMMs)")
+    if not getattr(model, "language_model", False):
+        raise kit.CommandError(f"{args.model}: this is a {getattr(model, 'kind', '?')!r} model, "
+                               "not a language model (lm eval takes the kinds hmm, "
+                               "latent-bigram-lm and kneser-ney-bigram-lm)")
     field = getattr(model, "field", None)
     encoding = args.encoding or "utf-8"
     if field is not None:

@@ -213,6 +213,8 @@ class HMM(PartitionedFit, Estimator):
 
     kind = "hmm"
     input_kind = "sequences"
+    #: a language model: ``log_likelihood`` gives ``(nats, predicted events)`` (``lm eval``)
+    language_model = True
 
     def __init__(self, n_states: int = 16, method: str = "spectral", field: str = "word",
                  iterations: int | None = None, backoff_weight: float | None = None,

@@ -189,14 +189,22 @@ def load(path):
         entry = models.get(kind)
     except (KeyError, TypeError):
         raise ModelFileError(f"{os.fspath(path)}: unknown model kind {kind!r}") from None
-    cls = entry.load_class()
+    return construct(entry.load_class(), kind, meta, arrays, path)
+
+
+def construct(cls, kind: str, meta, arrays: dict, path):
+    """``cls._from_model_file(meta, arrays)`` of the file ``path``, every failure of the
+    loader (a bad array or meta entry) a :class:`ModelFileError` naming the file."""
+    path = os.fspath(path)
     if not isinstance(meta, dict):
-        raise ModelFileError(f"{os.fspath(path)}: corrupt model file (its header has no meta)")
+        raise ModelFileError(f"{path}: corrupt model file (its header has no meta)")
     try:
         return cls._from_model_file(meta, arrays)
     except ModelFileError as exc:
-        raise ModelFileError(f"{os.fspath(path)}: {exc}") from None
+        if str(exc).startswith(path + ":"):
+            raise
+        raise ModelFileError(f"{path}: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         what = f"missing entry {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise ModelFileError(f"{os.fspath(path)}: corrupt or tampered {kind!r} model file "
+        raise ModelFileError(f"{path}: corrupt or tampered {kind!r} model file "
                              f"({what})") from None

@@ -167,6 +167,8 @@ class KneserNeyBigramLM(PartitionedFit, Estimator):
 
     kind = "kneser-ney-bigram-lm"
     input_kind = "sequences"
+    #: a language model: ``log_likelihood`` gives ``(nats, predicted events)`` (``lm eval``)
+    language_model = True
 
     def __init__(self, min_count: int = 2, lowercase: bool = True, discount: str = "modified"):
         self.min_count = min_count

@@ -260,6 +260,8 @@ class LatentBigramLM(PartitionedFit, Estimator):
 
     kind = "latent-bigram-lm"
     input_kind = "sequences"
+    #: a language model: ``log_likelihood`` gives ``(nats, predicted events)`` (``lm eval``)
+    language_model = True
     #: names of model files written by older versions
     _renamed_params = {"em_iterations": "iterations"}
 

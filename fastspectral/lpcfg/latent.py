@@ -975,6 +975,8 @@ class LatentPCFGBase(Parser):
             model = cls(**cls._params_from_file(meta["params"]))
             model._check_common_params()
             pcfg = PCFG.from_state(meta["pcfg"], arrays, "pcfg_")
+            if pcfg.coarse_ is None:   # every L-PCFG parse prunes with the coarse grammar
+                raise ModelFileError("meta 'pcfg': the coarse grammar ('coarse') is missing")
             lpcfg = LatentGrammar.from_arrays(arrays, "lpcfg_", pcfg.grammar_.n_symbols)
             lex = _validated_lexical(meta, arrays, lpcfg.m)
             model._install(pcfg, LatentArrays(lpcfg=lpcfg, **lex))

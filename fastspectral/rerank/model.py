@@ -744,9 +744,11 @@ def _upos(s):
 
 
 def _argmax_segments(x: np.ndarray, off: np.ndarray) -> np.ndarray:
-    """Index of the first maximum of each segment ``x[off[b]:off[b+1]]`` (vectorised)."""
+    """Index of the first maximum of each segment ``x[off[b]:off[b+1]]`` (vectorised; a NaN
+    counts as ``-inf``, so that every segment gets one of its own indices)."""
     if len(off) <= 1:
         return np.zeros(0, dtype=np.int64)
+    x = np.where(np.isnan(x), -np.inf, x)
     best = np.maximum.reduceat(x, off[:-1])
     seg = np.repeat(np.arange(len(off) - 1), np.diff(off))
     hit = np.flatnonzero(x >= best[seg])

@@ -81,10 +81,8 @@ def load_vectors(source):
                         f"{type(source).__name__}")
     from ..io.modelfile import load_model_file
 
-    kind, meta, arrays = load_model_file(source)
-    if kind == BrownClusters.kind:
-        return BrownClusters._from_model_file(meta, arrays)
-    return Eigenwords.load(source)
+    kind, _, _ = load_model_file(source)
+    return (BrownClusters if kind == BrownClusters.kind else Eigenwords).load(source)
 
 
 # ------------------------------------------------------------------------------- the passes
