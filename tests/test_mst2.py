@@ -280,3 +280,29 @@ def test_sentence_over_the_memory_budget_is_decoded_first_order(caplog):
         eis.EISNER2_MAX_WORDS = old
     assert p.last_parse_stats_.too_long == 1 and "kernel's limit" in caplog.text
     np.testing.assert_array_equal(got[1], first.heads)
+
+
+def test_training_sentences_over_the_budget_are_decoded_first_order(caplog):
+    """Training a second-order model on a treebank with a sentence over ``max_memory``: that
+    sentence is decoded first-order in every epoch (warned once), the others second-order; the
+    model still learns the treebank."""
+    import logging
+
+    from fastspectral import _memory
+    from fastspectral.rerank import MSTParser
+
+    heads = []
+    for i in range(30):                     # DT -> NN -> VBZ chains; the first VBZ is the root
+        if i % 3 == 0:
+            heads.append(i + 2)
+        elif i % 3 == 1:
+            heads.append(i + 2)
+        else:
+            heads.append(0 if i == 2 else 3)
+    long = _sent(" ".join(f"w{i}/{['DT', 'NN', 'VBZ'][i % 3]}" for i in range(30)), heads)
+    p = MSTParser(order=2, epochs=5, bits=16, jobs=1)
+    p.max_memory = _memory.mst2_chart_bytes(29)
+    with caplog.at_level(logging.WARNING, logger="fastspectral"):
+        p.fit(TRAIN + [long])
+    assert caplog.text.count("30 words") == 1 and "in training" in caplog.text
+    assert [list(h) for h in p.predict_heads(TRAIN)] == [s.heads for s in TRAIN]

@@ -527,7 +527,7 @@ class LatentDependencyModel(Parser):
     def _pinv(self, D):
         U, s, Vt = np.linalg.svd(D)
         lam = float(self.ridge) * (s[0] if s.size else 0.0)
-        inv = np.where(s > 0, s / (s * s + lam * lam), 0.0)
+        inv = np.divide(s, s * s + lam * lam, out=np.zeros_like(s), where=s > 0)
         return (Vt.T * inv) @ U.T
 
     # ------------------------------------------------------------------------------------------

@@ -323,11 +323,25 @@ class MSTParser(HeadsParser):
                            trip_off, out)
         return out, trip_off
 
-    def _decode(self, enc: Encoded, threads: int, order: int | None = None):
+    def _decode(self, enc: Encoded, threads: int, order: int | None = None, over=None):
         """Best trees of a batch under the model (first- or second-order decoder; ``order=1``
-        decodes a second-order model's arc scores alone)."""
-        from ..dependency.eisner import eisner2_packed, eisner_packed
+        decodes a second-order model's arc scores alone; ``over``: a mask of the sentences
+        of a second-order batch decoded first-order)."""
+        from ..dependency.eisner import PackedHeads, eisner2_packed, eisner_packed
 
+        if over is not None and over.any():
+            parts = [(np.flatnonzero(~over), None), (np.flatnonzero(over), 1)]
+            res = [(ids, self._decode(enc.subset(ids), threads, o)) for ids, o in parts
+                   if len(ids)]
+            heads = [None] * len(over)
+            best = np.empty(len(over))
+            for ids, r in res:
+                best[ids] = r.best
+                for k, h in zip(ids, np.split(r.heads, r.head_off[1:-1])):
+                    heads[k] = h
+            head_off = np.zeros(len(over) + 1, dtype=np.int64)
+            np.cumsum(enc.lengths, out=head_off[1:])
+            return PackedHeads(np.concatenate(heads).astype(np.int32), head_off, best)
         arcs = self.arc_scores(enc, threads)
         if int(self.order if order is None else order) == 1:
             return eisner_packed(arcs, enc.pair_off, enc.lengths, self.single_root_, threads)
@@ -373,6 +387,7 @@ class MSTParser(HeadsParser):
         threads = self._threads(None)
         B = int(self.minibatch)
         second = int(self.order) == 2
+        first_only = self._first_order_ids(enc, [s.words for s in view], "in training")
         c = 1.0
         info = MSTFitInfo(n_sentences=len(view))
         self.weights_ = w
@@ -382,7 +397,7 @@ class MSTParser(HeadsParser):
             for a in range(0, len(order), B):
                 idx = order[a:a + B]
                 sub = enc.subset(idx)
-                pred = self._decode(sub, threads)
+                pred = self._decode(sub, threads, over=np.isin(idx, first_only))
                 g = gold[_ranges(head_off[idx], enc.lengths[idx])]
                 wrong += perceptron_update(w, u, c, sub.W, sub.P, sub.F, sub.tok_off,
                                            sub.lengths, g, pred.heads, pred.head_off, 1.0)
@@ -424,26 +439,16 @@ class MSTParser(HeadsParser):
         algorithm over its arc scores; a warning names it and ``last_parse_stats_.too_long``
         counts it.
         """
-        from .. import _memory
-
         items = list(items)
         threads = self._check_parse_args(items, tags, jobs)
         enc = self._encode_view(self._view(items, tags))
         out: list = [None] * len(items)
         stats = MSTParseStats(sentences=len(items))
         runs = [(np.arange(len(items)), int(self.order))]
-        if int(self.order) == 2:
-            from ..dependency.eisner import EISNER2_MAX_WORDS
-
-            budget = _memory.resolve_budget(self.max_memory)
-            need = np.array([_memory.mst2_chart_bytes(int(n)) for n in enc.lengths],
-                            dtype=np.float64)
-            over = _memory.over_limits(enc.lengths, need, budget, EISNER2_MAX_WORDS,
-                                       "second-order", [s.words for s in items],
-                                       "the first-order decoding of its arc scores")
-            if len(over):
-                stats.too_long = len(over)
-                runs = [(np.setdiff1d(np.arange(len(items)), over), 2), (over, 1)]
+        over = self._first_order_ids(enc, [s.words for s in items])
+        if len(over):
+            stats.too_long = len(over)
+            runs = [(np.setdiff1d(np.arange(len(items)), over), 2), (over, 1)]
         done = 0
         for ids, order in runs:
             if len(ids) == 0:
@@ -461,6 +466,22 @@ class MSTParser(HeadsParser):
                     progress(done, len(items))
         self.last_parse_stats_ = stats
         return out
+
+    def _first_order_ids(self, enc: Encoded, words, when: str = "") -> np.ndarray:
+        """Ids of the sentences a second-order model decodes first-order: over the memory
+        budget ``max_memory`` (:func:`fastspectral._memory.mst2_chart_bytes`) or the
+        second-order kernel's length limit; each warned once.  None for ``order=1``."""
+        from .. import _memory
+        from ..dependency.eisner import EISNER2_MAX_WORDS
+
+        if int(self.order) != 2:
+            return np.zeros(0, dtype=np.int64)
+        budget = _memory.resolve_budget(self.max_memory)
+        need = np.array([_memory.mst2_chart_bytes(int(n)) for n in enc.lengths],
+                        dtype=np.float64)
+        fallback = "the first-order decoding of its arc scores" + (f" {when}" if when else "")
+        return _memory.over_limits(enc.lengths, need, budget, EISNER2_MAX_WORDS,
+                                   "second-order", words, fallback)
 
     def kbest(self, items, k: int = 50, *, tags=None, jobs=None):
         """The ``k`` best trees of each sentence under the model
