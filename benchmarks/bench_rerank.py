@@ -709,6 +709,64 @@ def within_list_corr(x, correct, data):
     return float(np.mean(out)) if out else float("nan")
 
 
+def order2_dev(args, train):
+    """Dev split (first 90 % of the training part trains, last 10 % scored): the re-ranker
+    with and without the second-order model's score column (``base_order=2``), with and
+    without log p-hat, at each of ``--gains`` (docs/rerank.md, "The second-order score as a
+    re-ranker feature")."""
+    from fastspectral.rerank import RerankDepParser
+    from fastspectral.rerank.model import (TrainingLists, _argmax_segments, count_correct,
+                                           order2_scores)
+
+    ndev = int(0.9 * len(train))
+    tr, dev = train[:ndev], train[ndev:]
+    keep_dev = keep_counts(dev)
+    res = {"train_sentences": len(tr), "dev_sentences": len(dev),
+           "load_avg_start": os.getloadavg()}
+    sp = spectral_params(args.embeddings, args.tags, args.states, args.ridge)
+    m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs, features="base+spectral",
+                        spectral_params=sp, base_order=2)
+    (jack, dev_data), t, c = timed(lambda: dev_lists(args, tr, dev))
+    res["cpu_s"] = {"lists": c}
+    o2_tr, t, c = timed(lambda: m.jackknife_order2_scores(tr, jack.data))
+    res["cpu_s"]["order2_jackknife"] = c
+    mst2, t, c = timed(lambda: m._new_mst2().fit(tr))
+    res["cpu_s"]["order2_fit"] = c
+    o2_dev = order2_scores(mst2, dev, dev_data, args.jobs)
+    spec_tr, t, c = timed(lambda: m.jackknife_log_prob(tr, jack.data))
+    res["cpu_s"]["spectral_jackknife"] = c
+    spec_dev = m._log_prob(m._new_spectral().fit(tr), dev, dev_data, args.jobs)
+    dev_correct, dev_tok = count_correct(dev, dev_data)
+    res["dev_base_order1"] = list_scores(dev_correct, dev_tok, dev_data, keep_dev,
+                                         dev_data.cand_off[:-1])
+    res["dev_base_order2"] = scores(dev, mst2.parse(dev, jobs=args.jobs))
+    res["dev_order2_score_alone_on_lists"] = list_scores(
+        dev_correct, dev_tok, dev_data, keep_dev, _argmax_segments(o2_dev, dev_data.cand_off))
+    res["dev_oracle"] = list_scores(dev_correct, dev_tok, dev_data, keep_dev, _argmax_segments(
+        dev_correct.astype(np.float64), dev_data.cand_off))
+    print(json.dumps(res), flush=True)
+    rows = []
+    for g in [float(x) for x in args.gains.split(",")]:
+        for feats in ("base", "base+spectral"):
+            for order in (1, 2):
+                r = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs,
+                                    features=feats, spectral_params=sp, base_order=order,
+                                    dense_gain=g, rerank_epochs=args.final_rerank_epochs)
+                L = TrainingLists(jack.data, spec_tr[0], jack.correct, jack.n_tokens, {},
+                                  *spec_tr[1:], mst2=o2_tr)
+                r.fit_lists(L)
+                sc = r.rerank_scores(dev, dev_data, logp=spec_dev, threads=args.jobs,
+                                     mst2=o2_dev)
+                rows.append({"gain": g, "features": feats, "base_order": order,
+                             "dev": list_scores(dev_correct, dev_tok, dev_data, keep_dev,
+                                                _argmax_segments(sc, dev_data.cand_off)),
+                             "dense_weights": r.dense_weights_.round(3).tolist()})
+                print(json.dumps(rows[-1]), flush=True)
+    res["rows"] = rows
+    res["load_avg_end"] = os.getloadavg()
+    return res
+
+
 def final(args, train, test):
     from fastspectral.rerank import RerankDepParser
     from fastspectral.rerank.kbest import kbest_packed
@@ -726,7 +784,8 @@ def final(args, train, test):
               logp_sign=not args.no_sign, spectral_params=sp,
               spectral_scores=args.spectral_scores, spectral_input=args.spectral_input,
               shag_params={"method": args.shag_method, "n_states": args.shag_states,
-                           "lexical": args.shag_lexical}, shag_scores=args.shag_scores)
+                           "lexical": args.shag_lexical}, shag_scores=args.shag_scores,
+              base_order=2 if args.base_order2 else 1)
     all_feats = "base+spectral+shag" if args.shag else "base+spectral"
     m = RerankDepParser(features=all_feats, **kw)
     (lists, t_lists, c_lists) = timed(lambda: m.training_lists(train))
@@ -743,6 +802,11 @@ def final(args, train, test):
         out["seconds"]["shag_final"] = t
         out["cpu_s"]["shag_final"] = c
         out["shag_params"] = m._new_shag().get_params()
+    m.mst2_ = None
+    if args.base_order2:
+        m.mst2_, t, c = timed(lambda: m._new_mst2().fit(train))
+        out["seconds"]["mst2_final"] = t
+        out["cpu_s"]["mst2_final"] = c
     out["oracle_uas_train_lists"] = None
     rows, speeds = {}, {}
     out["load_avg_speed"] = os.getloadavg()
@@ -750,11 +814,20 @@ def final(args, train, test):
     base_pred, t, c = timed(lambda: m.parse(test))
     rows["base_parser"] = scores(test, base_pred)
     speeds["base_parse"] = {"sent_per_s": len(test) / t, "cpu_s": c}
+    if args.base_order2:
+        pred, t, c = timed(lambda: m.mst2_.parse(test))
+        rows["base_parser_order2"] = scores(test, pred)
+        speeds["base_parse_order2"] = {"sent_per_s": len(test) / t, "cpu_s": c}
     m.rerank = True
     sp_model, shag_model = m.spectral_, m.shag_
-    for feats in ("base", "base+spectral") + (("base+shag", "base+spectral+shag")
-                                              if args.shag else ()):
+    runs = [(f, 1) for f in ("base", "base+spectral") + (("base+shag", "base+spectral+shag")
+                                                          if args.shag else ())]
+    if args.base_order2:
+        runs = [(f, o) for f, _ in runs for o in (1, 2)]
+    for feats, order in runs:
         m.features = feats
+        m.base_order = order
+        feats = feats + ("+order2" if order == 2 else "")
         m.spectral_ = sp_model if m._spectral else None
         m.shag_ = shag_model if m._shag else None
         _, t, c = timed(lambda: m.fit_lists(lists))
@@ -908,6 +981,12 @@ def main(argv=None):
                          "shag-arc[-...])")
     ap.add_argument("--shag-combos", default="",
                     help="MODEL=FORM+FORM|MODEL=FORM,...: several models at once")
+    ap.add_argument("--base-order2", action="store_true",
+                    help="main mode: also the re-rankers with the second-order model's score "
+                         "(base_order=2) and the second-order base parser's row")
+    ap.add_argument("--order2-dev", action="store_true",
+                    help="dev split: the re-ranker with / without the second-order score "
+                         "column (base_order=2), with / without log p-hat, at each of --gains")
     ap.add_argument("--cv", type=int, default=0, help="N-fold cross-validation on --data")
     ap.add_argument("--base-only", action="store_true",
                     help="the base parser alone, for each of --orders (--base-split, --cv)")
@@ -941,6 +1020,9 @@ def main(argv=None):
                       [int(x) for x in args.base_epochs.split(",")], "dev")
         else:
             base_only(args, sents[:ntr], sents[ntr:], [args.epochs], "test")
+        return
+    if args.order2_dev:
+        print(json.dumps(order2_dev(args, sents[:int(0.8 * len(sents))])))
         return
     if args.sweep_extra:
         sweep_extra(args, sents[:int(0.8 * len(sents))])

@@ -188,15 +188,15 @@ def lexical_corpus(n=40, seed=0):
 
 
 #: the models of :func:`newer_models`
-NEWER_KINDS = ("mst", "mst2", "rerank", "rerank-spectral", "latent-dep", "latent-dep-stop",
-               "eigenwords", "brown", "atm", "ccm", "lexical")
+NEWER_KINDS = ("mst", "mst2", "rerank", "rerank-spectral", "rerank-order2", "latent-dep",
+               "latent-dep-stop", "eigenwords", "brown", "atm", "ccm", "lexical")
 
 
 def newer_models():
     """(name, fitted model) of the kinds read by their own loaders: first- and second-order
-    MST, the dependency re-ranker with and without its spectral model, the latent dependency
-    model (plain; with tags and STOP operators), eigenwords, Brown clusters, ATM, CCM and the
-    lexical disambiguator."""
+    MST, the dependency re-ranker with and without its spectral model and with the
+    second-order score (``base_order=2``), the latent dependency model (plain; with tags and
+    STOP operators), eigenwords, Brown clusters, ATM, CCM and the lexical disambiguator."""
     from fastspectral.embeddings.brown_clusters import BrownClusters
     from fastspectral.embeddings.eigenwords import Eigenwords
     from fastspectral.latentdep.model import LatentDependencyModel
@@ -222,6 +222,8 @@ def newer_models():
         ("rerank", RerankDepParser(features="base", **rr).fit(deps + alt * 2)),
         ("rerank-spectral", RerankDepParser(features="base+spectral", spectral_params=spectral,
                                             **rr).fit(deps + alt * 2)),
+        ("rerank-order2", RerankDepParser(features="base", base_order=2,
+                                          **rr).fit(deps + alt * 2)),
         ("latent-dep", LatentDependencyModel(n_states=2, dim=3, jobs=1).fit(deps)),
         ("latent-dep-stop", LatentDependencyModel(
             n_states=2, embeddings="one-hot", tags="xpos", ridge=1e-3, stop_events=True,

@@ -15,7 +15,8 @@ The base parser (fastspectral train mst) gives k-best lists; the re-ranker learn
 jack-knifed lists of the training data; with --features base+spectral it also reads log
 p-hat of the latent dependency model (fastspectral train latent-dep), trained on the same
 treebank (with --embeddings FILE: an eigenword dictionary, 'fastspectral train eigenwords');
-with --features base+shag the tree weight and arc posteriors of the split-head-automaton
+with --base-order 2 the score of a second-order (sibling) MST model of every candidate
+(the lists stay first-order); with --features base+shag the tree weight and arc posteriors of the split-head-automaton
 model (fastspectral train shag: spectral, 8 states, LEX+FCP); base+spectral+shag: both.
 'fastspectral parse MODEL INPUT --no-rerank' gives the base parser's trees.
 
@@ -23,6 +24,7 @@ examples:
   fastspectral train rerank-dep wsj.dp -o wsj.rerank --k 50 --features base+spectral
   fastspectral train eigenwords brown-tagged.txt wsj.dp -o en30.eigenwords --dim 30
   fastspectral train rerank-dep wsj.dp -o wsj.rerank --embeddings en30.eigenwords
+  fastspectral train rerank-dep wsj.dp -o wsj.rerank --features base --base-order 2
   fastspectral parse wsj.rerank test.conllu -o parsed.conllu [--no-rerank]
 """
 
@@ -58,6 +60,10 @@ def add_arguments(parser, cls) -> None:
     g.add_argument("--stop-adjacency", action="store_true", default=False,
                    help="with --stop-events: the STOP symbol tells a side without children "
                         "from one with children (stop_adjacency=True)")
+    kit.option(g, "--base-order", cls, "base_order", type=int, choices=(1, 2), metavar="O",
+               help="2: a second-order (sibling) MST model, jack-knifed on the same folds, "
+                    "rescores every candidate of the first-order k-best lists; its score is "
+                    "one more re-ranker feature (1: none)")
     kit.option(g, "--folds", cls, "folds", type=positive_int, metavar="F",
                help="jack-knife folds of the training lists")
     kit.option(g, "--rerank-epochs", cls, "rerank_epochs", type=positive_int, metavar="N",

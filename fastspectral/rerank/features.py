@@ -31,7 +31,7 @@ from numba import njit, prange
 
 __all__ = ["ROOT_ID", "UNK_ID", "NONE_ID", "FIRST_ID", "MAX_FEATS", "LONG_BETWEEN",
            "arc_scores", "perceptron_update", "arc_features", "N_SIB_FEATS", "sibling_scores",
-           "sibling_update", "sibling_features", "tree_sibling_parts"]
+           "sibling_update", "sibling_features", "tree_sibling_parts", "candidate_tree_scores"]
 
 #: reserved token ids of every vocabulary: unknown, the root, "no token" (left of the first
 #: / right of the last word); real symbols start at FIRST_ID
@@ -467,3 +467,47 @@ def sibling_features(W, P, F, n, h, s, m, bits):
     k = _sib_feats(np.asarray(W, np.int64), np.asarray(P, np.int64), 0, h, s, m,
                    np.int64((1 << bits) - 1), buf)
     return buf[:k].copy()
+
+
+@njit(cache=True, parallel=True)
+def candidate_tree_scores(w, W, P, F, tok_off, lengths, heads, cand_off, cand_hoff, out_arc,
+                          out_sib):
+    """Scores of given trees under a second-order model (``w``): for every candidate ``c`` of
+    every sentence ``b`` (candidates ``cand_off[b] .. cand_off[b+1]``, 1-based heads at
+    ``heads[cand_hoff[c]:]``, tokens at ``tok_off[b]`` with the root first),
+    ``out_arc[c]`` = the sum of its arcs' scores ``w . f(h -> m)`` and ``out_sib[c]`` = the sum
+    of its sibling parts' scores ``w . f(h, s, m)`` (:func:`tree_sibling_parts`).  The arc
+    scores of a sentence are computed once per distinct arc of its candidates (a lazily filled
+    ``(n+1)^2`` block: a k-best list shares most arcs); the 12 sibling features of each part
+    are hashed per candidate.  Parallel across sentences."""
+    mask = np.int64(w.shape[0] - 1)
+    for b in prange(lengths.shape[0]):
+        n = lengths[b]
+        base = tok_off[b]
+        n1 = n + 1
+        arc = np.full(n1 * n1, np.nan)
+        buf = np.empty(MAX_FEATS + 2 * n1, dtype=np.int64)
+        sib = np.empty(max(n, 1), dtype=np.int64)
+        for c in range(cand_off[b], cand_off[b + 1]):
+            hb = cand_hoff[c]
+            sa = 0.0
+            ss = 0.0
+            if n > 0:
+                _fill_sibling_parts(heads, hb, n, sib)
+            for i in range(n):
+                h = heads[hb + i]
+                m = i + 1
+                v = arc[h * n1 + m]
+                if np.isnan(v):
+                    k = _feats(W, P, F, base, n, h, m, mask, buf)
+                    v = 0.0
+                    for t in range(k):
+                        v += w[buf[t]]
+                    arc[h * n1 + m] = v
+                sa += v
+                k = _sib_feats(W, P, base, h, sib[i], m, mask, buf)
+                for t in range(k):
+                    ss += w[buf[t]]
+            out_arc[c] = sa
+            out_sib[c] = ss
+    return out_arc, out_sib

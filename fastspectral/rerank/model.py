@@ -18,6 +18,12 @@ Training (:meth:`RerankDepParser.fit`):
 4. the base parser and the spectral model are trained once more on the whole treebank: they
    make the lists of new sentences.
 
+With ``base_order=2`` a second-order (sibling) :class:`~fastspectral.rerank.mst.MSTParser` is
+trained on the same folds: each fold's model rescores that fold's (first-order) lists, and the
+re-ranker reads every candidate's score under it (arc + sibling parts,
+:func:`~fastspectral.rerank.features.candidate_tree_scores`) minus its list's best; the
+second-order model trained on the whole treebank rescores the lists at parse time.
+
 Parsing: the base parser's ``k`` best trees, re-ranked; ``rerank = False`` (``fastspectral
 parse --no-rerank``) returns the base parser's best tree.
 """
@@ -53,7 +59,10 @@ SPECTRAL_INPUTS = ("words", "pos")
 #: defaults of the POS-tag spectral model (``spectral_input="pos"``)
 SPECTRAL_DEFAULTS_POS = {"n_states": 8, "embeddings": "one-hot"}
 #: model-file prefixes of the sub-models
-_MST, _SPEC, _SHAG = "mst.", "spec.", "shag."
+_MST, _SPEC, _SHAG, _MST2 = "mst.", "spec.", "shag.", "mst2."
+#: orders of the base parser whose tree score the re-ranker reads (1: the first-order k-best
+#: parser's own score; 2: also the second-order model's)
+BASE_ORDERS = (1, 2)
 
 
 @dataclass
@@ -73,6 +82,9 @@ class TrainingLists:
     fneg: np.ndarray | None = None
     #: the SHAG model's ``(log |w|, sign, summed log arc posteriors)`` or None
     shag: tuple | None = None
+    #: every candidate's score under the jack-knifed second-order model (``base_order=2``)
+    #: or None
+    mst2: np.ndarray | None = None
 
     @property
     def spectral(self):
@@ -157,6 +169,11 @@ class RerankDepParser(HeadsParser):
         normalised in the list by ``logp_norm``, with "w <= 0" and "w < 0" indicators), the
         sum over the tree's arcs of ``log max(mu, 1e-6)`` (arc posteriors; normalised the
         same way), or both.
+    base_order : {1, 2}, default 1
+        2: a second-order (sibling) :class:`~fastspectral.rerank.mst.MSTParser` (same
+        ``epochs``, ``bits``, ``minibatch``, ``tagset``, ``random_state``), jack-knifed on the
+        same folds, rescores every candidate of the first-order k-best lists; its score minus
+        the list's best is one more dense feature.  1: no second-order model.
     tagset : {"auto", "upos", "xpos"}, default "auto"
         The POS column.
     random_state : int or None, default 0
@@ -172,6 +189,8 @@ class RerankDepParser(HeadsParser):
         The latent dependency model (``features="base+spectral"``).
     shag_ : SHAGParser or None
         The split-head-automaton model (``features="base+shag"``).
+    mst2_ : MSTParser or None
+        The second-order model trained on the whole treebank (``base_order=2``).
     weights_, dense_weights_ : ndarray
         The averaged re-ranker weights (hashed features; dense features).
     dense_scale_ : ndarray
@@ -217,7 +236,7 @@ class RerankDepParser(HeadsParser):
                  spectral_scores: str = "both", spectral_input: str = "words",
                  shag_params: dict | None = None, shag_scores: str = "both",
                  tagset: str = "auto", random_state: int | None = 0,
-                 jobs: int | None = None):
+                 jobs: int | None = None, base_order: int = 1):
         self.k = k
         self.features = features
         self.folds = folds
@@ -237,6 +256,7 @@ class RerankDepParser(HeadsParser):
         self.tagset = tagset
         self.random_state = random_state
         self.jobs = jobs
+        self.base_order = base_order
 
     # ------------------------------------------------------------------ helpers
     def _validate_params(self) -> None:
@@ -272,6 +292,8 @@ class RerankDepParser(HeadsParser):
                              f"{self.shag_scores!r}")
         if self.shag_params is not None and not isinstance(self.shag_params, dict):
             raise ValueError("shag_params must be a dict of constructor arguments or None")
+        if isinstance(self.base_order, (bool, np.bool_)) or self.base_order not in BASE_ORDERS:
+            raise ValueError(f"base_order must be 1 or 2, not {self.base_order!r}")
         if self._shag:
             self._new_shag()._validate_params()
         self._new_mst()._validate_params()
@@ -279,6 +301,37 @@ class RerankDepParser(HeadsParser):
     def _new_mst(self) -> MSTParser:
         return MSTParser(epochs=self.epochs, minibatch=self.minibatch, bits=self.bits,
                          tagset=self.tagset, random_state=self.random_state, jobs=self.jobs)
+
+    def _new_mst2(self) -> MSTParser:
+        """The second-order model of ``base_order=2`` (the base parser's settings)."""
+        return MSTParser(epochs=self.epochs, minibatch=self.minibatch, bits=self.bits,
+                         tagset=self.tagset, random_state=self.random_state, jobs=self.jobs,
+                         order=2)
+
+    @property
+    def _order2(self) -> bool:
+        return int(self.base_order) == 2
+
+    def _order2_scores(self, mst2, items, data, threads=None, tags=None) -> np.ndarray:
+        """Every candidate's score under the second-order model ``mst2``: the sum of its arc
+        and sibling-part scores (one compiled call over all candidates,
+        :func:`~fastspectral.rerank.features.candidate_tree_scores`)."""
+        return order2_scores(mst2, items, data, check_jobs(self.jobs) if threads is None
+                             else threads, tags)
+
+    def jackknife_order2_scores(self, sents, data) -> np.ndarray:
+        """The second-order scores of the jack-knifed lists ``data`` of ``sents``: each fold's
+        lists rescored by a second-order model trained on the other folds only."""
+        threads = check_jobs(self.jobs)
+        cuts = self._cuts(len(sents))
+        parts = []
+        for f in range(len(cuts) - 1):
+            rest = sents[:cuts[f]] + sents[cuts[f + 1]:]
+            held = sents[cuts[f]:cuts[f + 1]]
+            mst2 = self._new_mst2().fit(rest)
+            sub, _ = data.subset(np.arange(cuts[f], cuts[f + 1]))
+            parts.append(self._order2_scores(mst2, held, sub, threads))
+        return np.concatenate(parts) if parts else np.zeros(0)
 
     def _new_spectral(self):
         cls = _spectral_class()
@@ -364,7 +417,8 @@ class RerankDepParser(HeadsParser):
         return 1 + ((3 if self.logp_sign else 2) if self._tree else 0) + \
             (2 if self._fragments else 0) + \
             ((3 if self.shag_scores in ("tree", "both") else 0) +
-             (1 if self.shag_scores in ("arc", "both") else 0) if self._shag else 0)
+             (1 if self.shag_scores in ("arc", "both") else 0) if self._shag else 0) + \
+            (1 if self._order2 else 0)
 
     def _shag_columns(self, data, shag) -> list:
         """Dense columns of the SHAG scores ``(log |w|, sign, log posteriors)``: log |w|
@@ -380,11 +434,12 @@ class RerankDepParser(HeadsParser):
         return cols
 
     def _raw_dense(self, data, logp, sign=None, frag=None, fneg=None,
-                   shag=None) -> np.ndarray:
+                   shag=None, mst2=None) -> np.ndarray:
         """Unscaled dense features: the relative base score; with ``logp``: log |p-hat|
         normalised within its list (``logp_norm``), the 'p-hat is 0 or not finite' indicator
         and (``logp_sign``) the 'p-hat < 0' indicator; with ``frag``: the fragments' log
-        p-hat normalised the same way and the negative fragments (minus the list's fewest)."""
+        p-hat normalised the same way and the negative fragments (minus the list's fewest);
+        with ``mst2`` (last): the second-order score minus the list's best."""
         cols = [data.relative(data.base)]
         if logp is not None:
             ok = np.isfinite(logp)
@@ -407,6 +462,8 @@ class RerankDepParser(HeadsParser):
             cols.append(data.relative(-np.asarray(fneg, np.float64)))
         if shag is not None:
             cols += self._shag_columns(data, shag)
+        if mst2 is not None:
+            cols.append(data.relative(np.asarray(mst2, np.float64)))
         return np.ascontiguousarray(np.stack(cols, axis=1))
 
     # ------------------------------------------------------------------ training
@@ -433,6 +490,11 @@ class RerankDepParser(HeadsParser):
             t0 = time.perf_counter()
             self.shag_ = self._new_shag().fit(sents)
             info.seconds["shag"] = info.seconds.get("shag", 0.0) + time.perf_counter() - t0
+        self.mst2_ = None
+        if self._order2:
+            t0 = time.perf_counter()
+            self.mst2_ = self._new_mst2().fit(sents)
+            info.seconds["mst2"] = info.seconds.get("mst2", 0.0) + time.perf_counter() - t0
         self.fit_time_ = time.perf_counter() - t_start
         return self
 
@@ -467,8 +529,14 @@ class RerankDepParser(HeadsParser):
             t0 = time.perf_counter()
             shag = self.jackknife_shag_scores(sents, data)
             sec["shag"] = time.perf_counter() - t0
+        o2 = None
+        if self._order2:
+            t0 = time.perf_counter()
+            o2 = self.jackknife_order2_scores(sents, data)
+            sec["mst2"] = time.perf_counter() - t0
         correct, n_tokens = count_correct(sents, data)
-        return TrainingLists(data, spec[0], correct, n_tokens, sec, *spec[1:], shag=shag)
+        return TrainingLists(data, spec[0], correct, n_tokens, sec, *spec[1:], shag=shag,
+                             mst2=o2)
 
     def _cuts(self, n: int) -> np.ndarray:
         return np.linspace(0, n, int(self.folds) + 1).astype(int)
@@ -504,9 +572,13 @@ class RerankDepParser(HeadsParser):
         if self._shag and getattr(lists, "shag", None) is None:
             raise ValueError(f"features={self.features!r} needs training lists with SHAG "
                              "scores (training_lists with the same features)")
+        if self._order2 and getattr(lists, "mst2", None) is None:
+            raise ValueError("base_order=2 needs training lists with second-order scores "
+                             "(training_lists with base_order=2)")
         raw = self._raw_dense(data, *(x if use else None for x, use in
                                       zip(spec, (self._tree,) * 2 + (self._fragments,) * 2)),
-                              shag=lists.shag if self._shag else None)
+                              shag=lists.shag if self._shag else None,
+                              mst2=lists.mst2 if self._order2 else None)
         scale = raw.std(axis=0)
         scale[scale <= 0] = 1.0
         scale /= float(self.dense_gain)
@@ -532,18 +604,24 @@ class RerankDepParser(HeadsParser):
         return self
 
     # ------------------------------------------------------------------ parsing
-    def rerank_scores(self, items, data, logp=None, threads=None, shag=None) -> np.ndarray:
+    def rerank_scores(self, items, data, logp=None, threads=None, shag=None, mst2=None,
+                      tags=None) -> np.ndarray:
         """The re-ranker's score of every candidate of ``data`` (lists of ``items``);
         ``logp``: their spectral scores (:meth:`_log_prob`), ``shag``: their SHAG scores
-        (:meth:`_shag_scores`), when already computed."""
+        (:meth:`_shag_scores`), ``mst2``: their second-order scores
+        (:meth:`_order2_scores`), when already computed; ``tags``: the POS tags the lists
+        were made with (None: the sentences' own)."""
         if self._spectral and logp is None:
             logp = self._log_prob(self.spectral_, items, data, threads)
         if self._shag and shag is None:
             shag = self._shag_scores(self.shag_, items, data, threads)
+        if self._order2 and mst2 is None:
+            mst2 = self._order2_scores(self.mst2_, items, data, threads, tags)
         spec = logp if self._spectral else (None,) * 4
         dense = self._raw_dense(data, *(x if use else None for x, use in
                                         zip(spec, (self._tree,) * 2 + (self._fragments,) * 2)),
-                                shag=shag if self._shag else None)
+                                shag=shag if self._shag else None,
+                                mst2=mst2 if self._order2 else None)
         dense /= self.dense_scale_
         out = np.empty(data.n_candidates)
         score_candidates(self.weights_, self.dense_weights_, data.P, data.tok_off, data.lengths,
@@ -596,7 +674,9 @@ class RerankDepParser(HeadsParser):
             enc = self.mst_.encode(part, None if tags is None else [tags[k] for k in ids])
             data = RerankData(self.mst_.kbest_encoded(enc, int(self.k), threads), enc)
             with numba_threads(threads):
-                scores = self.rerank_scores(part, data, threads=threads)
+                scores = self.rerank_scores(part, data, threads=threads,
+                                            tags=None if tags is None else
+                                            [tags[k] for k in ids])
             pick = _argmax_segments(scores, data.cand_off)
             for k, c in zip(ids, pick):
                 out[int(k)] = data.candidate_heads(c).astype(np.int32)
@@ -624,6 +704,10 @@ class RerankDepParser(HeadsParser):
             meta_g, arr_g = self.shag_._model_file()
             meta["shag"] = meta_g
             arrays.update({_SHAG + k: a for k, a in arr_g.items()})
+        if getattr(self, "mst2_", None) is not None:
+            meta_2, arr_2 = self.mst2_._model_file()
+            meta["mst2"] = meta_2
+            arrays.update({_MST2 + k: a for k, a in arr_2.items()})
         return meta, arrays
 
     @classmethod
@@ -645,6 +729,15 @@ class RerankDepParser(HeadsParser):
                 if meta.get("shag") is None:
                     raise ModelFileError("a base+shag re-ranker without its SHAG model")
                 p.shag_ = _load_nested(SHAGParser, meta, "shag", arrays, _SHAG)
+            p.mst2_ = None
+            if p._order2:
+                if meta.get("mst2") is None:
+                    raise ModelFileError("a base_order=2 re-ranker without its second-order "
+                                         "model (meta 'mst2')")
+                p.mst2_ = _load_nested(MSTParser, meta, "mst2", arrays, _MST2)
+                if int(p.mst2_.order) != 2:
+                    raise ModelFileError("meta 'mst2': the second-order model has order="
+                                         f"{p.mst2_.order}")
             size = 1 << int(p.rerank_bits)
             idx = V.get(arrays, "rerank_index", "int", dtype=np.int64)
             val = V.get(arrays, "rerank_value", "float", dtype=np.float64)
@@ -687,6 +780,24 @@ def _load_nested(cls, meta: dict, key: str, arrays: dict, prefix: str):
         raise V.nested(exc, prefix, key) from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise ModelFileError(f"meta {key!r}: corrupt {key} model ({exc!r})") from None
+
+
+def order2_scores(mst2, items, data, threads, tags=None) -> np.ndarray:
+    """Every candidate of ``data`` (k-best lists of ``items``) scored by the second-order
+    model ``mst2``: arc scores + sibling-part scores, one compiled call parallel over the
+    sentences (:func:`~fastspectral.rerank.features.candidate_tree_scores`)."""
+    from .features import candidate_tree_scores
+
+    enc = mst2.encode(items, tags)
+    if not np.array_equal(enc.lengths.astype(np.int64), data.lengths):
+        raise ValueError("the second-order model's sentences do not match the k-best lists")
+    arc = np.empty(data.n_candidates)
+    sib = np.empty(data.n_candidates)
+    with numba_threads(threads):
+        candidate_tree_scores(mst2.weights_, enc.W, enc.P, enc.F, enc.tok_off,
+                              enc.lengths.astype(np.int64), data.heads, data.cand_off,
+                              data.cand_hoff, arc, sib)
+    return arc + sib
 
 
 def count_correct(sents, data):

@@ -1,0 +1,146 @@
+"""The second-order MST score as a re-ranker feature (``RerankDepParser(base_order=2)``): the
+compiled candidate-score kernel against a per-part Python reference, training / parsing /
+model files, old files, bad values, the command line."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastspectral import cli
+from fastspectral.errors import ModelFileError
+from fastspectral.rerank import MSTParser, RerankDepParser
+from fastspectral.rerank.features import (arc_features, sibling_features,
+                                          tree_sibling_parts)
+from fastspectral.rerank.model import order2_scores
+from fastspectral.rerank.reranker import RerankData
+
+from _conll_files import write_conllu
+
+KW = dict(k=8, features="base", epochs=2, bits=18, rerank_bits=16, rerank_epochs=3, jobs=2)
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    from fastspectral.dependency.data import trees_to_dep_sentences
+    from fastspectral.synthetic import LatentPCFG
+    from fastspectral.trees.transforms import clean
+
+    g = LatentPCFG.default(n_states=2, seed=0)
+    return list(trees_to_dep_sentences(clean(t) for t in g.sample(300, seed=7)))
+
+
+@pytest.fixture(scope="module")
+def order2(synthetic):
+    return RerankDepParser(base_order=2, **KW).fit(synthetic[:240])
+
+
+def reference_scores(mst2, sents, data):
+    """Per candidate, per arc and per sibling part, in Python: the sum of the hashed
+    features' weights."""
+    enc = mst2.encode(sents)
+    bits = int(mst2.bits)
+    out = np.empty(data.n_candidates)
+    for c in range(data.n_candidates):
+        b = int(data.sent[c])
+        n = int(data.lengths[b])
+        t0 = int(enc.tok_off[b])
+        W, P, F = (x[t0:t0 + n + 1] for x in (enc.W, enc.P, enc.F))
+        heads = data.candidate_heads(c)
+        total = 0.0
+        for m in range(1, n + 1):
+            total += mst2.weights_[arc_features(W, P, F, n, int(heads[m - 1]), m, bits)].sum()
+        for h, s, m in tree_sibling_parts(np.asarray(heads, np.int64)):
+            total += mst2.weights_[sibling_features(W, P, F, n, h, s, m, bits)].sum()
+        out[c] = total
+    return out
+
+
+def test_candidate_kernel_equals_the_reference(order2, synthetic):
+    sents = synthetic[240:252]
+    mst = order2.mst_
+    enc = mst.encode(sents)
+    data = RerankData(mst.kbest_encoded(enc, 8, 1), enc)
+    assert data.n_candidates > len(sents)            # several candidates per list
+    fast = order2_scores(order2.mst2_, sents, data, 2)
+    np.testing.assert_allclose(fast, reference_scores(order2.mst2_, sents, data),
+                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(fast, order2_scores(order2.mst2_, sents, data, 1))
+    # the second-order decoder's own best tree scores at least as high as every candidate
+    best = order2.mst2_.predict_heads(sents, jobs=1)
+    for b, h in enumerate(best):
+        sub, cand = data.subset([b])
+        sub.heads = np.asarray(h, np.int64)          # one candidate: the decoder's tree
+        sub.cand_off, sub.cand_hoff, sub.sent = np.array([0, 1]), np.zeros(1, np.int64), \
+            np.zeros(1, np.int64)
+        top = order2_scores(order2.mst2_, [sents[b]], sub, 1)[0]
+        assert top >= fast[cand].max() - 1e-9
+
+
+def test_order2_trains_parses_and_round_trips(order2, synthetic, tmp_path):
+    test = synthetic[240:]
+    assert isinstance(order2.mst2_, MSTParser) and order2.mst2_.order == 2
+    assert order2.mst_.order == 1
+    assert order2.dense_weights_.shape == (2,) and order2.dense_scale_.shape == (2,)
+    assert order2.dense_weights_[1] != 0.0          # the second-order column was learnt
+    assert "mst2" in order2.fit_info_.seconds
+    out = [s.heads for s in order2.parse(test)]
+    assert all(len(h) == len(s.words) for h, s in zip(out, test))
+    order2.save(tmp_path / "o2.fsm")
+    again = RerankDepParser.load(tmp_path / "o2.fsm")
+    assert again.base_order == 2 and again.mst2_.order == 2
+    assert [s.heads for s in again.parse(test)] == out
+    np.testing.assert_array_equal(again.mst2_.weights_, order2.mst2_.weights_)
+    # a file without its second-order model, or with a first-order one there
+    meta, arrays = order2._model_file()
+    with pytest.raises(ModelFileError, match="second-order"):
+        RerankDepParser._from_model_file({**meta, "mst2": None}, arrays)
+    bad = {**meta, "mst2": {**meta["mst2"], "params": {**meta["mst2"]["params"], "order": 1}}}
+    with pytest.raises(ModelFileError, match="mst2"):
+        RerankDepParser._from_model_file(bad, arrays)
+    with pytest.raises(ModelFileError, match="mst2.weight_value"):
+        RerankDepParser._from_model_file(meta, {**arrays, "mst2.weight_value":
+                                                np.full_like(arrays["mst2.weight_value"],
+                                                             np.nan)})
+
+
+def test_base_order_1_is_unchanged(synthetic, tmp_path):
+    train, test = synthetic[:240], synthetic[240:]
+    a = RerankDepParser(**KW).fit(train)
+    b = RerankDepParser(base_order=1, **KW).fit(train)
+    assert a.mst2_ is None and b.mst2_ is None and "mst2" not in a.fit_info_.seconds
+    assert a.dense_weights_.shape == (1,)
+    np.testing.assert_array_equal(a.weights_, b.weights_)
+    np.testing.assert_array_equal(a.dense_weights_, b.dense_weights_)
+    assert [s.heads for s in a.parse(test)] == [s.heads for s in b.parse(test)]
+    # a file written before base_order existed loads as base_order 1
+    meta, arrays = a._model_file()
+    params = dict(meta["params"])
+    del params["base_order"]
+    meta = {k: v for k, v in meta.items() if k != "mst2"}
+    old = RerankDepParser._from_model_file({**meta, "params": params}, arrays)
+    assert old.base_order == 1 and old.mst2_ is None
+    assert [s.heads for s in old.parse(test)] == [s.heads for s in a.parse(test)]
+
+
+def test_bad_base_order_and_lists_without_scores(synthetic, order2):
+    for bad in (0, 3, True, "2", None):
+        with pytest.raises(ValueError, match="base_order"):
+            RerankDepParser(base_order=bad).fit(synthetic[:20])
+    lists = RerankDepParser(**KW).training_lists(synthetic[:60])
+    assert lists.mst2 is None
+    with pytest.raises(ValueError, match="second-order scores"):
+        RerankDepParser(base_order=2, **KW).fit_lists(lists)
+
+
+def test_cli_base_order_2(synthetic, tmp_path):
+    train, inp, model = tmp_path / "t.conllu", tmp_path / "in.conllu", tmp_path / "m.rr"
+    write_conllu(train, synthetic[:150])
+    write_conllu(inp, synthetic[240:], heads=False)
+    assert cli.main(["train", "rerank-dep", str(train), "-o", str(model), "--features", "base",
+                     "--k", "5", "--epochs", "2", "--bits", "18", "--rerank-bits", "16",
+                     "--base-order", "2", "-q"]) == 0
+    m = RerankDepParser.load(model)
+    assert m.base_order == 2 and m.mst2_.order == 2
+    out = tmp_path / "out.conllu"
+    assert cli.main(["parse", str(model), str(inp), "-o", str(out), "-q"]) == 0
+    assert out.read_text().strip()
