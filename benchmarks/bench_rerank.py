@@ -728,38 +728,59 @@ def order2_dev(args, train):
                         spectral_params=sp, base_order=2)
     (jack, dev_data), t, c = timed(lambda: dev_lists(args, tr, dev))
     res["cpu_s"] = {"lists": c}
-    o2_tr, t, c = timed(lambda: m.jackknife_order2_scores(tr, jack.data))
+    (_, o2_tr), t, c = timed(lambda: m.jackknife_order2_scores(tr, jack.data))
     res["cpu_s"]["order2_jackknife"] = c
     mst2, t, c = timed(lambda: m._new_mst2().fit(tr))
     res["cpu_s"]["order2_fit"] = c
     o2_dev = order2_scores(mst2, dev, dev_data, args.jobs)
     spec_tr, t, c = timed(lambda: m.jackknife_log_prob(tr, jack.data))
     res["cpu_s"]["spectral_jackknife"] = c
-    spec_dev = m._log_prob(m._new_spectral().fit(tr), dev, dev_data, args.jobs)
+    spec = m._new_spectral().fit(tr)
+    spec_dev = m._log_prob(spec, dev, dev_data, args.jobs)
+    # order2_best: the lists with the second-order model's best tree added (jack-knifed:
+    # training_lists refits the fold parsers)
+    aug, t, c = timed(lambda: m.training_lists(tr))
+    res["cpu_s"]["training_lists_order2_best"] = c
+    mst = m._new_mst().fit(tr)
+    dev_aug = m._with_order2_best(mst, mst2, dev, dev_data, args.jobs)
+    o2_dev_aug = order2_scores(mst2, dev, dev_aug, args.jobs)
+    spec_dev_aug = m._log_prob(spec, dev, dev_aug, args.jobs)
     dev_correct, dev_tok = count_correct(dev, dev_data)
+    aug_correct, _ = count_correct(dev, dev_aug)
     res["dev_base_order1"] = list_scores(dev_correct, dev_tok, dev_data, keep_dev,
                                          dev_data.cand_off[:-1])
     res["dev_base_order2"] = scores(dev, mst2.parse(dev, jobs=args.jobs))
     res["dev_order2_score_alone_on_lists"] = list_scores(
         dev_correct, dev_tok, dev_data, keep_dev, _argmax_segments(o2_dev, dev_data.cand_off))
+    res["dev_order2_score_alone_on_lists_with_best"] = list_scores(
+        aug_correct, dev_tok, dev_aug, keep_dev, _argmax_segments(o2_dev_aug, dev_aug.cand_off))
     res["dev_oracle"] = list_scores(dev_correct, dev_tok, dev_data, keep_dev, _argmax_segments(
         dev_correct.astype(np.float64), dev_data.cand_off))
+    res["dev_oracle_with_best"] = list_scores(aug_correct, dev_tok, dev_aug, keep_dev,
+                                              _argmax_segments(aug_correct.astype(np.float64),
+                                                               dev_aug.cand_off))
+    res["dev_lists_given_the_best"] = int(dev_aug.n_candidates - dev_data.n_candidates)
     print(json.dumps(res), flush=True)
     rows = []
     for g in [float(x) for x in args.gains.split(",")]:
         for feats in ("base", "base+spectral"):
-            for order in (1, 2):
+            for order, best in ((1, False), (2, False), (2, True)):
                 r = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs,
                                     features=feats, spectral_params=sp, base_order=order,
-                                    dense_gain=g, rerank_epochs=args.final_rerank_epochs)
-                L = TrainingLists(jack.data, spec_tr[0], jack.correct, jack.n_tokens, {},
-                                  *spec_tr[1:], mst2=o2_tr)
+                                    order2_best=best, dense_gain=g,
+                                    rerank_epochs=args.final_rerank_epochs)
+                if best:
+                    L, D, lp, o2, cor = aug, dev_aug, spec_dev_aug, o2_dev_aug, aug_correct
+                else:
+                    L = TrainingLists(jack.data, spec_tr[0], jack.correct, jack.n_tokens, {},
+                                      *spec_tr[1:], mst2=o2_tr)
+                    D, lp, o2, cor = dev_data, spec_dev, o2_dev, dev_correct
                 r.fit_lists(L)
-                sc = r.rerank_scores(dev, dev_data, logp=spec_dev, threads=args.jobs,
-                                     mst2=o2_dev)
+                sc = r.rerank_scores(dev, D, logp=lp, threads=args.jobs, mst2=o2)
                 rows.append({"gain": g, "features": feats, "base_order": order,
-                             "dev": list_scores(dev_correct, dev_tok, dev_data, keep_dev,
-                                                _argmax_segments(sc, dev_data.cand_off)),
+                             "order2_best": best,
+                             "dev": list_scores(cor, dev_tok, D, keep_dev,
+                                                _argmax_segments(sc, D.cand_off)),
                              "dense_weights": r.dense_weights_.round(3).tolist()})
                 print(json.dumps(rows[-1]), flush=True)
     res["rows"] = rows

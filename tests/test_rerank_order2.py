@@ -11,7 +11,7 @@ from fastspectral.errors import ModelFileError
 from fastspectral.rerank import MSTParser, RerankDepParser
 from fastspectral.rerank.features import (arc_features, sibling_features,
                                           tree_sibling_parts)
-from fastspectral.rerank.model import order2_scores
+from fastspectral.rerank.model import _argmax_segments, order2_scores
 from fastspectral.rerank.reranker import RerankData
 
 from _conll_files import write_conllu
@@ -76,6 +76,41 @@ def test_candidate_kernel_equals_the_reference(order2, synthetic):
         assert top >= fast[cand].max() - 1e-9
 
 
+def test_order2_best_tree_joins_the_list(order2, synthetic):
+    """order2_best: each list holds the second-order decoder's tree (appended when missing,
+    with the first-order score of it as base score), so the second-order score alone picks
+    the second-order parse."""
+    sents = synthetic[240:270]
+    mst, mst2 = order2.mst_, order2.mst2_
+    enc = mst.encode(sents)
+    data = RerankData(mst.kbest_encoded(enc, 3, 1), enc)
+    aug = order2._with_order2_best(mst, mst2, sents, data, 2)
+    best = mst2.predict_heads(sents, jobs=1)
+    counts, new = np.diff(data.cand_off), np.diff(aug.cand_off)
+    assert ((new - counts) >= 0).all() and ((new - counts) <= 1).all()
+    assert (new > counts).any() and (new == counts).any()     # some added, some present
+    arcs = mst.arc_scores(enc, 1)
+    for b, h in enumerate(best):
+        lists = [aug.candidate_heads(c).tolist() for c in range(aug.cand_off[b],
+                                                                 aug.cand_off[b + 1])]
+        assert lists[:counts[b]] == [data.candidate_heads(c).tolist()
+                                     for c in range(data.cand_off[b], data.cand_off[b + 1])]
+        assert h.tolist() in lists
+        if new[b] > counts[b]:
+            assert lists[-1] == h.tolist() and h.tolist() not in lists[:-1]
+            n1 = len(h) + 1
+            block = arcs[enc.pair_off[b]:enc.pair_off[b + 1]].reshape(n1, n1)
+            first = sum(block[int(x), m + 1] for m, x in enumerate(h))
+            assert abs(aug.base[aug.cand_off[b + 1] - 1] - first) < 1e-9
+    sc = order2_scores(mst2, sents, aug, 1)
+    pick = _argmax_segments(sc, aug.cand_off)
+    where = [[aug.candidate_heads(c).tolist() for c in range(aug.cand_off[b],
+                                                             aug.cand_off[b + 1])].index(
+        h.tolist()) + aug.cand_off[b] for b, h in enumerate(best)]
+    np.testing.assert_allclose(sc[pick], sc[where], atol=1e-9)   # the decoder's tree is best
+    assert (pick == where).sum() >= len(best) - 2                # (ties aside)
+
+
 def test_order2_trains_parses_and_round_trips(order2, synthetic, tmp_path):
     test = synthetic[240:]
     assert isinstance(order2.mst2_, MSTParser) and order2.mst2_.order == 2
@@ -83,6 +118,9 @@ def test_order2_trains_parses_and_round_trips(order2, synthetic, tmp_path):
     assert order2.dense_weights_.shape == (2,) and order2.dense_scale_.shape == (2,)
     assert order2.dense_weights_[1] != 0.0          # the second-order column was learnt
     assert "mst2" in order2.fit_info_.seconds
+    rescore = RerankDepParser(base_order=2, order2_best=False, **KW).fit(synthetic[:240])
+    assert rescore.fit_info_.n_sentences == 240
+    assert [s.heads for s in rescore.parse(test)] != []
     out = [s.heads for s in order2.parse(test)]
     assert all(len(h) == len(s.words) for h, s in zip(out, test))
     order2.save(tmp_path / "o2.fsm")
@@ -126,6 +164,8 @@ def test_bad_base_order_and_lists_without_scores(synthetic, order2):
     for bad in (0, 3, True, "2", None):
         with pytest.raises(ValueError, match="base_order"):
             RerankDepParser(base_order=bad).fit(synthetic[:20])
+    with pytest.raises(ValueError, match="order2_best"):
+        RerankDepParser(base_order=2, order2_best=1).fit(synthetic[:20])
     lists = RerankDepParser(**KW).training_lists(synthetic[:60])
     assert lists.mst2 is None
     with pytest.raises(ValueError, match="second-order scores"):

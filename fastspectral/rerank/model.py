@@ -22,7 +22,9 @@ With ``base_order=2`` a second-order (sibling) :class:`~fastspectral.rerank.mst.
 trained on the same folds: each fold's model rescores that fold's (first-order) lists, and the
 re-ranker reads every candidate's score under it (arc + sibling parts,
 :func:`~fastspectral.rerank.features.candidate_tree_scores`) minus its list's best; the
-second-order model trained on the whole treebank rescores the lists at parse time.
+second-order model trained on the whole treebank rescores the lists at parse time.  With
+``order2_best`` (the default) each list also gets the second-order model's own best tree as
+one more candidate when it is not in the list already.
 
 Parsing: the base parser's ``k`` best trees, re-ranked; ``rerank = False`` (``fastspectral
 parse --no-rerank``) returns the base parser's best tree.
@@ -174,6 +176,10 @@ class RerankDepParser(HeadsParser):
         ``epochs``, ``bits``, ``minibatch``, ``tagset``, ``random_state``), jack-knifed on the
         same folds, rescores every candidate of the first-order k-best lists; its score minus
         the list's best is one more dense feature.  1: no second-order model.
+    order2_best : bool, default True
+        With ``base_order=2``: each k-best list also gets the second-order model's best tree
+        (its second-order decoding) as one more candidate, unless the list holds it already
+        (its base score: the first-order model's score of it).
     tagset : {"auto", "upos", "xpos"}, default "auto"
         The POS column.
     random_state : int or None, default 0
@@ -236,7 +242,7 @@ class RerankDepParser(HeadsParser):
                  spectral_scores: str = "both", spectral_input: str = "words",
                  shag_params: dict | None = None, shag_scores: str = "both",
                  tagset: str = "auto", random_state: int | None = 0,
-                 jobs: int | None = None, base_order: int = 1):
+                 jobs: int | None = None, base_order: int = 1, order2_best: bool = True):
         self.k = k
         self.features = features
         self.folds = folds
@@ -257,6 +263,7 @@ class RerankDepParser(HeadsParser):
         self.random_state = random_state
         self.jobs = jobs
         self.base_order = base_order
+        self.order2_best = order2_best
 
     # ------------------------------------------------------------------ helpers
     def _validate_params(self) -> None:
@@ -294,6 +301,8 @@ class RerankDepParser(HeadsParser):
             raise ValueError("shag_params must be a dict of constructor arguments or None")
         if isinstance(self.base_order, (bool, np.bool_)) or self.base_order not in BASE_ORDERS:
             raise ValueError(f"base_order must be 1 or 2, not {self.base_order!r}")
+        if not isinstance(self.order2_best, (bool, np.bool_)):
+            raise ValueError(f"order2_best must be True or False, not {self.order2_best!r}")
         if self._shag:
             self._new_shag()._validate_params()
         self._new_mst()._validate_params()
@@ -319,19 +328,37 @@ class RerankDepParser(HeadsParser):
         return order2_scores(mst2, items, data, check_jobs(self.jobs) if threads is None
                              else threads, tags)
 
-    def jackknife_order2_scores(self, sents, data) -> np.ndarray:
-        """The second-order scores of the jack-knifed lists ``data`` of ``sents``: each fold's
-        lists rescored by a second-order model trained on the other folds only."""
+    def jackknife_order2_scores(self, sents, data, msts=None):
+        """``(lists, scores)``: the second-order scores of the jack-knifed lists ``data`` of
+        ``sents``, each fold's lists rescored by a second-order model trained on the other
+        folds only; with ``msts`` (each fold's first-order parser) and ``order2_best``, the
+        lists first get that model's best tree (:meth:`_with_order2_best`), else ``lists`` is
+        ``data``."""
         threads = check_jobs(self.jobs)
         cuts = self._cuts(len(sents))
-        parts = []
+        parts, datas = [], []
         for f in range(len(cuts) - 1):
             rest = sents[:cuts[f]] + sents[cuts[f + 1]:]
             held = sents[cuts[f]:cuts[f + 1]]
             mst2 = self._new_mst2().fit(rest)
             sub, _ = data.subset(np.arange(cuts[f], cuts[f + 1]))
+            if msts is not None and self.order2_best:
+                sub = self._with_order2_best(msts[f], mst2, held, sub, threads)
+            datas.append(sub)
             parts.append(self._order2_scores(mst2, held, sub, threads))
-        return np.concatenate(parts) if parts else np.zeros(0)
+        if not parts:
+            return data, np.zeros(0)
+        return (_concat(datas) if msts is not None and self.order2_best else data,
+                np.concatenate(parts))
+
+    def _with_order2_best(self, mst, mst2, items, data, threads, tags=None):
+        """``data`` (k-best lists of ``items`` under the first-order ``mst``) with the
+        second-order ``mst2``'s best tree of each sentence appended to its list unless the
+        list holds it already; its base score is ``mst``'s score of it."""
+        heads = mst2.predict_heads(items, tags=tags, jobs=threads)
+        extra = (np.concatenate(heads).astype(np.int64) if len(heads)
+                 else np.zeros(0, np.int64))
+        return add_candidates(data, extra, mst, items, threads, tags)
 
     def _new_spectral(self):
         cls = _spectral_class()
@@ -510,15 +537,22 @@ class RerankDepParser(HeadsParser):
         threads = check_jobs(self.jobs)
         sec = {"jackknife": 0.0, "spectral": 0.0}
         cuts = self._cuts(len(sents))
-        datas = []
+        datas, msts = [], []
         for f in range(len(cuts) - 1):
             held = sents[cuts[f]:cuts[f + 1]]
             rest = sents[:cuts[f]] + sents[cuts[f + 1]:]
             t0 = time.perf_counter()
             mst = self._new_mst().fit(rest)
             datas.append(self._lists(mst, held, threads))
+            if self._order2 and self.order2_best:
+                msts.append(mst)
             sec["jackknife"] += time.perf_counter() - t0
         data = _concat(datas)
+        o2 = None
+        if self._order2:
+            t0 = time.perf_counter()
+            data, o2 = self.jackknife_order2_scores(sents, data, msts or None)
+            sec["mst2"] = time.perf_counter() - t0
         spec = (None,) * 4
         if self._spectral:
             t0 = time.perf_counter()
@@ -529,11 +563,6 @@ class RerankDepParser(HeadsParser):
             t0 = time.perf_counter()
             shag = self.jackknife_shag_scores(sents, data)
             sec["shag"] = time.perf_counter() - t0
-        o2 = None
-        if self._order2:
-            t0 = time.perf_counter()
-            o2 = self.jackknife_order2_scores(sents, data)
-            sec["mst2"] = time.perf_counter() - t0
         correct, n_tokens = count_correct(sents, data)
         return TrainingLists(data, spec[0], correct, n_tokens, sec, *spec[1:], shag=shag,
                              mst2=o2)
@@ -671,12 +700,15 @@ class RerankDepParser(HeadsParser):
                 out[int(k)] = h
         if len(ids):
             part = [items[k] for k in ids]
-            enc = self.mst_.encode(part, None if tags is None else [tags[k] for k in ids])
+            part_tags = None if tags is None else [tags[k] for k in ids]
+            enc = self.mst_.encode(part, part_tags)
             data = RerankData(self.mst_.kbest_encoded(enc, int(self.k), threads), enc)
+            if self._order2 and self.order2_best:
+                self.mst2_.max_memory = self.max_memory
+                data = self._with_order2_best(self.mst_, self.mst2_, part, data, threads,
+                                              part_tags)
             with numba_threads(threads):
-                scores = self.rerank_scores(part, data, threads=threads,
-                                            tags=None if tags is None else
-                                            [tags[k] for k in ids])
+                scores = self.rerank_scores(part, data, threads=threads, tags=part_tags)
             pick = _argmax_segments(scores, data.cand_off)
             for k, c in zip(ids, pick):
                 out[int(k)] = data.candidate_heads(c).astype(np.int32)
@@ -798,6 +830,49 @@ def order2_scores(mst2, items, data, threads, tags=None) -> np.ndarray:
                               enc.lengths.astype(np.int64), data.heads, data.cand_off,
                               data.cand_hoff, arc, sib)
     return arc + sib
+
+
+def add_candidates(data, extra, mst, items, threads, tags=None):
+    """The lists ``data`` with one more candidate per sentence, appended last: the tree
+    ``extra`` (1-based heads of every sentence, packed), unless its list holds it already;
+    its base score is the first-order ``mst``'s score of it (vectorised)."""
+    from .features import candidate_tree_scores
+    from .mst import _ranges
+
+    B = len(data.lengths)
+    ex_off = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(data.lengths, out=ex_off[1:])
+    if len(extra) != ex_off[-1]:
+        raise ValueError("the extra trees do not match the k-best lists")
+    n_c = data.lengths[data.sent]
+    eq = data.heads[_ranges(data.cand_hoff, n_c)] == extra[_ranges(ex_off[data.sent], n_c)]
+    wrong = np.bincount(np.repeat(np.arange(data.n_candidates), n_c), weights=~eq,
+                        minlength=data.n_candidates)
+    present = np.zeros(B, dtype=bool)
+    present[data.sent[wrong == 0]] = True
+    ids = np.flatnonzero(~present)
+    if len(ids) == 0:
+        return data
+    # the first-order score of each extra tree (arc part of the compiled tree scorer)
+    enc = mst.encode(items, tags)
+    arc, sib = np.empty(B), np.empty(B)
+    with numba_threads(threads):
+        candidate_tree_scores(mst.weights_, enc.W, enc.P, enc.F, enc.tok_off,
+                              enc.lengths.astype(np.int64), extra, np.arange(B + 1),
+                              ex_off[:-1].copy(), arc, sib)
+    counts = np.diff(data.cand_off)
+    order = np.argsort(np.concatenate([2 * data.sent, 2 * ids + 1]), kind="stable")
+    out = RerankData.__new__(RerankData)
+    out.lengths, out.tok_off, out.P = data.lengths, data.tok_off, data.P
+    out.heads = np.concatenate([data.heads, extra])
+    out.cand_hoff = np.concatenate([data.cand_hoff, len(data.heads) + ex_off[ids]])[order]
+    out.base = np.concatenate([data.base, arc[ids]])[order]
+    out.rank = np.concatenate([data.rank, counts[ids]])[order]
+    new_counts = counts + (~present)
+    out.cand_off = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(new_counts, out=out.cand_off[1:])
+    out.sent = np.repeat(np.arange(B), new_counts)
+    return out
 
 
 def count_correct(sents, data):
