@@ -180,7 +180,11 @@ def test_cli_base_order_2(synthetic, tmp_path):
                      "--k", "5", "--epochs", "2", "--bits", "18", "--rerank-bits", "16",
                      "--base-order", "2", "-q"]) == 0
     m = RerankDepParser.load(model)
-    assert m.base_order == 2 and m.mst2_.order == 2
+    assert m.base_order == 2 and m.mst2_.order == 2 and m.order2_best
     out = tmp_path / "out.conllu"
     assert cli.main(["parse", str(model), str(inp), "-o", str(out), "-q"]) == 0
     assert out.read_text().strip()
+    assert cli.main(["train", "rerank-dep", str(train), "-o", str(model), "--features", "base",
+                     "--k", "5", "--epochs", "2", "--bits", "18", "--rerank-bits", "16",
+                     "--base-order", "2", "--no-order2-best", "-q"]) == 0
+    assert not RerankDepParser.load(model).order2_best

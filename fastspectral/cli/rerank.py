@@ -15,9 +15,10 @@ The base parser (fastspectral train mst) gives k-best lists; the re-ranker learn
 jack-knifed lists of the training data; with --features base+spectral it also reads log
 p-hat of the latent dependency model (fastspectral train latent-dep), trained on the same
 treebank (with --embeddings FILE: an eigenword dictionary, 'fastspectral train eigenwords');
-with --base-order 2 the score of a second-order (sibling) MST model of every candidate
-(the lists stay first-order); with --features base+shag the tree weight and arc posteriors of the split-head-automaton
-model (fastspectral train shag: spectral, 8 states, LEX+FCP); base+spectral+shag: both.
+with --base-order 2 the score of every candidate under a second-order (sibling) MST model,
+whose own best tree joins each list (--no-order2-best: rescoring only); with --features
+base+shag the tree weight and arc posteriors of the split-head-automaton model
+(fastspectral train shag: spectral, 8 states, LEX+FCP); base+spectral+shag: both.
 'fastspectral parse MODEL INPUT --no-rerank' gives the base parser's trees.
 
 examples:
@@ -64,6 +65,10 @@ def add_arguments(parser, cls) -> None:
                help="2: a second-order (sibling) MST model, jack-knifed on the same folds, "
                     "rescores every candidate of the first-order k-best lists; its score is "
                     "one more re-ranker feature (1: none)")
+    g.add_argument("--no-order2-best", dest="order2_best", action="store_false",
+                   default=kit.argparse.SUPPRESS,
+                   help="with --base-order 2: only rescore the first-order lists (by default "
+                        "each list also gets the second-order model's best tree)")
     kit.option(g, "--folds", cls, "folds", type=positive_int, metavar="F",
                help="jack-knife folds of the training lists")
     kit.option(g, "--rerank-epochs", cls, "rerank_epochs", type=positive_int, metavar="N",
