@@ -806,11 +806,20 @@ def final(args, train, test):
               spectral_scores=args.spectral_scores, spectral_input=args.spectral_input,
               shag_params={"method": args.shag_method, "n_states": args.shag_states,
                            "lexical": args.shag_lexical}, shag_scores=args.shag_scores,
-              base_order=2 if args.base_order2 else 1)
+              order2_best=not args.no_order2_best)
     all_feats = "base+spectral+shag" if args.shag else "base+spectral"
     m = RerankDepParser(features=all_feats, **kw)
     (lists, t_lists, c_lists) = timed(lambda: m.training_lists(train))
     out["seconds"] = dict(lists.seconds)
+    lists_by_order = {1: lists}
+    if args.base_order2:
+        # the order-2 rows' lists: the second-order scores (and, with order2_best, the
+        # second-order model's best tree added), jack-knifed
+        m.base_order = 2
+        lists_by_order[2], t, c = timed(lambda: m.training_lists(train))
+        m.base_order = 1
+        out["seconds_lists_order2"] = dict(lists_by_order[2].seconds)
+        out["cpu_s_lists_order2"] = c
     m.mst_, t, c = timed(lambda: m._new_mst().fit(train))
     out["seconds"]["mst"] = t
     out["cpu_s"] = {"training_lists": c_lists, "mst": c}
@@ -851,7 +860,7 @@ def final(args, train, test):
         feats = feats + ("+order2" if order == 2 else "")
         m.spectral_ = sp_model if m._spectral else None
         m.shag_ = shag_model if m._shag else None
-        _, t, c = timed(lambda: m.fit_lists(lists))
+        _, t, c = timed(lambda: m.fit_lists(lists_by_order[order]))
         out["seconds"]["rerank_" + feats], out["cpu_s"]["rerank_" + feats] = t, c
         out["oracle_uas_train_lists"] = m.fit_info_.oracle_uas
         pred, t, c = timed(lambda: m.parse(test))
@@ -865,6 +874,10 @@ def final(args, train, test):
                                              m.mst_.single_root_, args.jobs))
         speeds["kbest_decode"] = {"sent_per_s": len(test) / t, "cpu_s": c}
         data = RerankData(kb, enc)
+        if m._order2 and m.order2_best:
+            data, t0, c0 = timed(lambda: m._with_order2_best(m.mst_, m.mst2_, test, data,
+                                                             args.jobs))
+            speeds["order2_best_tree"] = {"sent_per_s": len(test) / t0, "cpu_s": c0}
         _, t, c = timed(lambda: m.rerank_scores(test, data, threads=args.jobs))
         speeds["rerank_" + feats] = {"sent_per_s": len(test) / t, "cpu_s": c}
     out["rerank"] = rows
@@ -1005,6 +1018,8 @@ def main(argv=None):
     ap.add_argument("--base-order2", action="store_true",
                     help="main mode: also the re-rankers with the second-order model's score "
                          "(base_order=2) and the second-order base parser's row")
+    ap.add_argument("--no-order2-best", action="store_true",
+                    help="main mode, --base-order2: order2_best=False (rescoring only)")
     ap.add_argument("--order2-dev", action="store_true",
                     help="dev split: the re-ranker with / without the second-order score "
                          "column (base_order=2), with / without log p-hat, at each of --gains")
