@@ -718,6 +718,16 @@ def order2_dev(args, train):
     from fastspectral.rerank.model import (TrainingLists, _argmax_segments, count_correct,
                                            order2_scores)
 
+
+    class StartFirst(RerankDepParser):
+        """The perceptron started from the first-order score even with base_order=2 (the
+        default starts from the second-order score): a dev comparison."""
+
+        def _initial_dense(self, D):
+            v = np.zeros(D)
+            v[0] = 1.0
+            return v
+
     ndev = int(0.9 * len(train))
     tr, dev = train[:ndev], train[ndev:]
     keep_dev = keep_counts(dev)
@@ -764,11 +774,14 @@ def order2_dev(args, train):
     rows = []
     for g in [float(x) for x in args.gains.split(",")]:
         for feats in ("base", "base+spectral"):
-            for order, best in ((1, False), (2, False), (2, True)):
-                r = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs,
-                                    features=feats, spectral_params=sp, base_order=order,
-                                    order2_best=best, dense_gain=g,
-                                    rerank_epochs=args.final_rerank_epochs)
+            for order, best, start in ((1, False, "first"), (2, False, "first"),
+                                       (2, True, "first"), (2, False, "second"),
+                                       (2, True, "second")):
+                cls = RerankDepParser if start == "second" or order == 1 else StartFirst
+                r = cls(k=args.k, epochs=args.epochs, jobs=args.jobs,
+                        features=feats, spectral_params=sp, base_order=order,
+                        order2_best=best, dense_gain=g,
+                        rerank_epochs=args.final_rerank_epochs)
                 if best:
                     L, D, lp, o2, cor = aug, dev_aug, spec_dev_aug, o2_dev_aug, aug_correct
                 else:
@@ -778,7 +791,7 @@ def order2_dev(args, train):
                 r.fit_lists(L)
                 sc = r.rerank_scores(dev, D, logp=lp, threads=args.jobs, mst2=o2)
                 rows.append({"gain": g, "features": feats, "base_order": order,
-                             "order2_best": best,
+                             "order2_best": best, "start": start,
                              "dev": list_scores(cor, dev_tok, D, keep_dev,
                                                 _argmax_segments(sc, D.cand_off)),
                              "dense_weights": r.dense_weights_.round(3).tolist()})

@@ -615,8 +615,7 @@ class RerankDepParser(HeadsParser):
         size = 1 << int(self.rerank_bits)
         w, u = np.zeros(size), np.zeros(size)
         D = dense.shape[1]
-        v, uv = np.zeros(D), np.zeros(D)
-        v[0] = 1.0          # start from the base parser's ranking
+        v, uv = self._initial_dense(D), np.zeros(D)
         rng = np.random.default_rng(self.random_state)
         c = 1.0
         for _ in range(int(self.rerank_epochs)):
@@ -631,6 +630,14 @@ class RerankDepParser(HeadsParser):
         info.seconds["rerank"] = time.perf_counter() - t0
         self.fit_info_ = info
         return self
+
+    def _initial_dense(self, D: int) -> np.ndarray:
+        """The dense weights the perceptron starts from: the ranking of the best base model,
+        i.e. the first-order score (column 0), or with ``base_order=2`` the second-order
+        score (the last column) alone."""
+        v = np.zeros(D)
+        v[-1 if self._order2 else 0] = 1.0
+        return v
 
     # ------------------------------------------------------------------ parsing
     def rerank_scores(self, items, data, logp=None, threads=None, shag=None, mst2=None,
