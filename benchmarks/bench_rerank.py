@@ -870,6 +870,7 @@ def final(args, train, test):
     for feats, order in runs:
         m.features = feats
         m.base_order = order
+        m.dense_gain = args.gain_order2 if order == 2 and args.gain_order2 else args.gain
         feats = feats + ("+order2" if order == 2 else "")
         m.spectral_ = sp_model if m._spectral else None
         m.shag_ = shag_model if m._shag else None
@@ -1031,6 +1032,9 @@ def main(argv=None):
     ap.add_argument("--base-order2", action="store_true",
                     help="main mode: also the re-rankers with the second-order model's score "
                          "(base_order=2) and the second-order base parser's row")
+    ap.add_argument("--gain-order2", type=float, default=None,
+                    help="main mode, --base-order2: dense_gain of the order-2 rows (default: "
+                         "--gain)")
     ap.add_argument("--no-order2-best", action="store_true",
                     help="main mode, --base-order2: order2_best=False (rescoring only)")
     ap.add_argument("--order2-dev", action="store_true",
