@@ -23,6 +23,13 @@ the jack-knifed training lists (docs/rerank.md, "Further attempts").
 (a benchmark cache, not a model file).  ``--cv N --data UD.conllu``: N-fold cross-validation
 on one file (UD EWT dev).
 
+``--order2-dev``: the re-ranker with the second-order model's score (``base_order=2``;
+rescoring alone / with the order-2 tree added; the perceptron started from either score),
+with and without log p-hat, at each of ``--gains``, on the dev split; ``--base-order2`` (main
+mode): also the order-2 base parser's row and the re-rankers with the order-2 column
+(``--gain-order2``: their gain); docs/rerank.md, "The second-order score as a re-ranker
+feature".
+
 ``--base-only``: the base parser alone (``MSTParser(order=...)`` for each of ``--orders``,
 first-order and second-order sibling; docs/rerank.md, "Second-order sibling base parser"):
 UAS (no punctuation) and complete match, training CPU-seconds, parsing CPU-seconds and
