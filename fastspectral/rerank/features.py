@@ -205,31 +205,20 @@ def arc_scores(w, W, P, F, tok_off, lengths, pair_off, out, long_between=LONG_BE
         n1 = n + 1
         buf = np.empty(MAX_FEATS + 2 * n1, dtype=np.int64)
         o = pair_off[b]
-        if n > long_between:
-            for h in range(n1):
-                out[o + h * n1] = -np.inf
-                for m in range(1, n1):
-                    if h == m:
-                        out[o + h * n1 + m] = -np.inf
-                        continue
-                    k = _feats(W, P, F, base, n, h, m, mask, buf, False)
-                    s = 0.0
-                    for i in range(k):
-                        s += w[buf[i]]
-                    out[o + h * n1 + m] = s
-            _between_by_prefix(w, P, base, n, o, mask, out)
-            continue
+        direct = n <= long_between          # else the in-between tags from prefix sums
         for h in range(n1):
             out[o + h * n1] = -np.inf
             for m in range(1, n1):
                 if h == m:
                     out[o + h * n1 + m] = -np.inf
                     continue
-                k = _feats(W, P, F, base, n, h, m, mask, buf)
+                k = _feats(W, P, F, base, n, h, m, mask, buf, direct)
                 s = 0.0
                 for i in range(k):
                     s += w[buf[i]]
                 out[o + h * n1 + m] = s
+        if not direct:
+            _between_by_prefix(w, P, base, n, o, mask, out)
     return out
 
 
