@@ -273,14 +273,16 @@ def over_limits(lengths, need, budget, max_words: int, kernel: str, sentences,
            else np.zeros_like(too_long))
     if big.any():
         ids = [int(k) for k in np.flatnonzero(big)]
-        warn_refused(ids, sentences, {k: int(need[k]) for k in ids}, budget, fallback)
+        warn_refused(ids, sentences, {k: int(need[k]) for k in ids}, budget, fallback,
+                     outcome="given")
     for k in np.flatnonzero(too_long):
         logger.warning(f"{_sentence_name(int(k))} ({int(lengths[k])} words) is longer than "
                        f"the {kernel} kernel's limit of {max_words} words: given {fallback}")
     return np.flatnonzero(too_long | big)
 
 
-def warn_refused(refused, sentences, need: dict, budget, fallback: str, shown: int = 10) -> None:
+def warn_refused(refused, sentences, need: dict, budget, fallback: str, shown: int = 10,
+                 outcome: str = "not parsed, given") -> None:
     """One warning per refused sentence (the first ``shown``; then one line for the rest);
     ``need``: sentence id -> chart bytes (None or absent: found by a kernel while parsing)."""
     for k in refused[:shown]:
@@ -290,7 +292,7 @@ def warn_refused(refused, sentences, need: dict, budget, fallback: str, shown: i
         size = f"{format_size(need[k])} of" if need.get(k) is not None else "more"
         logger.warning(f"{_sentence_name(k)} ({len(words)} words: {head}{more}) needs "
                        f"{size} chart memory, more than the budget of {format_size(budget)} "
-                       f"(max_memory, --max-memory): not parsed, given {fallback}")
+                       f"(max_memory, --max-memory): {outcome} {fallback}")
     if len(refused) > shown:
         logger.warning(f"{len(refused) - shown} more sentences over the memory budget, given "
                        f"{fallback}")

@@ -188,3 +188,31 @@ def test_cli_base_order_2(synthetic, tmp_path):
                      "--k", "5", "--epochs", "2", "--bits", "18", "--rerank-bits", "16",
                      "--base-order", "2", "--no-order2-best", "-q"]) == 0
     assert not RerankDepParser.load(model).order2_best
+
+
+def test_sentence_over_the_kbest_budget_gets_the_second_order_tree(order2, synthetic, caplog):
+    """With ``base_order=2`` a sentence too big for the k-best chart gets the second-order
+    model's best tree (not the first-order parser's); the others are re-ranked as before."""
+    import logging
+
+    from fastspectral import _memory
+
+    test = synthetic[240:270]
+    lengths = [len(s.words) for s in test]
+    longest = int(np.argmax(lengths))
+    full = [list(h) for h in order2.predict_heads(test)]
+    try:
+        order2.max_memory = _memory.kbest_chart_bytes(lengths[longest] - 1)
+        with caplog.at_level(logging.WARNING, logger="fastspectral"):
+            got = [list(h) for h in order2.predict_heads(test)]
+        # the second-order model under the same budget (its own fallback may apply)
+        second = [list(h) for h in order2.mst2_.predict_heads(test)]
+    finally:
+        order2.max_memory = None
+        order2.mst_.max_memory = None
+        order2.mst2_.max_memory = None
+    over = [k for k, n in enumerate(lengths) if n == lengths[longest]]
+    assert order2.last_parse_stats_.too_long == len(over)
+    assert "second-order base parser's best tree" in caplog.text
+    for k in range(len(test)):
+        assert got[k] == (second[k] if k in over else full[k])

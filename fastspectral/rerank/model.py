@@ -675,8 +675,9 @@ class RerankDepParser(HeadsParser):
 
         A sentence of more than :data:`~fastspectral.rerank.kbest.KBEST_MAX_WORDS` words, or
         whose k-best chart (:func:`fastspectral._memory.kbest_chart_bytes`) would exceed the
-        memory budget ``max_memory``, gets the base parser's best tree (no k-best list, no
-        re-ranking); a warning names it and ``last_parse_stats_.too_long`` counts it.
+        memory budget ``max_memory``, gets the base parser's best tree (the second-order
+        model's with ``base_order=2``; no k-best list, no re-ranking); a warning names it and
+        ``last_parse_stats_.too_long`` counts it.
         """
         from .. import _memory
         from .kbest import KBEST_MAX_WORDS
@@ -693,16 +694,22 @@ class RerankDepParser(HeadsParser):
         budget = _memory.resolve_budget(self.max_memory)
         lengths = np.array([len(s.words) for s in items], dtype=np.int64)
         need = np.array([_memory.kbest_chart_bytes(int(n)) for n in lengths], dtype=np.float64)
+        # the fallback: the best tree of the second-order model when there is one (its own
+        # budget may send it to first-order decoding), else of the first-order base parser
+        base = self.mst2_ if self._order2 and getattr(self, "mst2_", None) is not None \
+            else self.mst_
+        base.max_memory = self.max_memory
         long_ids = _memory.over_limits(
             lengths, need, budget, KBEST_MAX_WORDS, "k-best", [s.words for s in items],
-            "the base parser's best tree (no k-best list, no re-ranking)")
+            f"the {'second-order ' if base is not self.mst_ else ''}base parser's best tree "
+            "(no k-best list, no re-ranking)")
         ids = np.setdiff1d(np.arange(len(items)), long_ids)
         out: list = [None] * len(items)
         if len(long_ids):
             stats.too_long = len(long_ids)
             sub_tags = None if tags is None else [tags[k] for k in long_ids]
-            heads = self.mst_.predict_heads([items[k] for k in long_ids], tags=sub_tags,
-                                            jobs=threads)
+            heads = base.predict_heads([items[k] for k in long_ids], tags=sub_tags,
+                                       jobs=threads)
             for k, h in zip(long_ids, heads):
                 out[int(k)] = h
         if len(ids):
