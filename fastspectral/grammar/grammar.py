@@ -17,8 +17,66 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..trees.transforms import base_label, is_intermediate
+from ..trees.transforms import base_label, drop_empty_trees, is_intermediate
+from ..trees.tree import Tree
 from .lexicon import Lexicon
+
+
+def check_trees(trees) -> list:
+    """The list of ``trees``, each checked to be a :class:`~fastspectral.trees.tree.Tree`.
+
+    Parameters
+    ----------
+    trees : iterable
+        Treebank trees (raw or cleaned).
+
+    Returns
+    -------
+    list of Tree
+        The trees, in order.
+
+    Raises
+    ------
+    TypeError
+        Naming the position of the first item that is not a tree.
+    """
+    trees = list(trees)
+    for k, t in enumerate(trees):
+        if not isinstance(t, Tree):
+            raise TypeError(f"tree {k} is a {type(t).__name__}, expected fastspectral.trees.Tree")
+    return trees
+
+
+def training_trees(trees, model: str) -> list:
+    """The trees a grammar learner fits on: ``trees`` checked (:func:`check_trees`), without
+    the trees that have no word (:func:`~fastspectral.trees.transforms.drop_empty_trees`).
+
+    Parameters
+    ----------
+    trees : iterable of Tree
+        Treebank trees (raw or cleaned).
+    model : str
+        What is fitted, with its article, for the error messages (``"a PCFG"``).
+
+    Returns
+    -------
+    list of Tree
+        The trees with at least one word, in order.
+
+    Raises
+    ------
+    ValueError
+        When ``trees`` is empty, or no tree has a word.
+    TypeError
+        When an item is not a tree.
+    """
+    trees = list(trees)
+    if not trees:
+        raise ValueError(f"cannot fit {model} on an empty treebank")
+    trees = drop_empty_trees(check_trees(trees))
+    if not trees:
+        raise ValueError(f"cannot fit {model}: no tree has a word (only -NONE- elements)")
+    return trees
 
 
 @dataclass

@@ -47,10 +47,10 @@ import numpy as np
 from .._threads import map_groups, python_workers
 from ..base import Parser, PartitionedFit, check_jobs
 from ..errors import ModelFileError
-from ..trees.transforms import base_label, drop_empty_trees, prepare
+from ..trees.transforms import base_label, prepare
 from ..trees.tree import Tree
 from .chart import MAX_RECALL, VITERBI, flat_tree, nodes_to_tree, pack_lexical
-from .grammar import Grammar
+from .grammar import Grammar, training_trees
 
 __all__ = ["PCFG", "PCFGParseStats"]
 
@@ -244,15 +244,7 @@ class PCFG(PartitionedFit, Parser):
         """Estimate from an iterable of treebank trees (raw or cleaned). Returns self."""
         self._validate_params()
         t0 = time.perf_counter()
-        raw = list(trees)
-        if not raw:
-            raise ValueError("cannot fit a PCFG on an empty treebank")
-        for k, t in enumerate(raw):
-            if not isinstance(t, Tree):
-                raise TypeError(f"tree {k} is a {type(t).__name__}, expected fastspectral.trees.Tree")
-        raw = drop_empty_trees(raw)
-        if not raw:
-            raise ValueError("cannot fit a PCFG: no tree has a word (only -NONE- elements)")
+        raw = training_trees(trees, "a PCFG")
         fine = [prepare(t, self.v, self.h, self.tag_parent) for t in raw]
         coarse = None
         if self._uses_coarse:

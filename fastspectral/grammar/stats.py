@@ -25,7 +25,7 @@ import numpy as np
 from ..base import Statistics
 from ..trees.transforms import base_label, prepare
 from ..trees.tree import Tree
-from .grammar import Grammar
+from .grammar import Grammar, check_trees
 from .lexicon import Lexicon, signature
 
 __all__ = ["GrammarCounts", "PCFGStatistics", "lexicon_from_counts", "pcfg_statistics",
@@ -206,18 +206,10 @@ class PCFGStatistics(Statistics):
         return self.fine.n_trees
 
 
-def _check_trees(trees) -> list:
-    trees = list(trees)
-    for k, t in enumerate(trees):
-        if not isinstance(t, Tree):
-            raise TypeError(f"tree {k} is a {type(t).__name__}, expected fastspectral.trees.Tree")
-    return trees
-
-
 def pcfg_statistics(model, trees) -> PCFGStatistics:
     """The :class:`PCFGStatistics` of a partition of raw (or cleaned) treebank trees."""
     model._validate_params()
-    trees = _check_trees(trees)
+    trees = check_trees(trees)
     fine = GrammarCounts()
     coarse = GrammarCounts() if model._uses_coarse else None
     for t in trees:

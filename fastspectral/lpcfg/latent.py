@@ -53,7 +53,7 @@ import numpy as np
 
 from ..base import Parser, check_jobs
 from ..base import check_int as _check_int
-from ..trees.transforms import binarize, clean, collapse_unary, drop_empty_trees, prepare
+from ..trees.transforms import binarize, clean, collapse_unary, prepare
 from ..trees.tree import Tree
 from .features import extract_nodes
 from .params import LatentGrammar
@@ -420,18 +420,10 @@ class LatentPCFGBase(Parser):
         """Clean, collapse unaries and binarise ``trees`` (with this model's ``v``, ``h``,
         ``tag_parent``), fit the plain PCFG on them with its coarse ``v=1, h=0`` grammar, and
         extract the node arrays.  ``t0``: start of ``fit`` (``perf_counter``)."""
-        from ..grammar.grammar import Grammar
+        from ..grammar.grammar import Grammar, training_trees
         from ..grammar.pcfg import PCFG
 
-        raw = list(trees)
-        if not raw:
-            raise ValueError("cannot fit an L-PCFG on an empty treebank")
-        for k, t in enumerate(raw):
-            if not isinstance(t, Tree):
-                raise TypeError(f"tree {k} is a {type(t).__name__}, expected fastspectral.trees.Tree")
-        raw = drop_empty_trees(raw)
-        if not raw:
-            raise ValueError("cannot fit an L-PCFG: no tree has a word (only -NONE- elements)")
+        raw = training_trees(trees, "an L-PCFG")
         # prepare = binarize(collapse_unary(clean(t))): clean and collapse once for both grammars
         cu = [collapse_unary(clean(t)) for t in raw]
         fine = [binarize(t, self.v, self.h, self.tag_parent) for t in cu]

@@ -52,9 +52,9 @@ import scipy.sparse as sp
 from numba import njit
 
 from ..base import Partition, Statistics
+from ..grammar.grammar import check_trees
 from ..grammar.stats import GrammarCounts
 from ..trees.transforms import base_label, binarize, clean, collapse_unary, drop_empty_trees
-from ..trees.tree import Tree
 from .features import extract_nodes, word_class
 
 __all__ = ["LatentCounts", "LatentContext", "FeatureCounts", "OmegaCounts", "SpectralMoments",
@@ -74,10 +74,7 @@ def prepare_latent_partition(model, items) -> Partition:
     """A partition of treebank trees as the L-PCFG passes read it: without word-less trees,
     cleaned, unary-collapsed and binarised with the model's ``v`` / ``h`` / ``tag_parent``."""
     model._validate()
-    raw = list(items)
-    for k, t in enumerate(raw):
-        if not isinstance(t, Tree):
-            raise TypeError(f"tree {k} is a {type(t).__name__}, expected fastspectral.trees.Tree")
+    raw = check_trees(items)
     kept = drop_empty_trees(raw)
     fine = [binarize(collapse_unary(clean(t)), model.v, model.h, model.tag_parent) for t in kept]
     return Partition(fine, len(raw))
