@@ -808,6 +808,221 @@ def order2_dev(args, train):
     return res
 
 
+# ---------------------------------------------------------------------------------------------
+# --sweep-order2: the spectral model of the ORDER-2 re-ranker (base_order=2, order2_best, the
+# perceptron started from the order-2 score) chosen on the dev split and by 3-fold CV of the
+# re-ranker over the jack-knifed training lists (docs/rerank.md, "Choosing the spectral model
+# for the order-2 re-ranker").
+
+#: the current default of the order-2 rows: spectral model spec, feature form, gain
+ORDER2_DEFAULT = ("words:16:0.3:0", "tree+fragment", 30.0)
+#: feature form of --extra-forms -> RerankDepParser.spectral_scores
+FORM_SCORES = {"tree": "tree", "fragment": "fragment", "tree+fragment": "both"}
+
+
+def order2_lists(args, tr, dev):
+    """The order-2 re-ranker's lists exactly as ``fit`` builds them (``training_lists`` with
+    ``base_order=2``, ``order2_best=True``: jack-knifed first-order lists + each fold's
+    second-order tree + jack-knifed second-order scores) and the dev lists as ``parse`` builds
+    them (first-order k-best of the parser of ``tr`` + the order-2 parser's tree, order-2
+    scores); cached in ``--cache``."""
+    from fastspectral.rerank import RerankDepParser
+    from fastspectral.rerank.model import order2_scores
+
+    path = os.path.join(args.cache, f"order2_lists_k{args.k}_e{args.epochs}.pkl") \
+        if args.cache else None
+    if path and os.path.exists(path):
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+    m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs, features="base",
+                        base_order=2, order2_best=True)
+    lists, _, c_lists = timed(lambda: m.training_lists(tr))
+    (mst, mst2), _, c_dev = timed(lambda: (m._new_mst().fit(tr), m._new_mst2().fit(tr)))
+    dev_first = m._lists(mst, dev, args.jobs)
+    dev_aug = m._with_order2_best(mst, mst2, dev, dev_first, args.jobs)
+    o2_dev = order2_scores(mst2, dev, dev_aug, args.jobs)
+    dev_o2 = scores(dev, mst2.parse(dev, jobs=args.jobs))
+    out = {"lists": lists, "dev": dev_aug, "o2_dev": o2_dev, "dev_base_order2": dev_o2,
+           "cpu_s": {"training_lists": round(c_lists, 1), "dev_models": round(c_dev, 1)},
+           "dev_lists_given_the_order2_tree": int(dev_aug.n_candidates -
+                                                  dev_first.n_candidates)}
+    if path:
+        os.makedirs(args.cache, exist_ok=True)
+        with open(path, "wb") as fh:
+            pickle.dump(out, fh)
+    return out
+
+
+def order2_spectral_scores(args, spec, tr, dev, lists, dev_data, raw):
+    """:func:`extra_scores` of the model ``spec`` on the order-2 lists (jack-knifed on the
+    training lists on the folds of ``fit``), cached in ``--cache``."""
+    from types import SimpleNamespace
+
+    name = spec.replace(":", "_").replace("/", "_")
+    emb = os.path.basename(args.embeddings or "none")
+    path = os.path.join(args.cache, f"order2_spec_{name}_{emb}_k{args.k}_e{args.epochs}.pkl") \
+        if args.cache else None
+    if path and os.path.exists(path):
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+    out = extra_scores(args, spec, tr, dev, SimpleNamespace(data=lists.data), dev_data, raw)
+    if path:
+        with open(path, "wb") as fh:
+            pickle.dump(out, fh)
+    return out
+
+
+def order2_evaluate(args, lists, dev, dev_data, o2_dev, dev_eval, cv_keep, spec_scores,
+                    form, gain):
+    """Dev UAS / CM and 3-fold CV UAS / CM over the training lists of the order-2 re-ranker
+    (``RerankDepParser(base_order=2, order2_best=True)``, its own ``fit_lists`` and
+    ``rerank_scores``): baseline features + order-2 column (``spec_scores`` None) or also the
+    spectral columns of ``form`` (``(train scores, dev scores)``).  CV: the lists cut in 3
+    (the folds of the jack-knife, as ``--sweep-extra``), the re-ranker trained on two and
+    scoring the third."""
+    from fastspectral.rerank import RerankDepParser
+    from fastspectral.rerank.model import TrainingLists, _argmax_segments
+
+    def new():
+        return RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs,
+                               features="base" if spec_scores is None else "base+spectral",
+                               base_order=2, order2_best=True, dense_gain=gain,
+                               rerank_epochs=args.final_rerank_epochs, logp_norm="max",
+                               logp_sign=True, spectral_scores=FORM_SCORES[form or "tree"])
+
+    tr_s, dev_s = spec_scores if spec_scores is not None else ((None,) * 4, None)
+
+    def sel(x, c):
+        return None if x is None else x[c]
+
+    r = new().fit_lists(TrainingLists(lists.data, tr_s[0], lists.correct, lists.n_tokens, {},
+                                      *tr_s[1:], mst2=lists.mst2))
+    pick = _argmax_segments(r.rerank_scores(dev, dev_data, logp=dev_s, threads=args.jobs,
+                                            mst2=o2_dev), dev_data.cand_off)
+    out = {"dev": dev_eval(pick)}
+    D = lists.data
+    cuts = np.linspace(0, len(D.lengths), 4).astype(int)
+    got, whole = 0, 0
+    for f in range(3):
+        Dtr, ctr = D.subset(np.r_[0:cuts[f], cuts[f + 1]:len(D.lengths)])
+        Dte, cte = D.subset(np.arange(cuts[f], cuts[f + 1]))
+        r = new().fit_lists(TrainingLists(Dtr, sel(tr_s[0], ctr), lists.correct[ctr], 1, {},
+                                          *(sel(x, ctr) for x in tr_s[1:]),
+                                          mst2=lists.mst2[ctr]))
+        sc = r.rerank_scores(None, Dte, logp=tuple(sel(x, cte) for x in tr_s),
+                             threads=args.jobs, mst2=lists.mst2[cte])
+        pick = _argmax_segments(sc, Dte.cand_off)
+        c = lists.correct[cte][pick]
+        got += int(c.sum())
+        whole += int((c == cv_keep[cuts[f]:cuts[f + 1]]).sum())
+    out["cv"] = (round(100.0 * got / lists.n_tokens, 2),
+                 round(100.0 * whole / len(D.lengths), 2))
+    return out
+
+
+def order2_select(rows, default=ORDER2_DEFAULT, tie=0.05):
+    """The pre-declared rule of docs/rerank.md ("Choosing the spectral model for the order-2
+    re-ranker"): among the spectral rows whose dev UAS beats the baseline + order-2 row at the
+    same gain, the highest CV error reduction over that row (ties: higher dev UAS); the
+    default row instead when it is eligible and the best's CV UAS is at most ``tie`` above
+    its own; None when no eligible row reduces the CV error.  ``rows``: dicts with
+    ``model`` (None: the baseline + order-2 row), ``forms``, ``gain``, ``dev`` and ``cv``
+    ((UAS, CM) pairs).  Returns ``(chosen row or None, eligible rows with their
+    'cv_error_reduction_pct')``."""
+    ref = {r["gain"]: r for r in rows if r["model"] is None}
+    eligible = []
+    for r in rows:
+        if r["model"] is None or r["gain"] not in ref:
+            continue
+        b = ref[r["gain"]]
+        if r["dev"][0] > b["dev"][0]:
+            red = 100.0 * (r["cv"][0] - b["cv"][0]) / (100.0 - b["cv"][0])
+            eligible.append({**r, "cv_error_reduction_pct": round(red, 3)})
+    good = [r for r in eligible if r["cv_error_reduction_pct"] > 0]
+    if not good:
+        return None, eligible
+    best = max(good, key=lambda r: (r["cv_error_reduction_pct"], r["dev"][0]))
+    dflt = [r for r in eligible if (r["model"], r["forms"], r["gain"]) == default]
+    if dflt and best["cv"][0] - dflt[0]["cv"][0] <= tie + 1e-9:
+        return dflt[0], eligible
+    return best, eligible
+
+
+def sweep_order2(args, train):
+    """``--sweep-order2``: reference rows (base parsers of order 1 and 2, baseline + order-2
+    column, + the default spectral model) and the spectral models of ``--extra-models`` x
+    ``--extra-forms`` x ``--gains`` in the order-2 re-ranker, each on the dev split and by
+    3-fold CV over the training lists; then the pre-declared selection (``order2_select``)."""
+    from fastspectral.rerank.model import _argmax_segments, count_correct
+
+    ndev = int(0.9 * len(train))
+    tr, dev = train[:ndev], train[ndev:]
+    res = {"mode": "sweep-order2", "train_sentences": len(tr), "dev_sentences": len(dev),
+           "load_avg_start": os.getloadavg()}
+    o2, t, c = timed(lambda: order2_lists(args, tr, dev))
+    lists, dev_data, o2_dev = o2["lists"], o2["dev"], o2["o2_dev"]
+    res["cpu_s_lists"] = o2["cpu_s"]
+    res["cpu_s_lists_this_run"] = round(c, 1)
+    dev_correct, dev_tok = count_correct(dev, dev_data)
+    keep_dev, keep_tr = keep_counts(dev), keep_counts(tr)
+
+    def dev_eval(pick):
+        return list_scores(dev_correct, dev_tok, dev_data, keep_dev, pick)
+
+    def cv_eval(pick):
+        return list_scores(lists.correct, lists.n_tokens, lists.data, keep_tr, pick)
+
+    res["dev_base_order1"] = dev_eval(dev_data.cand_off[:-1])
+    res["dev_base_order2"] = o2["dev_base_order2"]
+    res["dev_order2_score_alone"] = dev_eval(_argmax_segments(o2_dev, dev_data.cand_off))
+    res["cv_base_order1"] = cv_eval(lists.data.cand_off[:-1])
+    res["cv_order2_score_alone"] = cv_eval(_argmax_segments(lists.mst2, lists.data.cand_off))
+    res["dev_oracle"] = dev_eval(_argmax_segments(dev_correct.astype(np.float64),
+                                                  dev_data.cand_off))
+    res["cv_oracle"] = cv_eval(_argmax_segments(lists.correct.astype(np.float64),
+                                                lists.data.cand_off))
+    res["dev_lists_given_the_order2_tree"] = o2["dev_lists_given_the_order2_tree"]
+    print(json.dumps(res), flush=True)
+    gains = [float(g) for g in args.gains.split(",")]
+    # the reference rows (baseline + order-2 column; the default spectral model's own form)
+    # at gains 3 / 10 / 30 and every screened gain
+    ref_gains = sorted(set(gains) | {3.0, 10.0, 30.0})
+    rows = []
+
+    def run(model, forms, spec_scores, g):
+        r = order2_evaluate(args, lists, dev, dev_data, o2_dev, dev_eval, keep_tr,
+                            spec_scores, forms, g)
+        rows.append({"model": model, "forms": forms, "gain": g, **r})
+        print(json.dumps(rows[-1]), flush=True)
+
+    for g in ref_gains:
+        run(None, None, None, g)
+    models = [m for m in args.extra_models.split(",") if m]
+    if ORDER2_DEFAULT[0] in models:
+        models.remove(ORDER2_DEFAULT[0])
+    models.insert(0, ORDER2_DEFAULT[0])
+    raw = raw_parses(args, tr) if any(int(m.split(":")[3]) for m in models) else None
+    forms = [f for f in args.extra_forms.split(",") if f]
+    for spec in models:
+        tr_s, dev_s, info = order2_spectral_scores(args, spec, tr, dev, lists, dev_data, raw)
+        for j, name in ((0, "tree"), (2, "fragment")):
+            info[f"dev_{name}_alone"] = dev_eval(_argmax_segments(dev_s[j], dev_data.cand_off))[0]
+            info[f"dev_{name}_corr"] = round(within_list_corr(dev_s[j], dev_correct,
+                                                              dev_data), 4)
+            info[f"train_{name}_corr"] = round(within_list_corr(tr_s[j], lists.correct,
+                                                                lists.data), 4)
+        print(json.dumps({"model": spec, **info}), flush=True)
+        for form in (forms if spec != ORDER2_DEFAULT[0] else
+                     sorted(set(forms) | {ORDER2_DEFAULT[1]})):
+            for g in (ref_gains if (spec, form) == ORDER2_DEFAULT[:2] else gains):
+                run(spec, form, (tr_s, dev_s), g)
+    chosen, eligible = order2_select(rows)
+    print(json.dumps({"eligible_rows": len(eligible), "spectral_rows":
+                      sum(r["model"] is not None for r in rows),
+                      "chosen": chosen, "load_avg_end": os.getloadavg()}), flush=True)
+    return rows, chosen
+
+
 def final(args, train, test):
     from fastspectral.rerank import RerankDepParser
     from fastspectral.rerank.kbest import kbest_packed
@@ -1047,6 +1262,11 @@ def main(argv=None):
     ap.add_argument("--order2-dev", action="store_true",
                     help="dev split: the re-ranker with / without the second-order score "
                          "column (base_order=2), with / without log p-hat, at each of --gains")
+    ap.add_argument("--sweep-order2", action="store_true",
+                    help="the order-2 re-ranker (base_order=2, order2_best) with the spectral "
+                         "models of --extra-models x --extra-forms x --gains (and the "
+                         "reference rows), on the dev split and by 3-fold CV over the "
+                         "training lists; then the pre-declared selection rule")
     ap.add_argument("--cv", type=int, default=0, help="N-fold cross-validation on --data")
     ap.add_argument("--base-only", action="store_true",
                     help="the base parser alone, for each of --orders (--base-split, --cv)")
@@ -1083,6 +1303,9 @@ def main(argv=None):
         return
     if args.order2_dev:
         print(json.dumps(order2_dev(args, sents[:int(0.8 * len(sents))])))
+        return
+    if args.sweep_order2:
+        sweep_order2(args, sents[:int(0.8 * len(sents))])
         return
     if args.sweep_extra:
         sweep_extra(args, sents[:int(0.8 * len(sents))])
