@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ..base import Estimator
+from ..base import Estimator, check_int
 from .eigenwords import WordIds
 
 __all__ = ["BrownClusters", "word_counts", "bigram_counts", "brown_vocabulary"]
@@ -399,14 +399,9 @@ class BrownClusters(WordIds, Estimator):
 
     def _check_params(self):
         for name in ("n_clusters", "min_count"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+            check_int(name, getattr(self, name), 1)
         for name in ("vocabulary", "dim"):
-            v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))
-                                  or v < 1):
-                raise ValueError(f"{name} must be an integer >= 1 or None, got {v!r}")
+            check_int(name, getattr(self, name), 1, allow_none=True)
         if self.features not in FEATURES:
             raise ValueError(f"features must be one of {FEATURES}, got {self.features!r}")
 

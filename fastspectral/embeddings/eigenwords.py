@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Estimator
+from ..base import Estimator, check_int
 
 __all__ = ["Eigenwords", "load_embeddings", "eigenword_vocabulary", "eigenword_cooccurrence"]
 
@@ -175,9 +175,7 @@ class Eigenwords(WordIds, Estimator):
     # ------------------------------------------------------------------------------------------
     def _check_params(self):
         for name in ("dim", "window", "vocabulary", "context_vocabulary", "min_count"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+            check_int(name, getattr(self, name), 1)
 
     @staticmethod
     def _words_of(item):

@@ -84,7 +84,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Parser
+from ..base import Parser, check_int
 
 __all__ = ["LatentDependencyModel"]
 
@@ -187,9 +187,7 @@ class LatentDependencyModel(Parser):
     # ------------------------------------------------------------------------------------------
     def _check_params(self):
         for name in ("n_states", "dim"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+            check_int(name, getattr(self, name), 1)
         if not isinstance(self.ridge, (int, float)) or isinstance(self.ridge, bool) or \
                 not self.ridge >= 0:
             raise ValueError(f"ridge must be a number >= 0, got {self.ridge!r}")
@@ -552,7 +550,6 @@ class LatentDependencyModel(Parser):
         ndarray of float64 (one per tree), or ``(log_abs, sign)`` with ``return_sign``.
         ``p-hat == 0`` (or a non-finite estimate) gives ``log_floor``.
         """
-        from .._threads import available_cores  # noqa: F401  (thread count policy)
         from ..base import check_jobs
         from .kernels import tree_log_prob
 

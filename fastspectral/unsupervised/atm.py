@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from ..base import Parser, PartitionedFit
+from ..base import Parser, PartitionedFit, check_int
 from ..trees.universal_tags import is_punctuation_tag
 from . import _vectors
 from .common import (build_tree, check_tagset, map_tags, strip_punctuation, tagged_sentences)
@@ -226,9 +226,7 @@ class ATMParser(PartitionedFit, Parser):
 
     # ------------------------------------------------------------------------------------------
     def _check_params(self):
-        if isinstance(self.dim, bool) or not isinstance(self.dim, (int, np.integer)) or \
-                self.dim < 1:
-            raise ValueError(f"dim must be an integer >= 1, got {self.dim!r}")
+        check_int("dim", self.dim, 1)
         if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)) or \
                 not self.bandwidth > 0:
             raise ValueError(f"bandwidth must be a number > 0, got {self.bandwidth!r}")
@@ -242,9 +240,7 @@ class ATMParser(PartitionedFit, Parser):
         if self.vectors not in _vectors.VECTORS:
             raise ValueError(f"vectors must be one of {_vectors.VECTORS}, got {self.vectors!r}")
         for name in ("embedding_dim", "brown_clusters"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+            check_int(name, getattr(self, name), 1)
         if self.top_bracket not in TOP_BRACKETS:
             raise ValueError(f"top_bracket must be one of {TOP_BRACKETS}, got "
                              f"{self.top_bracket!r}")
