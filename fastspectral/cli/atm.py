@@ -57,14 +57,9 @@ def add_arguments(parser, cls) -> None:
     kit.option(g, "--top-bracket", cls, "top_bracket", choices=TOP_BRACKETS,
                help="rooting heuristic: the paper's three rules of section 4.1, the first "
                     "verb, the first punctuation before it, or none")
-    g.add_argument("--center", dest="center", action="store_true", default=_suppress(),
-                   help="use covariances (means subtracted) instead of second moments")
+    kit.switch(g, "--center", "center",
+               help="use covariances (means subtracted) instead of second moments")
     kit.add_seed(g, cls)
-
-
-def _suppress():
-    import argparse
-    return argparse.SUPPRESS
 
 
 def add_unsupervised_input(parser) -> None:
@@ -86,13 +81,8 @@ def read(args) -> list:
 
 def read_tagged(path, encoding="utf-8", fmt=None) -> list:
     from ..errors import FormatError
-    from ..trees.files import iter_lines
 
-    first = None
-    for _, line in iter_lines(path, encoding):
-        if line.strip():
-            first = line.strip()
-            break
+    first = kit.first_line(path, encoding)
     if first is None:
         raise FormatError("the training file is empty", path)
     if fmt == "ptb" or (fmt is None and first.startswith("(")):

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from .._argtypes import positive_int
-from . import kit
-from .eigenwords import read  # noqa: F401 - the same corpora as the eigenword dictionary
+from . import eigenwords, kit
 
 DESCRIPTION = ("Brown cluster model: class-based bigram clustering (Brown et al. 1992) and "
                "its bit-string word vectors, reusable by other learners (train atm --vectors "
@@ -19,6 +18,9 @@ examples:
   fastspectral train brown brown-tagged.txt -o en.brown --n-clusters 100
   fastspectral train brown brown-tagged.txt wsj-sample.mrg -o en.brown --features bits+clusters
 """
+
+#: the same corpora as the eigenword dictionary
+read = eigenwords.read
 
 
 def add_arguments(parser, cls) -> None:
@@ -37,6 +39,4 @@ def add_arguments(parser, cls) -> None:
     kit.option(g, "--features", cls, "features", choices=FEATURES,
                help="word vectors: the +-1 bits of the path, or log2(C) bits and the "
                     "one-hot cluster (Parikh, Cohen & Xing 2014)")
-    g.add_argument("--keep-case", dest="lowercase", action="store_false",
-                   default=kit.argparse.SUPPRESS,
-                   help="do not lower-case words (default: lower-case)")
+    kit.add_keep_case(g)

@@ -3,8 +3,7 @@ context model (:class:`fastspectral.unsupervised.CCMParser`)."""
 from __future__ import annotations
 
 from .._argtypes import positive_int
-from . import kit
-from .atm import read as read   # noqa: F401  (trees or word/TAG lines, like train atm)
+from . import atm, kit
 
 DESCRIPTION = "constituent-context model (Klein & Manning 2002): EM over bracketings of tags"
 
@@ -18,10 +17,8 @@ examples:
   fastspectral parse wsj.ccm tagged.txt -o parsed.trees
 """
 
-
-def _suppress():
-    import argparse
-    return argparse.SUPPRESS
+#: trees or word/TAG lines, like train atm
+read = atm.read
 
 
 def add_arguments(parser, cls) -> None:
@@ -33,8 +30,8 @@ def add_arguments(parser, cls) -> None:
                help="pseudo-count of every constituent yield and context")
     kit.option(g, "--distituent-pseudo-count", cls, "distituent_pseudo_count", type=float,
                metavar="L", help="pseudo-count of every distituent yield and context")
-    g.add_argument("--no-empty-spans", dest="empty_spans", action="store_false",
-                   default=_suppress(), help="do not count the empty spans as distituents")
+    kit.switch(g, "--no-empty-spans", "empty_spans", value=False,
+               help="do not count the empty spans as distituents")
     kit.option(g, "--tagset", cls, "tagset", choices=("universal", "as-is"),
                help="map Penn tags to the universal tagset, or keep the tags")
     kit.option(g, "--max-length", cls, "max_length", type=positive_int, metavar="N",

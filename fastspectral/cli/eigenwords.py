@@ -32,15 +32,8 @@ def add_arguments(parser, cls) -> None:
                metavar="C", help="context words told apart (the most frequent)")
     kit.option(g, "--min-count", cls, "min_count", type=positive_int, metavar="N",
                help="words seen fewer times share <unk>'s vector")
-    g.add_argument("--keep-case", dest="lowercase", action="store_false",
-                   default=argparse_suppress(), help="do not lower-case words "
-                   "(default: lower-case)")
+    kit.add_keep_case(g)
     kit.add_seed(g, cls)
-
-
-def argparse_suppress():
-    import argparse
-    return argparse.SUPPRESS
 
 
 def read(args) -> list:
@@ -50,13 +43,8 @@ def read(args) -> list:
 
 def read_words(path, encoding="utf-8") -> list:
     from ..errors import FormatError
-    from ..trees.files import iter_lines
 
-    first = None
-    for _, line in iter_lines(path, encoding):
-        if line.strip():
-            first = line.strip()
-            break
+    first = kit.first_line(path, encoding)
     if first is None:
         raise FormatError("the corpus is empty (no words)", path)
     if first.startswith("("):

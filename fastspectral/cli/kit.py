@@ -25,11 +25,11 @@ import sys
 from .._argtypes import int_at_least, markov_order, positive_int
 from ..errors import FastSpectralError, FormatError
 
-__all__ = ["CommandError", "option", "renamed_flag", "class_default", "build_estimator",
-           "read_training_data", "describe", "logger", "setup_logging", "is_stdio",
-           "require_file", "require_output_path", "add_states", "add_markov", "add_jobs",
-           "add_seed", "add_iterations", "memory_size", "add_max_memory", "apply_max_memory",
-           "max_memory_env"]
+__all__ = ["CommandError", "option", "switch", "renamed_flag", "class_default",
+           "build_estimator", "read_training_data", "first_line", "describe", "logger",
+           "setup_logging", "is_stdio", "require_file", "require_output_path", "add_states",
+           "add_markov", "add_jobs", "add_seed", "add_iterations", "add_keep_case", "memory_size",
+           "add_max_memory", "apply_max_memory", "max_memory_env"]
 
 logger = logging.getLogger("fastspectral")
 
@@ -68,6 +68,32 @@ def option(group, flag: str, cls, param: str, *, help: str, show_default=True, *
         help = f"{help} (default: {shown})"
     kwargs.setdefault("default", argparse.SUPPRESS)
     return group.add_argument(flag, dest=param, help=help, **kwargs)
+
+
+def switch(group, flag: str, param: str, *, help: str, value: bool = True):
+    """A flag without a value that sets the learner's parameter ``param`` to ``value``.
+
+    Parameters
+    ----------
+    group : argparse parser or argument group
+        Where the flag is added.
+    flag : str
+        The flag, e.g. ``"--keep-case"``.
+    param : str
+        The ``dest``: the parameter of the learner's ``__init__`` it sets.
+    help : str
+        The help text, shown as it is (say the default in it).
+    value : bool
+        What the flag sets: True (``store_true``) or False (``store_false``).
+
+    Returns
+    -------
+    argparse.Action
+        The added action.  A flag the user does not give leaves no attribute
+        (``argparse.SUPPRESS``), so the class's own default applies, as with :func:`option`.
+    """
+    return group.add_argument(flag, dest=param, action="store_true" if value else "store_false",
+                              default=argparse.SUPPRESS, help=help)
 
 
 class _Renamed(argparse.Action):
@@ -167,6 +193,12 @@ def add_iterations(g, cls, help="EM iterations", show_default=True):
            show_default=show_default)
 
 
+def add_keep_case(g) -> None:
+    """``--keep-case``: ``lowercase=False`` for a learner that lower-cases words by default."""
+    switch(g, "--keep-case", "lowercase", value=False,
+           help="do not lower-case words (default: lower-case)")
+
+
 # ------------------------------------------------------------------------------------------------
 # building and reading
 # ------------------------------------------------------------------------------------------------
@@ -221,6 +253,30 @@ def read_training_data(args, input_kind: str) -> list:
                               f"{_what_items(data[0])}", path)
         return data
     raise CommandError(f"unknown input kind {input_kind!r}")
+
+
+def first_line(path, encoding: str = "utf-8"):
+    """The first non-blank line of a file, what a reader looks at to tell trees from text.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file (``"-"``: standard input, whose lines up to that one are consumed).
+    encoding : str
+        Its encoding (a line that does not decode raises :class:`FormatError` naming the file
+        and the line).
+
+    Returns
+    -------
+    str or None
+        That line with surrounding white space removed; None when every line is blank.
+    """
+    from ..trees.files import iter_lines
+
+    for _, line in iter_lines(path, encoding):
+        if line.strip():
+            return line.strip()
+    return None
 
 
 def _what_items(item) -> str:
