@@ -139,17 +139,25 @@ cdef void _viterbi(Chart* c) noexcept nogil:
                 c.bk[_vid(s, t, typ, n1)] = bestk
 
 
-cdef int _push_d(Chart* c, Vertex* V, Deriv x) noexcept nogil:
+cdef inline int _room(Chart* c, Deriv** arr, int* capacity, int size, int first) noexcept nogil:
+    """Make room for one more ``Deriv`` in the growable array ``arr[0]`` holding ``size``
+    (capacity ``first``, then doubling); 0 (and ``c.failed``) when out of memory."""
     cdef Deriv* p
     cdef int cap
-    if V.nd == V.capd:
-        cap = 4 if V.capd == 0 else 2 * V.capd
-        p = <Deriv*> realloc(V.d, cap * sizeof(Deriv))
+    if size == capacity[0]:
+        cap = first if capacity[0] == 0 else 2 * capacity[0]
+        p = <Deriv*> realloc(arr[0], cap * sizeof(Deriv))
         if p == NULL:
             c.failed = 1
             return 0
-        V.d = p
-        V.capd = cap
+        arr[0] = p
+        capacity[0] = cap
+    return 1
+
+
+cdef int _push_d(Chart* c, Vertex* V, Deriv x) noexcept nogil:
+    if not _room(c, &V.d, &V.capd, V.nd, 4):
+        return 0
     V.d[V.nd] = x
     V.nd += 1
     return 1
@@ -167,17 +175,10 @@ cdef inline int _better(Deriv* x, Deriv* y) noexcept nogil:
 
 
 cdef int _heap_push(Chart* c, Vertex* V, Deriv x) noexcept nogil:
-    cdef Deriv* p
-    cdef int cap, i, parent
+    cdef int i, parent
     cdef Deriv tmp
-    if V.nc == V.capc:
-        cap = 8 if V.capc == 0 else 2 * V.capc
-        p = <Deriv*> realloc(V.cand, cap * sizeof(Deriv))
-        if p == NULL:
-            c.failed = 1
-            return 0
-        V.cand = p
-        V.capc = cap
+    if not _room(c, &V.cand, &V.capc, V.nc, 8):
+        return 0
     i = V.nc
     V.cand[i] = x
     V.nc += 1

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Argument checks shared by the packed first-order decoders (``eisner.pyx``,
+"""Argument checks shared by the packed Eisner decoders (``eisner.pyx``, ``eisner2.pyx``,
 ``kbest_eisner.pyx``): declaration-only, everything ``inline``, nothing imported at run time.
 
 Sentence ``b`` of a packed batch has ``lengths[b]`` words, its ``(n_b+1)**2`` arc scores at
