@@ -513,3 +513,23 @@ def test_write_conllu_fast_path_same_text_and_errors():
             DepSentence(words=["x", bad], heads=[0, 1]).to_conllu()
     with pytest.raises(ValueError, match="outside"):
         DepSentence(words=["x", "y"], heads=[0, -1]).to_conllu()
+
+
+# ------------------------------------------------------------------ from_tagged, toy_treebank
+def test_from_tagged_and_toy_treebank():
+    import doctest
+    import fastspectral.trees.conll as conll
+    s = DepSentence.from_tagged("a/DT 3/4/CD cat/NN", [3, 3, 0])
+    assert s.words == ["a", "3/4", "cat"] and s.xpos == ["DT", "CD", "NN"]
+    assert s.heads == [3, 3, 0] and s.is_tree()
+    assert DepSentence.from_tagged("a/DT cat/NN").heads == [-1, -1]
+    for bad in ("a/DT cat", "a/DT /NN", "a/DT cat/"):
+        with pytest.raises(ValueError, match="is not word/TAG"):
+            DepSentence.from_tagged(bad)
+    bank = conll.toy_treebank(2)
+    assert len(bank) == 8 and all(s.is_tree() for s in bank)
+    assert bank[0] == bank[4] and bank[0] is not bank[4]
+    bank[0].heads[0] = 1                      # new objects each call
+    assert conll.toy_treebank(1)[0].heads == [2, 3, 0]
+    result = doctest.testmod(conll, optionflags=doctest.ELLIPSIS, verbose=False)
+    assert result.failed == 0 and result.attempted >= 3

@@ -180,16 +180,10 @@ class SHAGParser(PartitionedFit, Parser):
     Examples
     --------
     >>> from fastspectral.dependency import SHAGParser
-    >>> from fastspectral.trees.conll import DepSentence
-    >>> def sent(text, heads):
-    ...     words, tags = zip(*(w.split("/") for w in text.split()))
-    ...     return DepSentence(words=words, xpos=tags, heads=heads)
-    >>> train = [sent("the/DT dog/NN barks/VBZ", [2, 3, 0]),
-    ...          sent("a/DT cat/NN sleeps/VBZ", [2, 3, 0]),
-    ...          sent("dogs/NNS bark/VBP", [2, 0]),
-    ...          sent("the/DT big/JJ dog/NN sleeps/VBZ", [3, 3, 4, 0])] * 5
+    >>> from fastspectral.trees.conll import DepSentence, toy_treebank
+    >>> train = toy_treebank()
     >>> parser = SHAGParser(method="spectral", n_states=2).fit(train)
-    >>> parser.parse([sent("a/DT big/JJ cat/NN barks/VBZ", [-1, -1, -1, -1])])[0].heads
+    >>> parser.parse([DepSentence.from_tagged("a/DT big/JJ cat/NN barks/VBZ")])[0].heads
     [3, 3, 4, 0]
     """
 

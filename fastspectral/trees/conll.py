@@ -51,6 +51,7 @@ __all__ = [
     "write_conllx",
     "write_malttab",
     "heads_cycle",
+    "toy_treebank",
 ]
 
 # ``iter_lines`` and ``source_name`` moved to :mod:`fastspectral.trees.files`; they stay importable
@@ -154,6 +155,25 @@ class DepSentence:
                 return self.xpos
         return self.upos
 
+    @classmethod
+    def from_tagged(cls, text: str, heads=None) -> "DepSentence":
+        """A sentence from space-separated ``word/TAG`` tokens (the tag after the last ``/``,
+        into ``xpos``) and its ``heads`` (None: unknown, ``-1`` for every word), for examples
+        and quick experiments.
+
+        >>> DepSentence.from_tagged("dogs/NNS bark/VBP", [2, 0]).xpos
+        ['NNS', 'VBP']
+        >>> DepSentence.from_tagged("1/2/CD").words
+        ['1/2']
+        """
+        tokens = [t.rpartition("/") for t in text.split()]
+        bad = [w + s + t for w, s, t in tokens if not (w and s and t)]
+        if bad:
+            raise ValueError(f"token {bad[0]!r} is not word/TAG")
+        words = [w for w, _, _ in tokens]
+        return cls(words=words, xpos=[t for _, _, t in tokens],
+                   heads=[-1] * len(words) if heads is None else heads)
+
     # ---------------------------------------------------------------- key=value columns
     @staticmethod
     def _kv(raw: str) -> dict[str, str]:
@@ -234,6 +254,23 @@ class DepSentence:
     def to_malttab(self) -> str:
         """The sentence as a Malt-TAB block (see :func:`write_malttab`)."""
         return _format_malttab(self)
+
+
+_TOY = (("the/DT dog/NN barks/VBZ", (2, 3, 0)),
+        ("a/DT cat/NN sleeps/VBZ", (2, 3, 0)),
+        ("dogs/NNS bark/VBP", (2, 0)),
+        ("the/DT big/JJ dog/NN sleeps/VBZ", (3, 3, 4, 0)))
+
+
+def toy_treebank(copies: int = 5) -> list[DepSentence]:
+    """A four-sentence English dependency treebank repeated ``copies`` times (new objects
+    each time): the training data of the dependency learners' examples.
+
+    >>> [len(s) for s in toy_treebank(1)], toy_treebank(1)[3].heads
+    ([3, 3, 2, 4], [3, 3, 4, 0])
+    """
+    return [DepSentence.from_tagged(text, list(heads)) for _ in range(copies)
+            for text, heads in _TOY]
 
 
 # --------------------------------------------------------------------------------------------
