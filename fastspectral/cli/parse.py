@@ -278,15 +278,6 @@ def _check_text_input(args) -> None:
                                "plain text (one tokenised sentence a line)")
 
 
-def _chunks(iterable, size):
-    it = iter(iterable)
-    while True:
-        chunk = list(itertools.islice(it, size))
-        if not chunk:
-            return
-        yield chunk
-
-
 def _run_chunks(args, chunks, parse_chunk, write_chunk, total, records) -> int:
     """Parse and write chunk by chunk into a SafeOutput; returns the exit status."""
     from ..dask.parse import durable_write     # no Dask import
@@ -346,8 +337,10 @@ def _parse_sentences(args, model) -> int:
         total = count_lines(args.input)
 
     def chunks(skip):
+        from ..dask.parse import chunked       # no Dask import
+
         stream = iter_sentences(source, tagged=tagged, encoding=args.encoding)
-        return _chunks(itertools.islice(stream, skip, None), args.chunk_size)
+        return chunked(itertools.islice(stream, skip, None), args.chunk_size)
 
     def parse_chunk(raw, progress):
         todo = [i for i, s in enumerate(raw) if s.words]
@@ -388,8 +381,10 @@ def _parse_dependency(args, model) -> int:
     writer = getattr(conll, _DEP_WRITERS[fmt])
 
     def chunks(skip):
+        from ..dask.parse import chunked       # no Dask import
+
         sents = read_treebank(source, format=fmt, encoding=args.encoding, heads_optional=True)
-        return _chunks(itertools.islice(sents, skip, None), args.chunk_size)
+        return chunked(itertools.islice(sents, skip, None), args.chunk_size)
 
     def parse_chunk(sents, progress):
         from .train import errors_in

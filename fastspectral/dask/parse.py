@@ -849,7 +849,7 @@ def _pipeline(todo, submit, window, chunk_size, progress, total, stop, result) -
 
     def work():
         for job in todo:
-            for chunk in _chunks(job.items(), chunk_size):
+            for chunk in chunked(job.items(), chunk_size):
                 yield job, chunk
             yield job, None
 
@@ -890,7 +890,21 @@ def _pipeline(todo, submit, window, chunk_size, progress, total, stop, result) -
             state["out"].close()
 
 
-def _chunks(iterable, size):
+def chunked(iterable, size: int):
+    """The items of ``iterable`` in consecutive lists, read lazily (one chunk in memory).
+
+    Parameters
+    ----------
+    iterable : iterable
+        The items (sentences), possibly a stream.
+    size : int
+        Items per chunk (>= 1).
+
+    Yields
+    ------
+    list
+        The next ``size`` items (the last chunk may be shorter; none for no items).
+    """
     it = iter(iterable)
     while True:
         chunk = list(itertools.islice(it, size))
