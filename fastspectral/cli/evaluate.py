@@ -37,7 +37,7 @@ def add_eval_command(sub, common, fmt) -> None:
     p.add_argument("-e", "--max-error", type=nonneg_int, default=None, metavar="N",
                    help="EVALB's -e: stop after N unscorable sentences (default: the "
                         "parameter file's MAX_ERROR)")
-    p.add_argument("--encoding", default="utf-8", help="encoding of both files (default: utf-8)")
+    kit.add_encoding(p, help="encoding of both files (default: utf-8)")
     p.add_argument("--punct", choices=("exclude", "include"), default="exclude",
                    help="dependency scores: headline mode for punctuation (both are printed)")
     u = p.add_argument_group("unsupervised parsing (Klein & Manning 2002; docs/unsupervised.md)")

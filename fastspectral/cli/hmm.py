@@ -8,9 +8,8 @@ chosen on the development sequences).
 """
 from __future__ import annotations
 
-import inspect
-
 from .._argtypes import nonneg_float, nonneg_int, positive_int, unit_interval
+from .kit import class_default as _default
 
 DESCRIPTION = ("hidden Markov model of sequences: spectral (Hsu, Kakade & Zhang 2009), EM "
                "(Baum-Welch), or spectral-initialised EM")
@@ -64,10 +63,6 @@ _SHOWN = {"iterations": "em 100, spectral-em 20 (spectral: unused)",
           "max_vocab": "no cap"}
 
 _FORMATS = ("auto", "text", "tagged", "ptb", "conll")
-
-
-def _default(cls, name: str):
-    return inspect.signature(cls.__init__).parameters[name].default
 
 
 def add_arguments(parser, cls) -> None:

@@ -28,7 +28,8 @@ from ..errors import FastSpectralError, FormatError
 __all__ = ["CommandError", "option", "switch", "renamed_flag", "class_default",
            "build_estimator", "read_training_data", "first_line", "describe", "logger",
            "setup_logging", "is_stdio", "require_file", "require_output_path", "add_states",
-           "add_markov", "add_jobs", "add_seed", "add_iterations", "add_keep_case", "memory_size",
+           "add_markov", "add_jobs", "add_seed", "add_iterations", "add_keep_case", "add_encoding",
+           "memory_size",
            "add_max_memory", "apply_max_memory", "max_memory_env"]
 
 logger = logging.getLogger("fastspectral")
@@ -191,6 +192,11 @@ def add_seed(g, cls):
 def add_iterations(g, cls, help="EM iterations", show_default=True):
     option(g, "--iterations", cls, "iterations", type=int_at_least(0), metavar="K", help=help,
            show_default=show_default)
+
+
+def add_encoding(p, help: str = "input encoding (default: utf-8)") -> None:
+    """``--encoding`` (default utf-8) of the files a command reads; ``help``: its help text."""
+    p.add_argument("--encoding", default="utf-8", help=help)
 
 
 def add_keep_case(g) -> None:

@@ -12,8 +12,6 @@
 """
 from __future__ import annotations
 
-import argparse
-
 from .._argtypes import float_in, int_at_least, positive_int
 from . import kit
 
@@ -55,13 +53,12 @@ def _model_options(g, cls, variant: bool = True) -> None:
     kit.option(g, "--split", cls, "split", type=_fraction, metavar="F",
                help="share of the training sentences counted in stage 1 (stage 2 is fitted "
                     "on the rest)")
-    g.add_argument("--no-refit", dest="refit", action="store_false", default=argparse.SUPPRESS,
-                   help="keep the stage-1 counts of the first part (default: count again on "
-                        "all training data)")
-    g.add_argument("--no-cross-fit", dest="cross_fit", action="store_false",
-                   default=argparse.SUPPRESS,
-                   help="fit stage 2 on the second part only (the paper's direction; default: "
-                        "both parts, each scored with the other's counts)")
+    kit.switch(g, "--no-refit", "refit", value=False,
+               help="keep the stage-1 counts of the first part (default: count again on all "
+                    "training data)")
+    kit.switch(g, "--no-cross-fit", "cross_fit", value=False,
+               help="fit stage 2 on the second part only (the paper's direction; default: "
+                    "both parts, each scored with the other's counts)")
     kit.option(g, "--C", cls, "C", type=_c_value, metavar="X",
                help="SVR regularisation; auto = chosen on a held-out half of the stage-2 rows",
                show_default="auto")
@@ -146,7 +143,7 @@ def add_lexical_command(sub, common, fmt, full: bool = True) -> None:
                         epilog=EPILOG)
     t.add_argument("treebank", metavar="CONLLU", help="training file (CoNLL-U or CoNLL-X)")
     t.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
-    t.add_argument("--encoding", default="utf-8", help="input encoding (default: utf-8)")
+    kit.add_encoding(t)
     t.add_argument("--format", choices=("conllu", "conllx"), default=None,
                    help="input format (default: detected)")
     if cls is not None:
@@ -167,7 +164,7 @@ def add_lexical_command(sub, common, fmt, full: bool = True) -> None:
     g.add_argument("input", metavar="INPUT")
     g.add_argument("-o", "--output", default=None, metavar="OUT",
                    help="output file (default or '-': standard output)")
-    g.add_argument("--encoding", default="utf-8", help="input encoding (default: utf-8)")
+    kit.add_encoding(g)
     g.add_argument("--no-alt", dest="alt", action="store_false",
                    help="do not write the second choice (MISC LexAlt)")
     g.set_defaults(func=_tag)
@@ -181,7 +178,7 @@ def add_lexical_command(sub, common, fmt, full: bool = True) -> None:
                         epilog=EPILOG)
     e.add_argument("gold", metavar="GOLD")
     e.add_argument("pred", metavar="PRED")
-    e.add_argument("--encoding", default="utf-8", help="encoding of both files")
+    kit.add_encoding(e, help="encoding of both files")
     e.set_defaults(func=_eval)
 
     c = lsub.add_parser("cv", parents=[common], formatter_class=fmt,
@@ -195,7 +192,7 @@ def add_lexical_command(sub, common, fmt, full: bool = True) -> None:
     c.add_argument("treebank", metavar="CONLLU")
     c.add_argument("--folds", type=int_at_least(2), default=10, metavar="K",
                    help="folds (default: 10)")
-    c.add_argument("--encoding", default="utf-8", help="input encoding (default: utf-8)")
+    kit.add_encoding(c)
     c.add_argument("--format", choices=("conllu", "conllx"), default=None,
                    help="input format (default: detected)")
     c.add_argument("--no-per-le", dest="per_le", action="store_false",

@@ -10,8 +10,6 @@ then takes whole sentences until ``N`` were taken, so ``train --tokens 800000`` 
 """
 from __future__ import annotations
 
-import argparse
-
 import math
 
 from .._argtypes import nonneg_int, positive_int
@@ -61,8 +59,7 @@ def add_arguments(parser, cls, methods=("pivot", "pivot-em", "em")) -> None:
         kit.add_seed(g, cls)
     kit.option(g, "--min-count", cls, "min_count", type=positive_int, metavar="C",
                help="words seen fewer times become <unk>")
-    g.add_argument("--case-sensitive", dest="lowercase", action="store_false",
-                   default=argparse.SUPPRESS, help="do not lower-case words")
+    kit.switch(g, "--case-sensitive", "lowercase", value=False, help="do not lower-case words")
     add_corpus_window(g)
 
 
@@ -117,7 +114,7 @@ def add_lm_command(sub, common, fmt, full: bool = True) -> None:
     t.add_argument("treebank", metavar="CORPUS", help="word/tag (Brown) or plain text, one "
                                                       "sentence a line")
     t.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
-    t.add_argument("--encoding", default="utf-8", help="input encoding (default: utf-8)")
+    kit.add_encoding(t)
     t.set_defaults(func=_lm_train)
     if full:
         add_arguments(t, models.model_class("latent-bigram-lm"),
@@ -134,7 +131,7 @@ def _add_lm_eval(lm_sub, common, fmt) -> None:
                           epilog=EPILOG)
     e.add_argument("model", metavar="MODEL")
     e.add_argument("corpus", metavar="CORPUS")
-    e.add_argument("--encoding", default="utf-8", help="input encoding (default: utf-8)")
+    kit.add_encoding(e)
     add_corpus_window(e, train=False)
     e.set_defaults(func=_lm_eval)
 

@@ -75,8 +75,7 @@ def add_parse_command(sub, common, fmt) -> None:
                         "yes = required, no = never split tokens (default: auto)")
     p.add_argument("--format", choices=("conllu", "conllx", "malttab"), default=None,
                    help="dependency input format (default: detected)")
-    p.add_argument("--encoding", default="utf-8",
-                   help="encoding of the input (default: utf-8; output is utf-8)")
+    kit.add_encoding(p, help="encoding of the input (default: utf-8; output is utf-8)")
     p.add_argument("--resume", action="store_true",
                    help="continue an interrupted run from OUTPUT.part")
     p.add_argument("--chunk-size", type=positive_int, default=None, metavar="N",

@@ -49,8 +49,7 @@ def _inputs_parent(input_kind: str) -> argparse.ArgumentParser:
                    nargs="+", help=what + "; several files are read as one")
     p.add_argument("-o", "--output", required=True, metavar="MODEL",
                    help="where to write the model file")
-    p.add_argument("--encoding", default="utf-8",
-                   help="encoding of the input files (default: utf-8; e.g. latin-1)")
+    kit.add_encoding(p, help="encoding of the input files (default: utf-8; e.g. latin-1)")
     if input_kind != "sequences":
         p.add_argument("--format", choices=_TREEBANK_FORMATS, default=None,
                        help="treebank format (default: detected from the content)")
