@@ -35,8 +35,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..linalg.svd import truncated_svd  # noqa: F401  (the step-2 SVD; re-exported)
+from .params import block_offsets
 
-__all__ = ["truncated_svd", "choose_rank", "smoothed_triple", "smoothed_pair"]
+__all__ = ["truncated_svd", "choose_rank", "smoothed_triple", "smoothed_pair",
+           "binary_tensor_start"]
 
 
 def choose_rank(s: np.ndarray, m_max: int, rank_tol: float) -> int:
@@ -82,3 +84,39 @@ def smoothed_pair(za: np.ndarray, yb: np.ndarray, C: float) -> np.ndarray:
     if lam >= 1.0:
         return E2
     return lam * E2 + (1 - lam) * np.outer(za.mean(0), yb.mean(0))
+
+
+def binary_tensor_start(g, m: np.ndarray, rcount: np.ndarray, counts: np.ndarray):
+    """The flat array of the binary tensors ``C^{a->b c}`` with the one-state rules set.
+
+    A rule whose three symbols all have one state is the relative frequency ``n_r / M_a``
+    (see the module docstring); the tensors of the other rules are left at zero for the caller
+    to fill.
+
+    Parameters
+    ----------
+    g : Grammar
+        The PCFG grammar (``bin_parent``, ``bin_left``, ``bin_right``).
+    m : numpy.ndarray
+        Latent states of every symbol.
+    rcount : numpy.ndarray
+        Training nodes ``n_r`` of every binary rule.
+    counts : numpy.ndarray
+        Training nodes ``M_a`` of every symbol.
+
+    Returns
+    -------
+    toff : numpy.ndarray
+        Offsets of the rules' tensors (int64, ``n_binary + 1`` entries).
+    tensors : numpy.ndarray
+        The flat tensors (float64, ``toff[-1]`` entries).
+    scalar : numpy.ndarray
+        Per rule, whether its tensor is one entry (set here).
+    """
+    pa, pb, pc = g.bin_parent, g.bin_left, g.bin_right
+    m64 = m.astype(np.int64)
+    toff = block_offsets(m64[pa] * m64[pb] * m64[pc])
+    tensors = np.zeros(int(toff[-1]))
+    scalar = (m[pa] == 1) & (m[pb] == 1) & (m[pc] == 1)
+    tensors[toff[:-1][scalar]] = rcount[scalar] / counts[pa[scalar]]
+    return toff, tensors, scalar

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 
-__all__ = ["NodeData", "extract_nodes", "default_feature_keys", "feature_matrices", "word_class"]
+__all__ = ["NodeData", "extract_nodes", "default_feature_keys", "feature_matrices", "word_class",
+           "nodes_by_rule"]
 
 
 @dataclass
@@ -186,6 +187,40 @@ def extract_nodes(prepared_trees, grammar) -> NodeData:
                     end=end, tree=tree, rule=rule, urule=urule, word=word, code=code,
                     lexclass=lexclass, tags=tags, tok_off=tok_off[:-1].copy(), tree_len=tree_len,
                     vocab=list(vocab), word_count=wcount.astype(np.int64))
+
+
+def nodes_by_rule(rule: np.ndarray, n_rules: int):
+    """The nodes that use each rule, grouped by rule.
+
+    Parameters
+    ----------
+    rule : numpy.ndarray
+        Per node its rule id (``NodeData.rule`` or ``NodeData.urule``; -1: none).
+    n_rules : int
+        Number of rules.
+
+    Returns
+    -------
+    count : numpy.ndarray
+        Nodes of every rule.
+    order : numpy.ndarray
+        The ids of the nodes with a rule, by rule (in node order within a rule).
+    ptr : numpy.ndarray
+        Offsets (int64, ``n_rules + 1``): the nodes of rule ``r`` are
+        ``order[ptr[r]:ptr[r + 1]]``.
+
+    Examples
+    --------
+    >>> count, order, ptr = nodes_by_rule(np.array([1, -1, 0, 1]), 3)
+    >>> count.tolist(), order.tolist(), ptr.tolist()
+    ([1, 2, 0], [2, 0, 3], [0, 1, 3, 3])
+    """
+    sel = np.flatnonzero(rule >= 0)
+    count = np.bincount(rule[sel], minlength=n_rules)
+    order = sel[np.argsort(rule[sel], kind="stable")]
+    ptr = np.zeros(n_rules + 1, dtype=np.int64)
+    np.cumsum(count, out=ptr[1:])
+    return count, order, ptr
 
 
 def default_feature_keys(nodes: NodeData):

@@ -276,16 +276,35 @@ def _coarse_grammar(nodes, g, lexicon_options):
                    uc / lhs[up], lex)
 
 
-def log_rule_per_word(nodes, g) -> float:
-    """Average log PCFG rule probability (binary, unary and root rules) per training token: the
-    ``r`` of the per-word scale ``s_i = max_p P(w_i | p) * exp(r)`` used when parsing."""
+def log_rule_sum(nodes, g) -> float:
+    """Total log PCFG rule probability (binary, unary and root rules) of the training nodes:
+    the numerator of :func:`log_rule_per_word` (mergeable over partitions of the treebank).
+
+    Parameters
+    ----------
+    nodes : NodeData
+        The node arrays of the binarised training trees.
+    g : Grammar
+        The plain PCFG of the same trees (its rule and root probabilities).
+
+    Returns
+    -------
+    float
+        ``sum log max(P(rule), 1e-300)`` over the nodes' binary, unary and root rules.
+    """
     bn = np.flatnonzero(nodes.rule >= 0)
     un = np.flatnonzero(nodes.urule >= 0)
     rootn = np.flatnonzero(nodes.parent < 0)
     lp = np.log(np.maximum(g.bin_prob[nodes.rule[bn]], 1e-300)).sum()
     lp += np.log(np.maximum(g.un_prob[nodes.urule[un]], 1e-300)).sum()
     lp += np.log(np.maximum(g.root_prob[nodes.label[rootn]], 1e-300)).sum()
-    return float(lp / max(1, nodes.tags.shape[0]))
+    return float(lp)
+
+
+def log_rule_per_word(nodes, g) -> float:
+    """Average log PCFG rule probability (binary, unary and root rules) per training token: the
+    ``r`` of the per-word scale ``s_i = max_p P(w_i | p) * exp(r)`` used when parsing."""
+    return log_rule_sum(nodes, g) / max(1, nodes.tags.shape[0])
 
 
 

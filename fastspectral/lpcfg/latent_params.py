@@ -32,11 +32,12 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from .features import nodes_by_rule
 from .latent import LatentArrays, log_rule_per_word
-from .params import LatentGrammar, default_threads
+from .params import LatentGrammar, block_offsets, default_threads
 
-__all__ = ["LatentLayout", "LatentParams", "EStep", "e_step", "m_step", "uniform_counts",
-           "state_counts", "latent_arrays", "set_threads"]
+__all__ = ["RuleLayout", "LatentLayout", "LatentParams", "EStep", "e_step", "m_step",
+           "uniform_counts", "state_counts", "symbol_states", "latent_arrays", "set_threads"]
 
 
 # ================================================================================================
@@ -390,31 +391,74 @@ def _normalise(bin_parent, bin_left, bin_right, un_parent, un_child, lex_sym, ro
 # ================================================================================================
 # layout and parameters
 # ================================================================================================
-class LatentLayout:
-    """Index arrays tying a treebank's nodes to flat latent parameter arrays.
+class RuleLayout:
+    """The flat parameter blocks of a grammar's rules and symbols for given state counts.
 
-    Built from :class:`~fastspectral.lpcfg.features.NodeData` ``nodes``, the PCFG grammar ``g``
-    and the state counts ``m`` (per symbol).  Offsets: ``toff`` (binary tensors, rule-major,
-    entry ``(h1, h2, h3)`` at ``toff[r] + (h1 * m_b + h2) * m_c + h3``), ``uoff`` (unary
-    matrices), ``soff`` (per-symbol state blocks: roots and normalisers), ``loff`` (lexical-class
-    rows ``(p, k)``), ``aoff`` (per-node inside/outside vectors).
+    What :func:`m_step`, :func:`uniform_counts` and :func:`latent_arrays` read besides the
+    lexical rows, which subclasses add (``loff``, ``lex_sym``, ...): the layout of one treebank
+    (:class:`LatentLayout`) and the layout built from merged partition counts
+    (:class:`~fastspectral.lpcfg.stats.GlobalLayout`).
+
+    Parameters
+    ----------
+    g : Grammar
+        The PCFG grammar of the prepared treebank (symbols and rules).
+    m : array_like of int
+        Latent states of every symbol (:func:`state_counts`).
+
+    Attributes
+    ----------
+    g : Grammar
+        The grammar.
+    m : numpy.ndarray
+        The state counts (int64).
+    S : int
+        Number of symbols.
+    bin_parent, bin_left, bin_right, un_parent, un_child : numpy.ndarray
+        The grammar's rules (int64).
+    toff : numpy.ndarray
+        Offsets of the binary tensors (rule-major, entry ``(h1, h2, h3)`` at
+        ``toff[r] + (h1 * m_b + h2) * m_c + h3``).
+    uoff : numpy.ndarray
+        Offsets of the unary matrices.
+    soff : numpy.ndarray
+        Offsets of the per-symbol state blocks (roots and normalisers).
     """
 
-    def __init__(self, nodes, g, m, rare_threshold: int = 1):
-        self.nodes = nodes
+    def __init__(self, g, m):
         self.g = g
         self.m = np.ascontiguousarray(m, dtype=np.int64)
         m64 = self.m
-        S = g.n_symbols
-        self.S = S
+        self.S = g.n_symbols
         self.bin_parent = g.bin_parent.astype(np.int64)
         self.bin_left = g.bin_left.astype(np.int64)
         self.bin_right = g.bin_right.astype(np.int64)
         self.un_parent = g.un_parent.astype(np.int64)
         self.un_child = g.un_child.astype(np.int64)
-        self.toff = _offsets(m64[self.bin_parent] * m64[self.bin_left] * m64[self.bin_right])
-        self.uoff = _offsets(m64[self.un_parent] * m64[self.un_child])
-        self.soff = _offsets(m64)
+        self.toff = block_offsets(m64[self.bin_parent] * m64[self.bin_left] * m64[self.bin_right])
+        self.uoff = block_offsets(m64[self.un_parent] * m64[self.un_child])
+        self.soff = block_offsets(m64)
+
+    def zeros(self) -> "LatentParams":
+        """All-zero parameter (or count) arrays in this layout (with the subclass's ``loff``)."""
+        return LatentParams(np.zeros(self.toff[-1]), np.zeros(self.uoff[-1]),
+                            np.zeros(self.loff[-1]), np.zeros(self.soff[-1]))
+
+
+class LatentLayout(RuleLayout):
+    """Index arrays tying a treebank's nodes to flat latent parameter arrays.
+
+    Built from :class:`~fastspectral.lpcfg.features.NodeData` ``nodes``, the PCFG grammar ``g``
+    and the state counts ``m`` (per symbol).  Offsets: ``toff``, ``uoff``, ``soff`` (the rule and
+    symbol blocks of :class:`RuleLayout`), ``loff`` (lexical-class rows ``(p, k)``), ``aoff``
+    (per-node inside/outside vectors).
+    """
+
+    def __init__(self, nodes, g, m, rare_threshold: int = 1):
+        super().__init__(g, m)
+        self.nodes = nodes
+        m64 = self.m
+        S = self.S
         N = nodes.n_nodes
         self.N = N
         self.label = nodes.label.astype(np.int64)
@@ -424,8 +468,8 @@ class LatentLayout:
         self.urule = nodes.urule.astype(np.int64)
         self.tree_of = nodes.tree.astype(np.int64)
         self.n_trees = int(self.tree_of.max()) + 1 if N else 0
-        self.tree_ptr = _offsets(np.bincount(self.tree_of, minlength=self.n_trees))
-        self.aoff = _offsets(m64[self.label])
+        self.tree_ptr = block_offsets(np.bincount(self.tree_of, minlength=self.n_trees))
+        self.aoff = block_offsets(m64[self.label])
         # lexical classes: the word when seen more than rare_threshold times, else "rare" (= V)
         V = len(nodes.vocab)
         self.V = V
@@ -443,7 +487,7 @@ class LatentLayout:
         self.lex_count = cnt.astype(np.float64)
         self.tag_count = np.bincount(p, minlength=S).astype(np.float64)
         self.row_frac = self.lex_count / self.tag_count[self.lex_sym]
-        self.loff = _offsets(m64[self.lex_sym])
+        self.loff = block_offsets(m64[self.lex_sym])
         self.lexrow = np.full(N, -1, dtype=np.int64)
         self.lexrow[pre] = inv
         # log P_mle(w | p) of every leaf (a constant of the likelihood)
@@ -454,28 +498,15 @@ class LatentLayout:
         self.pair_key = pw_key                       # (p, w) pairs of the training data
         self.pair_count = pw_cnt.astype(np.int64)
         # nodes grouped by rule
-        b = np.flatnonzero(self.rule >= 0)
-        order = b[np.argsort(self.rule[b], kind="stable")]
-        self.rptr = _offsets(np.bincount(self.rule[b], minlength=g.n_binary))
+        bin_count, order, self.rptr = nodes_by_rule(self.rule, g.n_binary)
         self.rnodes = order.astype(np.int64)
         self.un_nodes = np.flatnonzero(self.urule >= 0).astype(np.int64)
         self.root_nodes = np.flatnonzero(nodes.parent < 0).astype(np.int64)
         self.sym_count = np.bincount(self.label, minlength=S).astype(np.float64)
-        self.bin_count = np.bincount(self.rule[b], minlength=g.n_binary).astype(np.float64)
+        self.bin_count = bin_count.astype(np.float64)
         u = self.un_nodes
         self.un_count = np.bincount(self.urule[u], minlength=len(self.un_parent)).astype(np.float64)
         self.root_count = np.bincount(self.label[self.root_nodes], minlength=S).astype(np.float64)
-
-    def zeros(self) -> "LatentParams":
-        """All-zero parameter (or count) arrays in this layout."""
-        return LatentParams(np.zeros(self.toff[-1]), np.zeros(self.uoff[-1]),
-                            np.zeros(self.loff[-1]), np.zeros(self.soff[-1]))
-
-
-def _offsets(sizes) -> np.ndarray:
-    out = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=out[1:])
-    return out
 
 
 class LatentParams:
@@ -621,7 +652,28 @@ def state_counts(nodes, g, n_states: int, n_states_pre=None, min_count: int = 20
     numpy.ndarray
         ``m`` per symbol id (int64).
     """
-    counts = np.bincount(nodes.label, minlength=g.n_symbols)
+    return symbol_states(np.bincount(nodes.label, minlength=g.n_symbols), g, n_states,
+                         n_states_pre, min_count, state_map)
+
+
+def symbol_states(counts, g, n_states: int, n_states_pre=None, min_count: int = 20,
+                  state_map=None) -> np.ndarray:
+    """Latent states ``m_a`` of every symbol from the symbols' training counts (what
+    :func:`state_counts` computes from the nodes; the merged counts of partitions give the
+    same).
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        Training nodes of every symbol id.
+    g, n_states, n_states_pre, min_count, state_map
+        As :func:`state_counts`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``m`` per symbol id (int64).
+    """
     target = np.where(g.is_preterminal, int(n_states_pre or n_states), int(n_states))
     m = np.where(counts >= min_count, target, 1).astype(np.int64)
     for sym, k in (state_map or {}).items():

@@ -21,6 +21,44 @@ from .._threads import available_cores
 __all__ = ["LatentGrammar", "tensor_inside_outside"]
 
 
+def block_offsets(sizes) -> np.ndarray:
+    """Offsets of consecutive blocks in a flat array.
+
+    Parameters
+    ----------
+    sizes : array_like of int
+        Entries of every block, in order.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of ``len(sizes) + 1`` entries: block ``i`` is ``[out[i], out[i + 1])``,
+        ``out[-1]`` the total size.
+
+    Examples
+    --------
+    >>> block_offsets([2, 3, 1]).tolist()
+    [0, 2, 5, 6]
+    """
+    out = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=out[1:])
+    return out
+
+
+def _flat_blocks(blocks, off: np.ndarray, what: str) -> np.ndarray:
+    """The float64 flat array of ``blocks`` (one flat array already, or a sequence of blocks
+    concatenated in order), checked to hold the ``off[-1]`` entries of the offsets ``off``;
+    ``what`` names the blocks in the error."""
+    if isinstance(blocks, np.ndarray) and blocks.ndim == 1:
+        flat = np.ascontiguousarray(blocks, dtype=np.float64)
+    else:
+        flat = (np.concatenate([np.asarray(b, dtype=np.float64).ravel() for b in blocks])
+                if len(off) > 1 else np.zeros(0))
+    if flat.shape[0] != off[-1]:
+        raise ValueError(f"{what} do not match the state counts")
+    return flat
+
+
 def _csr_by(keys: np.ndarray, n: int):
     """Group indices ``0..len(keys)-1`` by ``keys`` (values in ``0..n-1``): (ptr[n+1], order)."""
     keys = np.asarray(keys, dtype=np.int64)
@@ -48,26 +86,10 @@ class LatentGrammar:
         self.un_parent = np.ascontiguousarray(un_parent, dtype=np.int32)
         self.un_child = np.ascontiguousarray(un_child, dtype=np.int32)
         m64 = self.m.astype(np.int64)
-        sizes = m64[self.bin_parent] * m64[self.bin_left] * m64[self.bin_right]
-        self.toff = np.zeros(len(sizes) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=self.toff[1:])
-        if isinstance(tensors, np.ndarray) and tensors.ndim == 1:
-            self.T = np.ascontiguousarray(tensors, dtype=np.float64)
-        else:
-            self.T = (np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in tensors])
-                      if len(sizes) else np.zeros(0))
-        if self.T.shape[0] != self.toff[-1]:
-            raise ValueError("binary tensors do not match the state counts")
-        usz = m64[self.un_parent] * m64[self.un_child]
-        self.uoff = np.zeros(len(usz) + 1, dtype=np.int64)
-        np.cumsum(usz, out=self.uoff[1:])
-        if isinstance(unary, np.ndarray) and unary.ndim == 1:
-            self.U = np.ascontiguousarray(unary, dtype=np.float64)
-        else:
-            self.U = (np.concatenate([np.asarray(u, dtype=np.float64).ravel() for u in unary])
-                      if len(usz) else np.zeros(0))
-        if self.U.shape[0] != self.uoff[-1]:
-            raise ValueError("unary matrices do not match the state counts")
+        self.toff = block_offsets(m64[self.bin_parent] * m64[self.bin_left] * m64[self.bin_right])
+        self.T = _flat_blocks(tensors, self.toff, "binary tensors")
+        self.uoff = block_offsets(m64[self.un_parent] * m64[self.un_child])
+        self.U = _flat_blocks(unary, self.uoff, "unary matrices")
         self.c1off = np.full(self.S, -1, dtype=np.int64)
         chunks, pos = [], 0
         for a in sorted(roots):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..base import PartitionedFit
-from .features import default_feature_keys, feature_matrices
+from .features import default_feature_keys, feature_matrices, nodes_by_rule
 from .latent import LatentArrays, LatentPCFGBase, log_rule_per_word
 from .params import LatentGrammar
 
@@ -220,7 +220,7 @@ class SpectralLPCFG(PartitionedFit, LatentPCFGBase):
         """The spectral estimates of figure 4 of Cohen et al. (2012) on the training ``nodes``
         (see :mod:`fastspectral.lpcfg.estimate`); ``seed``: the randomized SVDs' seed."""
         # imported here: loading a model to parse needs none of the learner's SVD kit (Numba)
-        from .estimate import choose_rank, smoothed_pair, truncated_svd
+        from .estimate import binary_tensor_start, choose_rank, smoothed_pair, truncated_svd
         from .fast_moments import Projections, binary_rule_tensors
 
         S = g.n_symbols
@@ -267,28 +267,15 @@ class SpectralLPCFG(PartitionedFit, LatentPCFGBase):
         # ---- binary rules, written straight into the flat tensor array
         R = g.n_binary
         pa, pb, pc = g.bin_parent, g.bin_left, g.bin_right
-        m64 = m.astype(np.int64)
-        toff = np.zeros(R + 1, dtype=np.int64)
-        np.cumsum(m64[pa] * m64[pb] * m64[pc], out=toff[1:])
-        tensors = np.zeros(int(toff[-1]))
-        bn = np.flatnonzero(nodes.rule >= 0)
-        rcount = np.bincount(nodes.rule[bn], minlength=R)
-        order = bn[np.argsort(nodes.rule[bn], kind="stable")]
-        rptr = np.zeros(R + 1, dtype=np.int64)
-        np.cumsum(rcount, out=rptr[1:])
-        scalar = (m[pa] == 1) & (m[pb] == 1) & (m[pc] == 1)
-        tensors[toff[:-1][scalar]] = rcount[scalar] / counts[pa[scalar]]
+        rcount, order, rptr = nodes_by_rule(nodes.rule, R)
+        toff, tensors, scalar = binary_tensor_start(g, m, rcount, counts)
         # smoothed_triple(Z[a], Y[b], Y[c]) * n_r / M_a of every other rule, compiled
         binary_rule_tensors(np.flatnonzero(~scalar & (rcount > 0)), order, rptr, nodes, g, proj,
                             pos, rcount / np.maximum(counts[pa], 1), C, toff, tensors)
         # ---- unary rules
         Un = int(g.un_parent.shape[0])
         unary = [None] * Un
-        un = np.flatnonzero(nodes.urule >= 0)
-        ucount = np.bincount(nodes.urule[un], minlength=Un)
-        uorder = un[np.argsort(nodes.urule[un], kind="stable")]
-        uptr = np.zeros(Un + 1, dtype=np.int64)
-        np.cumsum(ucount, out=uptr[1:])
+        ucount, uorder, uptr = nodes_by_rule(nodes.urule, Un)
         for u in range(Un):
             a, p = g.un_parent[u], g.un_child[u]
             nu = int(ucount[u])

@@ -55,7 +55,9 @@ from ..base import Partition, Statistics
 from ..grammar.grammar import check_trees
 from ..grammar.stats import GrammarCounts
 from ..trees.transforms import base_label, binarize, clean, collapse_unary, drop_empty_trees
-from .features import extract_nodes, word_class
+from .features import extract_nodes, nodes_by_rule, word_class
+from .latent_params import RuleLayout, symbol_states
+from .params import block_offsets
 
 __all__ = ["LatentCounts", "LatentContext", "FeatureCounts", "OmegaCounts", "SpectralMoments",
            "EMCounts", "GlobalLayout", "prepare_latent_partition", "latent_counts",
@@ -487,31 +489,16 @@ def _moment_layout(g, m):
     """Offsets of the per-rule sums in the flat arrays of :class:`SpectralMoments`."""
     m64 = m.astype(np.int64)
     pa, pb, pc = g.bin_parent, g.bin_left, g.bin_right
-
-    def offs(sizes):
-        o = np.zeros(len(sizes) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=o[1:])
-        return o
-
     up, uc = g.un_parent, g.un_child
-    return {"t3": offs(m64[pa] * m64[pb] * m64[pc]), "t12": offs(m64[pa] * m64[pb]),
-            "t13": offs(m64[pa] * m64[pc]), "t1": offs(m64[pa]), "t2": offs(m64[pb]),
-            "t3v": offs(m64[pc]), "u2": offs(m64[up] * m64[uc]), "u1": offs(m64[up]),
-            "uv": offs(m64[uc]), "sym": offs(m64)}
-
-
-def _log_rule_sum(nodes, g) -> float:
-    """The numerator of :func:`~fastspectral.lpcfg.latent.log_rule_per_word`."""
-    bn = np.flatnonzero(nodes.rule >= 0)
-    un = np.flatnonzero(nodes.urule >= 0)
-    rootn = np.flatnonzero(nodes.parent < 0)
-    lp = np.log(np.maximum(g.bin_prob[nodes.rule[bn]], 1e-300)).sum()
-    lp += np.log(np.maximum(g.un_prob[nodes.urule[un]], 1e-300)).sum()
-    lp += np.log(np.maximum(g.root_prob[nodes.label[rootn]], 1e-300)).sum()
-    return float(lp)
+    sizes = {"t3": m64[pa] * m64[pb] * m64[pc], "t12": m64[pa] * m64[pb],
+             "t13": m64[pa] * m64[pc], "t1": m64[pa], "t2": m64[pb], "t3v": m64[pc],
+             "u2": m64[up] * m64[uc], "u1": m64[up], "uv": m64[uc], "sym": m64}
+    return {k: block_offsets(v) for k, v in sizes.items()}
 
 
 def _spectral_moments(model, nodes, context, Xin, Xout, rowpos, settings) -> SpectralMoments:
+    from .latent import log_rule_sum
+
     base = context.base
     g = base.grammar
     m = context.m
@@ -526,11 +513,7 @@ def _spectral_moments(model, nodes, context, Xin, Xout, rowpos, settings) -> Spe
     # binary rules
     R = g.n_binary
     pa, pb, pc = g.bin_parent, g.bin_left, g.bin_right
-    bn = np.flatnonzero(nodes.rule >= 0)
-    rcount = np.bincount(nodes.rule[bn], minlength=R)
-    order = bn[np.argsort(nodes.rule[bn], kind="stable")]
-    rptr = np.zeros(R + 1, dtype=np.int64)
-    np.cumsum(rcount, out=rptr[1:])
+    rcount, order, rptr = nodes_by_rule(nodes.rule, R)
     scalar = (m[pa] == 1) & (m[pb] == 1) & (m[pc] == 1)
     for r in np.flatnonzero(~scalar & (rcount > 0)):
         a, b, c = pa[r], pb[r], pc[r]
@@ -548,11 +531,7 @@ def _spectral_moments(model, nodes, context, Xin, Xout, rowpos, settings) -> Spe
         f["b3v"][lay["t3v"][r]:lay["t3v"][r + 1]] = yc.sum(0)
     # unary rules
     Un = int(g.un_parent.shape[0])
-    un = np.flatnonzero(nodes.urule >= 0)
-    ucount = np.bincount(nodes.urule[un], minlength=Un)
-    uorder = un[np.argsort(nodes.urule[un], kind="stable")]
-    uptr = np.zeros(Un + 1, dtype=np.int64)
-    np.cumsum(ucount, out=uptr[1:])
+    ucount, uorder, uptr = nodes_by_rule(nodes.urule, Un)
     for u in np.flatnonzero(ucount > 0):
         a, p = g.un_parent[u], g.un_child[u]
         idx = uorder[uptr[u]:uptr[u + 1]]
@@ -591,7 +570,7 @@ def _spectral_moments(model, nodes, context, Xin, Xout, rowpos, settings) -> Spe
         f["all_z"][so[p]:so[p + 1]] = zp.sum(0)
         np.add.at(zsum[:, :mp], inv[sel], zp)
     # log rule probability per word (numerator and tokens)
-    lrw = _log_rule_sum(nodes, g)
+    lrw = log_rule_sum(nodes, g)
     return SpectralMoments(settings, rule_n=rcount.astype(np.int64),
                            urule_n=ucount.astype(np.int64), root_n=root_count,
                            sym_n=counts.astype(np.int64), rare_n=rare_n,
@@ -694,7 +673,7 @@ def _decompose(model, stats: OmegaCounts, context: SpectralContext) -> SpectralC
 
 def _install_spectral(model, st: SpectralMoments, context: SpectralContext, t0: float):
     """The estimates of ``SpectralLPCFG._estimate`` from the merged sums, installed."""
-    from .estimate import _lam
+    from .estimate import _lam, binary_tensor_start
     from .latent import LatentArrays
     from .params import LatentGrammar
 
@@ -704,15 +683,9 @@ def _install_spectral(model, st: SpectralMoments, context: SpectralContext, t0: 
     lay = _moment_layout(g, m)
     counts = st.sym_n
     C = float(model.moment_smoothing)
-    R = g.n_binary
     pa, pb, pc = g.bin_parent, g.bin_left, g.bin_right
-    m64 = m.astype(np.int64)
-    toff = np.zeros(R + 1, dtype=np.int64)
-    np.cumsum(m64[pa] * m64[pb] * m64[pc], out=toff[1:])
-    tensors = np.zeros(int(toff[-1]))
     rcount = st.rule_n
-    scalar = (m[pa] == 1) & (m[pb] == 1) & (m[pc] == 1)
-    tensors[toff[:-1][scalar]] = rcount[scalar] / counts[pa[scalar]]
+    toff, tensors, scalar = binary_tensor_start(g, m, rcount, counts)
     for r in np.flatnonzero(~scalar & (rcount > 0)):
         a, b, c = pa[r], pb[r], pc[r]
         ma, mb, mc = int(m[a]), int(m[b]), int(m[c])
@@ -795,37 +768,17 @@ def _install_spectral(model, st: SpectralMoments, context: SpectralContext, t0: 
 # ================================================================================================
 # EM (EMLPCFG, random start): one pass per iteration
 # ================================================================================================
-def _offsets(sizes) -> np.ndarray:
-    out = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=out[1:])
-    return out
-
-
-class GlobalLayout:
+class GlobalLayout(RuleLayout):
     """The parameter layout of the whole treebank (the attributes of
     :class:`~fastspectral.lpcfg.latent_params.LatentLayout` that ``m_step``,
     ``uniform_counts`` and ``latent_arrays`` read), built from the merged counts alone."""
 
     def __init__(self, model, ctx: LatentContext):
         g = ctx.grammar
-        self.g = g
-        S = g.n_symbols
-        self.S = S
-        target = np.where(g.is_preterminal, int(model.n_states_pre or model.n_states),
-                          int(model.n_states))
-        m = np.where(ctx.sym_counts >= model.min_count, target, 1).astype(np.int64)
-        for sym, k in (model.state_map or {}).items():
-            if sym in g.sym_index:
-                m[g.sym_index[sym]] = int(k)
-        self.m = np.ascontiguousarray(m, dtype=np.int64)
-        self.bin_parent = g.bin_parent.astype(np.int64)
-        self.bin_left = g.bin_left.astype(np.int64)
-        self.bin_right = g.bin_right.astype(np.int64)
-        self.un_parent = g.un_parent.astype(np.int64)
-        self.un_child = g.un_child.astype(np.int64)
-        self.toff = _offsets(m[self.bin_parent] * m[self.bin_left] * m[self.bin_right])
-        self.uoff = _offsets(m[self.un_parent] * m[self.un_child])
-        self.soff = _offsets(m)
+        super().__init__(g, symbol_states(ctx.sym_counts, g, model.n_states, model.n_states_pre,
+                                          model.min_count, model.state_map))
+        S = self.S
+        m = self.m
         self.n_trees = ctx.n_trees
         V = len(ctx.vocab)
         self.V = V
@@ -845,7 +798,7 @@ class GlobalLayout:
         np.add.at(tag_count, p, pc)
         self.tag_count = tag_count.astype(np.float64)
         self.row_frac = self.lex_count / self.tag_count[self.lex_sym]
-        self.loff = _offsets(m[self.lex_sym])
+        self.loff = block_offsets(m[self.lex_sym])
         self.pair_key = pk
         self.pair_count = pc
         self.sym_count = ctx.sym_counts.astype(np.float64)
@@ -862,12 +815,6 @@ class GlobalLayout:
         # probability from its (here empty) arrays: replaced by the value above
         e = np.zeros(0, dtype=np.int64)
         self.nodes = _NoNodes(ctx.vocab, e)
-
-    def zeros(self):
-        from .latent_params import LatentParams
-
-        return LatentParams(np.zeros(self.toff[-1]), np.zeros(self.uoff[-1]),
-                            np.zeros(self.loff[-1]), np.zeros(self.soff[-1]))
 
     def arrays(self, params):
         """The parsing arrays of ``params`` (``latent_arrays`` on the whole treebank)."""
@@ -949,7 +896,7 @@ def _partition_layout(model, part: Partition, ctx: EMContext):
         raise ValueError("a partition has a (tag, word class) that is not in the merged counts")
     sizes = G.m[lay.lex_sym]
     lidx = (np.repeat(G.loff[rows], sizes) +
-            (np.arange(int(sizes.sum())) - np.repeat(_offsets(sizes)[:-1], sizes)))
+            (np.arange(int(sizes.sum())) - np.repeat(block_offsets(sizes)[:-1], sizes)))
     got = (lay, lidx.astype(np.int64))
     part.cache[key] = got
     return got
