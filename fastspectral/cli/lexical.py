@@ -137,29 +137,31 @@ def add_lexical_command(sub, common, fmt, full: bool = True) -> None:
     lsub.required = True
     cls = models.model_class("lexical") if full else None
 
-    t = lsub.add_parser("train", parents=[common], formatter_class=fmt,
-                        help="train a model (= fastspectral train lexical)",
-                        description="Train a lexical disambiguator on a CoNLL-U file.",
-                        epilog=EPILOG)
+    def command(name, help, description):
+        return lsub.add_parser(name, parents=[common], formatter_class=fmt, help=help,
+                               description=description, epilog=EPILOG)
+
+    def add_format(q):
+        q.add_argument("--format", choices=("conllu", "conllx"), default=None,
+                       help="input format (default: detected)")
+
+    t = command("train", help="train a model (= fastspectral train lexical)",
+                description="Train a lexical disambiguator on a CoNLL-U file.")
     t.add_argument("treebank", metavar="CONLLU", help="training file (CoNLL-U or CoNLL-X)")
     t.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
     kit.add_encoding(t)
-    t.add_argument("--format", choices=("conllu", "conllx"), default=None,
-                   help="input format (default: detected)")
+    add_format(t)
     if cls is not None:
         _model_options(t.add_argument_group("lexical disambiguator options"), cls)
     t.set_defaults(func=_train)
 
-    g = lsub.add_parser("tag", parents=[common], formatter_class=fmt,
-                        help="tag a CoNLL-U or plain-text file",
-                        description="Choose the lemma, UPOS, XPOS, FEATS (and, for vocalised "
-                                    "models, the vocalised FORM) of every token.  INPUT: "
-                                    "CoNLL-U (only FORM is read) or plain text, one sentence of "
-                                    "whitespace-separated tokens a line.  Output: CoNLL-U; HEAD "
-                                    "and DEPREL are copied, '_' where the input has none; MISC "
-                                    "LexAlt= holds the second choice, InputForm= the input "
-                                    "FORM where a vocalised model replaced it.",
-                        epilog=EPILOG)
+    g = command("tag", help="tag a CoNLL-U or plain-text file",
+                description="Choose the lemma, UPOS, XPOS, FEATS (and, for vocalised models, "
+                            "the vocalised FORM) of every token.  INPUT: CoNLL-U (only FORM is "
+                            "read) or plain text, one sentence of whitespace-separated tokens a "
+                            "line.  Output: CoNLL-U; HEAD and DEPREL are copied, '_' where the "
+                            "input has none; MISC LexAlt= holds the second choice, InputForm= "
+                            "the input FORM where a vocalised model replaced it.")
     g.add_argument("model", metavar="MODEL")
     g.add_argument("input", metavar="INPUT")
     g.add_argument("-o", "--output", default=None, metavar="OUT",
@@ -169,32 +171,26 @@ def add_lexical_command(sub, common, fmt, full: bool = True) -> None:
                    help="do not write the second choice (MISC LexAlt)")
     g.set_defaults(func=_tag)
 
-    e = lsub.add_parser("eval", parents=[common], formatter_class=fmt,
-                        help="A1/A2/E1/E2 and per-LE accuracy of a tagged file",
-                        description="Score PRED (the output of 'lexical tag') against GOLD: A1 "
-                                    "(first choice right), A2 (first or second choice right, "
-                                    "from MISC LexAlt), E1 = 100 - A1, E2 = 100 - A2 (percent), "
-                                    "and the accuracy of every label element.",
-                        epilog=EPILOG)
+    e = command("eval", help="A1/A2/E1/E2 and per-LE accuracy of a tagged file",
+                description="Score PRED (the output of 'lexical tag') against GOLD: A1 (first "
+                            "choice right), A2 (first or second choice right, from MISC "
+                            "LexAlt), E1 = 100 - A1, E2 = 100 - A2 (percent), and the accuracy "
+                            "of every label element.")
     e.add_argument("gold", metavar="GOLD")
     e.add_argument("pred", metavar="PRED")
     kit.add_encoding(e, help="encoding of both files")
     e.set_defaults(func=_eval)
 
-    c = lsub.add_parser("cv", parents=[common], formatter_class=fmt,
-                        help="k-fold cross-validation of every model of tables 4 and 5",
-                        description="Cross-validate unigram, M_baseline, M_ind, M_uni, M_full "
-                                    "(one line each: name, E1, E2, A1, A2, E1/E2 on covered "
-                                    "tokens) and the per-LE models M_e (table 4) on folds of "
-                                    "whole documents; stage-2 hyperparameters are chosen "
-                                    "inside the training folds.",
-                        epilog=EPILOG)
+    c = command("cv", help="k-fold cross-validation of every model of tables 4 and 5",
+                description="Cross-validate unigram, M_baseline, M_ind, M_uni, M_full (one line "
+                            "each: name, E1, E2, A1, A2, E1/E2 on covered tokens) and the per-LE "
+                            "models M_e (table 4) on folds of whole documents; stage-2 "
+                            "hyperparameters are chosen inside the training folds.")
     c.add_argument("treebank", metavar="CONLLU")
     c.add_argument("--folds", type=int_at_least(2), default=10, metavar="K",
                    help="folds (default: 10)")
     kit.add_encoding(c)
-    c.add_argument("--format", choices=("conllu", "conllx"), default=None,
-                   help="input format (default: detected)")
+    add_format(c)
     c.add_argument("--no-per-le", dest="per_le", action="store_false",
                    help="do not print table 4 (per label element)")
     c.add_argument("--json", default=None, metavar="FILE",
