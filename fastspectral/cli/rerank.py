@@ -65,10 +65,9 @@ def add_arguments(parser, cls) -> None:
                help="2: a second-order (sibling) MST model, jack-knifed on the same folds, "
                     "rescores every candidate of the first-order k-best lists; its score is "
                     "one more re-ranker feature (1: none)")
-    g.add_argument("--no-order2-best", dest="order2_best", action="store_false",
-                   default=kit.argparse.SUPPRESS,
-                   help="with --base-order 2: only rescore the first-order lists (by default "
-                        "each list also gets the second-order model's best tree)")
+    kit.switch(g, "--no-order2-best", "order2_best", value=False,
+               help="with --base-order 2: only rescore the first-order lists (by default "
+                    "each list also gets the second-order model's best tree)")
     kit.option(g, "--folds", cls, "folds", type=positive_int, metavar="F",
                help="jack-knife folds of the training lists")
     kit.option(g, "--rerank-epochs", cls, "rerank_epochs", type=positive_int, metavar="N",
