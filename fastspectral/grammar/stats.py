@@ -206,6 +206,32 @@ class PCFGStatistics(Statistics):
         return self.fine.n_trees
 
 
+def check_statistics(stats, cls, settings=None) -> None:
+    """The checks of merged statistics before an estimate.
+
+    Parameters
+    ----------
+    stats : Statistics
+        The merged statistics.
+    cls : type
+        The class the pass expects.
+    settings : tuple, optional
+        The model's settings, which ``stats.settings`` must equal (None: not checked).
+
+    Raises
+    ------
+    TypeError
+        When ``stats`` is not a ``cls``.
+    ValueError
+        When ``stats`` was computed with other settings.
+    """
+    if not isinstance(stats, cls):
+        raise TypeError(f"expected {cls.__name__}, got {type(stats).__name__}")
+    if settings is not None and stats.settings != settings:
+        raise ValueError(f"these statistics were computed with other settings "
+                         f"({stats.settings} != {settings})")
+
+
 def pcfg_statistics(model, trees) -> PCFGStatistics:
     """The :class:`PCFGStatistics` of a partition of raw (or cleaned) treebank trees."""
     model._validate_params()
@@ -228,11 +254,7 @@ def pcfg_from_statistics(model, stats: PCFGStatistics):
     the model."""
     t0 = time.perf_counter()
     model._validate_params()
-    if not isinstance(stats, PCFGStatistics):
-        raise TypeError(f"expected PCFGStatistics, got {type(stats).__name__}")
-    if stats.settings != _pcfg_settings(model):
-        raise ValueError(f"these statistics were computed with other settings "
-                         f"({stats.settings} != {_pcfg_settings(model)})")
+    check_statistics(stats, PCFGStatistics, _pcfg_settings(model))
     if stats.n_trees == 0:
         raise ValueError("cannot fit a PCFG on an empty treebank")
     opts = model.lexicon_options()

@@ -43,8 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..base import PartitionedFit
-from .latent import LatentPCFGBase, _check_int, resolve_random_state
+from .latent import ProbabilisticLPCFGBase, _check_int, resolve_random_state
 from typing import TYPE_CHECKING
 
 # The learners' modules (Numba kernels, SciPy sparse) are imported where they are used, so that
@@ -70,7 +69,7 @@ class _EMRun:
     history: list
 
 
-class EMLPCFG(PartitionedFit, LatentPCFGBase):
+class EMLPCFG(ProbabilisticLPCFGBase):
     """Latent-variable PCFG trained by EM on gold skeletal trees (see the module docstring).
 
     Every frequent symbol gets ``n_states`` latent states; EM (Matsuzaki et al. 2005) from a
@@ -202,14 +201,11 @@ class EMLPCFG(PartitionedFit, LatentPCFGBase):
         self.state_map = state_map
 
     def _validate(self):
-        self._check_common_params()
-        _check_int("rare_threshold", self.rare_threshold, 0)
+        self._check_probabilistic_params()
         _check_int("iterations", self.iterations, 0, allow_none=True)
         if self.init not in ("random", "pivot"):
             raise ValueError(f"init must be 'random' or 'pivot', got {self.init!r}")
         num = (int, float, np.integer, np.floating)
-        if not (isinstance(self.parent_smoothing, num) and 0.0 <= self.parent_smoothing < 1.0):
-            raise ValueError(f"parent_smoothing must be in [0, 1), got {self.parent_smoothing!r}")
         if not (isinstance(self.init_mix, num) and 0.0 <= self.init_mix <= 1.0):
             raise ValueError(f"init_mix must be in [0, 1], got {self.init_mix!r}")
         for name in ("noise", "tol"):
@@ -298,11 +294,9 @@ class EMLPCFG(PartitionedFit, LatentPCFGBase):
         return super().fit(trees, callback=callback)
 
     def _learn_prepared(self, prep, seed: int, callback=None):
-        from .latent_params import LatentLayout, latent_arrays, state_counts
+        from .latent_params import latent_arrays, model_layout
 
-        m = state_counts(prep.nodes, prep.grammar, self.n_states, self.n_states_pre,
-                         self.min_count, self.state_map)
-        layout = LatentLayout(prep.nodes, prep.grammar, m, self.rare_threshold)
+        layout = model_layout(self, prep.nodes, prep.grammar)
         t_learn = time.perf_counter()
         run = self._em(layout, self._initial_params(layout, seed), t_learn, callback, prep.pcfg)
         self.params_ = run.params
@@ -311,12 +305,6 @@ class EMLPCFG(PartitionedFit, LatentPCFGBase):
         return latent_arrays(layout, run.params)
 
     # -- learning from partitions (the statistics protocol of fastspectral.base) -------------
-    def prepare_partition(self, items):
-        """A partition of treebank trees cleaned and binarised once for every pass."""
-        from .stats import prepare_latent_partition
-
-        return prepare_latent_partition(self, items)
-
     def sufficient_statistics(self, items, context=None):
         """The mergeable statistics of a partition: the treebank counts (first pass), the
         pivot counts (``init="pivot"``: :class:`~fastspectral.lpcfg.pivot.PivotCounts`), then
@@ -353,12 +341,6 @@ class EMLPCFG(PartitionedFit, LatentPCFGBase):
                 params = est.params.mix(m_step(G, uniform_counts(G)), self.init_mix)
             return em_start(self, context.base, G, params, t0, context.t_start)
         return em_fit_statistics(self, stats, context, t0)
-
-    def log_likelihood(self, trees) -> float:
-        """Total log-probability of treebank ``trees`` under the model (prepared and scored as
-        :meth:`tree_probability`: the PCFG's smoothed ``P(w | p)`` times the latent ratios)."""
-        self._check_fitted()
-        return self._log_likelihood(trees)
 
     # ------------------------------------------------------------------ model files
     @classmethod

@@ -51,15 +51,16 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from ..base import Parser, check_jobs
+from ..base import Parser, Partition, PartitionedFit, check_jobs
 from ..base import check_int as _check_int
-from ..trees.transforms import binarize, clean, collapse_unary, prepare
+from ..grammar.grammar import check_trees
+from ..trees.transforms import binarize, clean, collapse_unary, drop_empty_trees, prepare
 from ..trees.tree import Tree
 from .features import extract_nodes
 from .params import LatentGrammar
 
-__all__ = ["LatentPCFGBase", "LatentArrays", "ParseStats", "PreparedTreebank",
-           "log_rule_per_word"]
+__all__ = ["LatentPCFGBase", "ProbabilisticLPCFGBase", "LatentArrays", "ParseStats",
+           "PreparedTreebank", "log_rule_per_word", "log_rule_sum"]
 
 
 # ================================================================================================
@@ -320,13 +321,16 @@ def resolve_random_state(random_state) -> int:
 # ================================================================================================
 # the base class
 # ================================================================================================
-class LatentPCFGBase(Parser):
+class LatentPCFGBase(PartitionedFit, Parser):
     """Base of the L-PCFG learners (see the module docstring); not a learner itself.
 
     A subclass lists its hyperparameters in ``__init__`` (among them ``v``, ``h``,
     ``tag_parent``, ``prune_threshold``, ``coarse_threshold`` and ``jobs``, which the base
-    reads), and implements ``fit``, which calls :meth:`_prepare_treebank`, estimates a
-    :class:`LatentArrays` and installs it with :meth:`_install`.
+    reads), and implements ``_learn_prepared``, which ``fit`` calls on the treebank of
+    :meth:`_prepare_treebank` to estimate the :class:`LatentArrays` it installs with
+    :meth:`_install`; for learning from partitions, ``sufficient_statistics`` and
+    ``fit_statistics`` (:class:`~fastspectral.base.PartitionedFit`) on the partitions of
+    :meth:`prepare_partition`.
 
     Attributes
     ----------
@@ -444,8 +448,7 @@ class LatentPCFGBase(Parser):
 
         raw = training_trees(trees, "an L-PCFG")
         # prepare = binarize(collapse_unary(clean(t))): clean and collapse once for both grammars
-        cu = [collapse_unary(clean(t)) for t in raw]
-        fine = [binarize(t, self.v, self.h, self.tag_parent) for t in cu]
+        fine = self._binarized(raw)
         # the plain PCFG on the same prepared trees (its own fit() would prepare them again)
         pcfg = PCFG(v=self.v, h=self.h, tag_parent=self.tag_parent, jobs=self.jobs)
         g = Grammar.from_trees(fine, pcfg.lexicon_options())
@@ -456,6 +459,30 @@ class LatentPCFGBase(Parser):
         pcfg = pcfg.fit_prepared(fine, grammar=g, coarse=coarse,
                                  fit_time=time.perf_counter() - t0)
         return PreparedTreebank(n_trees=len(raw), grammar=g, nodes=nodes, pcfg=pcfg)
+
+    def _binarized(self, trees) -> list:
+        """``trees`` cleaned, unary-collapsed and binarised with this model's ``v``, ``h`` and
+        ``tag_parent`` (the trees of the fine grammar)."""
+        return [binarize(collapse_unary(clean(t)), self.v, self.h, self.tag_parent)
+                for t in trees]
+
+    # -- learning from partitions (the statistics protocol of fastspectral.base) -------------
+    def prepare_partition(self, items) -> Partition:
+        """A partition of treebank trees cleaned and binarised once for every pass.
+
+        Parameters
+        ----------
+        items : iterable of Tree
+            The partition's treebank trees (raw or cleaned).
+
+        Returns
+        -------
+        Partition
+            The binarised trees that have a word, and the number of trees read.
+        """
+        self._validate()
+        raw = check_trees(items)
+        return Partition(self._binarized(drop_empty_trees(raw)), len(raw))
 
     def _install(self, pcfg, arrays: LatentArrays) -> None:
         """Set the fitted attributes from ``pcfg`` and ``arrays``."""
@@ -1000,6 +1027,29 @@ class LatentPCFGBase(Parser):
             what = f"missing entry {exc}" if isinstance(exc, KeyError) else str(exc)
             raise ModelFileError(f"corrupt {cls.kind!r} model file ({what})") from None
         return model
+
+
+class ProbabilisticLPCFGBase(LatentPCFGBase):
+    """Base of the L-PCFG learners whose parameters are genuine probabilities
+    (:class:`~fastspectral.lpcfg.pivot.PivotLPCFG`, :class:`~fastspectral.lpcfg.em.EMLPCFG`):
+    what they add to :class:`LatentPCFGBase` is the training log-likelihood and the checks of
+    the hyperparameters both have (``rare_threshold``, ``parent_smoothing``); not a learner
+    itself."""
+
+    def _check_probabilistic_params(self) -> None:
+        """Validate the hyperparameters of :class:`LatentPCFGBase` and ``rare_threshold``
+        (an integer >= 0) and ``parent_smoothing`` (in [0, 1))."""
+        self._check_common_params()
+        _check_int("rare_threshold", self.rare_threshold, 0)
+        if not (isinstance(self.parent_smoothing, (int, float, np.integer, np.floating))
+                and 0.0 <= self.parent_smoothing < 1.0):
+            raise ValueError(f"parent_smoothing must be in [0, 1), got {self.parent_smoothing!r}")
+
+    def log_likelihood(self, trees) -> float:
+        """Total log-probability of treebank ``trees`` under the model (prepared and scored as
+        :meth:`tree_probability`: the PCFG's smoothed ``P(w | p)`` times the latent ratios)."""
+        self._check_fitted()
+        return self._log_likelihood(trees)
 
 
 def _validated_lexical(meta: dict, arrays: dict, m: np.ndarray) -> dict:

@@ -37,7 +37,8 @@ from .latent import LatentArrays, log_rule_per_word
 from .params import LatentGrammar, block_offsets, default_threads
 
 __all__ = ["RuleLayout", "LatentLayout", "LatentParams", "EStep", "e_step", "m_step",
-           "uniform_counts", "state_counts", "symbol_states", "latent_arrays", "set_threads"]
+           "uniform_counts", "state_counts", "symbol_states", "model_layout", "latent_arrays",
+           "set_threads"]
 
 
 # ================================================================================================
@@ -654,6 +655,29 @@ def state_counts(nodes, g, n_states: int, n_states_pre=None, min_count: int = 20
     """
     return symbol_states(np.bincount(nodes.label, minlength=g.n_symbols), g, n_states,
                          n_states_pre, min_count, state_map)
+
+
+def model_layout(model, nodes, g) -> LatentLayout:
+    """The :class:`LatentLayout` of a prepared treebank with the state counts
+    (:func:`state_counts`) and the ``rare_threshold`` of the L-PCFG learner ``model``.
+
+    Parameters
+    ----------
+    model : ProbabilisticLPCFGBase
+        The learner (``n_states``, ``n_states_pre``, ``min_count``, ``state_map``,
+        ``rare_threshold``).
+    nodes : NodeData
+        The training nodes.
+    g : Grammar
+        The PCFG grammar of the prepared treebank.
+
+    Returns
+    -------
+    LatentLayout
+    """
+    m = state_counts(nodes, g, model.n_states, model.n_states_pre, model.min_count,
+                     model.state_map)
+    return LatentLayout(nodes, g, m, model.rare_threshold)
 
 
 def symbol_states(counts, g, n_states: int, n_states_pre=None, min_count: int = 20,

@@ -56,10 +56,10 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from .._blas import blas_single_thread
-from ..base import PartitionedFit, Statistics
-from .latent import LatentPCFGBase, _check_int, resolve_random_state
-from .latent_params import (LatentLayout, LatentParams, latent_arrays, m_step, set_threads,
-                            state_counts, uniform_counts)
+from ..base import Statistics
+from .latent import ProbabilisticLPCFGBase, _check_int, resolve_random_state
+from .latent_params import (LatentLayout, LatentParams, latent_arrays, m_step, model_layout,
+                            set_threads, uniform_counts)
 
 __all__ = ["PivotLPCFG", "PivotEstimate", "PivotCounts", "PivotContext", "MixtureEM",
            "SymbolDecomposition", "group_mixture_em", "pivot_counts", "pivot_estimate",
@@ -752,8 +752,9 @@ def pivot_estimate_of(stats, context: PivotContext) -> PivotEstimate:
     """The :class:`PivotEstimate` of merged pivot counts."""
     from threadpoolctl import threadpool_limits
 
-    if not isinstance(stats, PivotCounts):
-        raise TypeError(f"expected PivotCounts, got {type(stats).__name__}")
+    from ..grammar.stats import check_statistics
+
+    check_statistics(stats, PivotCounts)
     if stats.settings != context.settings:
         raise ValueError("these pivot statistics were computed for another model or pass")
     with threadpool_limits(limits=1):
@@ -785,7 +786,7 @@ def pivot_fit_statistics(model, stats, context, t0: float):
     return None
 
 
-class PivotLPCFG(PartitionedFit, LatentPCFGBase):
+class PivotLPCFG(ProbabilisticLPCFGBase):
     """Latent-variable PCFG estimated by the pivot (anchor) method of Cohen & Collins (2014).
 
     Step 1 decomposes the inside/outside feature co-occurrences of every symbol under the
@@ -909,8 +910,7 @@ class PivotLPCFG(PartitionedFit, LatentPCFGBase):
         self.state_map = state_map
 
     def _validate(self):
-        self._check_common_params()
-        _check_int("rare_threshold", self.rare_threshold, 0)
+        self._check_probabilistic_params()
         try:
             pairs = [tuple(p) for p in self.feature_pairs]
             ok = bool(pairs) and all(len(p) == 2 and all(0 <= int(x) < 6 for x in p)
@@ -924,9 +924,6 @@ class PivotLPCFG(PartitionedFit, LatentPCFGBase):
             _check_int(name, getattr(self, name), 1)
         if not isinstance(self.mixture_tol, (int, float, np.integer, np.floating)):
             raise ValueError(f"mixture_tol must be a number, got {self.mixture_tol!r}")
-        if not (isinstance(self.parent_smoothing, (int, float, np.integer, np.floating))
-                and 0.0 <= self.parent_smoothing < 1.0):
-            raise ValueError(f"parent_smoothing must be in [0, 1), got {self.parent_smoothing!r}")
 
     def _learn(self, layout: LatentLayout, seed: int, stats=None) -> PivotEstimate:
         """The pivot estimates on ``layout`` (from ``stats``, the treebank's
@@ -939,9 +936,7 @@ class PivotLPCFG(PartitionedFit, LatentPCFGBase):
                               parent_smoothing=self.parent_smoothing, seed=seed, jobs=self.jobs)
 
     def _learn_prepared(self, prep, seed: int):
-        m = state_counts(prep.nodes, prep.grammar, self.n_states, self.n_states_pre,
-                         self.min_count, self.state_map)
-        layout = LatentLayout(prep.nodes, prep.grammar, m, self.rare_threshold)
+        layout = model_layout(self, prep.nodes, prep.grammar)
         est = self._learn(layout, seed)
         self.params_ = est.params
         self.anchored_states_ = est.anchored_states
@@ -950,12 +945,6 @@ class PivotLPCFG(PartitionedFit, LatentPCFGBase):
         return latent_arrays(layout, est.params)
 
     # -- learning from partitions (the statistics protocol of fastspectral.base) -------------
-    def prepare_partition(self, items):
-        """A partition of treebank trees cleaned and binarised once for every pass."""
-        from .stats import prepare_latent_partition
-
-        return prepare_latent_partition(self, items)
-
     def sufficient_statistics(self, items, context=None):
         """The mergeable statistics of a partition: the treebank counts (first pass), then
         the :class:`PivotCounts` over the treebank's ids (see :mod:`fastspectral.lpcfg.stats`)."""
@@ -980,10 +969,4 @@ class PivotLPCFG(PartitionedFit, LatentPCFGBase):
         if out.get("feature_pairs") is not None:
             out["feature_pairs"] = _pairs_from_json(out["feature_pairs"])
         return out
-
-    def log_likelihood(self, trees) -> float:
-        """Total log-probability of treebank ``trees`` under the model (prepared and scored as
-        :meth:`tree_probability`: the PCFG's smoothed ``P(w | p)`` times the latent ratios)."""
-        self._check_fitted()
-        return self._log_likelihood(trees)
 

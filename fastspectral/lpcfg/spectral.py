@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..base import PartitionedFit
 from .features import default_feature_keys, feature_matrices, nodes_by_rule
 from .latent import LatentArrays, LatentPCFGBase, log_rule_per_word
 from .params import LatentGrammar
@@ -37,7 +36,7 @@ class _SpectralEstimate:
     singular_values: dict
 
 
-class SpectralLPCFG(PartitionedFit, LatentPCFGBase):
+class SpectralLPCFG(LatentPCFGBase):
     """Latent-variable PCFG parser estimated by the spectral method of Cohen et al. (2012, 2013).
 
     The moments of inside and outside tree-fragment features of every symbol are projected on
@@ -195,12 +194,6 @@ class SpectralLPCFG(PartitionedFit, LatentPCFGBase):
         return est.arrays
 
     # -- learning from partitions (the statistics protocol of fastspectral.base) -------------
-    def prepare_partition(self, items):
-        """A partition of treebank trees cleaned and binarised once for every pass."""
-        from .stats import prepare_latent_partition
-
-        return prepare_latent_partition(self, items)
-
     def sufficient_statistics(self, items, context=None):
         """The mergeable statistics of a partition for the pass of ``context`` (four passes:
         counts, feature counts, ``Omega`` co-occurrences, projected moments; see

@@ -52,9 +52,8 @@ import scipy.sparse as sp
 from numba import njit
 
 from ..base import Partition, Statistics
-from ..grammar.grammar import check_trees
-from ..grammar.stats import GrammarCounts
-from ..trees.transforms import base_label, binarize, clean, collapse_unary, drop_empty_trees
+from ..grammar.stats import GrammarCounts, check_statistics
+from ..trees.transforms import base_label
 from .features import extract_nodes, nodes_by_rule, word_class
 from .latent_params import RuleLayout, symbol_states
 from .params import block_offsets
@@ -73,13 +72,10 @@ def _settings(model) -> tuple:
 
 
 def prepare_latent_partition(model, items) -> Partition:
-    """A partition of treebank trees as the L-PCFG passes read it: without word-less trees,
-    cleaned, unary-collapsed and binarised with the model's ``v`` / ``h`` / ``tag_parent``."""
-    model._validate()
-    raw = check_trees(items)
-    kept = drop_empty_trees(raw)
-    fine = [binarize(collapse_unary(clean(t)), model.v, model.h, model.tag_parent) for t in kept]
-    return Partition(fine, len(raw))
+    """A partition of treebank trees for ``model`` (an L-PCFG learner): its
+    :meth:`~fastspectral.lpcfg.latent.LatentPCFGBase.prepare_partition`, the trees cleaned,
+    unary-collapsed and binarised with the model's ``v`` / ``h`` / ``tag_parent``."""
+    return model.prepare_partition(items)
 
 
 class LatentCounts(Statistics):
@@ -166,11 +162,7 @@ def latent_context(model, stats: LatentCounts, t0: float) -> LatentContext:
     from ..grammar.pcfg import PCFG
     from .latent import resolve_random_state
 
-    if not isinstance(stats, LatentCounts):
-        raise TypeError(f"expected LatentCounts, got {type(stats).__name__}")
-    if stats.settings != _settings(model):
-        raise ValueError(f"these statistics were computed with other settings "
-                         f"({stats.settings} != {_settings(model)})")
+    check_statistics(stats, LatentCounts, _settings(model))
     if stats.n_read == 0:
         raise ValueError("cannot fit an L-PCFG on an empty treebank")
     c = stats.counts
@@ -587,24 +579,18 @@ def spectral_fit_statistics(model, stats, context, t0: float):
     if context is None:
         model._validate()
         return latent_context(model, stats, t0)
-    if stats.settings != settings:
-        raise ValueError(f"these statistics were computed with other settings "
-                         f"({stats.settings} != {settings})")
     with threadpool_limits(limits=1):
         if isinstance(context, LatentContext):
-            if not isinstance(stats, FeatureCounts):
-                raise TypeError(f"expected FeatureCounts, got {type(stats).__name__}")
+            check_statistics(stats, FeatureCounts, settings)
             S = context.grammar.n_symbols
             kappa = float(model.kappa)
             return SpectralContext(context,
                                    _FeatureIndex(stats.fin, context.sym_counts, kappa, S),
                                    _FeatureIndex(stats.fout, context.sym_counts, kappa, S))
         if context.m is None:
-            if not isinstance(stats, OmegaCounts):
-                raise TypeError(f"expected OmegaCounts, got {type(stats).__name__}")
+            check_statistics(stats, OmegaCounts, settings)
             return _decompose(model, stats, context)
-        if not isinstance(stats, SpectralMoments):
-            raise TypeError(f"expected SpectralMoments, got {type(stats).__name__}")
+        check_statistics(stats, SpectralMoments, settings)
         _install_spectral(model, stats, context, t0)
         return None
 
@@ -949,8 +935,7 @@ def em_fit_statistics(model, stats, context, t0: float):
         with threadpool_limits(limits=1):
             params = m_step(G, uniform_counts(G, model.noise, base.seed))
         return em_start(model, base, G, params, t0)
-    if not isinstance(stats, EMCounts):
-        raise TypeError(f"expected EMCounts, got {type(stats).__name__}")
+    check_statistics(stats, EMCounts)
     if stats.settings != _em_settings(model) or stats.iteration != context.iteration:
         raise ValueError("these statistics were computed for another model or iteration")
     G = context.layout
