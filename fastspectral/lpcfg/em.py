@@ -138,12 +138,8 @@ class EMLPCFG(ProbabilisticLPCFGBase):
         EM iterations run.
     states_ : numpy.ndarray
         Latent states of every symbol.
-    vocab_, lex_table_, sym_counts_, n_train_trees_
+    vocab_, lex_table_, sym_counts_, n_train_trees_, fit_time_, last_parse_stats_
         As :class:`~fastspectral.lpcfg.latent.LatentPCFGBase`.
-    fit_time_ : float
-        Seconds of the last ``fit``.
-    last_parse_stats_ : ParseStats
-        Counters of the last :meth:`parse` call.
 
     References
     ----------

@@ -100,21 +100,13 @@ class SpectralLPCFG(LatentPCFGBase):
     singular_values_ : dict
         Leading singular values of ``Omega^a`` per symbol id (see
         :meth:`singular_value_table`).
-    sym_counts_ : numpy.ndarray
-        Training nodes of every symbol.
-    vocab_ : list of str
-        Training words.
     lex_table_ : numpy.ndarray
         Outside projections of the (tag, word) pairs (``c_inf``; with ``lex_keys_``,
         ``lex_off_``, ``lex_count_``, ``lex_rare_off_``, ``tag_count_``).
     log_rule_per_word_ : float
         Average log rule probability per training token (the lexical scale).
-    n_train_trees_ : int
-        Training trees.
-    fit_time_ : float
-        Seconds of the last ``fit``.
-    last_parse_stats_ : ParseStats
-        Counters of the last :meth:`parse` call.
+    vocab_, sym_counts_, n_train_trees_, fit_time_, last_parse_stats_
+        As :class:`~fastspectral.lpcfg.latent.LatentPCFGBase`.
 
     References
     ----------
