@@ -38,7 +38,7 @@ from ..linalg.svd import truncated_svd  # noqa: F401  (the step-2 SVD; re-export
 from .params import block_offsets
 
 __all__ = ["truncated_svd", "choose_rank", "smoothed_triple", "smoothed_pair",
-           "binary_tensor_start"]
+           "smooth_triple_moments", "binary_tensor_start"]
 
 
 def choose_rank(s: np.ndarray, m_max: int, rank_tol: float) -> int:
@@ -67,8 +67,29 @@ def smoothed_triple(za: np.ndarray, yb: np.ndarray, yc: np.ndarray, C: float) ->
     e1, e2, e3 = za.mean(0), yb.mean(0), yc.mean(0)
     E12 = za.T @ yb / n
     E13 = za.T @ yc / n
-    # lam E3 + (1 - lam) (lam (E12 (x) e3 + E13 (x)_2 e2) / 2 + (1 - lam) e1 (x) e2 (x) e3),
-    # accumulated in place (the tensors are m^3)
+    return smooth_triple_moments(E3, e1, e2, e3, E12, E13, lam)
+
+
+def smooth_triple_moments(E3, e1, e2, e3, E12, E13, lam: float) -> np.ndarray:
+    """The smoothing of a binary rule's moments (see the module docstring), in place.
+
+    Parameters
+    ----------
+    E3 : numpy.ndarray
+        ``E[z (x) y_b (x) y_c]``, shape ``(m_a, m_b, m_c)``; overwritten with the result.
+    e1, e2, e3 : numpy.ndarray
+        ``E[z]``, ``E[y_b]``, ``E[y_c]``.
+    E12, E13 : numpy.ndarray
+        ``E[z (x) y_b]`` and ``E[z (x) y_c]``.
+    lam : float
+        The interpolation weight ``sqrt(n_r) / (C + sqrt(n_r))``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``E3`` = ``lam E3 + (1 - lam) (lam (E12 (x) e3 + E13 (x)_2 e2) / 2 + (1 - lam) e1 (x)
+        e2 (x) e3)``, accumulated in place (the tensors are ``m^3``).
+    """
     E3 *= lam
     w_low = 0.5 * (1 - lam) * lam
     E3 += (w_low * E12 + ((1 - lam) ** 2) * np.outer(e1, e2))[:, :, None] * e3[None, None, :]

@@ -659,7 +659,7 @@ def _decompose(model, stats: OmegaCounts, context: SpectralContext) -> SpectralC
 
 def _install_spectral(model, st: SpectralMoments, context: SpectralContext, t0: float):
     """The estimates of ``SpectralLPCFG._estimate`` from the merged sums, installed."""
-    from .estimate import _lam, binary_tensor_start
+    from .estimate import _lam, binary_tensor_start, smooth_triple_moments
     from .latent import LatentArrays
     from .params import LatentGrammar
 
@@ -684,11 +684,7 @@ def _install_spectral(model, st: SpectralMoments, context: SpectralContext, t0: 
             e3 = st.b3v[lay["t3v"][r]:lay["t3v"][r + 1]] / n
             E12 = st.b12[lay["t12"][r]:lay["t12"][r + 1]].reshape(ma, mb) / n
             E13 = st.b13[lay["t13"][r]:lay["t13"][r + 1]].reshape(ma, mc) / n
-            E3 *= lam
-            w_low = 0.5 * (1 - lam) * lam
-            E3 += (w_low * E12 + ((1 - lam) ** 2) * np.outer(e1, e2))[:, :, None] * \
-                e3[None, None, :]
-            E3 += (w_low * E13)[:, None, :] * e2[None, :, None]
+            smooth_triple_moments(E3, e1, e2, e3, E12, E13, lam)
         E3 *= rcount[r] / counts[a]
         tensors[toff[r]:toff[r + 1]] = E3.ravel()
     Un = int(g.un_parent.shape[0])
