@@ -30,6 +30,17 @@ mode): also the order-2 base parser's row and the re-rankers with the order-2 co
 (``--gain-order2``: their gain); docs/rerank.md, "The second-order score as a re-ranker
 feature".
 
+``--sweep-order2``: the spectral model of the order-2 re-ranker (``base_order=2``,
+``order2_best``; the lists with the order-2 scores and trees as ``fit`` builds them, cached in
+``--cache``): reference rows (base parsers of order 1 and 2; baseline + order-2 column and + the
+default spectral model at gains 3 / 10 / 30) and ``--extra-models`` x ``--extra-forms`` x
+``--gains``, each on the dev split and by 3-fold CV of the re-ranker over the jack-knifed
+training lists; then the pre-declared selection rule (``order2_select``; docs/rerank.md,
+"Choosing the spectral model for the order-2 re-ranker")::
+
+    PYTHONPATH=. python benchmarks/bench_rerank.py --sweep-order2 --embeddings en30.eigenwords \
+        --cache DIR --extra-models words:16:0.3:0,pos:8:0.3:0:adj1 --gains 3,10,30 --jobs 1
+
 ``--base-only``: the base parser alone (``MSTParser(order=...)`` for each of ``--orders``,
 first-order and second-order sibling; docs/rerank.md, "Second-order sibling base parser"):
 UAS (no punctuation) and complete match, training CPU-seconds, parsing CPU-seconds and
@@ -858,6 +869,8 @@ def order2_spectral_scores(args, spec, tr, dev, lists, dev_data, raw):
     training lists on the folds of ``fit``), cached in ``--cache``."""
     from types import SimpleNamespace
 
+    if spec.startswith("noise"):
+        return placebo_scores(spec, lists.data, dev_data)
     name = spec.replace(":", "_").replace("/", "_")
     emb = os.path.basename(args.embeddings or "none")
     path = os.path.join(args.cache, f"order2_spec_{name}_{emb}_k{args.k}_e{args.epochs}.pkl") \
@@ -870,6 +883,22 @@ def order2_spectral_scores(args, spec, tr, dev, lists, dev_data, raw):
         with open(path, "wb") as fh:
             pickle.dump(out, fh)
     return out
+
+
+def placebo_scores(spec, data, dev_data):
+    """A control for :func:`order2_spectral_scores`: ``noiseSEED`` gives every candidate
+    random "spectral" scores (log p-hat and fragment log p-hat N(0, 10^2), sign -1 / +1 with
+    probability 1/2, 0-4 negative fragments; numpy ``default_rng(SEED)``), no information
+    about the trees; the same columns and normalisation as a spectral model's."""
+    rng = np.random.default_rng(int(spec[len("noise"):] or 0))
+
+    def draw(n):
+        return (10.0 * rng.standard_normal(n), rng.choice([-1.0, 1.0], n),
+                10.0 * rng.standard_normal(n), rng.integers(0, 5, n).astype(np.float64))
+
+    tr, dev = draw(data.n_candidates), draw(dev_data.n_candidates)
+    return tr, dev, {"cpu_s": 0.0, "seconds": 0.0,
+                     "gold_negative_dev": None, "placebo": True}
 
 
 def order2_evaluate(args, lists, dev, dev_data, o2_dev, dev_eval, cv_keep, spec_scores,
@@ -926,14 +955,15 @@ def order2_select(rows, default=ORDER2_DEFAULT, tie=0.05):
     same gain, the highest CV error reduction over that row (ties: higher dev UAS); the
     default row instead when it is eligible and the best's CV UAS is at most ``tie`` above
     its own; None when no eligible row reduces the CV error.  ``rows``: dicts with
-    ``model`` (None: the baseline + order-2 row), ``forms``, ``gain``, ``dev`` and ``cv``
+    ``model`` (None: the baseline + order-2 row; ``noise*``: the placebo control, never
+    chosen), ``forms``, ``gain``, ``dev`` and ``cv``
     ((UAS, CM) pairs).  Returns ``(chosen row or None, eligible rows with their
     'cv_error_reduction_pct')``."""
     ref = {r["gain"]: r for r in rows if r["model"] is None}
     eligible = []
     for r in rows:
-        if r["model"] is None or r["gain"] not in ref:
-            continue
+        if r["model"] is None or r["gain"] not in ref or r["model"].startswith("noise"):
+            continue            # the reference rows and the placebo control are no candidates
         b = ref[r["gain"]]
         if r["dev"][0] > b["dev"][0]:
             red = 100.0 * (r["cv"][0] - b["cv"][0]) / (100.0 - b["cv"][0])
@@ -1001,7 +1031,8 @@ def sweep_order2(args, train):
     if ORDER2_DEFAULT[0] in models:
         models.remove(ORDER2_DEFAULT[0])
     models.insert(0, ORDER2_DEFAULT[0])
-    raw = raw_parses(args, tr) if any(int(m.split(":")[3]) for m in models) else None
+    raw = raw_parses(args, tr) if any(int(m.split(":")[3]) for m in models
+                                      if not m.startswith("noise")) else None
     forms = [f for f in args.extra_forms.split(",") if f]
     for spec in models:
         tr_s, dev_s, info = order2_spectral_scores(args, spec, tr, dev, lists, dev_data, raw)
@@ -1215,6 +1246,7 @@ def main(argv=None):
                     "cluster64:16:0.3:57340",
                     help="spectral models INPUT:STATES:RIDGE:RAW_SENTENCES[:stopW], INPUT one "
                          "of words, pos, clusterN (k-means of the eigenwords, one-hot); "
+                         "with --sweep-order2 also noiseSEED (random scores: a placebo); "
                          "stopW: with STOP events, stop_weight W (e.g. stop1); adjW: STOP "
                          "events with the DMV's adjacency (stop_adjacency=True)")
     ap.add_argument("--extra-forms", default="tree,fragment,tree+fragment",

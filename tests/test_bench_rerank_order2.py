@@ -100,3 +100,10 @@ def test_harness_equals_fit_and_parse(bench):
                             rerank_epochs=3, **{"features": "base", **kw}).fit(tr)
         assert got["dev"] == bench.scores(dev, m.parse(dev, jobs=1))
         assert 0 < got["cv"][0] <= 100
+
+
+def test_placebo_is_never_chosen(bench):
+    rows = refs() + [row("noise0", "tree", 10.0, 87.0, 87.0),
+                     row("words:8:0.3:0", "tree", 10.0, 86.6, 86.1)]
+    chosen, eligible = bench.order2_select(rows)
+    assert chosen["model"] == "words:8:0.3:0" and len(eligible) == 1
