@@ -38,7 +38,7 @@ from ..linalg.svd import truncated_svd  # noqa: F401  (the step-2 SVD; re-export
 from .params import block_offsets
 
 __all__ = ["truncated_svd", "choose_rank", "smoothed_triple", "smoothed_pair",
-           "smooth_triple_moments", "binary_tensor_start"]
+           "smooth_triple_moments", "binary_tensor_start", "lexical_table"]
 
 
 def choose_rank(s: np.ndarray, m_max: int, rank_tol: float) -> int:
@@ -141,3 +141,47 @@ def binary_tensor_start(g, m: np.ndarray, rcount: np.ndarray, counts: np.ndarray
     scalar = (m[pa] == 1) & (m[pb] == 1) & (m[pc] == 1)
     tensors[toff[:-1][scalar]] = rcount[scalar] / counts[pa[scalar]]
     return toff, tensors, scalar
+
+
+def lexical_table(tag_blocks, n_pairs: int, n_symbols: int, word_smoothing: float):
+    """The lexical back-off table ``zhat(p, x)`` of every (tag, word) pair and the rare-word
+    row ``E_p,rare[z]`` of every tag (see the module docstring), as flat rows.
+
+    Parameters
+    ----------
+    tag_blocks : iterable of tuple
+        Per tag ``(p, pairs, sums, pair_counts, zr)``: the tag's symbol id, the ids of its
+        (tag, word) pairs, the sums ``n_px * E_px[z]`` of their outside projections (one row a
+        pair, ``m_p`` columns), the pairs' counts ``n_px`` and the tag's rare-word mean
+        ``zr`` (``m_p`` entries).
+    n_pairs : int
+        Number of (tag, word) pairs.
+    n_symbols : int
+        Number of symbols.
+    word_smoothing : float
+        ``s_w`` of ``zhat = (n_px * E_px[z] + s_w * zr) / (n_px + s_w)``.
+
+    Returns
+    -------
+    offsets : numpy.ndarray
+        Start of every pair's row in ``table`` (int64).
+    rare_offsets : numpy.ndarray
+        Start of every tag's rare-word row (-1: not a tag).
+    table : numpy.ndarray
+        The rows, tag by tag: its pairs' rows, then its rare-word row.
+    """
+    sw = float(word_smoothing)
+    offs = np.zeros(n_pairs, dtype=np.int64)
+    rare_off = np.full(n_symbols, -1, dtype=np.int64)
+    table = []
+    pos_t = 0
+    for p, pairs, sums, pair_counts, zr in tag_blocks:
+        mp = zr.shape[0]
+        n_px = pair_counts.astype(np.float64)[:, None]
+        zhat = (sums + sw * zr[None, :]) / (n_px + sw)
+        block = np.vstack([zhat, zr[None, :]])
+        offs[pairs] = pos_t + np.arange(len(pairs)) * mp
+        rare_off[p] = pos_t + len(pairs) * mp
+        table.append(block.ravel())
+        pos_t += block.size
+    return offs, rare_off, np.concatenate(table) if table else np.zeros(0)

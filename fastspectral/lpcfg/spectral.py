@@ -289,39 +289,32 @@ class SpectralLPCFG(LatentPCFGBase):
     def _estimate_lexical(self, nodes, g, Z, pos, m) -> dict:
         """The lexical table (the ``c_inf`` back-off of :mod:`~fastspectral.lpcfg.estimate`):
         the lexical fields of :class:`~fastspectral.lpcfg.latent.LatentArrays` as a dict."""
+        from .estimate import lexical_table
+
         pre = np.flatnonzero(nodes.word >= 0)
         V = len(nodes.vocab)
         p_lab = nodes.label[pre].astype(np.int64)
         wid = nodes.word[pre].astype(np.int64)
         key = p_lab * (V + 1) + wid
         ukey, inv, pcount = np.unique(key, return_inverse=True, return_counts=True)
-        syms = np.unique(p_lab)
-        offs = np.zeros(len(ukey), dtype=np.int64)
-        rare_off = np.full(g.n_symbols, -1, dtype=np.int64)
-        table = []
-        pos_t = 0
-        sw = float(self.word_smoothing)
         rare_word = nodes.word_count[wid] <= 1
-        for p in syms:
-            sel = np.flatnonzero(p_lab == p)
-            mp = int(m[p])
-            zp = Z[p][pos[pre[sel]]]
-            rsel = rare_word[sel]
-            zr = zp[rsel].mean(0) if rsel.any() else zp.mean(0)
-            pairs_inv = inv[sel]
-            upairs, local = np.unique(pairs_inv, return_inverse=True)
-            sums = np.zeros((len(upairs), mp))
-            np.add.at(sums, local, zp)
-            n_px = pcount[upairs].astype(np.float64)[:, None]
-            zhat = (sums + sw * zr[None, :]) / (n_px + sw)
-            block = np.vstack([zhat, zr[None, :]])
-            offs[upairs] = pos_t + np.arange(len(upairs)) * mp
-            rare_off[p] = pos_t + len(upairs) * mp
-            table.append(block.ravel())
-            pos_t += block.size
+
+        def tag_blocks():
+            for p in np.unique(p_lab):
+                sel = np.flatnonzero(p_lab == p)
+                zp = Z[p][pos[pre[sel]]]
+                rsel = rare_word[sel]
+                zr = zp[rsel].mean(0) if rsel.any() else zp.mean(0)
+                upairs, local = np.unique(inv[sel], return_inverse=True)
+                sums = np.zeros((len(upairs), int(m[p])))
+                np.add.at(sums, local, zp)
+                yield p, upairs, sums, pcount[upairs], zr
+
+        offs, rare_off, table = lexical_table(tag_blocks(), len(ukey), g.n_symbols,
+                                              self.word_smoothing)
         return {"vocab": list(nodes.vocab), "lex_keys": ukey, "lex_off": offs,
                 "lex_count": pcount.astype(np.int64), "lex_rare_off": rare_off,
-                "lex_table": np.concatenate(table) if table else np.zeros(0),
+                "lex_table": table,
                 "tag_count": np.bincount(p_lab, minlength=g.n_symbols).astype(np.int64)}
 
     # ------------------------------------------------------------------ inspection

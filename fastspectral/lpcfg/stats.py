@@ -659,7 +659,7 @@ def _decompose(model, stats: OmegaCounts, context: SpectralContext) -> SpectralC
 
 def _install_spectral(model, st: SpectralMoments, context: SpectralContext, t0: float):
     """The estimates of ``SpectralLPCFG._estimate`` from the merged sums, installed."""
-    from .estimate import _lam, binary_tensor_start, smooth_triple_moments
+    from .estimate import _lam, binary_tensor_start, lexical_table, smooth_triple_moments
     from .latent import LatentArrays
     from .params import LatentGrammar
 
@@ -714,31 +714,23 @@ def _install_spectral(model, st: SpectralMoments, context: SpectralContext, t0: 
     V = len(base.vocab)
     ukey, pcount, zsum = st.pairs
     psym = ukey // (V + 1)
-    offs = np.zeros(len(ukey), dtype=np.int64)
-    rare_off = np.full(g.n_symbols, -1, dtype=np.int64)
     tag_count = np.zeros(g.n_symbols, dtype=np.int64)
     np.add.at(tag_count, psym, pcount)
-    table = []
-    pos_t = 0
-    sw = float(model.word_smoothing)
-    for p in np.unique(psym):
-        mp = int(m[p])
-        sel = np.flatnonzero(psym == p)
-        if st.rare_n[p] > 0:
-            zr = st.rare_z[so[p]:so[p + 1]] / st.rare_n[p]
-        else:
-            zr = st.all_z[so[p]:so[p + 1]] / tag_count[p]
-        n_px = pcount[sel].astype(np.float64)[:, None]
-        zhat = (zsum[sel, :mp] + sw * zr[None, :]) / (n_px + sw)
-        block = np.vstack([zhat, zr[None, :]])
-        offs[sel] = pos_t + np.arange(len(sel)) * mp
-        rare_off[p] = pos_t + len(sel) * mp
-        table.append(block.ravel())
-        pos_t += block.size
+
+    def tag_blocks():
+        for p in np.unique(psym):
+            sel = np.flatnonzero(psym == p)
+            if st.rare_n[p] > 0:
+                zr = st.rare_z[so[p]:so[p + 1]] / st.rare_n[p]
+            else:
+                zr = st.all_z[so[p]:so[p + 1]] / tag_count[p]
+            yield p, sel, zsum[sel, :int(m[p])], pcount[sel], zr
+
+    offs, rare_off, table = lexical_table(tag_blocks(), len(ukey), g.n_symbols,
+                                          model.word_smoothing)
     arrays = LatentArrays(lpcfg=lg, vocab=list(base.vocab), lex_keys=ukey, lex_off=offs,
                           lex_count=pcount.astype(np.int64), lex_rare_off=rare_off,
-                          lex_table=np.concatenate(table) if table else np.zeros(0),
-                          tag_count=tag_count,
+                          lex_table=table, tag_count=tag_count,
                           log_rule_per_word=st.log_rule / max(1, st.n_tokens),
                           sym_counts=counts.astype(np.int64))
     model._install(base.pcfg, arrays)
