@@ -38,7 +38,7 @@ from ..linalg.svd import truncated_svd  # noqa: F401  (the step-2 SVD; re-export
 from .params import block_offsets
 
 __all__ = ["truncated_svd", "choose_rank", "smoothed_triple", "smoothed_pair",
-           "smooth_triple_moments", "binary_tensor_start", "lexical_table"]
+           "smooth_triple_moments", "binary_tensor_start", "root_vector", "lexical_table"]
 
 
 def choose_rank(s: np.ndarray, m_max: int, rank_tol: float) -> int:
@@ -141,6 +141,31 @@ def binary_tensor_start(g, m: np.ndarray, rcount: np.ndarray, counts: np.ndarray
     scalar = (m[pa] == 1) & (m[pb] == 1) & (m[pc] == 1)
     tensors[toff[:-1][scalar]] = rcount[scalar] / counts[pa[scalar]]
     return toff, tensors, scalar
+
+
+def root_vector(n_root: int, n_trees: int, e_root, e_all, C: float) -> np.ndarray:
+    """``c1_a = (n_root(a) / n_trees) * S`` with ``S = lam * E_root(a)[y] + (1 - lam) * E_a[y]``
+    and ``lam = sqrt(n_root) / (C + sqrt(n_root))`` (1 when ``C <= 0``).
+
+    Parameters
+    ----------
+    n_root : int
+        Training trees whose root is ``a``.
+    n_trees : int
+        Training trees.
+    e_root, e_all : numpy.ndarray
+        ``E_root(a)[y]`` (over the root nodes labelled ``a``) and ``E_a[y]`` (over all nodes
+        labelled ``a``).
+    C : float
+        ``moment_smoothing``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``c1_a``.
+    """
+    lam = 1.0 if C <= 0 else np.sqrt(n_root) / (C + np.sqrt(n_root))
+    return (n_root / n_trees) * (lam * e_root + (1 - lam) * e_all)
 
 
 def lexical_table(tag_blocks, n_pairs: int, n_symbols: int, word_smoothing: float):

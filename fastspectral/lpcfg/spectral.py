@@ -205,7 +205,8 @@ class SpectralLPCFG(LatentPCFGBase):
         """The spectral estimates of figure 4 of Cohen et al. (2012) on the training ``nodes``
         (see :mod:`fastspectral.lpcfg.estimate`); ``seed``: the randomized SVDs' seed."""
         # imported here: loading a model to parse needs none of the learner's SVD kit (Numba)
-        from .estimate import binary_tensor_start, choose_rank, smoothed_pair, truncated_svd
+        from .estimate import (binary_tensor_start, choose_rank, root_vector, smoothed_pair,
+                               truncated_svd)
         from .fast_moments import Projections, binary_rule_tensors
 
         S = g.n_symbols
@@ -274,10 +275,8 @@ class SpectralLPCFG(LatentPCFGBase):
         rootn = np.flatnonzero(nodes.parent < 0)
         for a in np.unique(label[rootn]):
             idx = rootn[label[rootn] == a]
-            ya = Y[a][pos[idx]]
-            lam = 1.0 if C <= 0 else np.sqrt(len(idx)) / (C + np.sqrt(len(idx)))
-            mean = lam * ya.mean(0) + (1 - lam) * Y[a].mean(0)
-            roots[int(a)] = (len(idx) / n_trees) * mean
+            roots[int(a)] = root_vector(len(idx), n_trees, Y[a][pos[idx]].mean(0), Y[a].mean(0),
+                                        C)
         lg = LatentGrammar(m, pa, pb, pc, tensors, g.un_parent, g.un_child, unary, roots)
         # ---- lexical back-off table: rows (p, word) and (p, rare)
         lexical = self._estimate_lexical(nodes, g, Z, pos, m)

@@ -659,7 +659,8 @@ def _decompose(model, stats: OmegaCounts, context: SpectralContext) -> SpectralC
 
 def _install_spectral(model, st: SpectralMoments, context: SpectralContext, t0: float):
     """The estimates of ``SpectralLPCFG._estimate`` from the merged sums, installed."""
-    from .estimate import _lam, binary_tensor_start, lexical_table, smooth_triple_moments
+    from .estimate import (_lam, binary_tensor_start, lexical_table, root_vector,
+                           smooth_triple_moments)
     from .latent import LatentArrays
     from .params import LatentGrammar
 
@@ -705,10 +706,8 @@ def _install_spectral(model, st: SpectralMoments, context: SpectralContext, t0: 
     roots = {}
     for a in np.flatnonzero(st.root_n > 0):
         nr = int(st.root_n[a])
-        lam = 1.0 if C <= 0 else np.sqrt(nr) / (C + np.sqrt(nr))
-        mean = lam * (st.root_y[so[a]:so[a + 1]] / nr) + \
-            (1 - lam) * (st.all_y[so[a]:so[a + 1]] / counts[a])
-        roots[int(a)] = (nr / base.n_trees) * mean
+        roots[int(a)] = root_vector(nr, base.n_trees, st.root_y[so[a]:so[a + 1]] / nr,
+                                    st.all_y[so[a]:so[a + 1]] / counts[a], C)
     lg = LatentGrammar(m, pa, pb, pc, tensors, g.un_parent, g.un_child, unary, roots)
     # lexical table (SpectralLPCFG._estimate_lexical)
     V = len(base.vocab)
