@@ -44,6 +44,36 @@ __all__ = ["RuleLayout", "LatentLayout", "LatentParams", "EStep", "e_step", "m_s
 # ================================================================================================
 # compiled kernels
 # ================================================================================================
+@njit(inline="always")
+def _scale_to_max(v, o, n):  # pragma: no cover
+    """Rescale one inside or outside vector to max 1.
+
+    Parameters
+    ----------
+    v : numpy.ndarray
+        The flat vectors (``alpha`` or ``beta``).
+    o : int
+        Start of the vector in ``v``.
+    n : int
+        Its length (the node's latent states).
+
+    Returns
+    -------
+    float
+        The vector's maximum before rescaling; 0.0 when no entry is positive (the vector is
+        then left as it is).  Inlined into the kernel (Numba IR), so the kernel's operations
+        and their order, hence its results bit for bit, are those of the loops it replaces.
+    """
+    mx = 0.0
+    for h in range(n):
+        if v[o + h] > mx:
+            mx = v[o + h]
+    if mx > 0.0:
+        for h in range(n):
+            v[o + h] /= mx
+    return mx
+
+
 @njit(parallel=True, fastmath=True, cache=True)
 def _inside_outside(tree_ptr, label, left, right, rule, urule, lexrow, leaflogp, m, aoff, toff, T,
                     uoff, U, soff, c1, loff, L, alpha, beta, sa, sb, logZ):  # pragma: no cover
@@ -101,13 +131,8 @@ def _inside_outside(tree_ptr, label, left, right, rule, urule, lexrow, leaflogp,
                         acc += U[base + h1 * mb + h2] * alpha[ol + h2]
                     alpha[o + h1] = acc
                 s = sa[lc]
-            mx = 0.0
-            for h in range(ma):
-                if alpha[o + h] > mx:
-                    mx = alpha[o + h]
+            mx = _scale_to_max(alpha, o, ma)
             if mx > 0.0:
-                for h in range(ma):
-                    alpha[o + h] /= mx
                 s += math.log(mx)
             else:
                 ok = False
@@ -162,23 +187,13 @@ def _inside_outside(tree_ptr, label, left, right, rule, urule, lexrow, leaflogp,
                         beta[ol + h2] += bh * acc
                 sl = sb[n] + sa[rc]
                 sr = sb[n] + sa[lc]
-                mx = 0.0
-                for h in range(mb):
-                    if beta[ol + h] > mx:
-                        mx = beta[ol + h]
+                mx = _scale_to_max(beta, ol, mb)
                 if mx > 0.0:
-                    for h in range(mb):
-                        beta[ol + h] /= mx
                     sb[lc] = sl + math.log(mx)
                 else:
                     sb[lc] = -np.inf
-                mx = 0.0
-                for h in range(mc):
-                    if beta[orr + h] > mx:
-                        mx = beta[orr + h]
+                mx = _scale_to_max(beta, orr, mc)
                 if mx > 0.0:
-                    for h in range(mc):
-                        beta[orr + h] /= mx
                     sb[rc] = sr + math.log(mx)
                 else:
                     sb[rc] = -np.inf
@@ -192,13 +207,8 @@ def _inside_outside(tree_ptr, label, left, right, rule, urule, lexrow, leaflogp,
                     for h1 in range(ma):
                         acc += U[base + h1 * mb + h2] * beta[o + h1]
                     beta[ol + h2] = acc
-                mx = 0.0
-                for h in range(mb):
-                    if beta[ol + h] > mx:
-                        mx = beta[ol + h]
+                mx = _scale_to_max(beta, ol, mb)
                 if mx > 0.0:
-                    for h in range(mb):
-                        beta[ol + h] /= mx
                     sb[lc] = sb[n] + math.log(mx)
                 else:
                     sb[lc] = -np.inf
