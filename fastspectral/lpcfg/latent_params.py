@@ -74,6 +74,24 @@ def _scale_to_max(v, o, n):  # pragma: no cover
     return mx
 
 
+@njit(inline="always")
+def _binary_node(n, label, left, right, rule, m, aoff, toff):  # pragma: no cover
+    """Where the kernel finds what a binary node ``n`` reads: its children ``lc`` and ``rc``,
+    their states ``mb`` and ``mc``, their vector offsets ``ol`` and ``orr``, and the offset
+    ``base`` of its rule's tensor (integer loads, inlined)."""
+    lc = left[n]
+    rc = right[n]
+    return lc, rc, m[label[lc]], m[label[rc]], aoff[lc], aoff[rc], toff[rule[n]]
+
+
+@njit(inline="always")
+def _unary_node(n, label, left, urule, m, aoff, uoff):  # pragma: no cover
+    """What a unary node ``n`` reads: its child ``lc``, the child's states ``mb`` and vector
+    offset ``ol``, and the offset ``base`` of its rule's matrix (integer loads, inlined)."""
+    lc = left[n]
+    return lc, m[label[lc]], aoff[lc], uoff[urule[n]]
+
+
 @njit(parallel=True, fastmath=True, cache=True)
 def _inside_outside(tree_ptr, label, left, right, rule, urule, lexrow, leaflogp, m, aoff, toff, T,
                     uoff, U, soff, c1, loff, L, alpha, beta, sa, sb, logZ):  # pragma: no cover
@@ -103,13 +121,8 @@ def _inside_outside(tree_ptr, label, left, right, rule, urule, lexrow, leaflogp,
                     alpha[o + h] = L[lo + h]
                 s = leaflogp[n]
             elif right[n] >= 0:
-                lc = left[n]
-                rc = right[n]
-                mb = m[label[lc]]
-                mc = m[label[rc]]
-                ol = aoff[lc]
-                orr = aoff[rc]
-                base = toff[rule[n]]
+                lc, rc, mb, mc, ol, orr, base = _binary_node(n, label, left, right, rule, m,
+                                                             aoff, toff)
                 for h1 in range(ma):
                     acc = 0.0
                     for h2 in range(mb):
@@ -121,10 +134,7 @@ def _inside_outside(tree_ptr, label, left, right, rule, urule, lexrow, leaflogp,
                     alpha[o + h1] = acc
                 s = sa[lc] + sa[rc]
             else:
-                lc = left[n]
-                mb = m[label[lc]]
-                ol = aoff[lc]
-                base = uoff[urule[n]]
+                lc, mb, ol, base = _unary_node(n, label, left, urule, m, aoff, uoff)
                 for h1 in range(ma):
                     acc = 0.0
                     for h2 in range(mb):
@@ -161,13 +171,8 @@ def _inside_outside(tree_ptr, label, left, right, rule, urule, lexrow, leaflogp,
             ma = m[label[n]]
             o = aoff[n]
             if right[n] >= 0:
-                lc = left[n]
-                rc = right[n]
-                mb = m[label[lc]]
-                mc = m[label[rc]]
-                ol = aoff[lc]
-                orr = aoff[rc]
-                base = toff[rule[n]]
+                lc, rc, mb, mc, ol, orr, base = _binary_node(n, label, left, right, rule, m,
+                                                             aoff, toff)
                 for h in range(mb):
                     beta[ol + h] = 0.0
                 for h in range(mc):
@@ -198,10 +203,7 @@ def _inside_outside(tree_ptr, label, left, right, rule, urule, lexrow, leaflogp,
                 else:
                     sb[rc] = -np.inf
             else:
-                lc = left[n]
-                mb = m[label[lc]]
-                ol = aoff[lc]
-                base = uoff[urule[n]]
+                lc, mb, ol, base = _unary_node(n, label, left, urule, m, aoff, uoff)
                 for h2 in range(mb):
                     acc = 0.0
                     for h1 in range(ma):
