@@ -334,6 +334,18 @@ def _normalise_block(out, counts, base, ma, inner, denom, doff, smooth):  # prag
 
 
 @njit(cache=True)
+def _add_row_sums(denom, doff, counts, base, rows, inner):  # pragma: no cover
+    """denom[doff + h1] += sum_i counts[base + h1 * inner + i] for the ``rows`` rows ``h1`` of
+    one block (a rule's expected counts, parent state first): the per-state totals of the
+    parent that :func:`_normalise` divides by."""
+    for h1 in range(rows):
+        s = 0.0
+        for i in range(inner):
+            s += counts[base + h1 * inner + i]
+        denom[doff + h1] += s
+
+
+@njit(cache=True)
 def _normalise(bin_parent, bin_left, bin_right, un_parent, un_child, lex_sym, row_frac, m, soff,
                toff, uoff, loff, cT, cU, cL, cR, n_roots, smooth, T, U, L, c1):  # pragma: no cover
     """M-step: relative frequencies of the expected counts per (symbol, state) (Matsuzaki et
@@ -343,24 +355,10 @@ def _normalise(bin_parent, bin_left, bin_right, un_parent, un_child, lex_sym, ro
     denom = np.zeros(soff[-1])
     for r in range(bin_parent.shape[0]):
         a = bin_parent[r]
-        ma = m[a]
-        inner = m[bin_left[r]] * m[bin_right[r]]
-        base = toff[r]
-        for h1 in range(ma):
-            s = 0.0
-            for i in range(inner):
-                s += cT[base + h1 * inner + i]
-            denom[soff[a] + h1] += s
+        _add_row_sums(denom, soff[a], cT, toff[r], m[a], m[bin_left[r]] * m[bin_right[r]])
     for u in range(un_parent.shape[0]):
         a = un_parent[u]
-        ma = m[a]
-        mb = m[un_child[u]]
-        base = uoff[u]
-        for h1 in range(ma):
-            s = 0.0
-            for i in range(mb):
-                s += cU[base + h1 * mb + i]
-            denom[soff[a] + h1] += s
+        _add_row_sums(denom, soff[a], cU, uoff[u], m[a], m[un_child[u]])
     for row in range(lex_sym.shape[0]):
         p = lex_sym[row]
         for h in range(m[p]):
