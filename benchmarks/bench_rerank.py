@@ -409,7 +409,6 @@ def shag_extra_scores(args, spec, tr, dev, jack, dev_data):
     model trained on the other folds scores each fold) and of the dev lists (a model trained
     on ``tr``) for the model ``spec`` = ``METHOD:STATES:LEXICAL``."""
     from fastspectral.rerank import RerankDepParser
-    from fastspectral.rerank.model import _argmax_segments
     from fastspectral.rerank.shag_scores import jackknife_shag_scores, new_shag, shag_scores
 
     method, states, lexical = spec.split(":")
@@ -901,6 +900,9 @@ def placebo_scores(spec, data, dev_data):
                      "gold_negative_dev": None, "placebo": True}
 
 
+FIXED_BASE = {"auto": None, "yes": True, "no": False}
+
+
 def order2_evaluate(args, lists, dev, dev_data, o2_dev, dev_eval, cv_keep, spec_scores,
                     form, gain):
     """Dev UAS / CM and 3-fold CV UAS / CM over the training lists of the order-2 re-ranker
@@ -917,7 +919,9 @@ def order2_evaluate(args, lists, dev, dev_data, o2_dev, dev_eval, cv_keep, spec_
                                features="base" if spec_scores is None else "base+spectral",
                                base_order=2, order2_best=True, dense_gain=gain,
                                rerank_epochs=args.final_rerank_epochs, logp_norm="max",
-                               logp_sign=True, spectral_scores=FORM_SCORES[form or "tree"])
+                               logp_sign=True, spectral_scores=FORM_SCORES[form or "tree"],
+                               fixed_base=FIXED_BASE[getattr(args, "fixed_base", "auto")],
+                               start_weight=getattr(args, "start_weight", None))
 
     tr_s, dev_s = spec_scores if spec_scores is not None else ((None,) * 4, None)
 
@@ -1072,7 +1076,8 @@ def final(args, train, test):
               spectral_scores=args.spectral_scores, spectral_input=args.spectral_input,
               shag_params={"method": args.shag_method, "n_states": args.shag_states,
                            "lexical": args.shag_lexical}, shag_scores=args.shag_scores,
-              order2_best=not args.no_order2_best)
+              order2_best=not args.no_order2_best, fixed_base=FIXED_BASE[args.fixed_base],
+              start_weight=args.start_weight)
     all_feats = "base+spectral+shag" if args.shag else "base+spectral"
     m = RerankDepParser(features=all_feats, **kw)
     (lists, t_lists, c_lists) = timed(lambda: m.training_lists(train))
@@ -1234,6 +1239,12 @@ def main(argv=None):
     ap.add_argument("--rerank-epochs", default="1,5")
     ap.add_argument("--top", type=int, default=2)
     ap.add_argument("--cache", default=None)
+    ap.add_argument("--fixed-base", choices=("auto", "yes", "no"), default="auto",
+                    help="--sweep-order2 and the main mode: RerankDepParser(fixed_base=None / "
+                         "True / False), the base score's weight kept at its start")
+    ap.add_argument("--start-weight", type=float, default=None,
+                    help="--sweep-order2 and the main mode: RerankDepParser(start_weight=W) "
+                         "(default None: the class's)")
     ap.add_argument("--sweep-extra", action="store_true",
                     help="further dev experiments (self-training, one-hot inputs, feature "
                          "forms, several spectral models; dev + CV over the training lists)")

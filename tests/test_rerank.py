@@ -268,9 +268,10 @@ def test_cli_spectral_options(synthetic, tmp_path, capsys):
     assert cli.main(["train", "rerank-dep", str(train), "-o", str(model), "--k", "5",
                      "--epochs", "1", "--bits", "16", "--rerank-bits", "16", "--states", "2",
                      "--spectral-scores", "fragment", "--dense-gain", "4", "--logp-norm",
-                     "word", "-q"]) == 0
+                     "word", "--spectral-ridge", "0.1", "-q"]) == 0
     m = RerankDepParser.load(model)
     assert m.spectral_.n_states == 2 and m.spectral_scores == "fragment"
+    assert m.spectral_.ridge == 0.1
     assert m.dense_gain == 4.0 and m.logp_norm == "word" and m.dense_weights_.shape == (3,)
     out = tmp_path / "o.conllu"
     assert cli.main(["parse", str(model), str(inp), "-o", str(out), "-q"]) == 0
@@ -278,6 +279,12 @@ def test_cli_spectral_options(synthetic, tmp_path, capsys):
     rc = cli.main(["train", "rerank-dep", str(train), "-o", str(tmp_path / "b"), "--features",
                    "base", "--states", "4", "-q"])
     assert rc == 2 and "--states needs --features base+spectral" in capsys.readouterr().err
+    rc = cli.main(["train", "rerank-dep", str(train), "-o", str(tmp_path / "b"), "--features",
+                   "base", "--spectral-ridge", "0.1", "-q"])
+    assert rc == 2 and "--spectral-ridge needs --features" in capsys.readouterr().err
+    rc = cli.main(["train", "rerank-dep", str(train), "-o", str(tmp_path / "b"),
+                   "--spectral-ridge", "-1", "-q"])
+    assert rc == 2 and "--spectral-ridge must be >= 0" in capsys.readouterr().err
 
 
 def test_pos_input_spectral_model(synthetic, tmp_path):

@@ -201,18 +201,69 @@ def test_sentence_over_the_kbest_budget_gets_the_second_order_tree(order2, synth
     lengths = [len(s.words) for s in test]
     longest = int(np.argmax(lengths))
     full = [list(h) for h in order2.predict_heads(test)]
+    over = [k for k, n in enumerate(lengths) if n == lengths[longest]]
+    budget = _memory.kbest_chart_bytes(lengths[longest] - 1)
     try:
-        order2.max_memory = _memory.kbest_chart_bytes(lengths[longest] - 1)
+        order2.max_memory = budget
         with caplog.at_level(logging.WARNING, logger="fastspectral"):
             got = [list(h) for h in order2.predict_heads(test)]
+        assert order2.last_parse_stats_.too_long == len(over)
         # the second-order model under the same budget (its own fallback may apply)
         second = [list(h) for h in order2.mst2_.predict_heads(test)]
+        # the others, parsed alone under the same budget (the second-order tree added to
+        # their lists is under that budget too)
+        rest = [k for k in range(len(test)) if k not in over]
+        alone = dict(zip(rest, (list(h) for h in order2.predict_heads([test[k] for k in rest]))))
     finally:
         order2.max_memory = None
         order2.mst_.max_memory = None
         order2.mst2_.max_memory = None
-    over = [k for k, n in enumerate(lengths) if n == lengths[longest]]
-    assert order2.last_parse_stats_.too_long == len(over)
     assert "second-order base parser's best tree" in caplog.text
     for k in range(len(test)):
-        assert got[k] == (second[k] if k in over else full[k])
+        assert got[k] == (second[k] if k in over else alone[k])
+        if k not in over and _memory.mst2_chart_bytes(lengths[k]) <= budget:
+            assert got[k] == full[k]        # nothing under any budget: re-ranked as before
+
+
+def test_fixed_base_keeps_the_start_weight(synthetic, order2):
+    """``fixed_base``: the base score's dense weight stays at ``start_weight`` through the
+    perceptron (the second-order score's by default with ``base_order=2``); the other dense
+    weights are learnt.  Defaults: fixed at 1000 with ``base_order=2``, learnt from 1 with
+    ``base_order=1``."""
+    assert order2._fixed_base and order2._start_weight == 1000.0
+    assert order2.dense_weights_[-1] == 1000.0            # the order-2 column, untouched
+    assert order2.dense_weights_[0] != 0.0                # the first-order score, learnt
+    free = RerankDepParser(base_order=2, fixed_base=False, **KW).fit(synthetic[:240])
+    assert free._start_weight == 1.0 and free.dense_weights_[-1] != 1.0
+    one = RerankDepParser(fixed_base=True, start_weight=7, **KW).fit(synthetic[:240])
+    assert one.dense_weights_.tolist() == [7.0]
+    dflt = RerankDepParser(**KW)
+    assert not dflt._fixed_base and dflt._start_weight == 1.0
+    # a re-ranker trained with fixed_base round-trips (its parameters are saved)
+    meta, arrays = one._model_file()
+    back = RerankDepParser._from_model_file(meta, arrays)
+    assert back.fixed_base is True and back.start_weight == 7
+    np.testing.assert_array_equal(back.dense_weights_, one.dense_weights_)
+    for bad in ({"fixed_base": 1}, {"fixed_base": "yes"}, {"start_weight": 0},
+                {"start_weight": -1.0}, {"start_weight": float("inf")},
+                {"start_weight": True}, {"start_weight": "big"}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            RerankDepParser(**bad).fit(synthetic[:20])
+
+
+def test_cli_fixed_base_and_start_weight(synthetic, tmp_path):
+    from fastspectral import cli
+    from fastspectral.trees.conll import write_conllu
+
+    train = tmp_path / "train.conllu"
+    write_conllu(synthetic[:60], train)
+    model = tmp_path / "m.fsm"
+    base = ["train", "rerank-dep", str(train), "-o", str(model), "--features", "base", "--k",
+            "4", "--epochs", "1", "--bits", "16", "--rerank-bits", "16", "-q"]
+    assert cli.main(base + ["--fixed-base", "--start-weight", "5"]) == 0
+    m = RerankDepParser.load(model)
+    assert m.fixed_base is True and m.start_weight == 5.0 and m.dense_weights_.tolist() == [5.0]
+    assert cli.main(base + ["--base-order", "2", "--no-fixed-base"]) == 0
+    m = RerankDepParser.load(model)
+    assert m.fixed_base is False and m.start_weight is None
+    assert cli.main(base + ["--start-weight", "0"]) != 0

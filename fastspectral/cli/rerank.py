@@ -55,6 +55,8 @@ def add_arguments(parser, cls) -> None:
     g.add_argument("--states", type=positive_int, metavar="M", default=None,
                    help="hidden states of the spectral model (default: "
                         f"{SPECTRAL_DEFAULTS['n_states']})")
+    g.add_argument("--spectral-ridge", type=float, metavar="R", default=None,
+                   help="ridge of the spectral model's pseudo-inverses (default: 0.3)")
     g.add_argument("--stop-events", action="store_true", default=False,
                    help="the spectral model also scores valency (STOP events; "
                         "LatentDependencyModel(stop_events=True))")
@@ -68,6 +70,15 @@ def add_arguments(parser, cls) -> None:
     kit.switch(g, "--no-order2-best", "order2_best", value=False,
                help="with --base-order 2: only rescore the first-order lists (by default "
                     "each list also gets the second-order model's best tree)")
+    kit.switch(g, "--fixed-base", "fixed_base",
+               help="keep the weight of the base score the re-ranker starts from (the "
+                    "first-order score; the second-order one with --base-order 2) fixed at "
+                    "--start-weight (default: fixed with --base-order 2 only)")
+    kit.switch(g, "--no-fixed-base", "fixed_base", value=False,
+               help="let the perceptron update the base score's weight too")
+    kit.option(g, "--start-weight", cls, "start_weight", type=float, metavar="W",
+               help="the base score's weight at the perceptron's start",
+               show_default="1000 when fixed, else 1")
     kit.option(g, "--folds", cls, "folds", type=positive_int, metavar="F",
                help="jack-knife folds of the training lists")
     kit.option(g, "--rerank-epochs", cls, "rerank_epochs", type=positive_int, metavar="N",
@@ -88,6 +99,10 @@ def build(args, cls, preset):
         extra["embeddings"] = args.embeddings
     if getattr(args, "states", None) is not None:
         extra["n_states"] = args.states
+    if getattr(args, "spectral_ridge", None) is not None:
+        if not 0 <= args.spectral_ridge < float("inf"):
+            raise kit.CommandError(f"--spectral-ridge must be >= 0, not {args.spectral_ridge}")
+        extra["ridge"] = args.spectral_ridge
     if getattr(args, "stop_events", False):
         extra["stop_events"] = True
     if getattr(args, "stop_adjacency", False):
@@ -97,7 +112,8 @@ def build(args, cls, preset):
     if extra:
         if model.features not in ("base+spectral", "base+spectral+shag"):
             flag = "--embeddings" if "embeddings" in extra else \
-                "--states" if "n_states" in extra else "--stop-events"
+                "--states" if "n_states" in extra else \
+                "--spectral-ridge" if "ridge" in extra else "--stop-events"
             raise kit.CommandError(f"{flag} needs --features base+spectral (or "
                                    "base+spectral+shag)")
         if "embeddings" in extra and model.spectral_input == "pos":

@@ -180,6 +180,18 @@ class RerankDepParser(HeadsParser):
         With ``base_order=2``: each k-best list also gets the second-order model's best tree
         (its second-order decoding) as one more candidate, unless the list holds it already
         (its base score: the first-order model's score of it).
+    fixed_base : bool or None, default None
+        Keep the weight of the base score the perceptron starts from (the first-order score,
+        or the second-order score with ``base_order=2``) fixed at ``start_weight``, as the
+        base model's score in Collins & Duffy's (2002) perceptron re-ranker; the perceptron
+        learns the other weights.  False: every dense weight is updated, the start's too.
+        None: True with ``base_order=2``, False otherwise (chosen on the development split
+        and by cross-validation over the training lists: docs/rerank.md, "A stable start").
+    start_weight : float or None, default None
+        That weight at the perceptron's start.  The dense columns are scaled to standard
+        deviation ``dense_gain``, so the start's share of a score grows as ``start_weight *
+        dense_gain`` and one perceptron update's as ``dense_gain**2``.  None: 1000 when the
+        base weight is fixed, else 1.
     tagset : {"auto", "upos", "xpos"}, default "auto"
         The POS column.
     random_state : int or None, default 0
@@ -236,7 +248,8 @@ class RerankDepParser(HeadsParser):
                  spectral_scores: str = "both", spectral_input: str = "words",
                  shag_params: dict | None = None, shag_scores: str = "both",
                  tagset: str = "auto", random_state: int | None = 0,
-                 jobs: int | None = None, base_order: int = 1, order2_best: bool = True):
+                 jobs: int | None = None, base_order: int = 1, order2_best: bool = True,
+                 fixed_base: bool | None = None, start_weight: float | None = None):
         self.k = k
         self.features = features
         self.folds = folds
@@ -258,6 +271,8 @@ class RerankDepParser(HeadsParser):
         self.jobs = jobs
         self.base_order = base_order
         self.order2_best = order2_best
+        self.fixed_base = fixed_base
+        self.start_weight = start_weight
 
     # ------------------------------------------------------------------ helpers
     def _validate_params(self) -> None:
@@ -297,6 +312,16 @@ class RerankDepParser(HeadsParser):
             raise ValueError(f"base_order must be 1 or 2, not {self.base_order!r}")
         if not isinstance(self.order2_best, (bool, np.bool_)):
             raise ValueError(f"order2_best must be True or False, not {self.order2_best!r}")
+        if self.fixed_base is not None and not isinstance(self.fixed_base, (bool, np.bool_)):
+            raise ValueError(f"fixed_base must be None, True or False, not {self.fixed_base!r}")
+        if self.start_weight is not None:
+            try:
+                sw = float(self.start_weight)
+            except (TypeError, ValueError):
+                sw = float("nan")
+            if isinstance(self.start_weight, bool) or not 0 < sw < float("inf"):
+                raise ValueError(f"start_weight must be None or a positive number, not "
+                                 f"{self.start_weight!r}")
         if self._shag:
             self._new_shag()._validate_params()
         self._new_mst()._validate_params()
@@ -610,13 +635,14 @@ class RerankDepParser(HeadsParser):
         w, u = np.zeros(size), np.zeros(size)
         D = dense.shape[1]
         v, uv = self._initial_dense(D), np.zeros(D)
+        fixed = int(np.flatnonzero(v)[0]) if self._fixed_base else -1
         rng = np.random.default_rng(self.random_state)
         c = 1.0
         for _ in range(int(self.rerank_epochs)):
             order = rng.permutation(len(data.lengths)).astype(np.int64)
             c, mistakes = rerank_epoch(w, u, v, uv, c, order, data.P, data.tok_off,
                                        data.lengths, data.heads, data.cand_off, data.cand_hoff,
-                                       dense, correct)
+                                       dense, correct, fixed)
             info.mistakes.append(int(mistakes))
         self.weights_ = w - u / c
         self.dense_weights_ = v - uv / c
@@ -628,10 +654,20 @@ class RerankDepParser(HeadsParser):
     def _initial_dense(self, D: int) -> np.ndarray:
         """The dense weights the perceptron starts from: the ranking of the best base model,
         i.e. the first-order score (column 0), or with ``base_order=2`` the second-order
-        score (the last column) alone."""
+        score (the last column) alone, with weight ``start_weight``."""
         v = np.zeros(D)
-        v[-1 if self._order2 else 0] = 1.0
+        v[-1 if self._order2 else 0] = self._start_weight
         return v
+
+    @property
+    def _fixed_base(self) -> bool:
+        return self._order2 if self.fixed_base is None else bool(self.fixed_base)
+
+    @property
+    def _start_weight(self) -> float:
+        if self.start_weight is not None:
+            return float(self.start_weight)
+        return 1000.0 if self._fixed_base else 1.0
 
     # ------------------------------------------------------------------ parsing
     def rerank_scores(self, items, data, logp=None, threads=None, shag=None, mst2=None,

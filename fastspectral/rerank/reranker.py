@@ -104,9 +104,10 @@ def score_candidates(w, v, P, tok_off, lengths, heads, cand_off, cand_hoff, dens
 
 @njit(cache=True)
 def rerank_epoch(w, u, v, uv, c, order, P, tok_off, lengths, heads, cand_off, cand_hoff,
-                 dense, correct):
+                 dense, correct, fixed=-1):
     """One averaged-perceptron epoch over the lists in ``order``; ``c`` is the update
-    counter (returned, advanced by one per list).  Returns ``(c, lists predicted wrong)``."""
+    counter (returned, advanced by one per list); the dense weight ``v[fixed]`` is never
+    updated (``fixed = -1``: every weight is).  Returns ``(c, lists predicted wrong)``."""
     mask = np.int64(w.shape[0] - 1)
     mistakes = 0
     for oi in range(order.shape[0]):
@@ -139,6 +140,8 @@ def rerank_epoch(w, u, v, uv, c, order, P, tok_off, lengths, heads, cand_off, ca
                 w[buf[i]] -= 1.0
                 u[buf[i]] -= c
             for d in range(dense.shape[1]):
+                if d == fixed:
+                    continue
                 diff = dense[orac, d] - dense[best, d]
                 v[d] += diff
                 uv[d] += c * diff
