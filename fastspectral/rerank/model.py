@@ -182,9 +182,9 @@ class RerankDepParser(HeadsParser):
         (its base score: the first-order model's score of it).
     fixed_base : bool or None, default None
         Keep the weight of the base score the perceptron starts from (the first-order score,
-        or the second-order score with ``base_order=2``) fixed at ``start_weight``, as the
-        base model's score in Collins & Duffy's (2002) perceptron re-ranker; the perceptron
-        learns the other weights.  False: every dense weight is updated, the start's too.
+        or the second-order score with ``base_order=2``) fixed at ``start_weight``: the
+        perceptron learns the other weights, and its updates cannot swamp the base model's
+        ranking.  False: every dense weight is updated, the start's too.
         None: True with ``base_order=2``, False otherwise (chosen on the development split
         and by cross-validation over the training lists: docs/rerank.md, "A stable start").
     start_weight : float or None, default None
