@@ -22,6 +22,22 @@ from ..trees.tree import Tree
 from .lexicon import Lexicon
 
 
+def root_node(tree: Tree) -> Tree:
+    """The node below ``TOP`` of a prepared (binarised) tree, or the tree itself when its
+    label is not ``TOP``.
+
+    Raises
+    ------
+    ValueError
+        When ``TOP`` has not exactly one child node.
+    """
+    if tree.label == "TOP":
+        if len(tree.children) != 1 or isinstance(tree.children[0], str):
+            raise ValueError(f"prepared tree has a malformed TOP node: {tree}")
+        return tree.children[0]
+    return tree
+
+
 def check_trees(trees) -> list:
     """The list of ``trees``, each checked to be a :class:`~fastspectral.trees.tree.Tree`.
 
@@ -159,11 +175,7 @@ class Grammar:
         lhs_app, bin_app, un_app = lhs_keys.append, bin_keys.append, un_keys.append
         w_app, p_app, t_app = lex_words.append, lex_pos.append, lex_tags.append
         for t in prepared_trees:
-            top = t
-            if top.label == "TOP":
-                if len(top.children) != 1 or isinstance(top.children[0], str):
-                    raise ValueError(f"prepared tree has a malformed TOP node: {top}")
-                top = top.children[0]
+            top = root_node(t)
             roots.append(top.label)
             position = 0
             stack = [top]

@@ -25,7 +25,7 @@ import numpy as np
 from ..base import Statistics
 from ..trees.transforms import base_label, prepare
 from ..trees.tree import Tree
-from .grammar import Grammar, check_trees
+from .grammar import Grammar, check_trees, root_node
 from .lexicon import Lexicon, signature
 
 __all__ = ["GrammarCounts", "PCFGStatistics", "lexicon_from_counts", "pcfg_statistics",
@@ -61,11 +61,7 @@ class GrammarCounts(Statistics):
 
     def add_tree(self, t: Tree) -> None:
         """Count one binarised tree (the traversal of ``Grammar.from_trees``)."""
-        top = t
-        if top.label == "TOP":
-            if len(top.children) != 1 or isinstance(top.children[0], str):
-                raise ValueError(f"prepared tree has a malformed TOP node: {top}")
-            top = top.children[0]
+        top = root_node(t)
         self.root[top.label] += 1
         self.n_trees += 1
         position = 0

@@ -509,25 +509,30 @@ class LatentPCFGBase(PartitionedFit, Parser):
                             sym_counts=self.sym_counts_)
 
     # -- lexical vectors ---------------------------------------------------------------------
-    def _lexical_probs(self, lex_sym, lex_word, lex_prob):
-        """P(word | p) per lexical entry: the PCFG lexicon, or relative frequencies (mle)."""
-        if not self._uses_mle_lexicon():
-            return lex_prob
+    def _lexical_rows(self, lex_sym, lex_word):
+        """The rows of the (tag, word) pairs ``(lex_sym, lex_word)`` in ``lex_keys_``:
+        ``(k, hit)``, ``k[i]`` the row of pair ``i`` where ``hit[i]`` (a training pair; a word
+        id < 0 is an unknown word, never a hit)."""
         V1 = len(self.vocab_) + 1
         key = lex_sym.astype(np.int64) * V1 + np.where(lex_word >= 0, lex_word, -10 ** 9)
         k = np.searchsorted(self.lex_keys_, key)
         k = np.minimum(k, len(self.lex_keys_) - 1)
         hit = (self.lex_keys_[k] == key) & (lex_word >= 0)
+        return k, hit
+
+    def _lexical_probs(self, lex_sym, lex_word, lex_prob):
+        """P(word | p) per lexical entry: the PCFG lexicon, or relative frequencies (mle)."""
+        if not self._uses_mle_lexicon():
+            return lex_prob
+        k, hit = self._lexical_rows(lex_sym, lex_word)
         out = np.zeros(len(lex_sym))
         out[hit] = self.lex_count_[k[hit]] / np.maximum(self.tag_count_[lex_sym[hit]], 1)
         return out
 
     def _leaf_offsets(self, lex_sym, lex_word):
-        V1 = len(self.vocab_) + 1
-        key = lex_sym.astype(np.int64) * V1 + np.where(lex_word >= 0, lex_word, -10 ** 9)
-        k = np.searchsorted(self.lex_keys_, key)
-        k = np.minimum(k, len(self.lex_keys_) - 1)
-        hit = (self.lex_keys_[k] == key) & (lex_word >= 0)
+        """Per lexical entry the offset of its latent lexical vector in ``lex_table_``: its
+        pair's row, or the tag's rare-word row for a word not seen with the tag."""
+        k, hit = self._lexical_rows(lex_sym, lex_word)
         off = self.lex_rare_off_[lex_sym].copy()
         off[hit] = self.lex_off_[k[hit]]
         return off
