@@ -450,6 +450,50 @@ class RuleLayout:
         self.uoff = block_offsets(m64[self.un_parent] * m64[self.un_child])
         self.soff = block_offsets(m64)
 
+    def _set_lexical_classes(self, pair_key, pair_count, vocab_size: int, rare_word):
+        """Set the lexical-class rows ``(p, k)`` of the training (tag, word) pairs: ``k`` is
+        the word, or ``vocab_size`` ("rare") for the words of ``rare_word``.
+
+        Sets ``V``, ``rare_word``, ``lex_key``, ``lex_sym``, ``lex_cls``, ``lex_count`` (tokens
+        of every row), ``tag_count`` (tokens of every symbol), ``row_frac``
+        (``P(k | p)``) and ``loff`` (the rows' offsets).
+
+        Parameters
+        ----------
+        pair_key : numpy.ndarray
+            The pairs ``p * (vocab_size + 1) + w``.
+        pair_count : numpy.ndarray
+            Tokens of every pair.
+        vocab_size : int
+            Training words ``V``.
+        rare_word : numpy.ndarray
+            Per word id, whether it is rare.
+
+        Returns
+        -------
+        numpy.ndarray
+            The row of every pair.
+        """
+        V = vocab_size
+        self.V = V
+        self.rare_word = rare_word
+        p = pair_key // (V + 1)
+        w = pair_key % (V + 1)
+        cls = np.where(rare_word[w], V, w)
+        ukey, inv = np.unique(p * (V + 1) + cls, return_inverse=True)
+        cnt = np.zeros(ukey.shape[0], dtype=np.int64)
+        np.add.at(cnt, inv, pair_count)
+        self.lex_key = ukey
+        self.lex_sym = (ukey // (V + 1)).astype(np.int64)
+        self.lex_cls = (ukey % (V + 1)).astype(np.int64)
+        self.lex_count = cnt.astype(np.float64)
+        tag_count = np.zeros(self.S, dtype=np.int64)
+        np.add.at(tag_count, p, pair_count)
+        self.tag_count = tag_count.astype(np.float64)
+        self.row_frac = self.lex_count / self.tag_count[self.lex_sym]
+        self.loff = block_offsets(self.m[self.lex_sym])
+        return inv
+
     def zeros(self) -> "LatentParams":
         """All-zero parameter (or count) arrays in this layout (with the subclass's ``loff``)."""
         return LatentParams(np.zeros(self.toff[-1]), np.zeros(self.uoff[-1]),
@@ -483,27 +527,17 @@ class LatentLayout(RuleLayout):
         self.aoff = block_offsets(m64[self.label])
         # lexical classes: the word when seen more than rare_threshold times, else "rare" (= V)
         V = len(nodes.vocab)
-        self.V = V
         pre = np.flatnonzero(nodes.word >= 0)
         self.leaf_nodes = pre.astype(np.int64)
         wid = nodes.word[pre].astype(np.int64)
-        self.rare_word = nodes.word_count <= rare_threshold
-        cls = np.where(self.rare_word[wid], V, wid)
         p = self.label[pre]
-        key = p * (V + 1) + cls
-        ukey, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
-        self.lex_key = ukey
-        self.lex_sym = (ukey // (V + 1)).astype(np.int64)
-        self.lex_cls = (ukey % (V + 1)).astype(np.int64)
-        self.lex_count = cnt.astype(np.float64)
-        self.tag_count = np.bincount(p, minlength=S).astype(np.float64)
-        self.row_frac = self.lex_count / self.tag_count[self.lex_sym]
-        self.loff = block_offsets(m64[self.lex_sym])
-        self.lexrow = np.full(N, -1, dtype=np.int64)
-        self.lexrow[pre] = inv
-        # log P_mle(w | p) of every leaf (a constant of the likelihood)
         pw_key, pw_inv, pw_cnt = np.unique(p * (V + 1) + wid, return_inverse=True,
                                            return_counts=True)
+        pair_row = self._set_lexical_classes(pw_key, pw_cnt, V,
+                                             nodes.word_count <= rare_threshold)
+        self.lexrow = np.full(N, -1, dtype=np.int64)
+        self.lexrow[pre] = pair_row[pw_inv]
+        # log P_mle(w | p) of every leaf (a constant of the likelihood)
         self.leaflogp = np.zeros(N)
         self.leaflogp[pre] = np.log(pw_cnt[pw_inv] / self.tag_count[p])
         self.pair_key = pw_key                       # (p, w) pairs of the training data

@@ -750,28 +750,9 @@ class GlobalLayout(RuleLayout):
         g = ctx.grammar
         super().__init__(g, symbol_states(ctx.sym_counts, g, model.n_states, model.n_states_pre,
                                           model.min_count, model.state_map))
-        S = self.S
-        m = self.m
         self.n_trees = ctx.n_trees
-        V = len(ctx.vocab)
-        self.V = V
-        self.rare_word = ctx.word_count <= model.rare_threshold
         pk, pc = ctx.pair_key, ctx.pair_count
-        p = pk // (V + 1)
-        w = pk % (V + 1)
-        cls = np.where(self.rare_word[w], V, w)
-        ukey, inv = np.unique(p * (V + 1) + cls, return_inverse=True)
-        cnt = np.zeros(ukey.shape[0], dtype=np.int64)
-        np.add.at(cnt, inv, pc)
-        self.lex_key = ukey
-        self.lex_sym = (ukey // (V + 1)).astype(np.int64)
-        self.lex_cls = (ukey % (V + 1)).astype(np.int64)
-        self.lex_count = cnt.astype(np.float64)
-        tag_count = np.zeros(S, dtype=np.int64)
-        np.add.at(tag_count, p, pc)
-        self.tag_count = tag_count.astype(np.float64)
-        self.row_frac = self.lex_count / self.tag_count[self.lex_sym]
-        self.loff = block_offsets(m[self.lex_sym])
+        self._set_lexical_classes(pk, pc, len(ctx.vocab), ctx.word_count <= model.rare_threshold)
         self.pair_key = pk
         self.pair_count = pc
         self.sym_count = ctx.sym_counts.astype(np.float64)
@@ -783,7 +764,7 @@ class GlobalLayout(RuleLayout):
         lp = float(np.dot(self.bin_count, np.log(np.maximum(g.bin_prob, 1e-300))))
         lp += float(np.dot(self.un_count, np.log(np.maximum(g.un_prob, 1e-300))))
         lp += float(np.dot(self.root_count, np.log(np.maximum(g.root_prob, 1e-300))))
-        self.log_rule_per_word = lp / max(1, int(tag_count.sum()))
+        self.log_rule_per_word = lp / max(1, int(pc.sum()))
         # latent_arrays reads the vocabulary from ``nodes`` and computes the log rule
         # probability from its (here empty) arrays: replaced by the value above
         e = np.zeros(0, dtype=np.int64)
