@@ -3,13 +3,16 @@
 :class:`LatentPCFGBase` is the base of the three L-PCFG learners, which are siblings:
 :class:`~fastspectral.lpcfg.spectral.SpectralLPCFG` (Cohen et al. 2012, 2013),
 :class:`~fastspectral.lpcfg.pivot.PivotLPCFG` (Cohen & Collins 2014) and
-:class:`~fastspectral.lpcfg.em.EMLPCFG` (EM, or EM from the pivot estimates).  Each learner
-differs only in how it estimates the parameters; the base holds
+:class:`~fastspectral.lpcfg.em.EMLPCFG` (EM, or EM from the pivot estimates); the last two,
+whose parameters are probabilities, through :class:`ProbabilisticLPCFGBase` (the training
+log-likelihood, their shared checks).  Each learner differs only in how it estimates the
+parameters; the base holds
 
 * the preparation of the treebank (:meth:`LatentPCFGBase._prepare_treebank`): cleaned,
   unary-collapsed and binarised with the learner's ``v`` / ``h`` / ``tag_parent``; the plain PCFG
   of the same trees (``pcfg_``, the pruning model) and its coarse ``v=1, h=0`` grammar; the node
-  arrays every estimator reads;
+  arrays every estimator reads; the same preparation of the partitions of learning from
+  partitions (:meth:`LatentPCFGBase.prepare_partition`);
 * the fitted state (:class:`LatentArrays`): the :class:`~fastspectral.lpcfg.params.LatentGrammar`
   ``lpcfg_`` (binary tensors, unary matrices, root vectors) and the lexical table;
 * coarse-to-fine parsing (:meth:`LatentPCFGBase.parse`), all compiled and parallel over
