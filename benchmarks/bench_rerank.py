@@ -41,6 +41,12 @@ training lists; then the pre-declared selection rule (``order2_select``; docs/re
     PYTHONPATH=. python benchmarks/bench_rerank.py --sweep-order2 --embeddings en30.eigenwords \
         --cache DIR --extra-models words:16:0.3:0,pos:8:0.3:0:adj1 --gains 3,10,30 --jobs 1
 
+``--start-grid``: the perceptron's start (``fixed_base``, ``--start-weights``, ``--gains``)
+of the baseline re-rankers over first-order lists and with the order-2 column, on the dev
+split and by 3-fold CV over the training lists (docs/rerank.md, "A stable start")::
+
+    PYTHONPATH=. python benchmarks/bench_rerank.py --start-grid --cache DIR --gains 1,3,10,30
+
 ``--base-only``: the base parser alone (``MSTParser(order=...)`` for each of ``--orders``,
 first-order and second-order sibling; docs/rerank.md, "Second-order sibling base parser"):
 UAS (no punctuation) and complete match, training CPU-seconds, parsing CPU-seconds and
@@ -1058,6 +1064,73 @@ def sweep_order2(args, train):
     return rows, chosen
 
 
+def start_grid(args, train):
+    """``--start-grid``: the perceptron's start (``fixed_base`` x ``start_weight`` x
+    ``dense_gain``) of the baseline re-ranker over first-order lists and of the baseline +
+    order-2 column re-ranker, each on the dev split and by 3-fold CV over the jack-knifed
+    training lists (docs/rerank.md, "A stable start for the order-2 re-ranker")."""
+    from fastspectral.rerank import RerankDepParser
+    from fastspectral.rerank.model import TrainingLists, _argmax_segments, count_correct
+
+    ndev = int(0.9 * len(train))
+    tr, dev = train[:ndev], train[ndev:]
+    keep_dev, keep_tr = keep_counts(dev), keep_counts(tr)
+    weights = [float(w) for w in args.start_weights.split(",")]
+    gains = [float(g) for g in args.gains.split(",")]
+    o1, o1_dev = dev_lists(args, tr, dev)
+    o2 = order2_lists(args, tr, dev)
+    cases = {1: (o1, o1_dev, None, None), 2: (o2["lists"], o2["dev"], o2["lists"].mst2,
+                                               o2["o2_dev"])}
+    print(json.dumps({"mode": "start-grid", "load_avg_start": os.getloadavg()}), flush=True)
+    for order, (L, dev_data, tr2, dev2) in cases.items():
+        D = L.data
+        dev_correct, dev_tok = count_correct(dev, dev_data)
+
+        def lists(idx):
+            sub, c = D.subset(idx)
+            return sub, TrainingLists(sub, None, L.correct[c], 1, {}, None, None, None,
+                                      mst2=None if tr2 is None else tr2[c]), c
+
+        def fit_score(kw):
+            new = dict(features="base", base_order=order, rerank_epochs=5, **kw)
+            m = RerankDepParser(**new).fit_lists(
+                TrainingLists(D, None, L.correct, 1, {}, None, None, None, mst2=tr2))
+            pick = _argmax_segments(m.rerank_scores(None, dev_data, threads=args.jobs,
+                                                    mst2=dev2), dev_data.cand_off)
+            out = {"dev": list_scores(dev_correct, dev_tok, dev_data, keep_dev, pick)}
+            cuts = np.linspace(0, len(D.lengths), 4).astype(int)
+            got = np.zeros(len(D.lengths), np.int64)
+            for f in range(3):
+                _, tl, _ = lists(np.r_[0:cuts[f], cuts[f + 1]:len(D.lengths)])
+                te, _, c = lists(np.arange(cuts[f], cuts[f + 1]))
+                m = RerankDepParser(**new).fit_lists(tl)
+                sc = m.rerank_scores(None, te, threads=args.jobs,
+                                     mst2=None if tr2 is None else tr2[c])
+                got[cuts[f]:cuts[f + 1]] = L.correct[c][_argmax_segments(sc, te.cand_off)]
+            out["cv"] = (round(100.0 * got.sum() / L.n_tokens, 2),
+                         round(100.0 * float(np.mean(got == keep_tr)), 2))
+            return out
+
+        start = L.mst2 if order == 2 else None
+        ref = {"order": order, "reference": True,
+               "dev_base": list_scores(dev_correct, dev_tok, dev_data, keep_dev,
+                                       dev_data.cand_off[:-1] if dev2 is None else
+                                       _argmax_segments(dev2, dev_data.cand_off)),
+               "cv_base": list_scores(L.correct, L.n_tokens, D, keep_tr,
+                                      D.cand_off[:-1] if start is None else
+                                      _argmax_segments(start, D.cand_off))}
+        print(json.dumps(ref), flush=True)
+        for g in gains:
+            print(json.dumps({"order": order, "fixed_base": False, "start_weight": 1.0,
+                              "gain": g, **fit_score(dict(dense_gain=g, fixed_base=False,
+                                                           start_weight=1.0))}), flush=True)
+            for w in weights:
+                print(json.dumps({"order": order, "fixed_base": True, "start_weight": w,
+                                  "gain": g, **fit_score(dict(dense_gain=g, fixed_base=True,
+                                                               start_weight=w))}), flush=True)
+    print(json.dumps({"load_avg_end": os.getloadavg()}), flush=True)
+
+
 def final(args, train, test):
     from fastspectral.rerank import RerankDepParser
     from fastspectral.rerank.kbest import kbest_packed
@@ -1242,6 +1315,11 @@ def main(argv=None):
     ap.add_argument("--fixed-base", choices=("auto", "yes", "no"), default="auto",
                     help="--sweep-order2 and the main mode: RerankDepParser(fixed_base=None / "
                          "True / False), the base score's weight kept at its start")
+    ap.add_argument("--start-grid", action="store_true",
+                    help="dev + CV of the baseline re-rankers (order 1, order 2) over "
+                         "fixed_base x --start-weights x --gains")
+    ap.add_argument("--start-weights", default="1,10,100,1000,3000",
+                    help="--start-grid: the fixed start weights")
     ap.add_argument("--start-weight", type=float, default=None,
                     help="--sweep-order2 and the main mode: RerankDepParser(start_weight=W) "
                          "(default None: the class's)")
@@ -1346,6 +1424,9 @@ def main(argv=None):
         return
     if args.order2_dev:
         print(json.dumps(order2_dev(args, sents[:int(0.8 * len(sents))])))
+        return
+    if args.start_grid:
+        start_grid(args, sents[:int(0.8 * len(sents))])
         return
     if args.sweep_order2:
         sweep_order2(args, sents[:int(0.8 * len(sents))])
