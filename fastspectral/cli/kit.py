@@ -28,9 +28,9 @@ from ..errors import FastSpectralError, FormatError
 __all__ = ["CommandError", "option", "switch", "renamed_flag", "class_default",
            "build_estimator", "read_training_data", "first_line", "describe", "logger",
            "setup_logging", "is_stdio", "require_file", "require_output_path", "add_states",
-           "add_markov", "add_jobs", "add_seed", "add_iterations", "add_keep_case", "add_encoding",
-           "memory_size",
-           "add_max_memory", "apply_max_memory", "max_memory_env"]
+           "add_markov", "add_jobs", "add_seed", "add_iterations", "add_keep_case",
+           "add_encoding", "memory_size", "add_max_memory", "apply_max_memory",
+           "max_memory_env"]
 
 logger = logging.getLogger("fastspectral")
 
