@@ -58,3 +58,20 @@ nonneg_float = float_in(0.0, what="a non-negative number")
 """A number >= 0."""
 unit_interval = float_in(0.0, 1.0, what="a number in [0, 1)")
 """A number in [0, 1) (an interpolation weight)."""
+
+
+def text_encoding(text: str) -> str:
+    """A text encoding known to :mod:`codecs` (``utf-8``, ``latin-1``, ...), returned as
+    given.  Unknown names, the empty name and codecs that are not text encodings (``rot13``,
+    a str-to-str transform; ``base64``, bytes to bytes) are refused."""
+    import codecs
+
+    try:
+        info = codecs.lookup(text)
+    except (LookupError, TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"unknown encoding {text!r} (e.g. utf-8, "
+                                         "latin-1)") from None
+    if not getattr(info, "_is_text_encoding", True):
+        raise argparse.ArgumentTypeError(f"{text!r} is a codec but not a text encoding "
+                                         "(e.g. utf-8, latin-1)")
+    return text

@@ -20,6 +20,7 @@ import sys
 from .. import __version__
 from ..errors import FastSpectralError
 from . import kit
+from ._parser import CommandParser
 from .kit import CommandError
 
 __all__ = ["main", "build_parser", "CommandError"]
@@ -73,7 +74,7 @@ def build_parser(train_type: str | None = None, command: str | None = None
 
     common = _common_parent()
     fmt = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="fastspectral", formatter_class=fmt, epilog=_MAIN_EPILOG,
         description="Spectral learning of latent-variable parsers, with compiled chart kernels.")
     parser.add_argument("--version", action="version", version=f"fastspectral {__version__}")

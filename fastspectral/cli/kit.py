@@ -196,7 +196,9 @@ def add_iterations(g, cls, help="EM iterations", show_default=True):
 
 def add_encoding(p, help: str = "input encoding (default: utf-8)") -> None:
     """``--encoding`` (default utf-8) of the files a command reads; ``help``: its help text."""
-    p.add_argument("--encoding", default="utf-8", help=help)
+    from .._argtypes import text_encoding
+
+    p.add_argument("--encoding", default="utf-8", type=text_encoding, metavar="NAME", help=help)
 
 
 def add_keep_case(g) -> None:
