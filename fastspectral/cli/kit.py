@@ -344,6 +344,7 @@ def describe(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     text = text[0] if text else type(exc).__name__
     # the library's advice names its keyword argument; the command line has an option
+    text = re.sub(r"pass format=\.\.\.", "pass --format", text)
     return re.sub(r"pass encoding=\.\.\.(, e\.g\. encoding='([^']*)')?",
                   lambda m: "pass --encoding" + (f" (e.g. --encoding {m.group(2)})"
                                                  if m.group(2) else ""), text)

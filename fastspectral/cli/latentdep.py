@@ -62,3 +62,22 @@ def build(args, cls, preset):
     if emb is not None and emb != "one-hot":
         kit.require_file(emb, "embeddings file")
     return kit.build_estimator(args, cls, preset)
+
+
+_COLUMN_NAMES = {"upos": "UPOS", "xpos": "XPOS"}
+
+
+def read(args):
+    """The training sentences (:func:`kit.read_training_data`); ``--tags upos`` / ``xpos``
+    needs that column filled: Malt-TAB has no UPOS column, PTB trees give XPOS only."""
+    from ..errors import FormatError
+
+    data = kit.read_training_data(args, "dependency")
+    column = getattr(args, "tags", None)
+    if column in _COLUMN_NAMES and all(t == "_" for s in data for t in getattr(s, column)):
+        other = "xpos" if column == "upos" else "upos"
+        filled = any(t != "_" for s in data for t in getattr(s, other))
+        hint = f": use --tags {other} or auto" if filled else ""
+        raise FormatError(f"--tags {column}: the {_COLUMN_NAMES[column]} column is empty "
+                          f"('_' in every sentence){hint}", args.treebank)
+    return data

@@ -233,7 +233,9 @@ def _tag_with(args, model) -> int:
     from ..lexical.data import apply_labels, corpus_from_sentences, read_tagging_input
     from ..trees.files import open_output
 
-    sents, _ = read_tagging_input(args.input, args.encoding)
+    sents, is_conll = read_tagging_input(args.input, args.encoding)
+    if is_conll and _is_conllx(args.input, args.encoding, sents):
+        sents = [_without_columns_9_10(s) for s in sents]
     t0 = time.perf_counter()
     nonempty = [s for s in sents if len(s)]
     corpus = corpus_from_sentences(nonempty, model.vocalised_, labelled=False)
@@ -257,6 +259,30 @@ def _tag_with(args, model) -> int:
     kit.logger.info(f"tagged {len(corpus)} tokens in {len(sents)} sentences in {elapsed:.2f} s "
                     f"({rate:,.0f} tokens/s)")
     return 0
+
+
+def _is_conllx(path, encoding, sents) -> bool:
+    """Whether a 10-column input is CoNLL-X (columns 9-10 PHEAD / PDEPREL, not CoNLL-U DEPS /
+    MISC): detected so, or a bare integer in column 9 (a PHEAD; DEPS is ``head:rel``)."""
+    from ..errors import FormatError
+    from ..trees.readers import detect_format
+
+    try:
+        if not kit.is_stdio(path) and detect_format(path, encoding) == "conllx":
+            return True
+    except FormatError:
+        pass
+    return any(d.isdigit() for s in sents for d in s.deps)
+
+
+def _without_columns_9_10(sent):
+    """A copy with ``_`` in DEPS and MISC (CoNLL-X PHEAD / PDEPREL are not CoNLL-U's)."""
+    import copy
+
+    out = copy.copy(sent)
+    out.deps = ["_"] * len(sent)
+    out.misc = ["_"] * len(sent)
+    return out
 
 
 def _format(sent, unknown_heads: bool) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import signal
 import time
 
@@ -74,7 +75,9 @@ def add_parse_command(sub, common, fmt) -> None:
                    help="'word/TAG' tokens: auto = per line when every token has a tag, "
                         "yes = required, no = never split tokens (default: auto)")
     p.add_argument("--format", choices=("conllu", "conllx", "malttab"), default=None,
-                   help="dependency input format (default: detected)")
+                   help="dependency input format (default: detected; a file in none of them "
+                        "is read as text, one sentence a line)")
+    add_input_options(p)
     kit.add_encoding(p, help="encoding of the input (default: utf-8; output is utf-8)")
     p.add_argument("--resume", action="store_true",
                    help="continue an interrupted run from OUTPUT.part")
@@ -120,6 +123,20 @@ class _StopFlag:
         return False
 
 
+def add_input_options(p) -> None:
+    """``--input``, ``--tokenize``, ``--output-format``: what the input is and how it is read."""
+    p.add_argument("--input", dest="input_type", choices=("text", "trees"), default="text",
+                   help="text: one tokenised sentence a line; trees: a bracketed treebank "
+                        "(PTB) whose words are parsed, -NONE- elements removed (with "
+                        "--tagged yes also its tags) (default: text)")
+    p.add_argument("--tokenize", action="store_true",
+                   help="the input is raw text: split it into Penn Treebank tokens first "
+                        "(punctuation, n't and 's, quotes as `` and '')")
+    p.add_argument("--output-format", choices=("conllu", "conllx", "malttab"), default=None,
+                   help="dependency models: output format (default: the input's; CoNLL-U for "
+                        "text input)")
+
+
 def cmd_parse(args) -> int:
     """``fastspectral parse``."""
     from ..io import load
@@ -157,6 +174,7 @@ def _parse_files(args, inputs, to_folder) -> int:
     """Several inputs (one output each in the folder -o OUTDIR), or any input with Dask."""
     if getattr(args, "no_rerank", False):
         raise kit.CommandError("--no-rerank works with one input file and without Dask")
+    _one_input_only(args)
     kit.require_file(args.model, "model file")
     for inp in inputs:
         kit.require_file(inp, "input file")
@@ -176,6 +194,7 @@ def _parse_files(args, inputs, to_folder) -> int:
     if model_input_kind(args.model)[1] not in ("sentences", "dependency"):
         raise kit.CommandError(f"{args.model} holds a sequence model, which does not parse "
                                "(sequence models are scored with 'fastspectral lm eval')")
+    _check_files_scores(args, inputs)
     outputs = _outputs_in(inputs, args.output) if to_folder else [args.output]
     _check_paths(inputs, [None if kit.is_stdio(o) else o for o in outputs],
                  os.path.abspath(args.model))
@@ -324,22 +343,29 @@ def _run_chunks(args, chunks, parse_chunk, write_chunk, total, records) -> int:
 
 
 def _parse_sentences(args, model) -> int:
-    from ..trees.readers import iter_sentences
-
+    if args.output_format is not None:
+        raise kit.CommandError(f"--output-format is for dependency models; {args.model} "
+                               "writes bracketed trees")
     _check_text_input(args)
-    tagged = {"auto": None, "yes": True, "no": False}[args.tagged]
     source = kit.stdin_source() if kit.is_stdio(args.input) else args.input
     total = None
-    if not kit.is_stdio(args.input) and kit.progress_wanted(args):
+    if not kit.is_stdio(args.input) and kit.progress_wanted(args) and args.input_type == "text":
         from ..dask.parse import count_lines    # raw bytes, .gz decompressed; no Dask import
 
         total = count_lines(args.input)
+    glued = _Untokenized(_input_name(args))
+    trees = args.input_type == "trees"
 
     def chunks(skip):
         from ..dask.parse import chunked       # no Dask import
 
-        stream = iter_sentences(source, tagged=tagged, encoding=args.encoding)
+        stream = _tree_sentences(args, source) if trees else \
+            _text_sentences(args, source, glued)
         return chunked(itertools.islice(stream, skip, None), args.chunk_size)
+
+    def origin(raw):
+        return f"{_input_name(args)}: tree {raw.line}" if trees else \
+            f"{_input_name(args)}:{raw.line}"
 
     def parse_chunk(raw, progress):
         todo = [i for i, s in enumerate(raw) if s.words]
@@ -349,7 +375,7 @@ def _parse_sentences(args, model) -> int:
             tags = [raw[i].tags for i in todo]
         from .._memory import sentence_origins
 
-        with sentence_origins([f"{_input_name(args)}:{raw[i].line}" for i in todo]):
+        with sentence_origins([origin(raw[i]) for i in todo]):
             trees = model.parse(words, tags=tags, jobs=args.jobs, progress=progress) \
                 if words else []
         if len(trees) != len(words):
@@ -363,26 +389,169 @@ def _parse_sentences(args, model) -> int:
     def write_chunk(raw, lines):
         return "".join(line + "\n" for line in lines)
 
-    return _run_chunks(args, chunks, parse_chunk, write_chunk, total, "lines")
+    status = _run_chunks(args, chunks, parse_chunk, write_chunk, total, "lines")
+    glued.report()
+    return status
+
+
+#: a line that opens like a bracketed tree: ``(TOP (S``, ``( (S``, ``(S (NP``
+_TREE_LINE = re.compile(r"^\(\s*(?:\(|[^\s()]+\s*\()")
+
+_TAGGED = {"auto": None, "yes": True, "no": False}
+
+
+class _Untokenized:
+    """Counts the tokens that look untokenised (punctuation or a clitic glued to a word) and
+    warns once, at the end, with their number and the first of them."""
+
+    def __init__(self, name):
+        self.name = name
+        self.count = 0
+        self.lines = 0
+        self.first = None
+
+    def check(self, words, line) -> None:
+        from ..trees.tokenize import untokenized
+
+        bad = untokenized(words)
+        if bad:
+            self.count += len(bad)
+            self.lines += 1
+            if self.first is None:
+                self.first = (bad[0], line)
+
+    def report(self) -> None:
+        if not self.count:
+            return
+        word, line = self.first
+        kit.logger.warning(
+            f"warning: {self.count} token(s) on {self.lines} line(s) look untokenised "
+            f"(punctuation or a clitic attached to a word, e.g. {word!r} at {self.name}:"
+            f"{line}); the input should be tokenised like the Penn Treebank: pass --tokenize "
+            f"to split raw text")
+
+
+def _text_sentences(args, source, glued: _Untokenized, skip_empty: bool = False):
+    """The ``RawSentence`` items of text input: tokenised (``--tokenize``) or checked for
+    untokenised tokens; a line that is a bracketed tree is an error naming ``--input trees``."""
+    from ..errors import FormatError
+    from ..trees.readers import RawSentence, iter_sentences
+
+    tagged = _TAGGED[args.tagged]
+    if args.tokenize:
+        if tagged:
+            raise kit.CommandError("--tokenize reads raw text: it does not go with --tagged yes")
+        from ..trees.tokenize import tokenize
+
+        for raw in iter_sentences(source, tagged=False, encoding=args.encoding,
+                                  skip_empty=skip_empty):
+            yield RawSentence(tokenize(" ".join(raw.words)), None, raw.line) \
+                if raw.words else raw
+        return
+    for raw in iter_sentences(source, tagged=tagged, encoding=args.encoding,
+                              skip_empty=skip_empty):
+        if raw.words and raw.words[0].startswith("(") and raw.tags is None \
+                and _TREE_LINE.match(" ".join(raw.words[:3])):
+            raise FormatError("this line is a bracketed tree, not a sentence: pass --input "
+                              "trees to parse the words of a treebank (or write them out "
+                              "with 'fastspectral sentences')", _input_name(args), raw.line)
+        glued.check(raw.words, raw.line)
+        yield raw
+
+
+def _tree_sentences(args, source):
+    """``RawSentence(words, tags or None, k)`` of the k-th tree (1-based) of a bracketed
+    treebank; -NONE- elements are removed, a tree with no words left gives an empty line."""
+    from ..trees.ptb import read_ptb
+    from ..trees.readers import RawSentence
+    from ..trees.transforms import clean
+
+    if args.tokenize:
+        raise kit.CommandError("--tokenize is for raw text; the words of --input trees are "
+                               "tokenised already")
+    tagged = _TAGGED[args.tagged]
+    for k, tree in enumerate(read_ptb(source, encoding=args.encoding), 1):
+        try:
+            pos = clean(tree).pos()
+        except ValueError:          # nothing but -NONE- elements
+            pos = []
+        words = [w for w, _ in pos]
+        yield RawSentence(words, [t for _, t in pos] if tagged and pos else None, k)
+
+
+def _one_input_only(args) -> None:
+    """Options of the one-input path refused with several inputs or Dask."""
+    for flag, given in (("--input trees", args.input_type == "trees"),
+                        ("--tokenize", args.tokenize),
+                        ("--output-format", args.output_format is not None)):
+        if given:
+            raise kit.CommandError(f"{flag} works with one input file and without Dask")
+
+
+def _check_files_scores(args, inputs) -> None:
+    """A latent-dep model's scores are comment lines, which Malt-TAB does not have."""
+    from ..dask.parse import model_input_kind
+    from ..errors import FormatError
+    from ..trees.readers import detect_format
+
+    if model_input_kind(args.model)[0] != "latent-dep":
+        return
+    for inp in inputs:
+        try:
+            fmt = args.format or detect_format(inp, args.encoding)
+        except FormatError:
+            continue
+        if fmt == "malttab":
+            raise kit.CommandError(f"{inp} is Malt-TAB, which has no comment lines for the "
+                                   "scores of a latent-dep model: parse it alone with "
+                                   "--output-format conllx (or conllu)")
 
 
 def _parse_dependency(args, model) -> int:
     import io
 
-    from ..trees import conll
+    from ..errors import FormatError
     from ..trees.readers import detect_format, read_treebank
 
+    if args.input_type == "trees":
+        raise kit.CommandError(f"--input trees is for models that parse sentences; "
+                               f"{args.model} holds a {type(model).__name__}, which parses "
+                               "dependency files (CoNLL-U, CoNLL-X, Malt-TAB) or word/TAG text")
     source = kit.stdin_source(whole=True) if kit.is_stdio(args.input) else args.input
-    fmt = args.format or detect_format(source, args.encoding)
-    if fmt not in _DEP_WRITERS:
+    fmt = args.format
+    if fmt is None:
+        try:
+            fmt = detect_format(source, args.encoding)
+        except FormatError:
+            fmt = "text"                       # no treebank format: sentences, one a line
+        if fmt == "brown" or (fmt != "text" and args.tokenize):
+            fmt = "text"
+    if fmt not in _DEP_WRITERS and fmt != "text":
         raise kit.CommandError(f"this model parses dependency files (CoNLL-U, CoNLL-X or "
-                               f"Malt-TAB); {_input_name(args)} is {fmt!r}")
-    writer = getattr(conll, _DEP_WRITERS[fmt])
+                               f"Malt-TAB) or text (one sentence a line, word/TAG tokens); "
+                               f"{_input_name(args)} is {fmt!r}"
+                               + (" (bracketed trees)" if fmt == "ptb" else ""))
+    out_fmt = args.output_format or ("conllu" if fmt == "text" else fmt)
+    needs = _dependency_input_needs(model)
+    if out_fmt == "malttab" and needs == "trees":
+        raise kit.CommandError(f"Malt-TAB output has no comment lines for the scores of a "
+                               f"latent-dep model ({_input_name(args)} is Malt-TAB): pass "
+                               "--output-format conllx (or conllu)")
+    if fmt == "text" and needs == "trees":
+        raise kit.CommandError(f"{_input_name(args)} is text, but a {type(model).__name__} "
+                               "scores given trees: it needs a dependency file with heads "
+                               "(CoNLL-U, CoNLL-X or Malt-TAB)")
+    write = _dep_writer(fmt, out_fmt)
+    glued = _Untokenized(_input_name(args))
 
     def chunks(skip):
         from ..dask.parse import chunked       # no Dask import
 
-        sents = read_treebank(source, format=fmt, encoding=args.encoding, heads_optional=True)
+        if fmt == "text":
+            sents = _text_dep_sentences(args, source, glued, needs)
+        else:
+            sents = read_treebank(source, format=fmt, encoding=args.encoding,
+                                  heads_optional=True)
         return chunked(itertools.islice(sents, skip, None), args.chunk_size)
 
     def parse_chunk(sents, progress):
@@ -393,7 +562,59 @@ def _parse_dependency(args, model) -> int:
 
     def write_chunk(sents, parsed):
         buf = io.StringIO()
-        writer(parsed, buf)
+        write(parsed, buf)
         return buf.getvalue()
 
-    return _run_chunks(args, chunks, parse_chunk, write_chunk, None, "blocks")
+    status = _run_chunks(args, chunks, parse_chunk, write_chunk, None, "blocks")
+    glued.report()
+    return status
+
+
+def _dependency_input_needs(model) -> str:
+    """What a dependency model reads: ``"words"`` (a tagger: FORM only), ``"trees"`` (it scores
+    given heads) or ``"tags"`` (a parser of tagged words)."""
+    names = {c.__name__ for c in type(model).__mro__}
+    if "LexicalDisambiguator" in names:
+        return "words"
+    if "LatentDependencyModel" in names:
+        return "trees"
+    return "tags"
+
+
+def _text_dep_sentences(args, source, glued, needs):
+    """Text input of a dependency model: a ``DepSentence`` (heads unknown) per non-empty line;
+    ``word/TAG`` tokens give XPOS.  A parser of tagged words refuses an untagged line."""
+    from ..errors import FormatError
+    from ..trees.conll import DepSentence
+
+    for raw in _text_sentences(args, source, glued, skip_empty=True):
+        n = len(raw.words)
+        if raw.tags is None and needs == "tags":
+            raise FormatError("this line is not tagged: this model parses word/TAG tokens "
+                              "(one sentence a line) or a CoNLL-U / CoNLL-X / Malt-TAB file",
+                              _input_name(args), raw.line)
+        yield DepSentence(words=raw.words, xpos=raw.tags or ["_"] * n, heads=[-1] * n,
+                          line=raw.line)
+
+
+def _dep_writer(in_fmt: str, out_fmt: str):
+    """``write(sentences, fh)`` of ``out_fmt``; CoNLL-X columns 9-10 (PHEAD, PDEPREL) and
+    CoNLL-U DEPS / MISC do not mean the same: a conversion writes ``_`` for them."""
+    from ..trees import conll
+
+    if out_fmt == "conllx":
+        return lambda sents, fh: conll.write_conllx(sents, fh,
+                                                    columns_9_10=in_fmt == "conllx")
+    if out_fmt == "conllu" and in_fmt == "conllx":
+        return lambda sents, fh: conll.write_conllu(map(_without_columns_9_10, sents), fh)
+    return getattr(conll, _DEP_WRITERS[out_fmt])
+
+
+def _without_columns_9_10(sent):
+    """A copy of a CoNLL-X sentence with ``_`` for PHEAD / PDEPREL (CoNLL-U DEPS / MISC)."""
+    import copy
+
+    out = copy.copy(sent)
+    out.deps = ["_"] * len(sent)
+    out.misc = ["_"] * len(sent)
+    return out
