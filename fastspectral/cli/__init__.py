@@ -30,6 +30,7 @@ commands:
   train   learn a model from a treebank and save it
   parse   parse sentences (one a line) or dependency files with a saved model
   eval    score predictions: EVALB for trees, UAS/LAS for dependencies
+  sentences  a treebank's sentences as text (or word/TAG), one a line: input for parse
   lm      sequence models: train a language model, perplexity of any sequence model
   lexical lexical disambiguation (Shah et al. 2010): train / tag / eval / cv
   demo    train and evaluate on the built-in synthetic latent-variable treebank
@@ -70,6 +71,7 @@ def build_parser(train_type: str | None = None, command: str | None = None
     from .lexical import add_lexical_command
     from .lm import add_lm_command
     from .parse import add_parse_command
+    from .sentences import add_sentences_command
     from .train import add_train_command
 
     common = _common_parent()
@@ -82,6 +84,7 @@ def build_parser(train_type: str | None = None, command: str | None = None
     add_train_command(sub, common, fmt, only=train_type)
     add_parse_command(sub, common, fmt)
     add_eval_command(sub, common, fmt)
+    add_sentences_command(sub, common, fmt)
     add_lm_command(sub, common, fmt, full=train_type == "lm")
     add_lexical_command(sub, common, fmt, full=command == "lexical")
     add_demo_commands(sub, common, fmt)
