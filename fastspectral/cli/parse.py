@@ -1,8 +1,11 @@
 """``fastspectral parse MODEL [INPUT...] [-o OUTPUT]``: parse with a saved model, safely.
 
 * Sentence models (``input_kind == "sentences"``) read one tokenised sentence a line (``word/TAG``
-  tokens give the tags) and write one bracketed tree a line; dependency models read and write
-  CoNLL-U / CoNLL-X / Malt-TAB.  Sequence models (language models, HMMs) do not parse.
+  tokens give the tags; ``--tokenize``: raw text; ``--input trees``: the words of a PTB
+  treebank) and write one bracketed tree a line; a line that is a bracketed tree is refused.
+  Dependency models read CoNLL-U / CoNLL-X / Malt-TAB (written back as they are, or as
+  ``--output-format``) or ``word/TAG`` text (written as CoNLL-U).  Sequence models (language
+  models, HMMs) do not parse.
 * The input is read and parsed in chunks (constant memory); finished chunks are written at once,
   in input order, to ``OUTPUT.part``, renamed over ``OUTPUT`` when everything is done
   (:class:`fastspectral.io.output.SafeOutput`); Ctrl-C / SIGTERM stop after the chunk in flight,
@@ -22,9 +25,15 @@ import time
 from . import kit
 
 EPILOG = """\
-input: one tokenised sentence a line; 'word/TAG' tokens give the part-of-speech tags
-(the tag follows the last '/'); an empty line gives an empty output line.  Models of
-dependency type read and write CoNLL-U, CoNLL-X or Malt-TAB instead.  '.gz' files are
+input: one tokenised sentence a line (Penn Treebank tokens: 'do n't', 'dog .'); 'word/TAG'
+tokens give the part-of-speech tags (the tag follows the last '/'); an empty line gives an
+empty output line.  Raw text: --tokenize splits it into Penn Treebank tokens; without it,
+tokens with punctuation or a clitic attached ('Hello,', "don't") are counted and reported
+in one warning.  A line that is a bracketed tree is an error: --input trees parses the words
+of a PTB treebank (one output line per tree), 'fastspectral sentences' writes them as text.
+Models of dependency type read CoNLL-U, CoNLL-X or Malt-TAB (written back in the same
+format, or --output-format), or text of word/TAG tokens, one sentence a line, written as
+CoNLL-U (the lexical tagger reads plain words; empty lines are skipped).  '.gz' files are
 read and written compressed.
 
 The output is written as OUTPUT.part and renamed to OUTPUT at the end: an interrupted run
@@ -42,6 +51,9 @@ examples:
   fastspectral parse wsj.pcfg sentences.txt -o parsed.trees
   echo "the dog saw a cat ." | fastspectral parse wsj.pcfg
   fastspectral parse wsj.pcfg tagged.txt --tagged yes --jobs 4 --progress
+  fastspectral parse wsj.pcfg raw.txt --tokenize
+  fastspectral parse wsj.pcfg wsj22.trees --input trees -o wsj22.parsed
+  fastspectral parse wsj.mst tagged.txt -o parsed.conllu
   fastspectral parse wsj.pcfg big.txt.gz -o big.trees.gz --resume
   fastspectral parse wsj.pcfg part-*.txt -o parsed/
   fastspectral parse wsj.pcfg part-*.txt.gz -o parsed/ --scheduler tcp://10.0.0.1:8786
