@@ -358,3 +358,22 @@ def test_errors_through_python_m(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "fastspectral", "parse", "m", "i",
                            "--encoding", "rot13"], capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--encoding" in proc.stderr
+
+
+def test_several_inputs_are_checked_like_one(capsys, models, tmp_path):
+    trees = tmp_path / "a.mrg"
+    trees.write_text(TREES[0] + "\n")
+    text = tmp_path / "b.txt"
+    text.write_text("the dog barks .\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    rc, _, err = run(["parse", models / "toy.pcfg", text, trees, "-o", out], capsys)
+    assert one_line_error(rc, err) and str(trees) in err and "--input trees" in err
+    tagged = tmp_path / "c.txt"
+    tagged.write_text("the/DT dog/NN barks/VBZ\n")
+    rc, _, err = run(["parse", models / "toy.mst", tagged, tagged, "-o", out], capsys)
+    assert one_line_error(rc, err) and str(tagged) in err and "one file at a time" in err
+    for flag in (["--tokenize"], ["--input", "trees"], ["--output-format", "conllu"]):
+        rc, _, err = run(["parse", models / "toy.pcfg", text, text, "-o", out] + flag, capsys)
+        assert one_line_error(rc, err) and flag[0] in err
+    assert list(out.iterdir()) == []

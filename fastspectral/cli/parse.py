@@ -206,7 +206,7 @@ def _parse_files(args, inputs, to_folder) -> int:
     if model_input_kind(args.model)[1] not in ("sentences", "dependency"):
         raise kit.CommandError(f"{args.model} holds a sequence model, which does not parse "
                                "(sequence models are scored with 'fastspectral lm eval')")
-    _check_files_scores(args, inputs)
+    _check_files_input(args, inputs)
     outputs = _outputs_in(inputs, args.output) if to_folder else [args.output]
     _check_paths(inputs, [None if kit.is_stdio(o) else o for o in outputs],
                  os.path.abspath(args.model))
@@ -500,20 +500,35 @@ def _one_input_only(args) -> None:
             raise kit.CommandError(f"{flag} works with one input file and without Dask")
 
 
-def _check_files_scores(args, inputs) -> None:
-    """A latent-dep model's scores are comment lines, which Malt-TAB does not have."""
+def _check_files_input(args, inputs) -> None:
+    """The checks of the one-input path that the several-inputs / Dask path can make before
+    it starts: no bracketed trees for a sentence model (``--input trees`` reads them, one
+    input at a time), a dependency file (not text) for a dependency model, no Malt-TAB for the
+    scores of a latent-dep model (they are comment lines)."""
     from ..dask.parse import model_input_kind
     from ..errors import FormatError
     from ..trees.readers import detect_format
 
-    if model_input_kind(args.model)[0] != "latent-dep":
-        return
+    kind, input_kind = model_input_kind(args.model)
     for inp in inputs:
+        if kit.is_stdio(inp):
+            continue
+        if input_kind == "sentences":
+            line = kit.first_line(inp, args.encoding)
+            if line is not None and _TREE_LINE.match(line):
+                raise kit.CommandError(f"{inp} holds bracketed trees, not sentences: parse it "
+                                       "alone with --input trees (or write its sentences "
+                                       "with 'fastspectral sentences')")
+            continue
         try:
             fmt = args.format or detect_format(inp, args.encoding)
         except FormatError:
-            continue
-        if fmt == "malttab":
+            fmt = "text"
+        if fmt not in _DEP_WRITERS:
+            raise kit.CommandError(f"{inp} is not a CoNLL-U, CoNLL-X or Malt-TAB file: text "
+                                   "input of a dependency model is parsed one file at a time "
+                                   "(without -o OUTDIR or Dask)")
+        if fmt == "malttab" and kind == "latent-dep":
             raise kit.CommandError(f"{inp} is Malt-TAB, which has no comment lines for the "
                                    "scores of a latent-dep model: parse it alone with "
                                    "--output-format conllx (or conllu)")
