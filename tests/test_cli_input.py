@@ -242,6 +242,11 @@ def test_sentences_writes_the_text_of_a_treebank(capsys, tmp_path, models):
     bad.write_text("1\tNew York\t_\tPROPN\tNNP\t_\t0\troot\t_\t_\n\n")
     rc, _, err = run(["sentences", bad], capsys)
     assert one_line_error(rc, err) and f"{bad}:1:" in err and "white space" in err
+    bad.write_text("1\tdogs\t_\t_\t_\t_\t0\troot\t_\t_\n\n")
+    rc, out, _ = run(["sentences", bad, "-q"], capsys)
+    assert rc == 0 and out == "dogs\n"
+    rc, _, err = run(["sentences", bad, "--tags"], capsys)
+    assert one_line_error(rc, err) and "no tags" in err
 
 
 # ------------------------------------------------------------------------------ untokenised
@@ -352,6 +357,13 @@ def test_lexical_tag_of_conllx_writes_no_phead_into_deps(capsys, tmp_path):
     assert got.deps == ["_"] * 3 and got.heads == [2, 3, 0] and got.rels == s.rels
     assert not any(m in ("det", "nsubj", "ROOT") or "det|" in m for m in got.misc)
     assert got.upos == ["DET", "NOUN", "VERB"]
+    # a tagger parses plain words
+    plain = tmp_path / "p.txt"
+    plain.write_text("the cat barks\n")
+    rc, out, err = run(["parse", model, plain, "-q"], capsys)
+    got = list(read_conllu(io.StringIO(out).readlines()))[0]
+    assert rc == 0 and got.words == ["the", "cat", "barks"] and got.upos == \
+        ["DET", "NOUN", "VERB"], err
 
 
 def test_errors_through_python_m(tmp_path):

@@ -95,6 +95,9 @@ def sentence_line(item, tags: bool, name: str = None, k: int = 0) -> str:
                 else f"tag {tag!r} of {word!r}"
             raise FormatError(f"sentence {k}: the {what} is empty or holds white space, which "
                               "one sentence a line cannot hold", name, line)
+    if tags and pairs and all(t == "_" for _, t in pairs):
+        raise FormatError(f"sentence {k} has no tags (XPOS and UPOS are '_'): leave out "
+                          "--tags", name, line)
     if tags:
         return " ".join(f"{w}/{t}" for w, t in pairs)
     return " ".join(w for w, _ in pairs)
