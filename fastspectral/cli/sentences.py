@@ -19,7 +19,8 @@ word/TAG tokens (the tag after the last '/').  '.gz' files are read and written 
 
 examples:
   fastspectral sentences wsj22.trees -o wsj22.txt
-  fastspectral parse wsj.pcfg wsj22.txt -o wsj22.parsed && fastspectral eval wsj22.trees wsj22.parsed
+  fastspectral parse wsj.pcfg wsj22.txt -o wsj22.parsed
+  fastspectral eval wsj22.trees wsj22.parsed
   fastspectral sentences wsj22.dp --tags -o wsj22.tagged
   fastspectral parse wsj.mst wsj22.tagged -o wsj22.conllu && fastspectral eval wsj22.dp wsj22.conllu
 """
