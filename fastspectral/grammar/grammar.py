@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..trees.transforms import base_label, drop_empty_trees, is_intermediate
-from ..trees.tree import Tree
+from ..trees.tree import Tree, as_tree
 from .lexicon import Lexicon
 
 
@@ -44,7 +44,8 @@ def check_trees(trees) -> list:
     Parameters
     ----------
     trees : iterable
-        Treebank trees (raw or cleaned).
+        Treebank trees (raw or cleaned); ``nltk.Tree`` objects are converted
+        (:func:`~fastspectral.trees.tree.as_tree`).
 
     Returns
     -------
@@ -59,7 +60,10 @@ def check_trees(trees) -> list:
     trees = list(trees)
     for k, t in enumerate(trees):
         if not isinstance(t, Tree):
-            raise TypeError(f"tree {k} is a {type(t).__name__}, expected fastspectral.trees.Tree")
+            t = trees[k] = as_tree(t)                # an nltk.Tree is converted
+            if not isinstance(t, Tree):
+                raise TypeError(f"tree {k} is a {type(t).__name__}, expected "
+                                "fastspectral.trees.Tree or nltk.Tree")
     return trees
 
 

@@ -207,11 +207,11 @@ class LatentDependencyModel(Parser):
 
     @staticmethod
     def _check_sentences(sentences, what="fit"):
-        from ..trees.conll import DepSentence
+        from ..trees.conll import DepSentence, as_dep_sentences
 
         if isinstance(sentences, (str, bytes)) or isinstance(sentences, DepSentence):
             raise TypeError(f"{what} takes a list of DepSentence objects")
-        sentences = list(sentences)
+        sentences = as_dep_sentences(sentences)        # nltk DependencyGraphs converted
         for s in sentences:
             if not isinstance(s, DepSentence):
                 raise TypeError(f"{what} takes DepSentence objects (fastspectral.trees.conll), "

@@ -517,8 +517,10 @@ class RerankDepParser(HeadsParser):
         """Train the base parser, its jack-knifed k-best lists, the spectral model (with
         ``features="base+spectral"``), the SHAG model (``"base+shag"``) and the re-ranker;
         returns self."""
+        from ..trees.conll import as_dep_sentences
+
         self._validate_params()
-        sents = list(sents)
+        sents = as_dep_sentences(sents)                 # nltk DependencyGraphs converted
         t_start = time.perf_counter()
         lists = self.training_lists(sents)
         self.fit_lists(lists)

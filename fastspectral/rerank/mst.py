@@ -352,9 +352,10 @@ class MSTParser(HeadsParser):
         """Learn the weights from dependency sentences (``words``, tags, ``heads``); returns
         self."""
         from ..dependency.data import choose_tagset
+        from ..trees.conll import as_dep_sentences
 
         self._validate_params()
-        sents = list(sents)
+        sents = as_dep_sentences(sents)                 # nltk DependencyGraphs converted
         if not sents:
             raise ValueError("cannot fit an MSTParser on an empty treebank")
         t0 = time.perf_counter()

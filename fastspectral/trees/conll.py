@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numbers
 import operator
+import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
@@ -52,6 +53,7 @@ __all__ = [
     "write_malttab",
     "heads_cycle",
     "toy_treebank",
+    "as_dep_sentences",
 ]
 
 # ``iter_lines`` and ``source_name`` moved to :mod:`fastspectral.trees.files`; they stay importable
@@ -154,6 +156,50 @@ class DepSentence:
             if t != "_":
                 return self.xpos
         return self.upos
+
+    @classmethod
+    def from_nltk(cls, graph) -> "DepSentence":
+        """A sentence from an ``nltk.parse.DependencyGraph``: ``word``, ``lemma``, ``ctag``
+        (into ``upos``), ``tag`` (``xpos``), ``feats``, ``head`` and ``rel`` of nodes 1..n
+        (empty or missing values become ``"_"``, a missing head ``-1``).  ``ValueError`` when
+        the node addresses are not 1..n."""
+        nodes = graph.nodes
+        n = len([a for a in nodes if a != 0])
+        if sorted(a for a in nodes if a != 0) != list(range(1, n + 1)):
+            raise ValueError("DependencyGraph node addresses must be 0..n without gaps")
+
+        def col(key):
+            out = []
+            for a in range(1, n + 1):
+                v = nodes[a].get(key)
+                out.append("_" if v is None or v == "" else str(v))
+            return out
+
+        heads = [-1 if nodes[a].get("head") is None else int(nodes[a]["head"])
+                 for a in range(1, n + 1)]
+        return cls(words=col("word"), lemmas=col("lemma"), upos=col("ctag"), xpos=col("tag"),
+                   feats=col("feats"), heads=heads, rels=col("rel"))
+
+    def to_nltk(self):
+        """This sentence as an ``nltk.parse.DependencyGraph`` (NLTK imported here): node ``i``
+        holds word ``i`` (``ctag`` = ``upos``, ``tag`` = ``xpos``, ``head``, ``rel``; the
+        root's dependents are listed under ``rel``); ``DepSentence.from_nltk(s.to_nltk()) == s``
+        for the columns it carries."""
+        from nltk.parse import DependencyGraph
+
+        g = DependencyGraph()
+        for i in range(len(self.words)):
+            h = self.heads[i]
+            g.nodes[i + 1].update({"address": i + 1, "word": self.words[i],
+                                   "lemma": self.lemmas[i], "ctag": self.upos[i],
+                                   "tag": self.xpos[i], "feats": self.feats[i],
+                                   "head": None if h < 0 else h, "rel": self.rels[i]})
+        for i, h in enumerate(self.heads):
+            if h >= 0:
+                g.nodes[h]["deps"][self.rels[i]].append(i + 1)
+                if h == 0:
+                    g.root = g.nodes[i + 1]
+        return g
 
     @classmethod
     def from_tagged(cls, text: str, heads=None) -> "DepSentence":
@@ -602,3 +648,17 @@ def write_malttab(sents: Iterable[DepSentence], dest, encoding: str = "utf-8") -
     the count.  ``tags`` gives the tag column; the relation column is written for a sentence
     when any of its relations is not ``"_"``.  Comments and extra lines are not written."""
     return _write(sents, dest, encoding, _format_malttab)
+
+
+def as_dep_sentences(items) -> list:
+    """The list of ``items`` with every ``nltk.parse.DependencyGraph`` converted
+    (:meth:`DepSentence.from_nltk`); other items are kept as they are (the learners check
+    them).  NLTK is never imported here."""
+    items = list(items)
+    dg = sys.modules.get("nltk.parse.dependencygraph")
+    if dg is not None:
+        cls = dg.DependencyGraph
+        for k, s in enumerate(items):
+            if isinstance(s, cls):
+                items[k] = DepSentence.from_nltk(s)
+    return items

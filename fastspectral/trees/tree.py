@@ -22,13 +22,14 @@ are handled without touching Python's recursion limit.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
 
 import numpy as np
 
 from ..errors import FormatError
 
-__all__ = ["Tree", "TreeArrays", "tokenize_brackets"]
+__all__ = ["Tree", "TreeArrays", "tokenize_brackets", "as_tree"]
 
 _TOKEN_RE = re.compile(r"\(|\)|[^\s()]+")
 _tokenize = _TOKEN_RE.findall
@@ -51,6 +52,28 @@ def escape_brackets(token: str) -> str:
     if "(" in token or ")" in token:
         return token.translate(_BRACKETS)
     return token
+
+
+_UNBRACKETS = (("-LRB-", "("), ("-RRB-", ")"))
+
+
+def _unescape_brackets(token: str) -> str:
+    if "-LRB-" in token or "-RRB-" in token:
+        for a, b in _UNBRACKETS:
+            token = token.replace(a, b)
+    return token
+
+
+def as_tree(item):
+    """``item`` as a :class:`Tree` when it is an ``nltk.Tree`` (converted with
+    :meth:`Tree.from_nltk`), else ``item`` itself (the caller checks its type).  NLTK is never
+    imported here: an object can only be an ``nltk.Tree`` once NLTK has been imported."""
+    if type(item) is Tree:
+        return item
+    nltk_tree = sys.modules.get("nltk.tree")
+    if nltk_tree is not None and isinstance(item, getattr(nltk_tree, "Tree", ())):
+        return Tree.from_nltk(item)
+    return item
 
 
 class Tree:
@@ -253,6 +276,65 @@ class Tree:
         if len(s) > 200:
             s = s[:197] + "..."
         return f"Tree.fromstring({s!r})"
+
+    # ------------------------------------------------------------------ NLTK
+    def to_nltk(self, escape: bool = False):
+        """This tree as an ``nltk.Tree`` (NLTK is imported here, and only here).
+
+        Labels and words are copied verbatim, so ``Tree.from_nltk(t.to_nltk()) == t``.  With
+        ``escape=True``, ``(`` / ``)`` inside labels and words are written ``-LRB-`` / ``-RRB-``
+        (:func:`escape_brackets`), so that NLTK's bracketed output
+        (``pformat(margin=sys.maxsize)``) equals :meth:`to_string` and reads back;
+        ``Tree.from_nltk(t.to_nltk(escape=True), unescape=True) == t`` for a tree whose strings
+        hold brackets but no ``-LRB-`` / ``-RRB-`` of their own."""
+        from nltk import Tree as NLTKTree
+
+        esc = escape_brackets if escape else (lambda x: x)
+        root = NLTKTree(esc(self.label), [])
+        stack = [(self, root)]
+        while stack:
+            src, dst = stack.pop()
+            for c in src.children:
+                if type(c) is str:
+                    dst.append(esc(c))
+                else:
+                    n = NLTKTree(esc(c.label), [])
+                    dst.append(n)
+                    stack.append((c, n))
+        return root
+
+    @classmethod
+    def from_nltk(cls, tree, unescape: bool = False) -> "Tree":
+        """A :class:`Tree` from an ``nltk.Tree`` (labels and words copied verbatim; with
+        ``unescape=True``, ``-LRB-`` / ``-RRB-`` become ``(`` / ``)``).
+
+        Raises ``TypeError`` when a label or a leaf is not a ``str`` (NLTK allows any object:
+        chunk trees hold ``(word, tag)`` leaves)."""
+        un = _unescape_brackets if unescape else (lambda x: x)
+
+        def label_of(t):
+            lab = t.label()
+            if not isinstance(lab, str):
+                raise TypeError(f"nltk.Tree label {lab!r} is a {type(lab).__name__}, "
+                                "expected str")
+            return un(lab)
+
+        root = cls(label_of(tree), [])
+        stack = [(tree, root)]
+        while stack:
+            src, dst = stack.pop()
+            out = dst.children
+            for c in src:
+                if isinstance(c, str):
+                    out.append(un(c))
+                elif hasattr(c, "label") and callable(c.label):
+                    n = cls(label_of(c), [])
+                    out.append(n)
+                    stack.append((c, n))
+                else:
+                    raise TypeError(f"nltk.Tree leaf {c!r} is a {type(c).__name__}, "
+                                    "expected str")
+        return root
 
     # ------------------------------------------------------------------ arrays
     def to_arrays(self, symbols) -> "TreeArrays":

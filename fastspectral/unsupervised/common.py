@@ -2,7 +2,7 @@
 or tagged sentences, punctuation removal, tag ids, and building the output trees."""
 from __future__ import annotations
 
-from ..trees.tree import Tree
+from ..trees.tree import Tree, as_tree
 from ..trees.universal_tags import is_punctuation_tag, to_universal
 
 __all__ = ["tagged_sentences", "map_tags", "strip_punctuation", "build_tree", "gold_top_split",
@@ -18,11 +18,12 @@ def check_tagset(tagset):
 
 def tagged_sentences(items) -> list:
     """``[(words, tags), ...]`` of training items: trees (their preterminals; ``-NONE-``
-    elements dropped) or ``(words, tags)`` pairs."""
+    elements dropped; ``nltk.Tree`` objects too) or ``(words, tags)`` pairs."""
     if isinstance(items, (str, bytes)):
         raise TypeError("fit takes a list of trees or (words, tags) pairs, not a string")
     out = []
     for i, it in enumerate(items, 1):
+        it = as_tree(it)                           # an nltk.Tree is converted
         if isinstance(it, Tree):
             pos = [(w, t) for w, t in it.pos() if t != "-NONE-"]
             out.append(([w for w, _ in pos], [t for _, t in pos]))
