@@ -141,6 +141,10 @@ def test_dependency_model_sets_heads(models):
         got = [0 if t.head.i == t.i else t.head.i - sent.start + 1 for t in sent]
         assert got == heads
         assert [t.dep_ for t in sent].count("ROOT") == heads.count(0)
+    doc = nlp("the dog  barks.")                          # a whitespace token
+    space = [t for t in doc if t.is_space]
+    assert len(space) == 1 and space[0].head.i == space[0].i - 1 and space[0].dep_ == "dep"
+    assert len(list(doc.sents)) == 1
 
 
 def test_pipe_parses_each_batch_in_one_call(models):
@@ -251,3 +255,37 @@ def test_bad_config_is_refused(models):
         _nlp(models["pcfg"], tags="xpos")
     with pytest.raises(ValueError, match="jobs"):
         _nlp(models["pcfg"], jobs=0)
+
+
+def test_latent_dep_scores_the_upstream_trees(models, tmp_path, caplog):
+    import fastspectral
+    from _toy import dep_treebank_svo
+    from fastspectral.trees.conll import DepSentence
+
+    path = tmp_path / "ld.fsm"
+    ld = fastspectral.LatentDependencyModel(n_states=2).fit(dep_treebank_svo())
+    ld.save(path)
+    nlp = _nlp(models["shag"], tagger=True)                  # heads from the SHAG component
+    nlp.add_pipe("fastspectral", name="latent", config={"model": str(path)})
+    doc = nlp("the dog sees a cat. dogs bark.")
+    for sent in doc.sents:
+        heads = [0 if t.head.i == t.i else t.head.i - sent.start + 1 for t in sent]
+        item = DepSentence(words=_words(sent), xpos=[t.tag_ for t in sent], heads=heads)
+        assert sent._.fastspectral_log_prob == pytest.approx(float(ld.log_prob([item])[0]))
+    alone = spacy.blank("en")
+    alone.add_pipe("sentencizer")
+    alone.add_pipe("fastspectral", config={"model": str(path)})
+    with caplog.at_level("WARNING", logger="fastspectral"):
+        doc = alone("the dog barks.")
+    assert next(doc.sents)._.fastspectral_log_prob is None
+    assert "no heads" in caplog.text
+
+
+def test_docs_examples():
+    """The examples of docs/integrations.md run as written."""
+    import doctest
+
+    pytest.importorskip("nltk")
+    res = doctest.testfile(str(ROOT / "docs" / "integrations.md"), module_relative=False,
+                           optionflags=doctest.ELLIPSIS)
+    assert res.attempted > 20 and res.failed == 0
