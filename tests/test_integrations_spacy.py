@@ -145,6 +145,10 @@ def test_dependency_model_sets_heads(models):
     space = [t for t in doc if t.is_space]
     assert len(space) == 1 and space[0].head.i == space[0].i - 1 and space[0].dep_ == "dep"
     assert len(list(doc.sents)) == 1
+    doc = nlp("  the dog barks.  a cat sleeps.")            # whitespace before a sentence
+    assert doc[0].is_space and doc[0].head.i == 1 and doc[0].dep_ == "dep"
+    assert [s.text.strip() for s in doc.sents] == ["the dog barks.", "a cat sleeps."]
+    assert not any(t.head.sent != t.sent for t in doc)
 
 
 def test_pipe_parses_each_batch_in_one_call(models):

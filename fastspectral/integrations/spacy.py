@@ -312,33 +312,45 @@ class FastSpectralComponent:
 
     @staticmethod
     def _set_heads(doc, sents, parsed):
+        """``token.head`` / ``token.dep_`` of the doc's tokens from the parsed sentences, in one
+        ``Doc.from_array`` (whitespace tokens: see the module docstring)."""
         import numpy as np
-        from spacy.attrs import DEP, HEAD
+        from spacy.attrs import DEP, HEAD, SENT_START
 
         n = len(doc)
-        head = np.arange(n, dtype=np.int64)        # whitespace tokens: see below
-        labels = ["dep"] * n
+        ar = np.arange(n, dtype=np.int64)
+        head = ar.copy()
         covered = np.zeros(n, dtype=bool)
-        for (ids, *_), s in zip(sents, parsed):
-            ids_a = np.asarray(ids, dtype=np.int64)
-            h = np.asarray(s.heads, dtype=np.int64)
+        rel = np.full(n, "dep", dtype=object)
+        if sents:
+            ids = np.concatenate([np.asarray(x[0], dtype=np.int64) for x in sents])
+            off = np.cumsum([0] + [len(x[0]) for x in sents[:-1]])
+            h = np.concatenate([np.asarray(p.heads, dtype=np.int64) for p in parsed])
             root = h <= 0
-            head[ids_a] = np.where(root, ids_a, ids_a[np.maximum(h - 1, 0)])
-            covered[ids_a] = True
-            for i, r, rel in zip(ids, root, s.rels):
-                labels[i] = rel if rel != "_" else ("ROOT" if r else "dep")
-        # a whitespace token hangs from the nearest word before it (after it at the start)
+            first = np.repeat(off, [len(x[0]) for x in sents])       # sentence offset in ids
+            head[ids] = np.where(root, ids, ids[first + np.maximum(h - 1, 0)])
+            covered[ids] = True
+            given = np.array([r for p in parsed for r in p.rels], dtype=object)
+            rel[ids] = np.where(given == "_", np.where(root, "ROOT", "dep"), given)
         if not covered.all():
-            for sent in doc.sents:
-                words = [t.i for t in sent if covered[t.i]]
-                for t in sent:
-                    if not covered[t.i]:
-                        prev = [w for w in words if w < t.i]
-                        nxt = [w for w in words if w > t.i]
-                        head[t.i] = prev[-1] if prev else (nxt[0] if nxt else t.i)
-                        labels[t.i] = "dep" if (prev or nxt) else "ROOT"
-        rel_ids = np.array([doc.vocab.strings.add(x) for x in labels], dtype=np.uint64)
-        arr = np.stack([(head - np.arange(n)).astype(np.int64).view(np.uint64), rel_ids], 1)
+            # a whitespace token hangs from the nearest word before it in its sentence (after
+            # it at the sentence's start); a sentence of whitespace only is its own root
+            starts = doc.to_array([SENT_START]).reshape(-1).astype(np.int64) == 1
+            starts[0] = True
+            sent_start = np.maximum.accumulate(np.where(starts, ar, 0))
+            ends = np.r_[starts[1:], True]
+            sent_end = np.minimum.accumulate(np.where(ends, ar, n)[::-1])[::-1]
+            prev = np.maximum.accumulate(np.where(covered, ar, -1))
+            nxt = np.minimum.accumulate(np.where(covered, ar, n)[::-1])[::-1]
+            gap = ~covered
+            use_prev = gap & (prev >= sent_start)
+            use_next = gap & ~use_prev & (nxt <= sent_end)
+            head[use_prev] = prev[use_prev]
+            head[use_next] = nxt[use_next]
+            rel[gap & ~use_prev & ~use_next] = "ROOT"
+        labels, inverse = np.unique(rel.astype(str), return_inverse=True)
+        label_ids = np.array([doc.vocab.strings.add(x) for x in labels], dtype=np.uint64)
+        arr = np.stack([(head - ar).view(np.uint64), label_ids[inverse.reshape(-1)]], 1)
         doc.from_array([HEAD, DEP], arr)
 
     def _score(self, docs, per_doc):
