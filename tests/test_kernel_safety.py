@@ -480,3 +480,170 @@ def test_long_random_sentences_keep_marginal_identities(seed, n, tiny):
         assert counts[0] > 0
         spans = nodes[:3 * counts[0]].reshape(-1, 3)
         assert spans[:, 0].min() == 0 and spans[:, 1].max() == n
+
+
+# ---- out of memory: every kernel raises MemoryError naming the sentence ------------------------
+def _sweep(module, call, check=None, limit=5000):
+    """Make the k-th allocation of ``module`` fail (and every later one), k = 0, 1, ...: each
+    ``call()`` must raise a MemoryError naming a sentence until k passes the call's
+    allocations, and then give the result of a run without failures (``check(result)``).
+    Returns how many allocation counts failed."""
+    failed = 0
+    try:
+        for k in range(limit):
+            module._fail_allocations_after(k)
+            try:
+                res = call()
+            except MemoryError as exc:
+                assert "out of memory for sentence" in str(exc) or "cannot allocate" in str(exc)
+                failed += 1
+                continue
+            module._fail_allocations_after(-1)
+            if check is not None:
+                ok = check(res)
+                assert ok is None or ok, f"{module.__name__}: another result after the failures"
+            return failed
+        pytest.fail(f"{module.__name__}: still failing after {limit} allocations")
+    finally:
+        module._fail_allocations_after(-1)
+
+
+def test_status_codes_match_the_pxd():
+    """The Python side's codes are those of status.pxd, and the helper names the sentence."""
+    import pathlib
+    import re
+
+    from fastspectral._ext import _status
+
+    pxd = pathlib.Path(_status.__file__).with_name("status.pxd").read_text()
+    codes = {m[0]: int(m[1]) for m in re.findall(r"^\s+ST_(\w+) = (-?\d+)", pxd, re.M)}
+    assert codes == {"OK": _status.OK, "NO_MEMORY": _status.NO_MEMORY,
+                     "OVER_BUDGET": _status.OVER_BUDGET}
+    _status.raise_for_status(np.array([0, -2, 1], np.int32), "k")     # not errors
+    with pytest.raises(MemoryError, match=r"^k: out of memory for sentence 2 of the batch "
+                                          r"\(7 words\); 1 more"):
+        _status.raise_for_status(np.array([0, -1, 3, -1]), "k", [3, 7, 1, 2])
+
+
+def test_eisner_kernels_out_of_memory():
+    from fastspectral._ext import eisner as k1, eisner2 as k2
+    from fastspectral.dependency.eisner import eisner_batch, eisner2_packed
+
+    rng = np.random.default_rng(5)
+    mats = [rng.normal(size=(n + 1, n + 1)) for n in (4, 6)]
+    ref = eisner_batch(mats, jobs=1)
+    check = lambda got: all(np.array_equal(a, b) for a, b in zip(got, ref))  # noqa: E731
+    # per sentence: the chart, the back-pointers, the backtracking stack
+    assert _sweep(k1, lambda: eisner_batch(mats, jobs=1), check) == 6
+    k1._fail_allocations_after(2)               # the first sentence's backtracking stack
+    try:
+        with pytest.raises(MemoryError, match=r"^eisner: .* sentence 1 of the batch \(4 words"):
+            eisner_batch(mats, jobs=1)
+        k1._fail_allocations_after(5)           # the second sentence's
+        with pytest.raises(MemoryError, match=r"sentence 2 of the batch \(6 words\)"):
+            eisner_batch(mats, jobs=1)
+    finally:
+        k1._fail_allocations_after(-1)
+    n = 5
+    A = rng.normal(size=(n + 1, n + 1))
+    G = rng.normal(size=(n + 1,) * 3)
+    args = (A.ravel(), np.array([0, A.size]), G.ravel(), np.array([0, G.size]),
+            np.array([n], np.int32))
+    ref2 = eisner2_packed(*args, jobs=1).heads
+    assert _sweep(k2, lambda: eisner2_packed(*args, jobs=1),
+                  lambda r: np.array_equal(r.heads, ref2)) == 3
+
+
+def test_kbest_kernel_out_of_memory():
+    from fastspectral._ext import kbest_eisner
+    from fastspectral.rerank.kbest import kbest_batch
+
+    rng = np.random.default_rng(2)
+    mats = [rng.normal(size=(n + 1, n + 1)) for n in (3, 5)]
+    ref = kbest_batch(mats, 6, jobs=1)
+
+    def check(got):
+        for (h1, s1), (h2, s2) in zip(got, ref):
+            assert np.array_equal(h1, h2) and np.array_equal(s1, s2)
+
+    # the chart, then the derivation lists and heaps (alloc.grow) as they are needed
+    assert _sweep(kbest_eisner, lambda: kbest_batch(mats, 6, jobs=1), check) > 8
+
+
+def test_shag_kernel_out_of_memory():
+    from fastspectral._ext import shag
+
+    H, M, N, K, C = 3, 2, 2, 1, 4
+    rng = np.random.default_rng(1)
+    alpha1, beta = rng.random((H, 2, N)), rng.random((H, 2, N))
+    A = rng.random((H, 2, M, N, N)) * 0.3
+    nxt = np.zeros((K, C), np.int32)
+    n = 3
+    hsym, msym = np.array([2, 0, 1, 0], np.int32), np.array([0, 0, 1, 0], np.int32)
+    cls, tok = np.zeros(4, np.int32), np.array([0, 4], np.int64)
+    P = (n + 1) ** 2
+    lw, ls, poff = np.ones(P * K), np.ones(4 * 2 * K), np.array([0, P], np.int64)
+
+    def call():
+        mu, logz, status = np.zeros(P), np.zeros(1), np.zeros(1, np.int32)
+        shag.inside_outside_batch(alpha1, beta, A, nxt, hsym, msym, cls, tok, lw, ls, poff, mu,
+                                  logz, status, 0, 1)
+        return mu, status
+
+    ref = call()
+    assert ref[1][0] == 0
+    assert _sweep(shag, call, lambda r: np.array_equal(r[0], ref[0]) and r[1][0] == 0) == 18
+
+
+def test_cky_kernels_out_of_memory():
+    from fastspectral._ext import cky
+
+    g, cg, pos, sym, prob = _pcfg_inputs(6)
+    lens, offs = np.array([6], np.int64), np.array([0, len(pos)], np.int64)
+    coarse = dict(coarse=cg, proj=np.arange(g.n_symbols, dtype=np.int32),
+                  coarse_lex_offsets=offs, coarse_lex_pos=pos, coarse_lex_sym=sym,
+                  coarse_lex_prob=prob)
+    calls = []
+    for mode in (0, 1):
+        for kw in ({}, coarse):
+            calls.append(lambda mode=mode, kw=kw: parse_batch(
+                g.chart_grammar("max" if mode == 0 else "sum"), lens, offs, pos, sym, prob,
+                mode, **kw)[2:])
+    for kw in ({"dense": True}, {"dense": False}, dict(coarse, coarse_threshold=1e-3)):
+        calls.append(lambda kw=kw: prune_batch(cg, lens, offs, pos, sym, prob, 1e-4, 1, **kw))
+    for kw in ({}, {"viterbi": True}, {"dense": True}):
+        calls.append(lambda kw=kw: chart_marginals(cg, 6, pos, sym, prob, **kw)["logz"])
+    for call in calls:
+        ref = call()
+        assert _sweep(cky, call, lambda got: repr(got) == repr(ref)) >= 1
+
+
+def test_tensor_chart_kernels_out_of_memory():
+    from fastspectral._ext import tensor_chart
+    from fastspectral._ext.tensor_chart import decode_batch, inside_outside_batch, project_items
+
+    g, batch = _tensor_args()
+    gs = list(g)
+    gs[1] = np.ones(3, np.int32)          # one state per symbol: the scalar kernel
+    gs[5] = np.arange(len(g[2]), dtype=np.int64)
+    gs[11] = np.arange(len(g[9]), dtype=np.int64)
+    gs[16] = np.array([0, -1, -1], np.int64)
+    for grammar in (g, gs):
+        ref = inside_outside_batch(*grammar, *batch)
+        assert ref[2][0] == 0
+        assert _sweep(tensor_chart, lambda: inside_outside_batch(*grammar, *batch),
+                      lambda got: repr(got) == repr(ref)) >= 5
+    n, ptr, ii, jj, ss, lw, lo, table = batch
+    sym_class, is_pre = np.array([0, 1, 2], np.int32), np.array([0, 0, 1], np.uint8)
+    ref = decode_batch(n, ptr, ii, jj, ss, np.ones(len(ii)), sym_class, is_pre, 3)
+    assert _sweep(tensor_chart,
+                  lambda: decode_batch(n, ptr, ii, jj, ss, np.ones(len(ii)), sym_class, is_pre,
+                                       3),
+                  lambda got: repr(got) == repr(ref)) >= 1
+    proj = (np.array([0, 1, 2, 3], np.int32), np.array([0, 1, 2], np.int32), is_pre,
+            np.array([0, 3], np.int64), np.arange(3, dtype=np.int32), np.full(3, 2, np.int32))
+    ref = project_items(n, ptr, ii, jj, ss, np.ones(len(ii)), 0.5, *proj)
+    # the position index of the counting pass, then that of the writing pass
+    assert _sweep(tensor_chart,
+                  lambda: project_items(n, ptr, ii, jj, ss, np.ones(len(ii)), 0.5, *proj),
+                  lambda got: repr(got) == repr(ref)) == 2

@@ -37,12 +37,15 @@ OpenMP threads (``prange``) with one private workspace per sentence.
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcpy, memset
 from libc.math cimport ldexp, frexp, log, INFINITY
 
+from .alloc cimport malloc, calloc, free, grow, fail_after
 from .chart_common cimport CGrammar, TagRules, i32, i64, u8
+from .status cimport ST_OK, ST_NO_MEMORY
 from .maxrecall cimport maxrecall_tree
+
+from ._status import raise_for_status
 
 cnp.import_array()
 
@@ -333,7 +336,7 @@ cdef int chart_alloc(Chart* c, int n, int S, bint outside, bint viterbi, bint us
     c.ncell = n * (n + 1) // 2
     c.off = <i32*> malloc((n + 2) * sizeof(i32))
     if c.off == NULL:
-        return -1
+        return ST_NO_MEMORY
     c.off[0] = 0
     c.off[1] = 0
     for l in range(2, n + 2):
@@ -350,7 +353,7 @@ cdef int chart_alloc(Chart* c, int n, int S, bint outside, bint viterbi, bint us
     c.ntouch = 0
     if (c.in_pre == NULL or c.in_post == NULL or c.sc_in == NULL or c.act == NULL
             or c.nact == NULL or c.acc == NULL or c.acc2 == NULL or c.touched == NULL):
-        return -1
+        return ST_NO_MEMORY
     if outside:
         c.out_pre = <double*> calloc(big, sizeof(double))
         c.out_post = <double*> calloc(big, sizeof(double))
@@ -359,18 +362,18 @@ cdef int chart_alloc(Chart* c, int n, int S, bint outside, bint viterbi, bint us
         c.nact_out = <i32*> calloc(c.ncell, sizeof(i32))
         if (c.out_pre == NULL or c.out_post == NULL or c.sc_out == NULL or c.act_out == NULL
                 or c.nact_out == NULL):
-            return -1
+            return ST_NO_MEMORY
     if viterbi:
         c.bp_k = <i32*> malloc(big * sizeof(i32))
         c.bp_r = <i32*> malloc(big * sizeof(i32))
         c.bp_u = <i32*> malloc(big * sizeof(i32))
         if c.bp_k == NULL or c.bp_r == NULL or c.bp_u == NULL:
-            return -1
+            return ST_NO_MEMORY
     if use_mask:
         c.mask = <u8*> malloc(big * sizeof(u8))
         c.mask_any = <u8*> calloc(c.ncell, sizeof(u8))
         if c.mask == NULL or c.mask_any == NULL:
-            return -1
+            return ST_NO_MEMORY
     return 0
 
 
@@ -774,12 +777,12 @@ cdef int dense_alloc(Dense* d, int n, int S, int n_pair, bint export) noexcept n
             or d.keep == NULL or d.f == NULL or d.Lf == NULL or d.Rf == NULL or d.acc == NULL
             or d.post == NULL or d.opost == NULL or d.opre == NULL or d.par == NULL
             or d.pair == NULL):
-        return -1
+        return ST_NO_MEMORY
     if export:
         d.out_pre = <double*> calloc(big, sizeof(double))
         d.out_post = <double*> calloc(big, sizeof(double))
         if d.out_pre == NULL or d.out_post == NULL:
-            return -1
+            return ST_NO_MEMORY
     d.off[0] = 0
     d.off[1] = 0
     for l in range(2, n + 2):
@@ -1110,7 +1113,7 @@ cdef int decode_max_recall(const CGrammar* g, Chart* c, double logz, i32* out_no
     cdef i32* tag_class = <i32*> malloc(w * sizeof(i32))
     if cscore == NULL or own_score == NULL or own_class == NULL or tag_class == NULL:
         free(cscore); free(own_score); free(own_class); free(tag_class)
-        return -1
+        return ST_NO_MEMORY
     for l in range(1, n + 1):
         for i in range(0, n - l + 1):
             j = i + l
@@ -1176,7 +1179,7 @@ cdef int decode_viterbi(const CGrammar* g, Chart* c, i32* out_nodes) noexcept no
     # stack entries: (i, j, symbol, layer) with layer 1 = post, 0 = pre
     cdef i32* stack = <i32*> malloc(4 * (4 * n + 4) * sizeof(i32))
     if stack == NULL:
-        return -1
+        return ST_NO_MEMORY
     stack[0] = 0; stack[1] = n; stack[2] = best_A; stack[3] = 1
     sp = 1
     while sp > 0:
@@ -1230,13 +1233,13 @@ cdef inline int _left_of(const CGrammar* g, int r) noexcept nogil:
 cdef int build_mask(const CGrammar* coarse, Chart* cc, double logz, Chart* fine,
                     const i32* proj, int S_fine, double threshold) noexcept nogil:
     """allowed(cell, A) = max(pre, post) coarse marginal of proj[A] at that cell >= threshold.
-    Returns 0, or -1 when out of memory."""
+    Returns 0, or ST_NO_MEMORY when out of memory."""
     cdef int cell, A, Sc = coarse.S
     cdef u8 any_ok
     cdef double lf, v1, v2
     cdef u8* cm = <u8*> malloc(Sc * sizeof(u8))
     if cm == NULL:
-        return -1
+        return ST_NO_MEMORY
     for cell in range(cc.ncell):
         lf = _exp(marg_factor(cc, cell, logz))
         for A in range(Sc):
@@ -1290,7 +1293,7 @@ cdef int parse_one(const CGrammar* g, const CoarseIn* ci, i64 s, double threshol
                    double* out_logz) noexcept nogil:
     """mode 0: Viterbi; mode 1: max-recall.  Sentence ``s`` of the batch (its coarse lexical
     entries in ``ci``).  Returns the number of nodes written, 0 when the sentence has no parse,
-    -1 when out of memory.  The exhaustive coarse pass runs the dense kernel, which decides
+    ST_NO_MEMORY when out of memory.  The exhaustive coarse pass runs the dense kernel, which decides
     the masks at the threshold and at 1000x lower in one pass."""
     cdef Dense dc
     cdef Chart ch
@@ -1303,7 +1306,7 @@ cdef int parse_one(const CGrammar* g, const CoarseIn* ci, i64 s, double threshol
     if use_mask:
         if dense_alloc(&dc, n, coarse.S, coarse.n_pp, False) != 0:
             dense_free(&dc)
-            return -1
+            return ST_NO_MEMORY
         c0 = ci.off[s]
         _dense_inside(coarse, &dc, ci.pos + c0, ci.sym + c0, ci.prob + c0,
                       <int> (ci.off[s + 1] - c0))
@@ -1320,7 +1323,7 @@ cdef int parse_one(const CGrammar* g, const CoarseIn* ci, i64 s, double threshol
             if chart_alloc(&ch, n, g.S, mode == 1, mode == 0, True) != 0:
                 chart_free(&ch)
                 dense_free(&dc)
-                return -1
+                return ST_NO_MEMORY
             build_mask_dense(&dc, coarse.S, &ch, proj, g.S, 2 if attempt == 0 else 1)
             inside_pass(g, &ch, lpos, lsym, lprob, nlex, mode == 0)
             logz = log_partition(g, &ch, mode == 0)
@@ -1331,7 +1334,7 @@ cdef int parse_one(const CGrammar* g, const CoarseIn* ci, i64 s, double threshol
     if not use_mask or logz == -INFINITY:
         if chart_alloc(&ch, n, g.S, mode == 1, mode == 0, False) != 0:
             chart_free(&ch)
-            return -1
+            return ST_NO_MEMORY
         inside_pass(g, &ch, lpos, lsym, lprob, nlex, mode == 0)
         logz = log_partition(g, &ch, mode == 0)
     out_logz[0] = logz
@@ -1390,7 +1393,8 @@ def parse_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
     coarse symbols and the coarse grammar's own lexical entries ``coarse_lex_*``) fine items whose
     coarse posterior is below ``threshold`` are pruned (coarse-to-fine).  Returns ``(nodes, node_offsets, counts,
     logz)``: nodes[node_offsets[s]:...][:counts[s]] are (start, end, class) triples in preorder;
-    counts[s] == 0 means no parse, -1 means out of memory.
+    counts[s] == 0 means no parse.  ``MemoryError`` (naming the sentence) when a chart cannot be
+    allocated.
     """
     cdef Py_ssize_t ns = lengths.shape[0], s
     if mode not in (0, 1):
@@ -1421,6 +1425,8 @@ def parse_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
             counts[s] = parse_one(gp, &ci, s, threshold, <int> lens[s],
                                   lpos_p + loff[s], lsym_p + loff[s], lprob_p + loff[s],
                                   <int> (loff[s + 1] - loff[s]), mode, &nodes[noff[s]], &logz[s])
+    # a count is >= 0 nodes, or ST_NO_MEMORY: the counts are the status array
+    raise_for_status(counts_arr, "PCFG chart", lengths)
     return nodes_arr, node_off, counts_arr, logz_arr
 
 
@@ -1463,7 +1469,7 @@ def chart_marginals(ChartGrammar grammar, int n, i32[::1] lex_pos, i32[::1] lex_
         return _dense_marginals(grammar, n, lp, ls, lpr, nlex)
     if chart_alloc(&ch, n, S, True, viterbi, False) != 0:
         chart_free(&ch)
-        raise MemoryError("chart allocation failed")
+        raise_for_status(np.array([ST_NO_MEMORY]), "PCFG chart", [n])
     try:
         with nogil:
             inside_pass(&grammar.g, &ch, lp, ls, lpr, nlex, viterbi)
@@ -1515,7 +1521,7 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
                    coarse_lex_sym, coarse_lex_prob)
     cdef i32** bufs = <i32**> calloc(max(ns, 1), sizeof(i32*))
     if bufs == NULL:
-        raise MemoryError("cannot allocate the pruning buffers")
+        raise MemoryError("PCFG pruning chart: cannot allocate the batch's item buffers")
     counts_arr = np.zeros(ns, dtype=np.int64)
     cdef i64[::1] counts = counts_arr
     cdef i64* loff = &lex_offsets[0]
@@ -1530,9 +1536,9 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
                 counts[s] = _prune_one(gp, <int> lengths[s], lpos_p + loff[s], lsym_p + loff[s],
                                        lprob_p + loff[s], <int> (loff[s + 1] - loff[s]), threshold,
                                        &bufs[s], &ci, s, coarse_threshold, dense)
+        # a count is >= 0 items, or ST_NO_MEMORY: the counts are the status array
+        raise_for_status(counts_arr, "PCFG pruning chart", lengths)
         for s in range(ns):
-            if counts[s] < 0:
-                raise MemoryError(f"chart allocation failed for sentence {s}")
             arr = np.empty((counts[s], 3), dtype=np.int32)
             if counts[s] > 0:
                 memcpy(cnp.PyArray_DATA(arr), bufs[s], 3 * counts[s] * sizeof(i32))
@@ -1545,15 +1551,13 @@ def prune_batch(ChartGrammar grammar, i64[::1] lengths, i64[::1] lex_offsets, i3
 
 
 cdef inline int _push_item(i32** outp, i64* cnt, i64* cap, int i, int j, int A) noexcept nogil:
-    """Append the item (i, j, A) to the growing buffer ``outp[0]`` of ``cap[0]`` items (doubled
-    when full); 0, or -1 when out of memory (the buffer stays the caller's to free)."""
-    cdef i32* out = outp[0]
-    if cnt[0] == cap[0]:
-        out = <i32*> realloc(out, 6 * cap[0] * sizeof(i32))
-        if out == NULL:
-            return -1
-        cap[0] *= 2
-        outp[0] = out
+    """Append the item (i, j, A) to the growing buffer ``outp[0]`` of ``cap[0]`` items (1024
+    first, doubled when full: :func:`alloc.grow`); ``ST_OK``, or ``ST_NO_MEMORY`` (the buffer
+    stays the caller's to free)."""
+    cdef i32* out
+    if grow(<void**> outp, cap, cnt[0] + 1, 1024, 3 * sizeof(i32), NULL, 0) != ST_OK:
+        return ST_NO_MEMORY
+    out = outp[0]
     out[3 * cnt[0]] = i
     out[3 * cnt[0] + 1] = j
     out[3 * cnt[0] + 2] = A
@@ -1565,7 +1569,7 @@ cdef i64 _prune_one(const CGrammar* g, int n, const i32* lpos, const i32* lsym, 
                     int nlex, double threshold, i32** outp, const CoarseIn* ci, i64 s,
                     double coarse_threshold, bint dense=False) noexcept nogil:
     """The items of sentence ``s`` of :func:`prune_batch` (its coarse lexical entries in
-    ``ci``) into ``outp[0]``; their count, or -1 when out of memory."""
+    ``ci``) into ``outp[0]``; their count, or ST_NO_MEMORY when out of memory."""
     cdef const CGrammar* coarse = ci.g
     cdef const i32* proj = ci.proj
     cdef i64 c0
@@ -1574,19 +1578,17 @@ cdef i64 _prune_one(const CGrammar* g, int n, const i32* lpos, const i32* lsym, 
     cdef Chart ch
     cdef Chart cc
     cdef int i, j, cell, A, S = g.S, attempt
-    cdef i64 cnt = 0, cap = 1024
+    cdef i64 cnt = 0, cap = 0
     cdef double logz = -INFINITY, logz_c = -INFINITY, lf, v1, v2
     cdef double thr = coarse_threshold
     cdef bint use_mask = coarse != NULL
-    cdef i32* out = <i32*> malloc(3 * cap * sizeof(i32))
-    outp[0] = out
-    if out == NULL:
-        return -1
+    if grow(<void**> outp, &cap, 1, 1024, 3 * sizeof(i32), NULL, 0) != ST_OK:
+        return ST_NO_MEMORY
     if use_mask:
         # the coarser grammar first: exhaustive, it masks this grammar's chart
         if chart_alloc(&cc, n, coarse.S, True, False, False) != 0:
             chart_free(&cc)
-            return -1
+            return ST_NO_MEMORY
         c0 = ci.off[s]
         inside_pass(coarse, &cc, ci.pos + c0, ci.sym + c0, ci.prob + c0,
                     <int> (ci.off[s + 1] - c0), False)
@@ -1602,12 +1604,12 @@ cdef i64 _prune_one(const CGrammar* g, int n, const i32* lpos, const i32* lsym, 
             chart_free(&ch)
             if use_mask:
                 chart_free(&cc)
-            return -1
+            return ST_NO_MEMORY
         if use_mask and attempt < 2:
             if build_mask(coarse, &cc, logz_c, &ch, proj, S, thr) != 0:
                 chart_free(&ch)
                 chart_free(&cc)
-                return -1
+                return ST_NO_MEMORY
         inside_pass(g, &ch, lpos, lsym, lprob, nlex, False)
         logz = log_partition(g, &ch, False)
         if logz != -INFINITY:
@@ -1628,7 +1630,7 @@ cdef i64 _prune_one(const CGrammar* g, int n, const i32* lpos, const i32* lsym, 
                     if v1 >= threshold or v2 >= threshold:
                         if _push_item(outp, &cnt, &cap, i, j, A) != 0:
                             chart_free(&ch)
-                            return -1
+                            return ST_NO_MEMORY
     chart_free(&ch)
     return cnt
 
@@ -1641,7 +1643,7 @@ cdef object _dense_marginals(ChartGrammar grammar, int n, const i32* lp, const i
     cdef double logz
     if dense_alloc(&d, n, S, grammar.g.n_pp, True) != 0:
         dense_free(&d)
-        raise MemoryError("chart allocation failed")
+        raise_for_status(np.array([ST_NO_MEMORY]), "dense PCFG chart", [n])
     try:
         with nogil:
             _dense_inside(&grammar.g, &d, lp, ls, lpr, nlex)
@@ -1687,16 +1689,14 @@ cdef i64 _prune_dense(const CGrammar* g, int n, const i32* lpos, const i32* lsym
     order (by start, end, symbol)."""
     cdef Dense d
     cdef int i, j, A, S = g.S
-    cdef i64 cnt = 0, cap = 1024
+    cdef i64 cnt = 0, cap = 0
     cdef double logz
     cdef u8* keep
-    cdef i32* out = <i32*> malloc(3 * cap * sizeof(i32))
-    outp[0] = out
-    if out == NULL:
-        return -1
+    if grow(<void**> outp, &cap, 1, 1024, 3 * sizeof(i32), NULL, 0) != ST_OK:
+        return ST_NO_MEMORY
     if dense_alloc(&d, n, S, g.n_pp, False) != 0:
         dense_free(&d)
-        return -1
+        return ST_NO_MEMORY
     _dense_inside(g, &d, lpos, lsym, lprob, nlex)
     logz = _dense_logz(g, &d)
     if logz != -INFINITY:
@@ -1708,6 +1708,12 @@ cdef i64 _prune_dense(const CGrammar* g, int n, const i32* lpos, const i32* lsym
                     if keep[A]:
                         if _push_item(outp, &cnt, &cap, i, j, A) != 0:
                             dense_free(&d)
-                            return -1
+                            return ST_NO_MEMORY
     dense_free(&d)
     return cnt
+
+
+def _fail_allocations_after(long k):
+    """Tests: the ``k``-th allocation of this module from now on and every later one fail
+    (``k < 0``: allocations succeed again); see ``alloc.h``."""
+    fail_after(k)

@@ -7,21 +7,30 @@ Sentences are packed: sentence ``b`` has ``n_b`` words and its score matrix is t
 ``(n_b+1) x (n_b+1)`` row-major block ``scores[off[b] : off[b] + (n_b+1)**2]`` with
 ``S[h, m]`` the score of the arc head ``h`` -> modifier ``m`` (position 0 is the root).
 The decoded heads (1-based, 0 = root) go to ``heads[hoff[b] : hoff[b] + n_b]``.
-Sentences are decoded in parallel (OpenMP) with one private chart each.
+Sentences are decoded in parallel (OpenMP) with one private chart each; a sentence whose chart
+cannot be allocated is a ``MemoryError`` naming it (``status.pxd``).
+
+J. Eisner, "Three new probabilistic models for dependency parsing: an exploration", COLING 1996
+(the O(n^3) span-based projective algorithm; the item names follow McDonald, Crammer & Pereira,
+"Online large-margin training of dependency parsers", ACL 2005, figure 2).
 """
 import numpy as np
 cimport numpy as cnp
 from cython.parallel import prange
-from libc.stdlib cimport malloc, free
 from libc.math cimport INFINITY
+from .alloc cimport malloc, free, fail_after
 from .packed_check cimport check_packed
+from .status cimport ST_OK, ST_NO_MEMORY
+from ._status import raise_for_status
 from .eisner_common cimport backtrack, complete_items, ix as _ix, pair_max
 
 cnp.import_array()
 
 
-cdef double _eisner_one(const double* S, int n, int single_root, int* heads) noexcept nogil:
-    """Decode one sentence; returns the best score (-inf when no tree exists).
+cdef int _eisner_one(const double* S, int n, int single_root, int* heads,
+                     double* best_out) noexcept nogil:
+    """Decode one sentence: the best score to ``best_out`` (-inf when no tree exists), the heads
+    to ``heads``; returns ``ST_OK`` or ``ST_NO_MEMORY`` (heads -1, score -inf).
 
     Recurrences (J. Eisner, COLING 1996; S = arc score, C/I as in ``eisner_common``):
       I[s,t,->] = max_{s <= k < t} C[s,k,->] + C[k+1,t,<-]  + S[s,t]
@@ -42,11 +51,13 @@ cdef double _eisner_one(const double* S, int n, int single_root, int* heads) noe
     cdef int* bpi
     cdef int w, s, t, k, kmax, bk
     cdef double best, result
+    cdef int status = ST_OK
     for k in range(n):
         heads[k] = -1
+    best_out[0] = -INFINITY
     if D == NULL or P == NULL:
         free(D); free(P)
-        return -INFINITY
+        return ST_NO_MEMORY
     C0 = D; C1 = D + sz; I0 = D + 2 * sz; I1 = D + 3 * sz
     bpc0 = P; bpc1 = P + sz; bpi = P + 2 * sz
     for s in range(n1):
@@ -69,26 +80,38 @@ cdef double _eisner_one(const double* S, int n, int single_root, int* heads) noe
             complete_items(C0, C1, I0, I1, bpc0, bpc1, s, t, n1)
     result = C1[_ix(0, n, n1)]
     if n > 0 and result > -INFINITY:
-        backtrack(n1, bpc0, bpc1, NULL, NULL, bpi, heads)
+        status = backtrack(n1, bpc0, bpc1, NULL, NULL, bpi, heads)
     free(D); free(P)
-    return result
+    if status == ST_OK:
+        best_out[0] = result
+    return status
 
 
 def eisner_batch(const double[::1] scores, const cnp.int64_t[::1] off, const cnp.int32_t[::1] lengths,
                  const cnp.int64_t[::1] hoff, cnp.int32_t[::1] heads, double[::1] best,
-                 int single_root=0, int nthreads=1):
+                 int single_root=0, int n_threads=1):
     """Decode a packed batch of arc-score matrices (see the module docstring).
 
     ``best[b]`` receives the score of the best tree (``-inf`` if every tree has an
     infinite negative score).  ``single_root`` restricts the root to one modifier.
+    ``MemoryError`` (naming the sentence) when a chart cannot be allocated.
     """
     cdef Py_ssize_t B = lengths.shape[0]
     cdef Py_ssize_t b
     check_packed(scores, off, lengths, hoff, heads.shape[0], best.shape[0], 1, 32767)
-    if nthreads < 1:
-        nthreads = 1
+    if n_threads < 1:
+        n_threads = 1
+    status_arr = np.zeros(B, dtype=np.int32)
+    cdef int[::1] status = status_arr
     with nogil:
-        for b in prange(B, num_threads=nthreads, schedule="dynamic"):
-            best[b] = _eisner_one(&scores[off[b]], lengths[b], single_root,
-                                     <int*> &heads[hoff[b]])
+        for b in prange(B, num_threads=n_threads, schedule="dynamic"):
+            status[b] = _eisner_one(&scores[off[b]], lengths[b], single_root,
+                                    <int*> &heads[hoff[b]], &best[b])
+    raise_for_status(status_arr, "eisner", lengths)
     return None
+
+
+def _fail_allocations_after(long k):
+    """Tests: the ``k``-th allocation of this module from now on and every later one fail
+    (``k < 0``: allocations succeed again); see ``alloc.h``."""
+    fail_after(k)

@@ -15,14 +15,17 @@ the row-major ``(n_b+1)^2`` block ``arcs[aoff[b]:]`` (``A[h, m]`` at ``h * (n+1)
 sibling scores the ``(n_b+1)^3`` block ``sibs[soff[b]:]`` (``G[h, s, m]`` at
 ``(h * (n+1) + s) * (n+1) + m``; only entries with ``s = h`` or ``s`` strictly between ``h``
 and ``m`` are read).  Heads (1-based, 0 = root) go to ``heads[hoff[b]:hoff[b] + n_b]``.
-Sentences are decoded in parallel (OpenMP), one private chart each.
+Sentences are decoded in parallel (OpenMP), one private chart each; a sentence whose chart cannot
+be allocated is a ``MemoryError`` naming it (``status.pxd``).
 """
 import numpy as np
 cimport numpy as cnp
 from cython.parallel import prange
-from libc.stdlib cimport malloc, free
 from libc.math cimport INFINITY
+from .alloc cimport malloc, free, fail_after
 from .packed_check cimport check_packed
+from .status cimport ST_OK, ST_NO_MEMORY
+from ._status import raise_for_status
 from .eisner_common cimport backtrack, complete_items, ix as _ix, pair_max
 
 cnp.import_array()
@@ -61,9 +64,10 @@ cdef inline double _sibling_max(const double* X, const double* Y, const double* 
     return best
 
 
-cdef double _eisner2_one(const double* A, const double* G, int n, int single_root,
-                         int* heads) noexcept nogil:
-    """Decode one sentence; returns the best score (-inf when no tree exists)."""
+cdef int _eisner2_one(const double* A, const double* G, int n, int single_root,
+                      int* heads, double* best_out) noexcept nogil:
+    """Decode one sentence: the best score to ``best_out`` (-inf when no tree exists), the heads
+    to ``heads``; returns ``ST_OK`` or ``ST_NO_MEMORY`` (heads -1, score -inf)."""
     cdef int n1 = n + 1
     cdef Py_ssize_t sz = <Py_ssize_t> n1 * n1
     cdef double* D = <double*> malloc(5 * sz * sizeof(double))
@@ -80,11 +84,13 @@ cdef double _eisner2_one(const double* A, const double* G, int n, int single_roo
     cdef int* bs
     cdef int w, s, t, bk
     cdef double best, result
+    cdef int status = ST_OK
     for s in range(n):
         heads[s] = -1
+    best_out[0] = -INFINITY
     if D == NULL or P == NULL:
         free(D); free(P)
-        return -INFINITY
+        return ST_NO_MEMORY
     C0 = D; C1 = D + sz; I0 = D + 2 * sz; I1 = D + 3 * sz; SB = D + 4 * sz
     bc0 = P; bc1 = P + sz; bi0 = P + 2 * sz; bi1 = P + 3 * sz; bs = P + 4 * sz
     for s in range(n1):
@@ -117,19 +123,23 @@ cdef double _eisner2_one(const double* A, const double* G, int n, int single_roo
             complete_items(C0, C1, I0, I1, bc0, bc1, s, t, n1)
     result = C1[_ix(0, n, n1)]
     if n > 0 and result > -INFINITY:
-        backtrack(n1, bc0, bc1, bi0, bi1, bs, heads)
+        status = backtrack(n1, bc0, bc1, bi0, bi1, bs, heads)
     free(D); free(P)
-    return result
+    if status == ST_OK:
+        best_out[0] = result
+    return status
 
 
 def eisner2_batch(const double[::1] arcs, const cnp.int64_t[::1] aoff,
                   const double[::1] sibs, const cnp.int64_t[::1] soff,
                   const cnp.int32_t[::1] lengths, const cnp.int64_t[::1] hoff,
-                  cnp.int32_t[::1] heads, double[::1] best, int single_root=0, int nthreads=1):
+                  cnp.int32_t[::1] heads, double[::1] best, int single_root=0,
+                  int n_threads=1):
     """Decode a packed batch of arc + sibling scores (see the module docstring).
 
     ``best[b]`` receives the score of the best tree (``-inf`` if every tree has an infinite
-    negative score).  ``single_root`` restricts the root to one modifier.
+    negative score).  ``single_root`` restricts the root to one modifier.  ``MemoryError``
+    (naming the sentence) when a chart cannot be allocated.
     """
     cdef Py_ssize_t B = lengths.shape[0]
     cdef Py_ssize_t b
@@ -142,10 +152,19 @@ def eisner2_batch(const double[::1] arcs, const cnp.int64_t[::1] aoff,
         if soff[b] < 0 or soff[b] + n1 * n1 * n1 > sibs.shape[0]:
             raise ValueError("sibling-score block of sentence %d runs past the sibling array"
                              % b)
-    if nthreads < 1:
-        nthreads = 1
+    if n_threads < 1:
+        n_threads = 1
+    status_arr = np.zeros(B, dtype=np.int32)
+    cdef int[::1] status = status_arr
     with nogil:
-        for b in prange(B, num_threads=nthreads, schedule="dynamic"):
-            best[b] = _eisner2_one(&arcs[aoff[b]], &sibs[soff[b]], lengths[b], single_root,
-                                   <int*> &heads[hoff[b]])
+        for b in prange(B, num_threads=n_threads, schedule="dynamic"):
+            status[b] = _eisner2_one(&arcs[aoff[b]], &sibs[soff[b]], lengths[b], single_root,
+                                     <int*> &heads[hoff[b]], &best[b])
+    raise_for_status(status_arr, "eisner2", lengths)
     return None
+
+
+def _fail_allocations_after(long k):
+    """Tests: the ``k``-th allocation of this module from now on and every later one fail
+    (``k < 0``: allocations succeed again); see ``alloc.h``."""
+    fail_after(k)

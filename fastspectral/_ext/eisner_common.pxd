@@ -4,7 +4,8 @@
 is made of, the complete items (whose recurrences are the same in both; J. Eisner, COLING
 1996; McDonald & Pereira, EACL 2006, figure 4) and the backtracking of both charts."""
 from libc.math cimport INFINITY
-from libc.stdlib cimport malloc, free
+from .alloc cimport malloc, free
+from .status cimport ST_OK, ST_NO_MEMORY
 
 # item kinds on the backtracking stacks (first order: I0 / I1 are its incomplete items)
 cdef enum:
@@ -60,10 +61,11 @@ cdef inline int push(int* stack, int top, int kind, int s, int t) noexcept nogil
     return top + 1
 
 
-cdef inline void backtrack(int n1, const int* bc0, const int* bc1, const int* bi0,
-                           const int* bi1, const int* bs, int* heads) noexcept nogil:
+cdef inline int backtrack(int n1, const int* bc0, const int* bc1, const int* bi0,
+                          const int* bi1, const int* bs, int* heads) noexcept nogil:
     """Follow the back-pointers from C[0, n, ->], writing ``heads`` (explicit stack of
-    ``(kind, s, t)``; a derivation has fewer than 6 (n+1) items).
+    ``(kind, s, t)``; a derivation has fewer than 6 (n+1) items).  Returns ``ST_OK``, or
+    ``ST_NO_MEMORY`` when the stack cannot be allocated.
 
     ``bc0`` / ``bc1``: the complete items' split points; ``bs``: the split ``C[s,r,->] +
     C[r+1,t,<-]`` (second order: of the sibling spans; first order: of the incomplete items).
@@ -74,7 +76,7 @@ cdef inline void backtrack(int n1, const int* bc0, const int* bc1, const int* bi
     cdef int* stack = <int*> malloc(3 * cap * sizeof(int))
     cdef int top, kind, s, t, r
     if stack == NULL:
-        return
+        return ST_NO_MEMORY
     top = push(stack, 0, K_C1, 0, n1 - 1)
     while top > 0:
         top -= 1
@@ -118,3 +120,4 @@ cdef inline void backtrack(int n1, const int* bc0, const int* bc1, const int* bi
             top = push(stack, top, K_C1, s, r)
             top = push(stack, top, K_C0, r + 1, t)
     free(stack)
+    return ST_OK

@@ -32,14 +32,17 @@ the top-k derivations ever get a heap.
 Outputs: ``count[b]`` trees (``<= k``; fewer when the sentence has fewer projective trees of
 finite score), tree ``r`` of sentence ``b`` at ``heads[hoff[b] + r * n_b :]`` (1-based, 0 =
 root) with score ``kscores[b * k + r]``, best first.  Sentences run in parallel (OpenMP), one
-private chart each.
+private chart each; a sentence whose chart or heaps cannot be allocated is a ``MemoryError``
+naming it (``status.pxd``).
 """
 import numpy as np
 cimport numpy as cnp
 from cython.parallel import prange
-from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.math cimport INFINITY
+from .alloc cimport malloc, calloc, free, grow, fail_after
 from .packed_check cimport check_packed
+from .status cimport ST_OK, ST_NO_MEMORY
+from ._status import raise_for_status
 
 cnp.import_array()
 
@@ -57,9 +60,11 @@ cdef struct Deriv:
 
 cdef struct Vertex:
     Deriv* d       # derivations found, best first (d[0]: the Viterbi derivation)
-    int nd, capd
+    int nd
+    cnp.int64_t capd
     Deriv* cand    # max-heap of candidate derivations
-    int nc, capc
+    int nc
+    cnp.int64_t capc
     int heap_ready # cand[v] built
     int expanded   # successors of d[nd-1] already pushed
 
@@ -139,19 +144,14 @@ cdef void _viterbi(Chart* c) noexcept nogil:
                 c.bk[_vid(s, t, typ, n1)] = bestk
 
 
-cdef inline int _room(Chart* c, Deriv** arr, int* capacity, int size, int first) noexcept nogil:
+cdef inline int _room(Chart* c, Deriv** arr, cnp.int64_t* capacity, int size,
+                      int first) noexcept nogil:
     """Make room for one more ``Deriv`` in the growable array ``arr[0]`` holding ``size``
-    (capacity ``first``, then doubling); 0 (and ``c.failed``) when out of memory."""
-    cdef Deriv* p
-    cdef int cap
-    if size == capacity[0]:
-        cap = first if capacity[0] == 0 else 2 * capacity[0]
-        p = <Deriv*> realloc(arr[0], cap * sizeof(Deriv))
-        if p == NULL:
-            c.failed = 1
-            return 0
-        arr[0] = p
-        capacity[0] = cap
+    (capacity ``first``, then doubling: :func:`alloc.grow`); 0 (and ``c.failed``) when out of
+    memory."""
+    if grow(<void**> arr, capacity, size + 1, first, sizeof(Deriv), NULL, 0) != ST_OK:
+        c.failed = 1
+        return 0
     return 1
 
 
@@ -316,7 +316,8 @@ cdef void _extract(Chart* c, int vid, int j, int* heads, int* stack) noexcept no
 
 cdef int _kbest_one(const double* S, int n, int K, int single_root, int* heads,
                     double* scores) noexcept nogil:
-    """The ``K`` best trees of one sentence; returns how many were found (-1: no memory)."""
+    """The ``K`` best trees of one sentence; returns how many were found, or ``ST_NO_MEMORY``
+    (-1)."""
     cdef int n1 = n + 1
     cdef Py_ssize_t nv = 4 * <Py_ssize_t> n1 * n1
     cdef Chart c
@@ -332,7 +333,7 @@ cdef int _kbest_one(const double* S, int n, int K, int single_root, int* heads,
     stack = <int*> malloc(2 * (4 * n1 + 8) * sizeof(int))
     if c.best == NULL or c.bk == NULL or c.v == NULL or stack == NULL:
         free(c.best); free(c.bk); free(c.v); free(stack)
-        return -1
+        return ST_NO_MEMORY
     if n == 0:
         found = 0
     else:
@@ -350,7 +351,7 @@ cdef int _kbest_one(const double* S, int n, int K, int single_root, int* heads,
         free(c.v[i].d)
         free(c.v[i].cand)
     if c.failed:
-        found = -1
+        found = ST_NO_MEMORY
     free(c.best); free(c.bk); free(c.v); free(stack)
     return found
 
@@ -358,12 +359,12 @@ cdef int _kbest_one(const double* S, int n, int K, int single_root, int* heads,
 def kbest_batch(const double[::1] scores, const cnp.int64_t[::1] off,
                 const cnp.int32_t[::1] lengths, const cnp.int64_t[::1] hoff, int k,
                 cnp.int32_t[::1] heads, double[::1] kscores, cnp.int32_t[::1] count,
-                int single_root=0, int nthreads=1):
+                int single_root=0, int n_threads=1):
     """The ``k`` best projective trees of a packed batch (see the module docstring).
 
     ``hoff[b]``: offset of sentence ``b``'s ``k * n_b`` head slots in ``heads``;
-    ``kscores[b * k + r]``: score of its tree ``r``; ``count[b]``: trees found (``-1`` when
-    the chart could not be allocated).
+    ``kscores[b * k + r]``: score of its tree ``r``; ``count[b]``: trees found.
+    ``MemoryError`` (naming the sentence) when a chart could not be allocated.
     """
     cdef Py_ssize_t B = lengths.shape[0]
     cdef Py_ssize_t b
@@ -372,10 +373,18 @@ def kbest_batch(const double[::1] scores, const cnp.int64_t[::1] off,
     check_packed(scores, off, lengths, hoff, heads.shape[0], count.shape[0], k, 4096)   # KBEST_MAX_WORDS of rerank/kbest.py
     if kscores.shape[0] < B * k:
         raise ValueError("kscores shorter than batch * k")
-    if nthreads < 1:
-        nthreads = 1
+    if n_threads < 1:
+        n_threads = 1
     with nogil:
-        for b in prange(B, num_threads=nthreads, schedule="dynamic"):
+        for b in prange(B, num_threads=n_threads, schedule="dynamic"):
             count[b] = _kbest_one(&scores[off[b]], lengths[b], k, single_root,
                                   <int*> &heads[hoff[b]], &kscores[b * k])
+    # count[b] >= 0 trees, or ST_NO_MEMORY: the count array is the status array
+    raise_for_status(np.asarray(count)[:B], "k-best Eisner", lengths)
     return None
+
+
+def _fail_allocations_after(long k):
+    """Tests: the ``k``-th allocation of this module from now on and every later one fail
+    (``k < 0``: allocations succeed again); see ``alloc.h``."""
+    fail_after(k)

@@ -4,7 +4,7 @@
 Declaration-only module: ``maxrecall_tree`` is ``cdef inline``, so every kernel that cimports it
 gets its own copy and nothing is imported at run time.
 """
-from libc.stdlib cimport malloc, free
+from .alloc cimport malloc, free
 cimport numpy as cnp
 
 

@@ -3,6 +3,11 @@
 # FASTSPECTRAL_BOUNDSCHECK=1 can switch the checks on: a directive here would override it)
 """Inside-outside for split head-automaton grammars (SHAG) with state-vector charts.
 
+J. Eisner and G. Satta, "Efficient parsing for bilexical context-free grammars and head
+automaton grammars", ACL 1999 (split head automata, the O(n^3) chart); F. M. Luque, A. Quattoni,
+B. Balle and X. Carreras, "Spectral learning for non-deterministic dependency parsing", EACL 2012,
+section 4 (inside-outside with operator automata, eqs. 1-2).
+
 The model scoring a tree is the product of two split head automata run in lockstep:
 
 * an *operator* automaton (spectral or EM), indexed by symbols: for head symbol ``h``,
@@ -24,12 +29,15 @@ kept in log form) so that long sentences neither underflow nor overflow; arc mar
 are scale-free.  The outside pass is the exact adjoint (reverse mode) of the inside pass,
 so marginals are correct also for operator models with negative entries (spectral).
 
-Cost per sentence: O(n^3 N K + n^2 N^2 K) time, O(n^2 N K) memory.
+Cost per sentence: O(n^3 N K + n^2 N^2 K) time, O(n^2 N K) memory.  A sentence whose chart
+cannot be allocated is a ``MemoryError`` naming it (``status.pxd``).
 """
 import numpy as np
 cimport numpy as cnp
 from cython.parallel import prange
-from libc.stdlib cimport malloc, calloc, free
+from .alloc cimport malloc, calloc, free, fail_after
+from .status cimport ST_OK, ST_NO_MEMORY
+from ._status import raise_for_status
 from libc.math cimport exp, log, fabs, isfinite, INFINITY, NAN
 
 cnp.import_array()
@@ -132,7 +140,7 @@ cdef inline void _axpy(double a, const double* x, double* y, int D) noexcept nog
 cdef int _inside_outside(const Model* md, const Sent* st, double* mu, double* logz) noexcept nogil:
     """Arc marginals of one sentence into mu[(n+1)*(n+1)] (row head, column modifier).
 
-    Returns 0 on success, 1 when the total weight is zero or not finite, 2 out of memory.
+    Returns ``ST_OK`` (0), 1 when the total weight is zero or not finite, ``ST_NO_MEMORY``.
     """
     cdef int n = st.n
     cdef int n1 = n + 1
@@ -156,7 +164,7 @@ cdef int _inside_outside(const Model* md, const Sent* st, double* mu, double* lo
     cdef double* tmp = <double*> calloc(D, sizeof(double))
     cdef double* scr = <double*> calloc(D, sizeof(double))
     cdef double* stv = <double*> calloc(D, sizeof(double))
-    cdef int status = 0
+    cdef int status = ST_OK
     cdef int w, s, t, k, m, i, kmax, a
     cdef Py_ssize_t ix
     cdef double c, M, z, v
@@ -165,7 +173,7 @@ cdef int _inside_outside(const Model* md, const Sent* st, double* mu, double* lo
             or gIR == NULL or gIL == NULL or SR == NULL or SL == NULL or gSR == NULL
             or gSL == NULL or lsig == NULL or fac == NULL or tmp == NULL or scr == NULL
             or stv == NULL):
-        status = 2
+        status = ST_NO_MEMORY
     else:
         for i in range(n1 * n1):
             mu[i] = 0.0
@@ -342,15 +350,16 @@ def inside_outside_batch(const double[:, :, ::1] alpha1, const double[:, :, ::1]
                          const cnp.int64_t[::1] tok_off, const double[::1] lw,
                          const double[::1] ls, const cnp.int64_t[::1] pair_off,
                          double[::1] mu, double[::1] logz, int[::1] status,
-                         int single_root=0, int nthreads=1):
+                         int single_root=0, int n_threads=1):
     """Arc marginals for a packed batch of sentences (see the module docstring).
 
     Sentence ``b`` has positions ``tok_off[b] .. tok_off[b+1]-1`` in ``hsym/msym/cls``
     (position 0 is the root), its ``(n+1)^2`` block of ``mu`` starts at ``pair_off[b]``,
     its arc weights ``lw`` at ``pair_off[b] * K`` and its stop weights ``ls`` at
     ``tok_off[b] * 2 * K``.  ``mu[h, m]`` is the posterior probability of arc h -> m,
-    ``logz[b]`` the log of |total weight| and ``status[b]`` 0 (ok), 1 (total weight zero or
-    not finite: marginals are zero) or 2 (out of memory).
+    ``logz[b]`` the log of |total weight| and ``status[b]`` 0 (ok) or 1 (total weight zero or
+    not finite: marginals are zero); ``MemoryError`` naming the sentence when its chart cannot
+    be allocated.
     """
     cdef Model md
     cdef Py_ssize_t B = tok_off.shape[0] - 1
@@ -393,13 +402,13 @@ def inside_outside_batch(const double[:, :, ::1] alpha1, const double[:, :, ::1]
     md.K = K
     md.C = C
     md.single_root = single_root
-    if nthreads < 1:
-        nthreads = 1
+    if n_threads < 1:
+        n_threads = 1
     if B == 0:
         return None
     sents = <Sent*> malloc(B * sizeof(Sent))
     if sents == NULL:
-        raise MemoryError()
+        raise MemoryError("SHAG inside-outside: cannot allocate the batch's sentence table")
     for b in range(B):
         sents[b].hsym = &hsym[tok_off[b]]
         sents[b].msym = &msym[tok_off[b]]
@@ -409,8 +418,16 @@ def inside_outside_batch(const double[:, :, ::1] alpha1, const double[:, :, ::1]
         sents[b].n = <int> (tok_off[b + 1] - tok_off[b] - 1)
     try:
         with nogil:
-            for b in prange(B, num_threads=nthreads, schedule="dynamic"):
+            for b in prange(B, num_threads=n_threads, schedule="dynamic"):
                 status[b] = _inside_outside(&md, &sents[b], &mu[pair_off[b]], &logz[b])
     finally:
         free(sents)
+    raise_for_status(np.asarray(status)[:B], "SHAG inside-outside",
+                     np.diff(np.asarray(tok_off)[:B + 1]) - 1)
     return None
+
+
+def _fail_allocations_after(long k):
+    """Tests: the ``k``-th allocation of this module from now on and every later one fail
+    (``k < 0``: allocations succeed again); see ``alloc.h``."""
+    fail_after(k)

@@ -35,11 +35,13 @@ The buffers are C arrays, not ``std::vector``: a C++ build with vector buffers w
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset
 
+from .alloc cimport malloc, calloc, free, grow, fail_after
 from .chart_common cimport TensorGrammar, i32, i64, index_cells
 from .maxrecall cimport maxrecall_tree
+from .status cimport ST_OK, ST_NO_MEMORY, ST_OVER_BUDGET
+from ._status import raise_for_status
 
 cdef extern from "small_dense.h" nogil:
     # written-out small products (see small_dense.h: no BLAS, whose buffer lock serialised the
@@ -94,38 +96,20 @@ cdef struct Work:
     i64 nue
     double Z
     i64 bytes         # bytes allocated for this sentence
-    i64 limit         # its memory budget (0: none); a sentence that would pass it gets -2
-
-
-cdef inline int _grow_any(void** buf, i64* cap, i64 need, i64 size, Work* wk) noexcept nogil:
-    """Room for ``need`` entries of ``size`` bytes in ``buf`` (doubling); 0, -1 when out of
-    memory, -2 when the sentence's buffers would pass its memory budget ``wk.limit``."""
-    cdef i64 newcap
-    cdef void* nb
-    if need <= cap[0]:
-        return 0
-    newcap = cap[0] * 2
-    if newcap < need:
-        newcap = need
-    if wk.limit > 0 and wk.bytes + (newcap - cap[0]) * size > wk.limit:
-        return -2
-    nb = realloc(buf[0], newcap * size)
-    if nb == NULL:
-        return -1
-    wk.bytes += (newcap - cap[0]) * size
-    buf[0] = nb
-    cap[0] = newcap
-    return 0
+    i64 limit         # its memory budget (0: none); a sentence that would pass it gets
+                      # ST_OVER_BUDGET
 
 
 cdef inline int _grow(i32** buf, i64* cap, i64 need, Work* wk) noexcept nogil:
-    """:func:`_grow_any` for an ``i32`` buffer."""
-    return _grow_any(<void**> buf, cap, need, sizeof(i32), wk)
+    """Room for ``need`` entries in the ``i32`` buffer ``buf`` (:func:`alloc.grow`: doubling,
+    counted in ``wk.bytes`` against ``wk.limit``); ``ST_OK``, ``ST_NO_MEMORY`` or
+    ``ST_OVER_BUDGET``."""
+    return grow(<void**> buf, cap, need, 0, sizeof(i32), &wk.bytes, wk.limit)
 
 
 cdef inline int _grow64(i64** buf, i64* cap, i64 need, Work* wk) noexcept nogil:
-    """:func:`_grow_any` for an ``i64`` buffer."""
-    return _grow_any(<void**> buf, cap, need, sizeof(i64), wk)
+    """:func:`_grow` for an ``i64`` buffer."""
+    return grow(<void**> buf, cap, need, 0, sizeof(i64), &wk.bytes, wk.limit)
 
 
 cdef inline void _place(i32* pos, const i32* sym, i64 lo, i64 hi) noexcept nogil:
@@ -177,8 +161,8 @@ cdef int _sentence(const TensorGrammar* g, int n, i64 p0, i64 p1,
                    const i32* item_i, const i32* item_j, const i32* item_sym,
                    const double* leaf_w, const i64* leaf_off, const double* leaf_table,
                    double* mu_out, double* z_out, i64 limit) noexcept nogil:
-    """Inside-outside for one sentence; returns 0, -1 when memory ran out, -2 when its chart
-    would pass ``limit`` bytes (0: no limit)."""
+    """Inside-outside for one sentence; returns ``ST_OK``, ``ST_NO_MEMORY`` when memory ran out,
+    ``ST_OVER_BUDGET`` when its chart would pass ``limit`` bytes (0: no limit)."""
     cdef Work wk
     cdef int status, length
     cdef i64 gi
@@ -228,7 +212,7 @@ cdef int _setup(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
     wk.bytes = ((k + 1) * 9 + <i64> ncell * 16 + <i64> g.S * 8 + (g.R + 1) * 4
                 + (sum_m + 1) * 16 + (maxm2 + 1) * 8 + (n + 3) * 8)
     if wk.limit > 0 and wk.bytes > wk.limit:
-        return -2
+        return ST_OVER_BUDGET
     wk.voff = <i64*> malloc((k + 1) * sizeof(i64))
     wk.cell_lo = <i64*> calloc(ncell, sizeof(i64))
     wk.cell_hi = <i64*> calloc(ncell, sizeof(i64))
@@ -239,7 +223,7 @@ cdef int _setup(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
     wk.live = <char*> calloc(k + 1, sizeof(char))
     if (wk.voff == NULL or wk.cell_lo == NULL or wk.cell_hi == NULL or wk.lvl == NULL
             or wk.pos_par == NULL or wk.pos_right == NULL or wk.slot == NULL or wk.live == NULL):
-        return -1
+        return ST_NO_MEMORY
     cdef char* live = wk.live
     cdef i64* voff = wk.voff
     cdef i64* cell_lo = wk.cell_lo
@@ -257,7 +241,7 @@ cdef int _setup(const TensorGrammar* g, Work* wk, int n, i64 p0, i64 p1,
     wk.beta = <double*> calloc(voff[k] + 1, sizeof(double))
     wk.M = <double*> malloc((maxm2 + 1) * sizeof(double))
     if wk.alpha == NULL or wk.beta == NULL or wk.M == NULL:
-        return -1
+        return ST_NO_MEMORY
     cdef double* alpha = wk.alpha
     # items arrive sorted by (length, i, sym): one contiguous range per cell
     index_cells(n, k, item_i + p0, item_j + p0, cell_lo, cell_hi)
@@ -538,13 +522,13 @@ cdef inline int _scalar_cell(const TensorGrammar* g, int n, i64 p0, int i, int j
     """Inside step of cell ``[i, j)`` of the one-state kernel: every rule application
     ``a -> b c`` with ``a`` in the cell and live children at a split point adds
     ``T alpha[b] alpha[c]`` to ``alpha[a]`` and is recorded (``ed``) for the outside pass;
-    then the cell's items are marked live or not.  Returns 0, -1 (out of memory) or -2 (over
-    the sentence's memory budget)."""
+    then the cell's items are marked live or not.  Returns ``ST_OK``, ``ST_NO_MEMORY`` or
+    ``ST_OVER_BUDGET`` (over the sentence's memory budget)."""
     cdef int cid = i * (n + 1) + j
     cdef int split, lc, rc_, b
-    cdef i64 it, jt, q, newcap
+    cdef i64 it, jt, q
     cdef i32 pa, rt
-    cdef i32* ne
+    cdef int status
     cdef i64 c = ed.at[j - i] + i
     ed.lo[c] = ed.n
     ed.lo[c + 1] = ed.n
@@ -570,15 +554,10 @@ cdef inline int _scalar_cell(const TensorGrammar* g, int n, i64 p0, int i, int j
                     continue
                 alpha[pa] += g.sl_w[q] * alpha[it] * alpha[rt]
                 if ed.n == ed.cap:
-                    newcap = 2 * ed.cap if ed.cap > 0 else 4096
-                    if ed.limit > 0 and ed.bytes + (newcap - ed.cap) * 16 > ed.limit:
-                        return -2
-                    ne = <i32*> realloc(ed.e, newcap * 4 * sizeof(i32))
-                    if ne == NULL:
-                        return -1
-                    ed.bytes += (newcap - ed.cap) * 16
-                    ed.e = ne
-                    ed.cap = newcap
+                    status = grow(<void**> &ed.e, &ed.cap, ed.n + 1, 4096, 4 * sizeof(i32),
+                                  &ed.bytes, ed.limit)
+                    if status != ST_OK:
+                        return status
                 ed.e[4 * ed.n] = pa
                 ed.e[4 * ed.n + 1] = <i32> it
                 ed.e[4 * ed.n + 2] = rt
@@ -647,7 +626,7 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
                           double* mu_out, double* z_out, i64 limit) noexcept nogil:
     """Inside-outside of a one-state grammar (a plain PCFG): the inside pass records its rule
     applications (16 bytes each), the outside pass replays them top down in the same order.
-    Returns 0, -1 (out of memory) or -2 (the chart would pass ``limit`` bytes; 0: no limit)."""
+    Returns ST_OK, ST_NO_MEMORY or ST_OVER_BUDGET (the chart would pass ``limit`` bytes; 0: no limit)."""
     cdef i64 k = p1 - p0
     cdef int ncell = (n + 1) * (n + 1)
     cdef ScalarEdges ed
@@ -655,7 +634,7 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
     ed.limit = limit
     ed.bytes = (k + 1) * 17 + <i64> ncell * 16 + <i64> g.S * 8 + (<i64> n * (n + 1) // 2 + n + 4) * 8
     if limit > 0 and ed.bytes > limit:
-        return -2
+        return ST_OVER_BUDGET
     cdef double* alpha = <double*> calloc(k + 1, sizeof(double))
     cdef double* beta = <double*> calloc(k + 1, sizeof(double))
     cdef i64* cell_lo = <i64*> calloc(ncell, sizeof(i64))
@@ -670,7 +649,7 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
     cdef double Z = 0.0
     if (alpha == NULL or beta == NULL or cell_lo == NULL or cell_hi == NULL or pos_par == NULL
             or pos_right == NULL or live == NULL or ed.lo == NULL or ed.at == NULL):
-        status = -1
+        status = ST_NO_MEMORY
     else:
         for length in range(3, n + 1):
             ed.at[length] = ed.at[length - 1] + (n - length + 2)
@@ -868,8 +847,9 @@ def inside_outside_batch(int S, const i32[::1] m,
     Items of sentence ``s`` are ``item_ptr[s]:item_ptr[s+1]`` and must be grouped by cell with
     at most one item per (i, j, sym) (the passes produce them sorted by ``(j - i, i, sym)``).
     Returns ``(mu, Z, status)``: the raw (unclipped) marginal of every item, the scaled sentence
-    weight per sentence and a per-sentence status (0 ok, -1 out of memory, -2 the sentence's
-    chart would pass ``max_bytes``; 0: no limit).  ``T32``: an optional float32 copy of ``T``
+    weight per sentence and a per-sentence status (``status.pxd``: 0 ok, -2 the sentence's
+    chart would pass ``max_bytes``; 0: no limit); a sentence whose chart cannot be allocated is
+    a ``MemoryError`` naming it.  ``T32``: an optional float32 copy of ``T``
     (same layout) that the tensor products then read instead (half the memory traffic; the
     inside / outside vectors and every sum stay float64).  Every index of the grammar and the
     items is checked here, once, before the kernel runs (``ValueError`` otherwise).
@@ -962,6 +942,7 @@ def inside_outside_batch(int S, const i32[::1] m,
             else:
                 st_v[s] = _sentence(&g, sent_len[s], item_ptr[s], item_ptr[s + 1], ii, jj, ss,
                                     lw, lo, lt, &mu_v[0], &z_v[s], max_bytes)
+    raise_for_status(status, "tensor chart inside-outside", sent_len)
     return mu, Z, status
 
 
@@ -991,7 +972,7 @@ cdef int _decode_one(int n, i64 p0, i64 p1, const i32* item_i, const i32* item_j
     cdef double best, v
     if (cscore == NULL or own_score == NULL or own_class == NULL or tag_class == NULL
             or tag_best == NULL or cell_lo == NULL or cell_hi == NULL):
-        cnt = -1
+        cnt = ST_NO_MEMORY
     else:
         index_cells(n, p1 - p0, item_i + p0, item_j + p0, cell_lo, cell_hi)
         for i in range(n):
@@ -1048,7 +1029,8 @@ def decode_batch(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::1
 
     Returns ``(nodes, node_ptr)``: int32 ``(total, 3)`` rows (start, end, class) in preorder and
     per-sentence offsets into them; a sentence whose position has no preterminal with positive
-    marginal gets class -1 for that tag (the caller falls back).
+    marginal gets class -1 for that tag (the caller falls back).  ``MemoryError`` (naming the
+    sentence) when a sentence's decoding tables cannot be allocated.
     """
     cdef Py_ssize_t nsent = sent_len.shape[0]
     cdef Py_ssize_t s
@@ -1073,6 +1055,8 @@ def decode_batch(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::1
             cnt_v[s] = _decode_one(sent_len[s], item_ptr[s], item_ptr[s + 1], &item_i[0],
                                    &item_j[0], &item_sym[0], &mu[0], &sym_class[0], &is_pre[0],
                                    n_class, &out_v[cap_v[s]])
+    # a count is >= 0 nodes, or ST_NO_MEMORY: the counts are the status array
+    raise_for_status(counts, "tensor chart max-recall decoding", sent_len)
     ptr = np.zeros(nsent + 1, dtype=np.int64)
     np.cumsum(np.maximum(counts, 0), out=ptr[1:])
     # the written prefix of every sentence's slot, gathered without a loop over sentences
@@ -1145,7 +1129,7 @@ cdef i64 _project_sentence(i64 s, const i64* item_ptr, const i32* item_i, const 
                            const i32* lex_pos, const i32* lex_sym, int n, i64 out,
                            i32* i_v, i32* j_v, i32* s_v, i64* l_v) noexcept nogil:
     """The projected items of sentence ``s``: written from ``out`` on when ``i_v`` is not NULL,
-    else only counted.  Returns the count, or -1 when out of memory."""
+    else only counted.  Returns the count, or ST_NO_MEMORY when out of memory."""
     cdef i64 it, e, found, e0, e1, cnt = 0
     cdef int c, q, f, p
     cdef bint sorted_pos = 1
@@ -1161,7 +1145,7 @@ cdef i64 _project_sentence(i64 s, const i64* item_ptr, const i32* item_i, const 
     if sorted_pos and n > 0:
         at = <i64*> malloc((n + 1) * sizeof(i64))
         if at == NULL:
-            return -1
+            return ST_NO_MEMORY
         p = 0
         at[0] = e0
         for e in range(e0, e1):
@@ -1213,13 +1197,12 @@ def project_items(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::
     with a lexical entry at its position (``lex_*`` of the fine grammar; its index is returned).
     Items stay grouped by cell.  Returns ``(item_ptr, item_i, item_j, item_sym, lex_index)``.
     Sentences run in parallel (``n_threads``): one pass counts, the second writes.
+    ``MemoryError`` (naming the sentence) when a sentence's position index cannot be allocated.
     """
     cdef Py_ssize_t nsent = sent_len.shape[0], s
     cdef i64 total = 0
     cdef int n_coarse = proj_ptr.shape[0] - 1
     cdef int nt = max(1, n_threads)
-    cdef int failed = 0      # in-place sums below: OpenMP reductions (a plain assignment
-                             # in a prange is lastprivate and would keep one thread's value)
     _check_items(sent_len, item_ptr, item_i, item_j, item_sym, max(n_coarse, 0))
     if mu.shape[0] < item_i.shape[0]:
         raise ValueError("one marginal per item needed")
@@ -1232,6 +1215,8 @@ def project_items(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::
     ptr = np.zeros(nsent + 1, dtype=np.int64)
     cdef i64[::1] p_v = ptr
     cdef i64 cnt
+    status = np.zeros(nsent, dtype=np.int32)
+    cdef i32[::1] st_v = status
     cdef i32[::1] empty32 = np.zeros(1, dtype=np.int32)
     cdef const i64* ip = &item_ptr[0]
     cdef const i32* ii_ = &item_i[0] if item_i.shape[0] else &empty32[0]
@@ -1248,11 +1233,10 @@ def project_items(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::
         cnt = _project_sentence(s, ip, ii_, ij_, is_, mu_, threshold, pp, ps, fp, lo, lp, ls,
                                 sent_len[s], 0, NULL, NULL, NULL, NULL)
         if cnt < 0:
-            failed += 1
+            st_v[s] = <i32> cnt
         else:
             p_v[s + 1] = cnt
-    if failed:
-        raise MemoryError("cannot allocate the position index of a sentence")
+    raise_for_status(status, "item projection", sent_len)
     np.cumsum(ptr, out=ptr)
     total = ptr[nsent]
     oi = np.empty(total, dtype=np.int32)
@@ -1272,9 +1256,8 @@ def project_items(const i32[::1] sent_len, const i64[::1] item_ptr, const i32[::
             cnt = _project_sentence(s, ip, ii_, ij_, is_, mu_, threshold, pp, ps, fp, lo, lp, ls,
                                     sent_len[s], p_v[s], io, jo, so, lxo)
             if cnt < 0:
-                failed += 1
-    if failed:
-        raise MemoryError("cannot allocate the position index of a sentence")
+                st_v[s] = <i32> cnt
+    raise_for_status(status, "item projection", sent_len)
     return ptr, oi, oj, osym, olex
 
 
@@ -1319,3 +1302,9 @@ def leaf_arrays(const i64[::1] item_ptr, const i64[::1] lex_index, const double[
     lw[item_ptr[nsent]:] = 0.0
     lo[item_ptr[nsent]:] = -1
     return lw, lo
+
+
+def _fail_allocations_after(long k):
+    """Tests: the ``k``-th allocation of this module from now on and every later one fail
+    (``k < 0``: allocations succeed again); see ``alloc.h``."""
+    fail_after(k)

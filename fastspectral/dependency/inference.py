@@ -69,7 +69,8 @@ def arc_marginals(op: OperatorSHAG, det: BackoffSHAG | None, enc: Encoded,
     Returns an :class:`ArcMarginals`: ``mu[pair_off[b]:]`` is sentence ``b``'s row-major
     ``(n+1) x (n+1)`` matrix of posteriors ``mu[h, m]`` of arc ``h -> m``; ``logz[b]`` is
     ``log |Z|`` and ``status[b]`` 0 when ok, 1 when the model gives the sentence no (finite,
-    non-zero) total weight.  ``arc_mask`` (packed like ``mu``) multiplies every arc's weight,
+    non-zero) total weight; a chart that cannot be allocated is a ``MemoryError`` (from the
+    kernel, naming the sentence).  ``arc_mask`` (packed like ``mu``) multiplies every arc's weight,
     e.g. 0/1 to prune arcs.  ``jobs``: threads (None: every core available).
     """
     from .._ext import shag as _k

@@ -403,8 +403,6 @@ class PCFG(PartitionedFit, Parser):
             for r, k in enumerate(ids):
                 cnt = counts[r]
                 words = sentences[k]
-                if cnt < 0:
-                    raise MemoryError(f"chart allocation failed for a sentence of {len(words)} words")
                 if cnt == 0:
                     fallback += 1
                     out[k] = flat_tree(words, self.best_tags(words, None if stags is None else stags[r]),

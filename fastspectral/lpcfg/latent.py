@@ -54,6 +54,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
+from .._ext._status import OVER_BUDGET
 from ..base import Parser, Partition, PartitionedFit, check_jobs
 from ..base import check_int as _check_int
 from ..grammar.grammar import check_trees
@@ -544,8 +545,8 @@ class LatentPCFGBase(PartitionedFit, Parser):
     @staticmethod
     def _run(grammar, ptr, ii, jj, ss, lw, lo, table, lens, jobs, max_bytes=0, T32=None):
         """The tensor inside-outside of a batch; ``max_bytes``: per-sentence chart budget
-        (0: none; a sentence over it gets status -2); ``T32``: a float32 copy of the binary
-        tensors for the products (see :meth:`_tensors_f32`)."""
+        (0: none; a sentence over it gets status ``OVER_BUDGET``); ``T32``: a float32 copy of
+        the binary tensors for the products (see :meth:`_tensors_f32`)."""
         from .._ext.tensor_chart import inside_outside_batch
 
         g = grammar
@@ -633,14 +634,13 @@ class LatentPCFGBase(PartitionedFit, Parser):
             np.cumsum(np.bincount(fl_sent[keep], minlength=len(sents)), out=off[1:])
             return off, fl_pos[keep], sym[keep].astype(np.int32), fl_prob[keep], fl_tok[keep]
 
-        def run(lg, ptr, ii, jj, ss, lx, lprob, ltok, what):
+        def run(lg, ptr, ii, jj, ss, lx, lprob, ltok):
             # leaf weights per lexical entry, spread over the items by a parallel kernel
             lw, lo = leaf_arrays(ptr, lx, lprob / smax[ltok], np.zeros(lprob.shape[0], np.int64),
                                  jobs)
+            # MemoryError from the kernel when a chart cannot be allocated
             mu, Z, st = self._run(lg, ptr, ii, jj, ss, lw, lo, one, lens, jobs, max_bytes)
-            if np.any(st == -1):
-                raise MemoryError(f"chart allocation failed in the {what} pass")
-            return mu, Z, st == -2
+            return mu, Z, st == OVER_BUDGET
 
         # 1. coarse PCFG (v=1, h=0), exhaustive: the PCFG's dense CKY kernel is the fastest for
         #    full charts (measured about as fast as the scalar path of the tensor kernel and
@@ -673,14 +673,14 @@ class LatentPCFGBase(PartitionedFit, Parser):
             # over the survivors; they go to the L-PCFG as they are, and the pass runs only on
             # demand (a sentence whose L-PCFG total is unusable: retry or fallback decision)
             def pcfg_pass(ptr=ptr, ii=ii, jj=jj, ss=ss, lx=lx):
-                return run(tables.fine_lg, ptr, ii, jj, ss, lx, fl_prob, fl_tok, "PCFG")
+                return run(tables.fine_lg, ptr, ii, jj, ss, lx, fl_prob, fl_tok)
 
             return _PrunedCharts(lens=lens, ptr=ptr, ii=ii, jj=jj, ss=ss, lx=lx,
                                  fl_prob=fl_prob, fl_sym=fl_sym, fl_tok=fl_tok, smax=smax,
                                  words_flat=words_flat, pcfg_ptr=ptr, pcfg_ii=ii, pcfg_jj=jj,
                                  pcfg_ss=ss, pcfg_mu=None, pcfg_z=None,
                                  over=np.zeros(len(sents), dtype=bool), pcfg_pass=pcfg_pass)
-        mu, Zf, over = run(tables.fine_lg, ptr, ii, jj, ss, lx, fl_prob, fl_tok, "PCFG")
+        mu, Zf, over = run(tables.fine_lg, ptr, ii, jj, ss, lx, fl_prob, fl_tok)
         # 3. L-PCFG items: the PCFG survivors
         S = fg.n_symbols
         ident_ptr = np.arange(S + 1, dtype=np.int32)
@@ -718,9 +718,7 @@ class LatentPCFGBase(PartitionedFit, Parser):
             ptr, lx, self._lexical_probs(ch.fl_sym, ent_word, ch.fl_prob) / ch.smax[ch.fl_tok],
             np.ascontiguousarray(self._leaf_offsets(ch.fl_sym, ent_word), dtype=np.int64), jobs)
         mu, Z, st = self._run(self.lpcfg_, ptr, ii, jj, ss, lw, lo, self.lex_table_, lens, jobs,
-                              max_bytes, self._tensors_f32())
-        if np.any(st == -1):
-            raise MemoryError("chart allocation failed in the L-PCFG pass")
+                              max_bytes, self._tensors_f32())      # MemoryError: from the kernel
         # mu = alpha beta / Z is a ratio of two estimates; it is used whatever the sign of Z
         # (measured: better than falling back for Z < 0); only Z = 0 or a non-finite Z falls
         # back to the PCFG posteriors
@@ -728,7 +726,7 @@ class LatentPCFGBase(PartitionedFit, Parser):
         if np.any(bad):
             ch.ensure_pcfg()
         pcfg_ok = ch.pcfg_ok()
-        over_mask = ch.over | (st == -2)
+        over_mask = ch.over | (st == OVER_BUDGET)
         stats.negative_marginals += int(np.count_nonzero(mu < 0))
         mu = np.where(np.isfinite(mu), np.maximum(mu, 0.0), 0.0)
         nodes, nptr = decode_batch(lens, ptr, ii, jj, ss, mu, sym_class, is_pre, K, jobs)

@@ -247,7 +247,8 @@ def tensor_inside_outside(grammar: LatentGrammar, lengths, items, leaf_w, leaf_o
     inside vector of a leaf item is ``leaf_w * leaf_table[leaf_off : leaf_off + m]``.
 
     Returns ``(mu_list, Z, status)``: raw (unclipped) marginals per sentence, the total weight per
-    sentence (in the leaves' scale), and a status per sentence (0 ok, -1 out of memory).
+    sentence (in the leaves' scale), and a status per sentence (0 ok); a chart that cannot be
+    allocated is a ``MemoryError`` (from the kernel, naming the sentence).
     """
     from .._ext.tensor_chart import inside_outside_batch
 

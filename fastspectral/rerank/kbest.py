@@ -67,7 +67,8 @@ def kbest_packed(scores: np.ndarray, pair_off: np.ndarray, lengths: np.ndarray, 
 
     Sentence ``b`` (``lengths[b]`` words) has its ``(n+1)^2`` row-major arc scores at
     ``scores[pair_off[b]:]`` (the layout of :func:`fastspectral.dependency.eisner.
-    eisner_packed`).  ``jobs``: threads (None: every core available).
+    eisner_packed`).  ``jobs``: threads (None: every core available).  ``MemoryError`` (from
+    the kernel, naming the sentence) when a sentence's chart cannot be allocated.
     """
     k = int(k)
     if k < 1:
@@ -82,10 +83,7 @@ def kbest_packed(scores: np.ndarray, pair_off: np.ndarray, lengths: np.ndarray, 
     _kernel().kbest_batch(np.ascontiguousarray(scores, dtype=np.float64),
                           np.ascontiguousarray(pair_off[:B], dtype=np.int64), lengths,
                           head_off, k, heads, out, count, int(bool(single_root)),
-                          check_jobs(jobs))
-    if (count < 0).any():
-        raise MemoryError("k-best Eisner: cannot allocate the chart of sentence "
-                          f"{int(np.nonzero(count < 0)[0][0]) + 1}")
+                          check_jobs(jobs))     # MemoryError naming the sentence
     return KBest(heads, head_off, out.reshape(B, k), count, lengths, k)
 
 
