@@ -1,4 +1,4 @@
-"""Memory safety of the compiled kernels and the chart memory budget (issue 11).
+"""Memory safety of the compiled kernels and the chart memory budget.
 
 * the heap overrun behind the 300/400-word crashes: a rule product that underflows to 0 listed
   a cell's symbol again, overrunning the per-cell lists (run in a subprocess: a regression
@@ -7,7 +7,11 @@
   L-PCFGs, SHAG) with small models, and the refusal path of the memory budget;
 * every kernel rejects out-of-range inputs at its Python boundary with a ValueError;
 * long random sentences keep the marginal identities (each position is covered by one
-  preterminal, the root span by one symbol), also with rule weights down to 1e-300.
+  preterminal, the root span by one symbol), also with rule weights down to 1e-300;
+* out of memory: with the k-th allocation of a kernel made to fail (``alloc.h``), for every k
+  up to the call's allocations, each kernel raises a MemoryError naming the sentence, and
+  gives its usual result once k passes them; the kernels share the allocator, the buffer
+  grower and the ``n_threads`` argument.
 """
 from __future__ import annotations
 
@@ -647,3 +651,26 @@ def test_tensor_chart_kernels_out_of_memory():
     assert _sweep(tensor_chart,
                   lambda: project_items(n, ptr, ii, jj, ss, np.ones(len(ii)), 0.5, *proj),
                   lambda got: repr(got) == repr(ref)) == 2
+
+
+def test_kernel_sources_share_the_allocator_grower_and_thread_argument():
+    """Every kernel allocates through alloc.pxd (so that the failures above reach it), grows its
+    buffers only with alloc.grow (no realloc of its own), and names its thread argument
+    ``n_threads``."""
+    import pathlib
+    import re
+
+    import fastspectral._ext as ext
+
+    root = pathlib.Path(ext.__file__).parent
+    sources = sorted(root.glob("*.pyx")) + sorted(root.glob("*.pxd"))
+    assert len(sources) >= 10
+    for path in sources:
+        text = path.read_text()
+        assert not re.search(r"\bnthreads\b", text), path.name
+        assert "libc.stdlib cimport" not in text, f"{path.name} allocates past alloc.pxd"
+        if path.name != "alloc.pxd":
+            assert "realloc(" not in text, f"{path.name} grows a buffer by hand"
+    for name in ("cky", "eisner", "eisner2", "kbest_eisner", "shag", "tensor_chart"):
+        text = (root / f"{name}.pyx").read_text()
+        assert "from .alloc cimport" in text and "raise_for_status(" in text, name

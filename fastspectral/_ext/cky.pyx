@@ -16,6 +16,13 @@ This chart engine serves every PCFG-shaped model of fastspectral (the second eng
 * posterior pruning (items whose marginal exceeds a threshold) and coarse-to-fine masks
   (Petrov & Klein 2007, section 3 / Charniak et al. 2006).
 
+References: J. K. Baker, "Trainable grammars for speech recognition", Speech Communication Papers
+of the 97th ASA meeting, 1979; K. Lari and S. J. Young, "The estimation of stochastic context-free
+grammars using the inside-outside algorithm", Computer Speech and Language 4, 1990; J. Goodman,
+"Parsing algorithms and metrics", ACL 1996; E. Charniak et al., "Multilevel coarse-to-fine PCFG
+parsing", NAACL 2006; S. Petrov and D. Klein, "Improved inference for unlexicalized parsing",
+NAACL 2007.
+
 Chart layout
 ------------
 A sentence of n words has n(n+1)/2 cells, one per span [i, j) (0 <= i < j <= n), stored by
@@ -32,7 +39,30 @@ different split points (whose exponents differ) are aligned to the largest expon
 are summed.  Nothing underflows for 100+ word sentences, in sum or max mode.
 
 Everything below the Python wrappers runs without the GIL; ``parse_batch`` spreads sentences over
-OpenMP threads (``prange``) with one private workspace per sentence.
+OpenMP threads (``prange``) with one private workspace per sentence.  A sentence whose chart
+cannot be allocated is a ``MemoryError`` naming it (``status.pxd``).
+
+Three PCFG inside-outside implementations
+-----------------------------------------
+The package computes PCFG inside / outside scores in three places, each for a chart the others
+handle worse (timings: ``docs/throughput.md``, WSJ section 22, one thread):
+
+1. ``inside_pass`` / ``outside_pass`` here (sparse: per-cell lists of active symbols, the
+   rules by left child): the only one with Viterbi back-pointers (max mode) and coarse-to-fine
+   masks (a cell visits only its allowed symbols), so it runs every parse of ``parse_batch``
+   and every masked pruning pass of ``prune_batch``.
+2. ``_dense_inside`` / ``_dense_outside`` here (dense: sum mode, no mask, the split points of
+   a rule as one contiguous dot product): exhaustive charts only; it made ``prune_batch`` of
+   the L-PCFGs' coarse pass 2.5x faster than (1) (12.9 -> 5.1 CPU-s, identical items), and
+   with a mask it would still visit every cell and symbol (the masked sparse pass of an X-bar
+   pre-pass measured 1.45 CPU-s against 0.87 for this exhaustive one).  ``dense=False`` /
+   ``chart_marginals(dense=...)`` keep (1) and (2) comparable (``tests/test_cky_dense.py``).
+3. ``tensor_chart._sentence_scalar`` (one state per symbol, over a pruned *item list*): the
+   PCFG pass of the L-PCFG parsers over the coarse survivors, in the item layout the L-PCFG
+   pass reads (a marginal per item, the leaf weights of the tensor kernel); its memory grows
+   with the items (~27,000 a sentence for the spectral model), not with cells x symbols (1,490
+   symbols there), and it replays its recorded rule applications top down (0.81 -> 0.40 CPU-s
+   per 300 sentences against enumerating them again).
 """
 import numpy as np
 cimport numpy as cnp
@@ -462,7 +492,9 @@ cdef void finish_inside_cell(const CGrammar* g, Chart* c, int cell, int E, bint 
 cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* lsym,
                       const double* lprob, int nlex, bint vit) noexcept nogil:
     """Inside (sum) or Viterbi (max) scores of every cell, bottom up.  Scores accumulate in place
-    in the (zero-initialised) pre layer; cells that receive nothing are left empty untouched."""
+    in the (zero-initialised) pre layer; cells that receive nothing are left empty untouched.
+    Implementation (1) of the module docstring (the dense one: :func:`_dense_inside`; over item
+    lists: ``tensor_chart._sentence_scalar``)."""
     cdef int n = c.n, S = g.S
     cdef int i, j, k, l, cell, lc, rc, a, B, C, A, r, E, e, t, nw, rend
     cdef double lv, rv, val, f
@@ -608,6 +640,8 @@ cdef void finish_outside_cell(const CGrammar* g, Chart* c, int cell) noexcept no
 
 
 cdef void outside_pass(const CGrammar* g, Chart* c) noexcept nogil:
+    """Outside scores of every cell with a nonzero inside score, top down (Lari & Young 1990;
+    implementation (1) of the module docstring, whose dense twin is :func:`_dense_outside`)."""
     cdef int n = c.n, S = g.S
     cdef int i, j, k, l, cell, lc, rc, a, A, B, C, r, rend
     cdef int root_cell = cell_of(c, 0, n)
@@ -917,7 +951,8 @@ cdef inline void _tag_out(const TagRules* tr, const double* par, double f, const
 
 cdef void _dense_inside(const CGrammar* g, Dense* d, const i32* lpos, const i32* lsym,
                         const double* lprob, int nlex) noexcept nogil:
-    """Inside scores of every cell, bottom up (see the section comment)."""
+    """Inside scores of every cell, bottom up (see the section comment): implementation (2) of
+    the module docstring, the exhaustive twin of :func:`inside_pass`."""
     cdef int n = d.n, S = g.S
     cdef int i, j, l, K, dd, k, lc, rc, E, e, t, r
     cdef double f0, fK, s

@@ -11,8 +11,8 @@ Sentences are decoded in parallel (OpenMP) with one private chart each; a senten
 cannot be allocated is a ``MemoryError`` naming it (``status.pxd``).
 
 J. Eisner, "Three new probabilistic models for dependency parsing: an exploration", COLING 1996
-(the O(n^3) span-based projective algorithm; the item names follow McDonald, Crammer & Pereira,
-"Online large-margin training of dependency parsers", ACL 2005, figure 2).
+(the O(n^3) span-based projective algorithm); the complete / incomplete items as in
+R. McDonald and F. Pereira, EACL 2006 (``eisner2.pyx``, ``eisner_common.pxd``).
 """
 import numpy as np
 cimport numpy as cnp

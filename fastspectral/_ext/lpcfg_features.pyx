@@ -22,6 +22,12 @@ inside                                       outside
 
 The keys are made unique per node label by the caller; feature ids, counts and scaling are
 computed with NumPy and the CSR matrices are filled directly from these arrays.
+
+The templates follow S. B. Cohen, K. Stratos, M. Collins, D. P. Foster and L. Ungar,
+"Experiments with spectral learning of latent-variable PCFGs", NAACL 2013 (inside and outside
+tree-fragment features); ``binary_rule_tensors`` accumulates the empirical moments of the
+spectral algorithm of S. B. Cohen et al., "Spectral learning of latent-variable PCFGs",
+ACL 2012.  No allocation of its own: every array comes from NumPy.
 """
 import numpy as np
 cimport numpy as cnp

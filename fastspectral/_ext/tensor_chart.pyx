@@ -6,7 +6,8 @@ pruned chart, max-recall decoding of its marginals, and the item lists of coarse
 
 This is the second of the package's two chart engines; the first, ``cky.pyx``, holds dense
 per-cell symbol scores for plain PCFGs.  The L-PCFG parser runs both: ``cky`` prunes with the
-coarse PCFG, then this module runs the PCFG pass (one state per symbol: ``_sentence_scalar``) and
+coarse PCFG, then this module runs the PCFG pass (one state per symbol: ``_sentence_scalar``, the
+third PCFG inside-outside: see "Three PCFG inside-outside implementations" in ``cky.pyx``) and
 the L-PCFG pass over the survivors.  Shared declarations (integer types, the grammar layouts, the
 item index by cell) are in ``chart_common.pxd``.
 
@@ -31,6 +32,14 @@ functions); every sentence allocates its own buffers (a :c:type:`Work` freed in 
 size is proportional to its pruned chart (items and hyperedges), never to ``n^2 * |symbols|``.
 The buffers are C arrays, not ``std::vector``: a C++ build with vector buffers was measured about
 4% slower on the WSJ section-22 benchmark (same instruction count, see chart_common.pxd).
+Their growth is ``alloc.grow`` (counted against the sentence's budget), and every kernel reports
+a status per sentence (``status.pxd``): a chart that cannot be allocated is a ``MemoryError``
+naming the sentence, one over the budget is status ``ST_OVER_BUDGET`` for the caller.
+
+S. B. Cohen, K. Stratos, M. Collins, D. P. Foster and L. Ungar, "Spectral learning of
+latent-variable PCFGs", ACL 2012, figure 3 (the tensor inside-outside); J. Goodman, "Parsing
+algorithms and metrics", ACL 1996 (max-recall decoding); S. Petrov and D. Klein, "Improved
+inference for unlexicalized parsing", NAACL 2007 (coarse-to-fine item projection).
 """
 import numpy as np
 cimport numpy as cnp
@@ -626,6 +635,10 @@ cdef int _sentence_scalar(const TensorGrammar* g, int n, i64 p0, i64 p1,
                           double* mu_out, double* z_out, i64 limit) noexcept nogil:
     """Inside-outside of a one-state grammar (a plain PCFG): the inside pass records its rule
     applications (16 bytes each), the outside pass replays them top down in the same order.
+    The third PCFG inside-outside of the package, next to ``cky.inside_pass`` (sparse, masks,
+    Viterbi) and ``cky._dense_inside`` (dense, exhaustive): this one runs over a pruned item
+    list in the layout of the L-PCFG pass, with memory proportional to its items (why each
+    exists: the ``cky.pyx`` module docstring).
     Returns ST_OK, ST_NO_MEMORY or ST_OVER_BUDGET (the chart would pass ``limit`` bytes; 0: no limit)."""
     cdef i64 k = p1 - p0
     cdef int ncell = (n + 1) * (n + 1)
