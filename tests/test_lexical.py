@@ -7,11 +7,12 @@ import pytest
 
 from fastspectral.errors import FormatError
 from fastspectral.lexical.data import (LabelScheme, corpus_from_sentences,
-                                       decode_alt, encode_alt, read_tagging_input, revocalize,
+                                       decode_alt, encode_alt, revocalize,
                                        undiacritize, vocal_pattern)
 from fastspectral.lexical.metrics import coverage, evaluate
 from fastspectral.lexical.model import LexicalDisambiguator, candidates, train
 from fastspectral.trees.conll import DepSentence, read_conllu, write_conllu
+from fastspectral.trees.corpus import read_tagging_input
 
 
 def lex_main(argv):
@@ -354,9 +355,9 @@ def test_cli_bad_input_gives_one_line_errors(tmp_path, capsys):
 
 def test_padt_sample_round_trip(shared_data):
     """A few hundred PADT sentences: training, tagging, and the vocalised output."""
-    from fastspectral.lexical.data import read_corpus
+    from fastspectral.trees.corpus import read_conllu_sentences
 
-    sents = read_corpus(shared_data / "arabic" / "padt-v1.3-dev.conllu")
+    sents = read_conllu_sentences(shared_data / "arabic" / "padt-v1.3-dev.conllu")
     train_s, test_s = sents[:300], sents[300:340]
     m = LexicalDisambiguator(C=0.1).fit(train_s)       # speed: benchmarks/bench_lexical.py
     assert m.vocalised_ and "Case" in m.label_elements_

@@ -7,7 +7,7 @@ import pytest
 from fastspectral.errors import ModelFileError, NotFittedError
 from fastspectral.io.modelfile import load
 from fastspectral.lm import KneserNeyBigramLM, LatentBigramLM
-from fastspectral.lm.corpus import read_corpus
+from fastspectral.trees.corpus import read_corpus
 
 
 def lm_main(argv):

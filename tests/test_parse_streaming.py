@@ -97,7 +97,7 @@ def test_progress_total_and_eta_for_gz_input(work, tmp_path, capsys):
 
 
 def test_count_lines(tmp_path):
-    from fastspectral.dask.parse import count_lines
+    from fastspectral.io.pipeline import count_lines
 
     for name, data, n in [("a", b"", 0), ("b", b"x\n", 1), ("c", b"x\ny", 2),
                           ("d", b"\n\n\n", 3), ("e", b"x\r\ny\r\n", 2)]:
@@ -164,8 +164,8 @@ def test_folder_mode_refusals(work, tmp_path, capsys):
 def test_a_sentence_failing_in_the_model_is_named_and_what_came_before_kept(work, tmp_path):
     """The failure of one sentence inside the model (on a worker, or here in-process) names
     the file and line; the chunks before it are in OUTPUT.part, and --resume continues."""
-    from fastspectral.dask import parse as dparse
     from fastspectral.io import load
+    from fastspectral.io import pipeline as dparse
 
     class Fragile:                      # the real model, failing on one word
         input_kind = "sentences"
