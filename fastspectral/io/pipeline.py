@@ -701,14 +701,14 @@ def check_resume(output, origin, *, records: str = "lines", total=None) -> int:
             what = f"with the model {was}, not {origin['model']}" if was != origin["model"] \
                 else f"with another version of the model {was}"
             raise ResumeError(f"{part} was written {what}: {advice}")
-    if origin is not None and recorded is None and os.path.getsize(part):
-        logger.warning(f"{part} has no record of its input and model: continuing it, checked "
-                       "against the input's length only")
     skip = SafeOutput.resume_point(output, records=records)
     if total is not None and skip > total:
         name = origin.get("input") if origin else "the input"
         raise ResumeError(f"{part} holds {skip} sentences, more than the {total} of {name}: "
                           f"it was not written from this input; {advice}")
+    if origin is not None and recorded is None and skip:
+        logger.warning(f"{part} has no record of its input and model: continuing it, checked "
+                       "against the input's length only")
     return skip
 
 
