@@ -65,7 +65,8 @@ def _merge(*stats):
 
 def _read(path, input_kind, fmt, encoding, reader):
     """The items of one file (``reader``: a callable ``reader(path)``, or None for the
-    training-data reader of the input kind, :func:`fastspectral.trees.corpus.read_training_items`)."""
+    training-data reader of the input kind,
+    :func:`fastspectral.trees.corpus.read_training_items`)."""
     if reader is not None:
         return list(reader(path))
     from ..trees.corpus import read_training_items

@@ -7,6 +7,11 @@ one (the ``.part`` file holds every line written so far, complete lines only aft
 ``write_lines``; ``fastspectral parse --resume`` continues from it).  Paths that are not regular
 files (``/dev/null``, ``/dev/stdout``, a FIFO, a character device such as ``/dev/full``) are
 written directly: renaming over them would replace the device node.
+
+Given an ``origin`` (what the output is written from:
+:func:`fastspectral.io.pipeline.part_origin`), a new ``PATH.part`` gets a record of it,
+``PATH.part.origin``, removed with the ``.part``, so that a resumed run checks that it
+continues the same work (:func:`fastspectral.io.pipeline.check_resume`).
 """
 from __future__ import annotations
 
