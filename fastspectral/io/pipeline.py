@@ -421,8 +421,8 @@ def parse_files(inputs, model, outdir=None, *, outputs=None, jobs=None, chunk_si
     """Parse files with a saved model, one output per input (in this process, or through
     ``executor``: :func:`fastspectral.dask.parse_files` parses on a Dask cluster).
 
-    Each input is read as a stream and cut into chunks of ``chunk_size`` sentences; a chunk is
-    one task.  Finished chunks are written in input order to ``OUTPUT.part``, renamed to
+    Each input is read as a stream and cut into chunks of ``chunk_size`` sentences (a chunk is
+    one task on a cluster).  Finished chunks are written in input order to ``OUTPUT.part``, renamed to
     ``OUTPUT`` when the file is done (:class:`fastspectral.io.output.SafeOutput`), so the
     client holds a bounded number of chunks whatever the corpus size, and an interrupted run
     (``stop()``, a failure, a killed client) continues with ``resume=True`` after the last
@@ -435,8 +435,8 @@ def parse_files(inputs, model, outdir=None, *, outputs=None, jobs=None, chunk_si
         sentence models, CoNLL-U / CoNLL-X / Malt-TAB files for dependency models; ``.gz``
         accepted; ``"-"`` is standard input.
     model : path
-        The model file; each worker process loads it once (the file is shipped to the
-        workers: :func:`ship_model`).
+        The model file, loaded once per process (:func:`worker_model`; the Dask executor
+        ships the file to its workers).
     outdir : path, optional
         Folder of the outputs, each named like its input (created if missing).
     outputs : list of paths, optional
@@ -491,8 +491,8 @@ def parse_files(inputs, model, outdir=None, *, outputs=None, jobs=None, chunk_si
                 job.complete = True
                 result.complete.append(job.output)
                 continue
-            job.skip = check_resume(job.output, job.origin, records=job.records,
-                                    total=job.total())
+            length = job.total() if os.path.exists(part_path(job.output)) else None
+            job.skip = check_resume(job.output, job.origin, records=job.records, total=length)
             if job.skip:
                 result.resumed[job.output] = job.skip
         job.check()

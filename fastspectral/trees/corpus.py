@@ -22,7 +22,7 @@ import os
 from typing import Iterator
 
 from ..errors import FormatError
-from .files import is_stdio, iter_lines, read_stdin, source_name
+from .files import is_path, iter_lines, read_stdin, source_name
 
 __all__ = ["FIELDS", "FORMATS", "CORPUS_FORMATS", "detect_corpus_format", "token_window",
            "read_sequences", "read_corpus", "read_words", "read_tagged", "read_brown_universal",
@@ -37,17 +37,52 @@ CORPUS_FORMATS = ("auto", "brown", "text", "ptb", "conll")
 _DEPENDENCY = ("conllu", "conllx", "malttab")
 
 
-def _existing(path) -> str:
+def _existing(path):
+    """``path`` checked to exist, or standard input (``-``) read into a seekable file (an
+    open file is returned as it is)."""
+    if isinstance(path, str) and path == "-":
+        return read_stdin()
+    if not is_path(path):
+        return path
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
     return path
 
 
+def _rewind(source):
+    """``source`` ready to be read from its start again (a path, or a seekable file)."""
+    if hasattr(source, "seek"):
+        source.seek(0)
+    return source
+
+
+class _Head(list):
+    """Lines read ahead from a file, named like it (for the errors of :func:`iter_lines`)."""
+
+    name = None
+
+
 def first_line(source, encoding: str = "utf-8"):
     """The first non-blank line of ``source`` with surrounding white space removed (None when
-    every line is blank)."""
-    for _, line in iter_lines(source, encoding):
+    every line is blank); a seekable file is read with ``readline`` and left where it was
+    (neither closed nor consumed)."""
+    if is_path(source) or not hasattr(source, "seek"):
+        lines = iter_lines(source, encoding)
+    else:
+        pos = source.tell()
+        head = _Head()
+        head.name = source_name(source)
+        while True:
+            raw = source.readline()
+            if not raw:
+                break
+            head.append(raw)
+            if raw.strip():
+                break
+        source.seek(pos)
+        lines = iter_lines(head, encoding)
+    for _, line in lines:
         if line.strip():
             return line.strip()
     return None
@@ -108,7 +143,7 @@ def read_sequences(path, field: str = "word", fmt: str = "auto", encoding: str =
     Parameters
     ----------
     path : str or path-like
-        The file (gzip accepted).
+        The file (gzip accepted; ``"-"``: standard input).
     field : {"word", "tag", "upos", "xpos"}, default "word"
         What each token contributes: its word, or its POS tag (``word/TAG`` tokens, the
         preterminals of PTB trees, the ``tags`` of CoNLL sentences: XPOS, or UPOS when a
@@ -175,6 +210,7 @@ def read_sequences(path, field: str = "word", fmt: str = "auto", encoding: str =
                 yield [w for w, _ in pairs] if field == "word" else [g for _, g in pairs]
         return _window(from_trees(), skip_tokens, max_tokens)
     fmt_name = _conll_format(path, encoding)
+    _rewind(path)
 
     def from_conll():
         for s in read_treebank(path, format=fmt_name, encoding=encoding, heads_optional=True):
@@ -184,7 +220,8 @@ def read_sequences(path, field: str = "word", fmt: str = "auto", encoding: str =
             col = s.tags if field == "tag" else getattr(s, field)
             if not col or all(t == "_" for t in col):
                 raise FormatError(f"the sentence has no {field.upper()} column "
-                                  f"(choose another field)", path, getattr(s, "line", None))
+                                  f"(choose another field)", source_name(path),
+                                  getattr(s, "line", None))
             yield list(col)
     return _window(from_conll(), skip_tokens, max_tokens)
 
@@ -194,7 +231,7 @@ def _conll_format(path, encoding: str) -> str:
 
     fmt = detect_format(path, encoding)
     if fmt not in _DEPENDENCY:
-        raise FormatError(f"not a CoNLL file (detected {fmt})", path, None)
+        raise FormatError(f"not a CoNLL file (detected {fmt})", source_name(path), None)
     return fmt
 
 
@@ -218,7 +255,9 @@ def read_words(path, encoding: str = "utf-8") -> list:
     (``word/TAG`` tokens give their words)."""
     from .readers import read_treebank
 
+    path = _existing(path)
     first = first_line(path, encoding)
+    _rewind(path)
     if first is None:
         raise FormatError("the corpus is empty (no words)", source_name(path))
     if first.startswith("("):
@@ -231,14 +270,16 @@ def read_words(path, encoding: str = "utf-8") -> list:
         fmt = None
     if fmt in _DEPENDENCY:                # dependency treebanks: their words
         return [s.words for s in read_treebank(path, format=fmt, encoding=encoding)]
-    return read_corpus(path, "auto", encoding=encoding)
+    return read_corpus(_rewind(path), "auto", encoding=encoding)
 
 
 def read_tagged(path, encoding: str = "utf-8", fmt=None) -> list:
     """PTB trees (``fmt="ptb"``, or a first line opening with ``(``) or ``(words, tags)``
     pairs of ``word/TAG`` lines (every token tagged: a FormatError naming the line
     otherwise); the input of the ATM parser."""
+    path = _existing(path)
     first = first_line(path, encoding)
+    _rewind(path)
     if first is None:
         raise FormatError("the training file is empty", source_name(path))
     if fmt == "ptb" or (fmt is None and first.startswith("(")):
@@ -276,6 +317,7 @@ def read_conllu_sentences(path, encoding: str = "utf-8") -> list:
     the file for an empty one."""
     from .conll import read_conllu
 
+    path = _existing(path)
     sents = list(read_conllu(path, encoding=encoding, heads_optional=True))
     if not sents:
         raise FormatError("no sentences in the CoNLL-U file", source_name(path))
@@ -295,13 +337,12 @@ def read_tagging_input(path, encoding: str = "utf-8") -> tuple[list, bool]:
     from .conll import DepSentence, read_conllu, read_malttab
     from .readers import detect_format
 
-    source = read_stdin() if is_stdio(path) else path
+    source = _existing(path)
     name = source_name(source)
     first = first_line(source, encoding)
     if first is None:
         raise FormatError("the input is empty", name)
-    if hasattr(source, "seek"):
-        source.seek(0)
+    _rewind(source)
     try:
         fmt = detect_format(source, encoding)
     except FormatError:
@@ -349,20 +390,22 @@ def read_training_items(path, input_kind: str, *, format=None, corpus_format: st
     if input_kind == "sequences":
         data = read_corpus(path, corpus_format or "auto", encoding=encoding)
         if not any(len(s) for s in data):
-            raise FormatError("the corpus is empty (no words)", path)
+            raise FormatError("the corpus is empty (no words)", source_name(path))
         return data
     if input_kind not in ("sentences", "dependency"):
         raise ValueError(f"unknown input kind {input_kind!r}")
     from .readers import read_treebank
     from .tree import Tree
 
+    path = _existing(path)
     data = list(read_treebank(path, format=format, encoding=encoding))
+    name = source_name(path)
     if not data:
-        raise FormatError("the treebank is empty", path)
+        raise FormatError("the treebank is empty", name)
     if input_kind == "sentences":
         if not isinstance(data[0], Tree):
             raise FormatError("this model is trained on bracketed trees (PTB format); the file "
-                              f"holds {_what_items(data[0])}", path)
+                              f"holds {_what_items(data[0])}", name)
         return data
     from .conll import DepSentence
 
@@ -373,5 +416,5 @@ def read_training_items(path, input_kind: str, *, format=None, corpus_format: st
     if not isinstance(data[0], DepSentence):
         raise FormatError("this model is trained on a dependency treebank (CoNLL-U, "
                           "CoNLL-X, Malt-TAB) or bracketed trees; the file holds "
-                          f"{_what_items(data[0])}", path)
+                          f"{_what_items(data[0])}", name)
     return data
