@@ -86,8 +86,8 @@ def main():
     ATMParser().fit(learn[:50])               # compiled code loaded (not timed)
     atm_learn = learn
     if a.learn_brown:
-        from fastspectral.unsupervised.brown_tags import read_brown_tagged
-        atm_learn = learn + read_brown_tagged(str(need(data_path("brown", "brown-tagged.txt"))))
+        from fastspectral.trees.corpus import read_brown_universal
+        atm_learn = learn + read_brown_universal(str(need(data_path("brown", "brown-tagged.txt"))))
     def cells(pred):
         """'F1 <= 10 / <= 40' under the chosen convention, then under the other one."""
         out = []

@@ -30,7 +30,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from fastspectral.lexical.cv import cross_validate, format_report  # noqa: E402
-from fastspectral.lexical.data import read_corpus  # noqa: E402
+from fastspectral.trees.corpus import read_conllu_sentences as read_corpus  # noqa: E402
 from fastspectral.lexical.model import LexicalDisambiguator  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -1,7 +1,7 @@
 """Brown-corpus perplexities of the Saul-Pereira latent bigram model (pivot, pivot+EM, EM) and of
 an interpolated Kneser-Ney bigram model, like table 2 of Cohen & Collins (2014).
 
-Split (whole sentences, file order, see ``fastspectral.lm.corpus.read_corpus``): train = the first
+Split (whole sentences, file order, see ``fastspectral.trees.corpus.read_corpus``): train = the first
 800,000 tokens, dev = the next 100,000 (used only to pick the number of EM iterations), test =
 the next 200,000.  Words are lower-cased; training words seen once become ``<unk>``.
 
@@ -27,7 +27,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from fastspectral.lm import KneserNeyBigramLM, LatentBigramLM  # noqa: E402
-from fastspectral.lm.corpus import read_corpus  # noqa: E402
+from fastspectral.trees.corpus import read_corpus  # noqa: E402
 
 BROWN = "/work/shared/data/brown/brown-tagged.txt"
 

@@ -205,7 +205,7 @@ def test_cli_train_parse_and_one_line_errors(gen, tmp_path):
 def test_eigenwords_read_dependency_treebanks(gen, tmp_path):
     """`fastspectral train eigenwords` takes CoNLL / Malt-TAB treebanks: their words, one
     sentence each (not one line per token)."""
-    from fastspectral.cli.eigenwords import read_words
+    from fastspectral.trees.corpus import read_words
     from fastspectral.trees.conll import write_conllu, write_malttab
 
     sents = gen.sample(20, seed=11)

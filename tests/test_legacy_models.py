@@ -95,7 +95,7 @@ def test_old_shag_meta_defaults(tmp_path):
 # ------------------------------------------------------------------------------ LMs
 @pytest.fixture(scope="module")
 def brown(shared_data):
-    from fastspectral.lm.corpus import read_corpus
+    from fastspectral.trees.corpus import read_corpus
 
     path = str(shared_data / "brown" / "brown-tagged.txt")
     return (read_corpus(path, max_tokens=20000),

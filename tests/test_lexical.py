@@ -7,11 +7,12 @@ import pytest
 
 from fastspectral.errors import FormatError
 from fastspectral.lexical.data import (LabelScheme, corpus_from_sentences,
-                                       decode_alt, encode_alt, read_tagging_input, revocalize,
+                                       decode_alt, encode_alt, revocalize,
                                        undiacritize, vocal_pattern)
 from fastspectral.lexical.metrics import coverage, evaluate
 from fastspectral.lexical.model import LexicalDisambiguator, candidates, train
 from fastspectral.trees.conll import DepSentence, read_conllu, write_conllu
+from fastspectral.trees.corpus import read_tagging_input
 
 
 def lex_main(argv):
@@ -330,6 +331,38 @@ def test_cli_train_tag_eval_cv_round_trip(tmp_path, capsys, synth):
     assert [s.lemmas for s in read_conllu(parsed)] == [g.lemmas for g in gold]
 
 
+def test_tag_reads_malttab_and_refuses_ptb(tmp_path, capsys):
+    """``lexical tag`` on Malt-TAB reads its sentences (not a sentence per line); a PTB
+    treebank is refused with one line naming the file, as ``parse`` refuses it."""
+    from fastspectral.trees.conll import write_malttab
+
+    train_f = tmp_path / "train.conllu"
+    write_conllu(arabic(160, 5), train_f)
+    model = tmp_path / "m.lex"
+    assert lex_main(["train", train_f, "-o", model, "--C", "1", "-q"]) == 0
+    gold = arabic(30, 6)
+    malt = tmp_path / "in.dp"
+    bare = [DepSentence(words=[undiacritize(w) for w in s.words], xpos=list(s.xpos),
+                        heads=list(s.heads), rels=["dep"] * len(s)) for s in gold]
+    write_malttab(bare, malt)
+    out = tmp_path / "out.conllu"
+    capsys.readouterr()
+    assert lex_main(["tag", model, malt, "-o", out]) == 0
+    assert "tagged 60 tokens in 30 sentences" in capsys.readouterr().err
+    tagged = list(read_conllu(out))
+    assert [t.words for t in tagged] == [g.words for g in gold]
+    assert [t.lemmas for t in tagged] == [g.lemmas for g in gold]
+    assert [t.heads for t in tagged] == [g.heads for g in gold]
+    sents, is_treebank = read_tagging_input(malt)
+    assert is_treebank and len(sents) == 30
+    ptb = tmp_path / "t.mrg"
+    ptb.write_text("(S (NP (NN a)) (VP (VB b)))\n")
+    assert lex_main(["tag", model, ptb, "-o", tmp_path / "x.conllu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(ptb) in err and "PTB" in err, err
+    assert not (tmp_path / "x.conllu").exists()
+
+
 def test_cli_bad_input_gives_one_line_errors(tmp_path, capsys):
     bad = tmp_path / "bad.conllu"
     bad.write_text("1\tword\tlemma\tNOUN\n\n", encoding="utf-8")
@@ -354,9 +387,9 @@ def test_cli_bad_input_gives_one_line_errors(tmp_path, capsys):
 
 def test_padt_sample_round_trip(shared_data):
     """A few hundred PADT sentences: training, tagging, and the vocalised output."""
-    from fastspectral.lexical.data import read_corpus
+    from fastspectral.trees.corpus import read_conllu_sentences
 
-    sents = read_corpus(shared_data / "arabic" / "padt-v1.3-dev.conllu")
+    sents = read_conllu_sentences(shared_data / "arabic" / "padt-v1.3-dev.conllu")
     train_s, test_s = sents[:300], sents[300:340]
     m = LexicalDisambiguator(C=0.1).fit(train_s)       # speed: benchmarks/bench_lexical.py
     assert m.vocalised_ and "Case" in m.label_elements_

@@ -196,7 +196,7 @@ def test_fast_inflections_equal_the_filtered_shape_guesses(shared_data):
     gives exactly the guesses of _guess_shapes whose lemma is a lexicon lemma, in order."""
     from collections import defaultdict
 
-    from fastspectral.lexical.data import read_corpus
+    from fastspectral.trees.corpus import read_conllu_sentences as read_corpus
 
     sents = read_corpus(shared_data / "arabic" / "padt-v1.3-dev.conllu")
     c = corpus_from_sentences(sents[:300], True)

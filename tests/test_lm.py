@@ -7,7 +7,7 @@ import pytest
 from fastspectral.errors import ModelFileError, NotFittedError
 from fastspectral.io.modelfile import load
 from fastspectral.lm import KneserNeyBigramLM, LatentBigramLM
-from fastspectral.lm.corpus import read_corpus
+from fastspectral.trees.corpus import read_corpus
 
 
 def lm_main(argv):
@@ -201,3 +201,33 @@ def test_estimator_contract(corpus):
     kn = KneserNeyBigramLM(lowercase=False).fit(train)
     assert kn.get_params() == {"min_count": 2, "lowercase": False, "discount": "modified"}
     assert kn.fit_time_ >= 0 and KneserNeyBigramLM.input_kind == "sequences"
+
+
+def test_treebanks_are_read_as_their_words_by_train_and_eval(tmp_path, capsys):
+    """``train kn-lm`` / ``lm eval`` on a PTB or CoNLL file read its words (the detection the
+    HMMs use), not its lines: no ``(np`` in the vocabulary, the HMM's token count."""
+    from fastspectral.cli import main
+    from fastspectral.io import load
+    from fastspectral.trees.conll import DepSentence, write_conllu
+    from fastspectral.trees.corpus import read_corpus, read_sequences
+
+    ptb = tmp_path / "t.mrg"
+    ptb.write_text("(S (NP (DT The) (NN dog)) (VP (VBZ barks) (NP (-NONE- *T*-1))))\n"
+                   "( (S (NP (PRP it)) (VP (VBD ran) (. .))))\n")
+    words = [["The", "dog", "barks"], ["it", "ran", "."]]
+    conll = tmp_path / "t.conllu"
+    write_conllu([DepSentence(words=w, heads=[0] + [1] * (len(w) - 1)) for w in words], conll)
+    for path in (ptb, conll):
+        assert read_corpus(path) == words == read_sequences(path, field="word")
+        assert read_corpus(path, skip_tokens=1) == words[1:]
+        model = tmp_path / (path.name + ".kn")
+        assert main(["train", "kn-lm", str(path), "-o", str(model), "-q", "--min-count",
+                     "1"]) == 0
+        vocab = load(model).vocab_.words
+        assert not any("(" in w or ")" in w or "\t" in w for w in vocab), vocab
+        assert {"the", "dog", "barks", "it", "ran"} <= set(vocab)
+        capsys.readouterr()
+        assert lm_main(["eval", str(model), str(path)]) == 0
+        assert "(8 predicted tokens incl. </s>, 2 sentences)" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="unknown corpus format 'xml'"):
+        read_corpus(ptb, "xml")

@@ -97,7 +97,7 @@ def test_progress_total_and_eta_for_gz_input(work, tmp_path, capsys):
 
 
 def test_count_lines(tmp_path):
-    from fastspectral.dask.parse import count_lines
+    from fastspectral.io.pipeline import count_lines
 
     for name, data, n in [("a", b"", 0), ("b", b"x\n", 1), ("c", b"x\ny", 2),
                           ("d", b"\n\n\n", 3), ("e", b"x\r\ny\r\n", 2)]:
@@ -164,8 +164,8 @@ def test_folder_mode_refusals(work, tmp_path, capsys):
 def test_a_sentence_failing_in_the_model_is_named_and_what_came_before_kept(work, tmp_path):
     """The failure of one sentence inside the model (on a worker, or here in-process) names
     the file and line; the chunks before it are in OUTPUT.part, and --resume continues."""
-    from fastspectral.dask import parse as dparse
     from fastspectral.io import load
+    from fastspectral.io import pipeline as dparse
 
     class Fragile:                      # the real model, failing on one word
         input_kind = "sentences"
@@ -195,3 +195,100 @@ def test_a_sentence_failing_in_the_model_is_named_and_what_came_before_kept(work
     ref = (work / "ref.trees").read_text().splitlines(keepends=True)
     assert (tmp_path / "out" / "in.txt.part").read_text() == "".join(ref[:100])
     assert not (tmp_path / "out" / "in.txt").exists()
+
+
+def test_resume_refuses_a_part_from_another_input_or_model(work, tmp_path, capsys):
+    """OUTPUT.part records its input and model (OUTPUT.part.origin): --resume with another
+    input, a changed input or another model is refused with one line naming both files, and
+    the .part is left as it was; the same input and model (the model under another name too)
+    continue it."""
+    from fastspectral.io.output import SafeOutput
+    from fastspectral.io.pipeline import part_origin
+
+    ref = (work / "ref.trees").read_text().splitlines(keepends=True)
+    out = tmp_path / "o.trees"
+    part = tmp_path / "o.trees.part"
+    record = tmp_path / "o.trees.part.origin"
+    w = SafeOutput(out, origin=part_origin(work / "sents.txt", work / "m.fsm"))
+    w.write("".join(ref[:20]))
+    w.close()
+    assert part.exists() and record.exists()
+    kept = part.read_bytes()
+    lines = (work / "sents.txt").read_text().splitlines(keepends=True)
+    other = tmp_path / "other.txt"
+    other.write_text("".join(lines[100:3100]))
+    changed = tmp_path / "changed.txt"
+    changed.write_text("".join(lines))
+    m2 = tmp_path / "m2.fsm"
+    head = "".join((work / "train.trees").read_text().splitlines(keepends=True)[:100])
+    (tmp_path / "t2.trees").write_text(head)
+    assert cli.main(["train", "pcfg", str(tmp_path / "t2.trees"), "-o", str(m2), "-q"]) == 0
+    for model, inp, names in ((work / "m.fsm", other, ["other.txt", "sents.txt"]),
+                              (m2, work / "sents.txt", ["m2.fsm", "m.fsm"])):
+        rc, _, err = run(["parse", model, inp, "-o", out, "--resume", "--jobs", "1"], capsys)
+        assert rc == 2 and err.count("\n") == 1, err
+        assert str(part) in err and all(n in err for n in names), err
+        assert part.read_bytes() == kept and not out.exists()
+    # one output per input in a folder (the file pipeline): the same check
+    outdir = tmp_path / "outdir"
+    outdir.mkdir()
+    w = SafeOutput(outdir / "sents.txt", origin=part_origin(work / "sents.txt", work / "m.fsm"))
+    w.write("".join(ref[:20]))
+    w.close()
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "sents.txt").write_text("".join(lines[100:3100]))
+    rc, _, err = run(["parse", work / "m.fsm", tmp_path / "x" / "sents.txt", "-o", outdir,
+                      "--resume", "--jobs", "1"], capsys)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert str(outdir / "sents.txt.part") in err and str(tmp_path / "x" / "sents.txt") in err
+    assert str(work / "sents.txt") in err
+    # the same file rewritten with other content of another size
+    os.replace(work / "sents.txt", tmp_path / "saved.txt")
+    try:
+        (work / "sents.txt").write_text("".join(lines[:3000]))
+        rc, _, err = run(["parse", work / "m.fsm", work / "sents.txt", "-o", out, "--resume"],
+                         capsys)
+        assert rc == 2 and "another version of" in err and str(part) in err, err
+    finally:
+        os.replace(tmp_path / "saved.txt", work / "sents.txt")
+    # the same input and model: continued, and the record goes with the .part
+    (tmp_path / "copy.fsm").write_bytes((work / "m.fsm").read_bytes())
+    rc, _, err = run(["parse", tmp_path / "copy.fsm", work / "sents.txt", "-o", out,
+                      "--resume", "--jobs", "1"], capsys)
+    assert rc == 0 and "resumed after 20" in err, err
+    assert out.read_text() == "".join(ref)
+    assert not part.exists() and not record.exists()
+
+
+def test_resume_refuses_a_part_longer_than_its_input(work, tmp_path, capsys):
+    """A .part without a record (written by another program) is checked for its length: more
+    sentences than the input is refused (file input: before any work; standard input and
+    dependency files: when the input runs out, before anything is written)."""
+    ref = (work / "ref.trees").read_text().splitlines(keepends=True)
+    short = tmp_path / "short.txt"
+    short.write_text("".join((work / "sents.txt").read_text().splitlines(keepends=True)[:10]))
+    out = tmp_path / "o.trees"
+    part = tmp_path / "o.trees.part"
+    part.write_text("".join(ref[:20]))
+    rc, _, err = run(["parse", work / "m.fsm", short, "-o", out, "--resume"], capsys)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert f"{part} holds 20 sentences, more than the 10 of {short}" in err, err
+    assert part.read_text() == "".join(ref[:20]) and not out.exists()
+    outdir = tmp_path / "outdir"
+    outdir.mkdir()
+    (outdir / "short.txt.part").write_text("".join(ref[:20]))
+    rc, _, err = run(["parse", work / "m.fsm", short, "-o", outdir, "--resume"], capsys)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert f"{outdir / 'short.txt.part'} holds 20 sentences, more than the 10 of {short}" in err
+    from fastspectral.io.pipeline import ResumeError, skip_records
+
+    with pytest.raises(ResumeError, match=r"o.part holds 5 sentences, more than the 3 of "
+                                          r"<stdin>"):
+        list(skip_records(iter("abc"), 5, "o", "<stdin>"))
+    assert list(skip_records(iter("abcd"), 2, "o", "<stdin>")) == ["c", "d"]
+    # a .part without a record that fits: continued, with a warning
+    part.write_text("".join(ref[:5]))
+    rc, _, err = run(["parse", work / "m.fsm", work / "sents.txt", "-o", out, "--resume",
+                      "--jobs", "1"], capsys)
+    assert rc == 0 and "resumed after 5" in err and "no record of its input" in err, err
+    assert out.read_text() == "".join(ref)

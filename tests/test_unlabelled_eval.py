@@ -211,7 +211,8 @@ def test_cli_sentence_bracket_option(tmp_path):
 
 def test_brown_tag_table_and_reader(tmp_path):
     from fastspectral.errors import FormatError
-    from fastspectral.unsupervised.brown_tags import brown_to_universal, read_brown_tagged
+    from fastspectral.trees.corpus import read_brown_universal as read_brown_tagged
+    from fastspectral.trees.universal_tags import brown_to_universal
 
     assert brown_to_universal(["at", "np-tl", "bedz*", "ppss+md", "fw-in", "cd$", "pp$", "``",
                                "rp", "jj-hl", "wdt"]) == \

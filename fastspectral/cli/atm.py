@@ -74,22 +74,9 @@ def build(args, cls, preset):
 
 
 def read(args) -> list:
-    """Trees (PTB) or ``(words, tags)`` pairs of tagged text."""
+    """Trees (PTB) or ``(words, tags)`` pairs of tagged text
+    (:func:`fastspectral.trees.corpus.read_tagged`)."""
+    from ..trees.corpus import read_tagged
+
     return read_tagged(args.treebank, getattr(args, "encoding", None) or "utf-8",
                        getattr(args, "format", None))
-
-
-def read_tagged(path, encoding="utf-8", fmt=None) -> list:
-    from ..errors import FormatError
-
-    first = kit.first_line(path, encoding)
-    if first is None:
-        raise FormatError("the training file is empty", path)
-    if fmt == "ptb" or (fmt is None and first.startswith("(")):
-        from ..trees.readers import read_treebank
-        return list(read_treebank(path, format="ptb", encoding=encoding))
-    if fmt not in (None, "brown"):
-        raise FormatError(f"this model learns from PTB trees or word/TAG lines, not {fmt}", path)
-    from ..trees.readers import iter_sentences
-    return [(s.words, s.tags) for s in iter_sentences(path, tagged=True, encoding=encoding,
-                                                      skip_empty=True)]

@@ -37,25 +37,8 @@ def add_arguments(parser, cls) -> None:
 
 
 def read(args) -> list:
-    """The sentences (word lists) of ``args.treebank``: PTB trees or one sentence a line."""
+    """The sentences (word lists) of ``args.treebank``: PTB trees, dependency treebanks or one
+    sentence a line (:func:`fastspectral.trees.corpus.read_words`)."""
+    from ..trees.corpus import read_words
+
     return read_words(args.treebank, getattr(args, "encoding", None) or "utf-8")
-
-
-def read_words(path, encoding="utf-8") -> list:
-    from ..errors import FormatError
-
-    first = kit.first_line(path, encoding)
-    if first is None:
-        raise FormatError("the corpus is empty (no words)", path)
-    if first.startswith("("):
-        from ..trees.readers import read_treebank
-        return [t.leaves() for t in read_treebank(path, format="ptb", encoding=encoding)]
-    from ..trees.readers import detect_format, read_treebank
-    try:
-        fmt = detect_format(path, encoding)
-    except (FormatError, TypeError):      # plain text, or standard input
-        fmt = None
-    if fmt in ("conllu", "conllx", "malttab"):       # dependency treebanks: their words
-        return [s.words for s in read_treebank(path, format=fmt, encoding=encoding)]
-    from ..lm.corpus import read_corpus
-    return read_corpus(path, "auto", encoding=encoding)

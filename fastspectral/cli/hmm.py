@@ -111,7 +111,7 @@ def _field(args) -> str:
 
 def _read(args, path, skip, tokens):
     from ..errors import FormatError
-    from ..hmm.data import read_sequences
+    from ..trees.corpus import read_sequences
 
     fmt = getattr(args, "format", None) or getattr(args, "corpus_format", None) or "auto"
     seqs = read_sequences(path, field=_field(args), fmt=fmt,

@@ -23,7 +23,7 @@ import re
 import sys
 
 from .._argtypes import int_at_least, markov_order, positive_int
-from ..errors import FastSpectralError, FormatError
+from ..errors import FastSpectralError
 
 __all__ = ["CommandError", "option", "switch", "renamed_flag", "class_default",
            "build_estimator", "read_training_data", "first_line", "describe", "logger",
@@ -223,44 +223,14 @@ def build_estimator(args, cls, preset: dict):
 
 
 def read_training_data(args, input_kind: str) -> list:
-    """The training items of ``args.treebank`` for a kind reading ``input_kind``: trees for
-    ``"sentences"`` (bracketed treebanks), dependency sentences for ``"dependency"`` (CoNLL-U,
-    CoNLL-X, Malt-TAB, or bracketed trees converted with Collins head rules), sentences (lists of
-    words) for ``"sequences"``.  Refuses empty data and data of the wrong kind (FormatError
-    naming the file)."""
-    path = args.treebank
-    encoding = getattr(args, "encoding", None) or "utf-8"
-    if input_kind == "sequences":
-        from ..lm.corpus import read_corpus
-        data = read_corpus(path, getattr(args, "corpus_format", None) or "auto",
-                           encoding=encoding)
-        if not any(len(s) for s in data):
-            raise FormatError("the corpus is empty (no words)", path)
-        return data
-    from ..trees.readers import read_treebank
-    from ..trees.tree import Tree
+    """The training items of ``args.treebank`` for a kind reading ``input_kind``
+    (``--format``, ``--encoding``, the corpus ``--format`` of sequence models):
+    :func:`fastspectral.trees.corpus.read_training_items`."""
+    from ..trees.corpus import read_training_items
 
-    data = list(read_treebank(path, format=getattr(args, "format", None), encoding=encoding))
-    if not data:
-        raise FormatError("the treebank is empty", path)
-    if input_kind == "sentences":
-        if not isinstance(data[0], Tree):
-            raise FormatError("this model is trained on bracketed trees (PTB format); the file "
-                              f"holds {_what_items(data[0])}", path)
-        return data
-    if input_kind == "dependency":
-        from ..trees.conll import DepSentence
-
-        if isinstance(data[0], Tree):
-            from ..dependency.data import trees_to_dep_sentences
-            from ..trees.transforms import clean
-            return list(trees_to_dep_sentences(clean(t) for t in data))
-        if not isinstance(data[0], DepSentence):
-            raise FormatError("this model is trained on a dependency treebank (CoNLL-U, "
-                              "CoNLL-X, Malt-TAB) or bracketed trees; the file holds "
-                              f"{_what_items(data[0])}", path)
-        return data
-    raise CommandError(f"unknown input kind {input_kind!r}")
+    return read_training_items(args.treebank, input_kind, format=getattr(args, "format", None),
+                               corpus_format=getattr(args, "corpus_format", None) or "auto",
+                               encoding=getattr(args, "encoding", None) or "utf-8")
 
 
 def first_line(path, encoding: str = "utf-8"):
@@ -285,17 +255,6 @@ def first_line(path, encoding: str = "utf-8"):
         if line.strip():
             return line.strip()
     return None
-
-
-def _what_items(item) -> str:
-    """What a reader's item is, in words, for the wrong-kind error."""
-    from ..trees.conll import DepSentence
-
-    if isinstance(item, DepSentence):
-        return "dependency sentences"
-    if isinstance(item, list):
-        return "tagged sentences (word/TAG tokens) without trees"
-    return f"{type(item).__name__} items"
 
 
 # ------------------------------------------------------------------------------------------------

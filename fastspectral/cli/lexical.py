@@ -230,7 +230,8 @@ def _tag(args) -> int:
 def _tag_with(args, model) -> int:
     import time
 
-    from ..lexical.data import apply_labels, corpus_from_sentences, read_tagging_input
+    from ..lexical.data import apply_labels, corpus_from_sentences
+    from ..trees.corpus import read_tagging_input
     from ..trees.files import open_output
 
     sents, is_conll = read_tagging_input(args.input, args.encoding)

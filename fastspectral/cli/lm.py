@@ -3,7 +3,9 @@ command group (``lm train``: the same as ``train lm`` / ``train kn-lm`` with ``-
 ``lm eval``: per-token perplexity of any sequence model).
 
 ``CORPUS`` is a Brown-style ``word/tag`` file or plain whitespace-tokenised text, one sentence a
-line (``--format auto`` decides from the first non-empty line); gzip files are accepted.  Token
+line, or a treebank (PTB trees, CoNLL-U / CoNLL-X / Malt-TAB: their words); ``--format auto``
+detects which (:func:`fastspectral.trees.corpus.detect_corpus_format`, as the HMMs do); gzip
+files are accepted.  Token
 windows: ``--skip-tokens K`` drops whole sentences until ``K`` tokens were dropped, ``--tokens N``
 then takes whole sentences until ``N`` were taken, so ``train --tokens 800000`` and ``eval
 --skip-tokens 800000`` use disjoint sentences.
@@ -34,8 +36,10 @@ def add_corpus_window(g, train: bool = True) -> None:
                                      f"{'800000' if train else 'to the end'})")
     g.add_argument("--skip-tokens", type=nonneg_int, default=0, metavar="K",
                    help="skip this many tokens first (default: 0)")
-    g.add_argument("--format", dest="corpus_format", choices=("auto", "brown", "text"),
-                   default="auto", help="corpus format (default: auto)")
+    g.add_argument("--format", dest="corpus_format",
+                   choices=("auto", "brown", "text", "ptb", "conll"), default="auto",
+                   help="corpus format: auto = detected (word/tag lines, plain text, PTB trees "
+                        "or CoNLL files: their words), brown, text, ptb, conll (default: auto)")
     if train:
         g.add_argument("--dev", default=None, metavar="CORPUS",
                        help="held-out corpus: keep the EM iteration with the best perplexity")
@@ -64,7 +68,7 @@ def add_arguments(parser, cls, methods=("pivot", "pivot-em", "em")) -> None:
 
 
 def _window(args, path, skip, tokens):
-    from ..lm.corpus import read_corpus
+    from ..trees.corpus import read_corpus
 
     sents = read_corpus(path, args.corpus_format, skip, tokens,
                         encoding=getattr(args, "encoding", None) or "utf-8")
@@ -158,12 +162,12 @@ def _lm_eval(args) -> int:
     field = getattr(model, "field", None)
     encoding = args.encoding or "utf-8"
     if field is not None:
-        from ..hmm.data import read_sequences
+        from ..trees.corpus import read_sequences
         sents = read_sequences(args.corpus, field=field, fmt=args.corpus_format,
                                encoding=encoding, skip_tokens=args.skip_tokens,
                                max_tokens=args.tokens)
     else:
-        from ..lm.corpus import read_corpus
+        from ..trees.corpus import read_corpus
         sents = read_corpus(args.corpus, args.corpus_format, args.skip_tokens, args.tokens,
                             encoding=encoding)
     ll, n = model.log_likelihood(sents)

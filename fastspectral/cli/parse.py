@@ -16,7 +16,6 @@
 """
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import signal
@@ -158,7 +157,7 @@ def cmd_parse(args) -> int:
     to_folder = len(inputs) > 1 or (not kit.is_stdio(args.output) and (
         os.path.isdir(args.output) or args.output.endswith(("/", os.sep))))
     if to_folder or dask:
-        return _parse_files(args, inputs, to_folder)
+        return _parse_files(args, inputs, to_folder, dask)
     args.input = inputs[0]
     args.chunk_size = args.chunk_size or PARSE_CHUNK
     kit.require_file(args.model, "model file")
@@ -182,7 +181,7 @@ def cmd_parse(args) -> int:
                            "(sequence models are scored with 'fastspectral lm eval')")
 
 
-def _parse_files(args, inputs, to_folder) -> int:
+def _parse_files(args, inputs, to_folder, dask) -> int:
     """Several inputs (one output each in the folder -o OUTDIR), or any input with Dask."""
     if getattr(args, "no_rerank", False):
         raise kit.CommandError("--no-rerank works with one input file and without Dask")
@@ -200,25 +199,32 @@ def _parse_files(args, inputs, to_folder) -> int:
         kit.require_output_path(args.output, "output file", inputs=[inputs[0], args.model])
         if args.resume and kit.is_stdio(args.output):
             raise kit.CommandError("--resume needs an output file (-o OUTPUT)")
-    from ..dask.parse import _check_paths, _outputs_in, model_input_kind, parse_files
+    from ..io.pipeline import check_paths, model_input_kind, outputs_in
 
     # every check before a cluster is started or reached
     if model_input_kind(args.model)[1] not in ("sentences", "dependency"):
         raise kit.CommandError(f"{args.model} holds a sequence model, which does not parse "
                                "(sequence models are scored with 'fastspectral lm eval')")
     _check_files_input(args, inputs)
-    outputs = _outputs_in(inputs, args.output) if to_folder else [args.output]
-    _check_paths(inputs, [None if kit.is_stdio(o) else o for o in outputs],
+    outputs = outputs_in(inputs, args.output) if to_folder else [args.output]
+    check_paths(inputs, [None if kit.is_stdio(o) else o for o in outputs],
                  os.path.abspath(args.model))
 
     tagged = {"auto": None, "yes": True, "no": False}[args.tagged]
     memory = kit.max_memory_env(args).__enter__()   # local workers read --max-memory from it
-    client, cluster, started = _dask_client(args) if args.scheduler or args.dask_workers \
-        else (None, None, 0.0)
+    if dask:
+        from ..dask.parse import parse_files
+
+        client, cluster, started = _dask_client(args)
+    else:
+        from ..io.pipeline import parse_files
+
+        client, cluster, started = None, None, 0.0
     bar = kit.make_progress(args, "parsing")
+    where = {} if client is None else {"client": client}
     try:
         with _StopFlag() as stop:
-            res = parse_files(inputs, args.model, outputs=outputs, client=client,
+            res = parse_files(inputs, args.model, outputs=outputs, **where,
                               jobs=args.jobs, chunk_size=args.chunk_size, resume=args.resume,
                               tagged=tagged, encoding=args.encoding, format=args.format,
                               progress=bar if kit.progress_wanted(args) else None,
@@ -257,35 +263,21 @@ def _parse_files(args, inputs, to_folder) -> int:
 
 
 def _dask_client(args):
-    """``(client, cluster or None, seconds to get it)`` for --scheduler / --dask-workers."""
-    import logging
+    """``(client, cluster or None, seconds to get it)`` for --scheduler / --dask-workers
+    (:func:`fastspectral.dask.client.connect`)."""
+    from ..dask.client import connect
 
-    t0 = time.perf_counter()
     try:
-        from distributed import Client, LocalCluster
+        return connect(args.scheduler if args.dask_workers is None else None,
+                       args.dask_workers)
     except ImportError:
         raise kit.CommandError("--scheduler and --dask-workers need Dask: pip install "
                                "'fastspectral[dask]' (dask[distributed])") from None
-    if args.dask_workers is not None:
-        # the workers ignore the terminal's Ctrl-C (it reaches the whole process group): this
-        # process stops after the chunks in flight, which the workers must finish
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            cluster = LocalCluster(n_workers=args.dask_workers, threads_per_worker=1,
-                                   processes=True, dashboard_address=":0",
-                                   silence_logs=logging.ERROR)
-        finally:
-            signal.signal(signal.SIGINT, old)
-        return Client(cluster), cluster, time.perf_counter() - t0
-    try:
-        if os.path.isfile(args.scheduler):
-            client = Client(scheduler_file=args.scheduler, timeout="20s")
-        else:
-            client = Client(args.scheduler, timeout="20s")
     except (OSError, ValueError) as exc:
+        if args.dask_workers is not None:
+            raise
         raise kit.CommandError(f"cannot reach the Dask scheduler {args.scheduler}: "
                                f"{kit.describe(exc)}") from None
-    return client, None, time.perf_counter() - t0
 
 
 def _input_name(args) -> str:
@@ -310,14 +302,22 @@ def _check_text_input(args) -> None:
 
 def _run_chunks(args, chunks, parse_chunk, write_chunk, total, records) -> int:
     """Parse and write chunk by chunk into a SafeOutput; returns the exit status."""
-    from ..dask.parse import durable_write     # no Dask import
-    from ..io.output import SafeOutput
+    from ..io.output import SafeOutput, is_regular_target
+    from ..io.pipeline import check_resume, count_lines, durable_write, part_origin
 
-    skip = SafeOutput.resume_point(args.output, records=records) if args.resume else 0
+    origin = None
+    if not kit.is_stdio(args.output) and is_regular_target(args.output):
+        origin = part_origin(args.input, args.model)      # kept beside OUTPUT.part
+    skip = 0
+    if args.resume:
+        length = None
+        if records == "lines" and not kit.is_stdio(args.input):
+            length = count_lines(args.input)
+        skip = check_resume(args.output, origin, records=records, total=length)
     if total is not None:
         total = max(0, total - skip)   # the bar counts this run's sentences: rate and ETA hold
     bar = kit.make_progress(args, "parsing")
-    out = SafeOutput(args.output, resume=args.resume)
+    out = SafeOutput(args.output, resume=args.resume, origin=origin)
     done = skip
     t0 = time.perf_counter()
     n_parsed = 0
@@ -362,18 +362,19 @@ def _parse_sentences(args, model) -> int:
     source = kit.stdin_source() if kit.is_stdio(args.input) else args.input
     total = None
     if not kit.is_stdio(args.input) and kit.progress_wanted(args) and args.input_type == "text":
-        from ..dask.parse import count_lines    # raw bytes, .gz decompressed; no Dask import
+        from ..io.pipeline import count_lines    # raw bytes, .gz decompressed
 
         total = count_lines(args.input)
     glued = _Untokenized(_input_name(args))
     trees = args.input_type == "trees"
 
     def chunks(skip):
-        from ..dask.parse import chunked       # no Dask import
+        from ..io.pipeline import chunked, skip_records
 
         stream = _tree_sentences(args, source) if trees else \
             _text_sentences(args, source, glued)
-        return chunked(itertools.islice(stream, skip, None), args.chunk_size)
+        return chunked(skip_records(stream, skip, args.output, _input_name(args)),
+                       args.chunk_size)
 
     def origin(raw):
         return f"{_input_name(args)}: tree {raw.line}" if trees else \
@@ -505,7 +506,7 @@ def _check_files_input(args, inputs) -> None:
     it starts: no bracketed trees for a sentence model (``--input trees`` reads them, one
     input at a time), a dependency file (not text) for a dependency model, no Malt-TAB for the
     scores of a latent-dep model (they are comment lines)."""
-    from ..dask.parse import model_input_kind
+    from ..io.pipeline import model_input_kind
     from ..errors import FormatError
     from ..trees.readers import detect_format
 
@@ -572,14 +573,15 @@ def _parse_dependency(args, model) -> int:
     glued = _Untokenized(_input_name(args))
 
     def chunks(skip):
-        from ..dask.parse import chunked       # no Dask import
+        from ..io.pipeline import chunked, skip_records
 
         if fmt == "text":
             sents = _text_dep_sentences(args, source, glued, needs)
         else:
             sents = read_treebank(source, format=fmt, encoding=args.encoding,
                                   heads_optional=True)
-        return chunked(itertools.islice(sents, skip, None), args.chunk_size)
+        return chunked(skip_records(sents, skip, args.output, _input_name(args)),
+                       args.chunk_size)
 
     def parse_chunk(sents, progress):
         from .train import errors_in

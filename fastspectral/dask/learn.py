@@ -65,15 +65,13 @@ def _merge(*stats):
 
 def _read(path, input_kind, fmt, encoding, reader):
     """The items of one file (``reader``: a callable ``reader(path)``, or None for the
-    treebank / corpus readers of the command line)."""
+    training-data reader of the input kind,
+    :func:`fastspectral.trees.corpus.read_training_items`)."""
     if reader is not None:
         return list(reader(path))
-    import argparse
+    from ..trees.corpus import read_training_items
 
-    from ..cli.kit import read_training_data
-
-    args = argparse.Namespace(treebank=path, format=fmt, encoding=encoding)
-    return read_training_data(args, input_kind)
+    return read_training_items(path, input_kind, format=fmt, encoding=encoding)
 
 
 def _split(items, k, n):

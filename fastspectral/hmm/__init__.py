@@ -3,10 +3,11 @@
 
 * :class:`HMM` — the estimator (``method="spectral" | "em" | "spectral-em"``);
 * :func:`read_sequences` — one sequence per line (tokens or ``word/TAG``), PTB trees or CoNLL
-  files, words or tags;
+  files, words or tags (:func:`fastspectral.trees.corpus.read_sequences`);
 * :mod:`fastspectral.hmm.spectral`, :mod:`fastspectral.hmm.em` — the learners' kernels.
 """
-from .data import Encoded, SymbolTable, read_sequences
+from ..trees.corpus import read_sequences
+from .data import Encoded, SymbolTable
 from .model import HMM
 
 __all__ = ["HMM", "read_sequences", "SymbolTable", "Encoded"]

@@ -1,8 +1,7 @@
 """Sequence data of the HMMs: reading sequences, the symbol vocabulary, flat encodings.
 
-* :func:`read_sequences` reads one sequence per item from one sentence a line (plain tokens
-  or ``word/TAG`` tokens), PTB bracketed trees (their words or POS tags, ``-NONE-`` elements
-  removed) or CoNLL files (words, UPOS or XPOS), within a token window.
+* the sequences themselves are read by :func:`fastspectral.trees.corpus.read_sequences`
+  (also ``fastspectral.hmm.read_sequences``): words or tags of text, trees or CoNLL files.
 * :class:`SymbolTable` is the vocabulary of a model: symbol ``0`` is the unknown symbol
   ``<unk>``, then the kept symbols by decreasing frequency (ties in string order), with a
   ``min_count`` threshold and a ``max_vocab`` cap.
@@ -14,7 +13,6 @@
 """
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -22,149 +20,15 @@ from operator import itemgetter
 
 import numpy as np
 
-from ..errors import FormatError
+from ..trees.corpus import FIELDS
 
-__all__ = ["FIELDS", "FORMATS", "UNK", "read_sequences", "SymbolTable", "Encoded", "encode",
-           "check_sequences", "build_and_encode", "read_training", "canonical"]
+__all__ = ["FIELDS", "UNK", "SymbolTable", "Encoded", "encode", "check_sequences",
+           "build_and_encode", "read_training", "canonical"]
 
-#: what a sequence model reads from each token
-FIELDS = ("word", "tag", "upos", "xpos")
-#: the input formats of :func:`read_sequences`
-FORMATS = ("auto", "text", "tagged", "ptb", "conll")
 #: the unknown symbol (id 0)
 UNK = "<unk>"
 #: strings that name sequence boundaries in the language models; read as unknown symbols
 _RESERVED = frozenset({UNK, "<s>", "</s>"})
-
-
-def _window(source, skip_tokens: int, max_tokens):
-    """Whole sequences of ``source``: skipped until ``skip_tokens`` tokens were skipped, then
-    taken until ``max_tokens`` were taken (the semantics of
-    :func:`fastspectral.lm.corpus.read_corpus`); empty sequences are dropped."""
-    from ..lm.corpus import token_window
-
-    return token_window(filter(None, source), skip_tokens, max_tokens)
-
-
-def _detect(path, encoding: str) -> str:
-    """``text``, ``tagged``, ``ptb`` or ``conll`` from the content of ``path``."""
-    from ..trees.readers import detect_format
-
-    try:
-        fmt = detect_format(path, encoding)
-    except FormatError:
-        return "text"               # no treebank format: plain tokens
-    if fmt == "brown":
-        return "tagged"
-    if fmt in ("conllu", "conllx", "malttab"):
-        return "conll"
-    return fmt
-
-
-def read_sequences(path, field: str = "word", fmt: str = "auto", encoding: str = "utf-8",
-                   skip_tokens: int = 0, max_tokens: int | None = None) -> list[list[str]]:
-    """Sequences (lists of strings) of a corpus or treebank file within a token window.
-
-    Parameters
-    ----------
-    path : str or path-like
-        The file (gzip accepted).
-    field : {"word", "tag", "upos", "xpos"}, default "word"
-        What each token contributes: its word, or its POS tag (``word/TAG`` tokens, the
-        preterminals of PTB trees, the ``tags`` of CoNLL sentences: XPOS, or UPOS when a
-        sentence has no XPOS); ``"upos"`` / ``"xpos"`` name a CoNLL column.
-    fmt : {"auto", "text", "tagged", "ptb", "conll"}, default "auto"
-        ``"text"``: one sequence a line, whitespace-separated tokens; ``"tagged"``: the same
-        with ``word/TAG`` tokens (Brown style; the tag follows the last ``/``); ``"ptb"``:
-        bracketed trees (``-NONE-`` elements removed); ``"conll"``: CoNLL-U, CoNLL-X or
-        Malt-TAB.  ``"auto"`` detects it from the content
-        (:func:`fastspectral.trees.readers.detect_format`; a file matching no treebank format
-        is plain text).
-    encoding : str, default "utf-8"
-    skip_tokens, max_tokens : int
-        Token window: whole sequences are skipped until ``skip_tokens`` tokens were skipped,
-        then taken until ``max_tokens`` tokens were taken (``None``: to the end), as in
-        :func:`fastspectral.lm.corpus.read_corpus`; empty lines are dropped.
-
-    Returns
-    -------
-    list of list of str
-
-    Raises ``FileNotFoundError`` for a missing file, :class:`~fastspectral.errors.FormatError`
-    (file and line) for malformed input or a file without the requested field, and
-    ``ValueError`` for an unknown ``field`` or ``fmt``.
-    """
-    if field not in FIELDS:
-        raise ValueError(f"field must be one of {', '.join(FIELDS)}, not {field!r}")
-    if fmt not in FORMATS and fmt != "brown":
-        raise ValueError(f"fmt must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    skip_tokens = int(skip_tokens)
-    if skip_tokens < 0 or (max_tokens is not None and int(max_tokens) < 0):
-        raise ValueError("skip_tokens and max_tokens must be >= 0")
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path}: no such file")
-    if fmt == "auto":
-        fmt = _detect(path, encoding)
-    if fmt == "brown":
-        fmt = "tagged"
-    if fmt in ("text", "tagged"):
-        if field in ("upos", "xpos"):
-            raise ValueError(f"field {field!r} names a CoNLL column; a {fmt} file has "
-                             "field='word' or field='tag'")
-        if field == "word":
-            from ..lm.corpus import read_corpus
-
-            return read_corpus(path, "brown" if fmt == "tagged" else "text", skip_tokens,
-                               max_tokens, encoding=encoding)
-        from ..trees.readers import iter_sentences
-
-        def tags():
-            for raw in iter_sentences(path, tagged=True, encoding=encoding, skip_empty=True):
-                yield raw.tags
-        # every line must be word/TAG (a FormatError naming the line otherwise)
-        return _window(tags(), skip_tokens, max_tokens)
-    from ..trees.readers import read_treebank
-
-    if fmt == "ptb":
-        if field in ("upos", "xpos"):
-            raise ValueError(f"field {field!r} names a CoNLL column; PTB trees have "
-                             "field='word' or field='tag'")
-        from ..trees.transforms import clean
-
-        def from_trees():
-            for t in read_treebank(path, format="ptb", encoding=encoding):
-                try:
-                    pairs = clean(t).pos()
-                except ValueError:      # a tree of empty elements only
-                    continue
-                yield [w for w, _ in pairs] if field == "word" else [g for _, g in pairs]
-        return _window(from_trees(), skip_tokens, max_tokens)
-    if fmt == "conll":
-        fmt_name = _conll_format(path, encoding)
-
-        def from_conll():
-            for s in read_treebank(path, format=fmt_name, encoding=encoding,
-                                   heads_optional=True):
-                if field == "word":
-                    yield list(s.words)
-                    continue
-                col = s.tags if field == "tag" else getattr(s, field)
-                if not col or all(t == "_" for t in col):
-                    raise FormatError(f"the sentence has no {field.upper()} column "
-                                      f"(choose another field)", path, getattr(s, "line", None))
-                yield list(col)
-        return _window(from_conll(), skip_tokens, max_tokens)
-    raise ValueError(f"fmt must be one of {', '.join(FORMATS)}, not {fmt!r}")
-
-
-def _conll_format(path, encoding: str) -> str:
-    from ..trees.readers import detect_format
-
-    fmt = detect_format(path, encoding)
-    if fmt not in ("conllu", "conllx", "malttab"):
-        raise FormatError(f"not a CoNLL file (detected {fmt})", path, None)
-    return fmt
 
 
 def check_sequences(sequences, what: str = "sequences") -> list[list[str]]:

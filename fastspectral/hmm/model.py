@@ -102,7 +102,7 @@ class HMM(PartitionedFit, Estimator):
         The estimation algorithm (above).
     field : {"word", "tag", "upos", "xpos"}, default "word"
         What the model reads from a token when sequences are read from files
-        (:func:`fastspectral.hmm.data.read_sequences`): words, or POS tags.
+        (:func:`fastspectral.trees.corpus.read_sequences`): words, or POS tags.
     iterations : int or None, default None
         EM iterations (None: 100 for ``"em"``, 20 for ``"spectral-em"``; unused by
         ``"spectral"``).  With ``dev`` sequences, the iteration with the best development
@@ -275,7 +275,7 @@ class HMM(PartitionedFit, Estimator):
         Parameters
         ----------
         sequences : list of list of str, or Encoded
-            Training sequences (e.g. from :func:`fastspectral.hmm.data.read_sequences`), or
+            Training sequences (e.g. from :func:`fastspectral.trees.corpus.read_sequences`), or
             those sequences encoded once (:meth:`encode`, ``Encoded.from_sequences``, or
             integer ids with their vocabulary: ``Encoded.from_ids(ids, lengths, symbols)``):
             the same model, without hashing the tokens in every fit (the encoding is

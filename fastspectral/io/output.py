@@ -7,21 +7,32 @@ one (the ``.part`` file holds every line written so far, complete lines only aft
 ``write_lines``; ``fastspectral parse --resume`` continues from it).  Paths that are not regular
 files (``/dev/null``, ``/dev/stdout``, a FIFO, a character device such as ``/dev/full``) are
 written directly: renaming over them would replace the device node.
+
+Given an ``origin`` (what the output is written from:
+:func:`fastspectral.io.pipeline.part_origin`), a new ``PATH.part`` gets a record of it,
+``PATH.part.origin``, removed with the ``.part``, so that a resumed run checks that it
+continues the same work (:func:`fastspectral.io.pipeline.check_resume`).
 """
 from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import stat
 import sys
 
-__all__ = ["SafeOutput", "is_regular_target", "part_path"]
+__all__ = ["SafeOutput", "is_regular_target", "part_path", "origin_path"]
 
 
 def part_path(path) -> str:
     """The temporary name of ``path`` while it is being written."""
     return os.fspath(path) + ".part"
+
+
+def origin_path(path) -> str:
+    """The record of what ``PATH.part`` is written from: ``PATH.part.origin`` (JSON)."""
+    return part_path(path) + ".origin"
 
 
 def is_regular_target(path) -> bool:
@@ -48,9 +59,14 @@ class SafeOutput:
         Append to an existing ``PATH.part`` instead of starting it anew (see
         :meth:`resume_point`).
     encoding : str, default "utf-8"
+    origin : dict, optional
+        What the output is written from (JSON-serialisable; e.g.
+        :func:`fastspectral.io.pipeline.part_origin`): kept as ``PATH.part.origin`` when this
+        object starts ``PATH.part`` anew, removed with the ``.part`` file (a continued
+        ``.part`` keeps the record it has), so that a later resume can check it.
     """
 
-    def __init__(self, path, resume: bool = False, encoding: str = "utf-8"):
+    def __init__(self, path, resume: bool = False, encoding: str = "utf-8", origin=None):
         self.path = None if path in (None, "-") else os.fspath(path)
         self.encoding = encoding
         self.regular = self.path is not None and is_regular_target(self.path)
@@ -59,19 +75,41 @@ class SafeOutput:
         self._raw = None
         self.fh = None
         self.committed = False
-        self._open(resume)
+        self._open(resume, origin)
 
     # -- opening -------------------------------------------------------------------------------
-    def _open(self, resume: bool) -> None:
+    def _open(self, resume: bool, origin=None) -> None:
         if self.path is None:
             self.fh = sys.stdout
             return
         target = self.tmp if self.regular else self.path
         mode = "ab" if (resume and self.regular) else "wb"
+        fresh = mode == "wb" or not os.path.exists(target) or os.path.getsize(target) == 0
         self._raw = open(target, mode)
+        if self.regular and fresh:
+            self._record(origin)
         raw = gzip.GzipFile(fileobj=self._raw, mode=mode) if self._gz else self._raw
         self.fh = io.TextIOWrapper(raw, encoding=self.encoding, newline="\n",
                                    write_through=True)
+
+    def _record(self, origin) -> None:
+        """Write (or, without ``origin``, remove a stale) ``PATH.part.origin``."""
+        record = origin_path(self.path)
+        if origin is None:
+            if os.path.exists(record):
+                os.remove(record)
+            return
+        tmp = record + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(origin, fh, sort_keys=True)
+            fh.write("\n")
+        os.replace(tmp, record)
+
+    def _forget(self) -> None:
+        try:
+            os.remove(origin_path(self.path))
+        except FileNotFoundError:
+            pass
 
     @staticmethod
     def resume_point(path, encoding: str = "utf-8", records: str = "lines") -> int:
@@ -113,6 +151,7 @@ class SafeOutput:
         self._close()
         if self.regular:
             os.replace(self.tmp, self.path)
+            self._forget()
         self.committed = True
 
     def close(self) -> None:
@@ -123,6 +162,7 @@ class SafeOutput:
         self._close()
         if self.regular and os.path.exists(self.tmp) and os.path.getsize(self.tmp) == 0:
             os.remove(self.tmp)
+            self._forget()
 
     def _close(self) -> None:
         if self.fh is not None:

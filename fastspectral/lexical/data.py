@@ -26,11 +26,8 @@ from contextlib import contextmanager
 from functools import lru_cache
 from dataclasses import dataclass, field
 
-from ..errors import FormatError
-
 __all__ = ["LABEL_FIELDS", "DIACRITICS", "undiacritize", "has_diacritics", "vocal_pattern",
-           "revocalize", "LabelScheme", "Corpus", "corpus_from_sentences", "read_corpus",
-           "read_tagging_input", "sentence_documents", "DOC_BLOCK", "label_of",
+           "revocalize", "LabelScheme", "Corpus", "corpus_from_sentences", "sentence_documents", "DOC_BLOCK", "label_of",
            "format_label", "parse_label_text", "encode_alt", "decode_alt", "apply_labels",
            "ALT_KEY", "INPUT_FORM_KEY"]
 
@@ -293,51 +290,6 @@ def corpus_from_sentences(sentences, vocalised: bool, labelled: bool = True) -> 
 
 
 __all__.append("corpus_vocalised")
-
-
-def read_corpus(path, encoding: str = "utf-8") -> list:
-    """The dependency sentences of a CoNLL-U file; FormatError naming the file for an empty
-    one."""
-    from ..trees.conll import read_conllu
-
-    sents = list(read_conllu(path, encoding=encoding, heads_optional=True))
-    if not sents:
-        raise FormatError("no sentences in the CoNLL-U file", path)
-    return sents
-
-
-def _looks_like_conllu(first: str) -> bool:
-    return first.startswith("#") or len(first.split("\t")) == 10
-
-
-def read_tagging_input(path, encoding: str = "utf-8") -> tuple[list, bool]:
-    """Input of ``lexical tag``: a CoNLL-U file (LEMMA/XPOS/FEATS may be ``_``) or plain text,
-    one sentence of whitespace-separated tokens a line.  Returns ``(sentences, is_conllu)``;
-    plain-text sentences become :class:`DepSentence` objects with HEAD ``-1`` (unknown)."""
-    from ..trees.conll import DepSentence, read_conllu
-    from ..trees.files import iter_lines, source_name
-
-    first = None
-    for _, line in iter_lines(path, encoding):
-        if line.strip():
-            first = line.rstrip("\r\n")
-            break
-    name = source_name(path)
-    if first is None:
-        raise FormatError("the input is empty", name)
-    if hasattr(path, "seek"):
-        path.seek(0)
-    if _looks_like_conllu(first):
-        sents = list(read_conllu(path, encoding=encoding, heads_optional=True))
-        if not sents:
-            raise FormatError("no sentences in the CoNLL-U input", name)
-        return sents, True
-    sents = []
-    for lineno, line in iter_lines(path, encoding):
-        words = line.split()
-        if words:
-            sents.append(DepSentence(words=words, heads=[-1] * len(words), line=lineno))
-    return sents, False
 
 
 # --------------------------------------------------------------------------------------------

@@ -96,11 +96,11 @@ def evaluate_files(gold_path, pred_path, encoding: str = "utf-8") -> Scores:
     of the first sentence that differs.  Gold labels are ``(LEMMA, UPOS, XPOS, FEATS, FORM of a
     vocalised corpus)``, predicted second choices come from MISC ``LexAlt``."""
     from ..errors import FormatError
-    from .data import (LabelScheme, corpus_vocalised, label_of, predicted_labels,
-                       read_corpus, undiacritize)
+    from ..trees.corpus import read_conllu_sentences
+    from .data import LabelScheme, corpus_vocalised, label_of, predicted_labels, undiacritize
 
-    gold_s = read_corpus(gold_path, encoding)
-    pred_s = read_corpus(pred_path, encoding)
+    gold_s = read_conllu_sentences(gold_path, encoding)
+    pred_s = read_conllu_sentences(pred_path, encoding)
     if len(gold_s) != len(pred_s):
         raise FormatError(f"{len(pred_s)} sentences, but the gold file has {len(gold_s)}",
                           pred_path)

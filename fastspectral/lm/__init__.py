@@ -3,8 +3,9 @@
 * :class:`LatentBigramLM` — the Saul–Pereira latent-class bigram model ``p(w2 | w1) = sum_h
   r(h | w1) s(w2 | h)`` learned by the pivot (anchor) method, pivot + EM, or EM.
 * :class:`KneserNeyBigramLM` — interpolated (modified) Kneser–Ney bigram baseline.
-* :func:`~fastspectral.lm.corpus.read_corpus` reads Brown ``word/tag`` files or plain
-  whitespace-tokenised text (``fastspectral lm train|eval`` is :mod:`fastspectral.cli.lm`).
+* :func:`~fastspectral.trees.corpus.read_corpus` reads their corpora: Brown ``word/tag`` files,
+  plain whitespace-tokenised text, or the words of PTB trees and CoNLL files
+  (``fastspectral lm train|eval`` is :mod:`fastspectral.cli.lm`).
 
 Both are estimators (:class:`fastspectral.base.Estimator`, ``input_kind = "sequences"``):
 ``fit(sentences)``, ``log_likelihood(sentences) -> (total log-probability, predicted tokens)``,

@@ -11,7 +11,7 @@ from typing import Iterable, Iterator
 from ..errors import FormatError
 from .files import iter_lines, open_output, source_name
 
-__all__ = ["read_brown", "write_brown"]
+__all__ = ["read_brown", "read_brown_numbered", "write_brown"]
 
 
 def read_brown(source, encoding: str = "utf-8") -> Iterator[list[tuple[str, str]]]:
@@ -22,6 +22,12 @@ def read_brown(source, encoding: str = "utf-8") -> Iterator[list[tuple[str, str]
     (``/tag``) raises :class:`fastspectral.errors.FormatError` naming the file and line.
     Constant memory: one line is held at a time.
     """
+    for _, pairs in read_brown_numbered(source, encoding):
+        yield pairs
+
+
+def read_brown_numbered(source, encoding: str = "utf-8") -> Iterator[tuple[int, list]]:
+    """:func:`read_brown` with each sentence's line number: ``(line, [(word, tag), ...])``."""
     name = source_name(source)
     for lineno, line in iter_lines(source, encoding):
         tokens = line.split()
@@ -38,7 +44,7 @@ def read_brown(source, encoding: str = "utf-8") -> Iterator[list[tuple[str, str]
                 else:
                     why = "has an empty word before the '/'"
                 raise FormatError(f"token {tok!r} {why} (expected word/TAG)", name, lineno)
-        yield [(word, tag) for word, _, tag in parts]
+        yield lineno, [(word, tag) for word, _, tag in parts]
 
 
 def write_brown(sents: Iterable[Iterable[tuple[str, str]]], dest, encoding: str = "utf-8") -> int:
