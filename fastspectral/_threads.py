@@ -5,7 +5,9 @@
   only where affinity is unknown, e.g. macOS and Windows), capped by the ``FASTSPECTRAL_THREADS``
   environment variable when it is set.  CPU *quotas* (cgroup ``cpu.max``, ``docker --cpus``)
   are not affinity: set ``FASTSPECTRAL_THREADS`` there.
-* :func:`resolve_jobs` — a user's ``jobs`` argument (``None`` = every available core).
+* :func:`resolve_jobs` — a user's ``jobs`` argument (``None`` = every available core; an
+  explicit count is capped at the cores this process may run on, with a one-line note, and at
+  the number of sentences when the caller knows it).
 * :func:`python_workers` / :func:`map_groups` — how a parser splits ``jobs`` threads between
   Python threads (each parsing a group of a chunk of sentences) and the OpenMP threads of each
   group's kernel calls: W x (jobs / W) threads in all, never more than ``jobs``.  The Python
@@ -19,7 +21,7 @@ Environment variables read here and by the libraries underneath:
 
 ``FASTSPECTRAL_THREADS``  cap on the default thread count of every parser and learner (an
                           integer >= 1; other values are ignored); an explicit ``jobs=``
-                          argument is not capped
+                          argument is capped at the affinity cores only
 ``OMP_WAIT_POLICY``       set to ``PASSIVE`` by ``import fastspectral`` unless the user set it
                           (idle OpenMP threads sleep instead of spinning on the cores other
                           workers need)
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["available_cores", "resolve_jobs", "python_workers", "map_groups"]
+__all__ = ["available_cores", "affinity_cores", "resolve_jobs", "python_workers", "map_groups"]
 
 
 def available_cores() -> int:
@@ -57,11 +59,46 @@ def available_cores() -> int:
     return max(1, n)
 
 
-def resolve_jobs(jobs=None) -> int:
-    """``jobs`` when it is a positive integer, :func:`available_cores` when it is None."""
-    from .base import check_jobs
+def affinity_cores() -> int:
+    """Cores this process may run on (its CPU affinity; ``os.cpu_count()`` where unknown),
+    without the ``FASTSPECTRAL_THREADS`` cap: the most threads any call starts."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
 
-    return check_jobs(jobs)
+
+_NOTED: set = set()
+
+
+def resolve_jobs(jobs=None, n_items: int | None = None) -> int:
+    """The thread count of a ``jobs`` argument: :func:`available_cores` when it is None, else
+    ``jobs`` (an integer >= 1; ``ValueError`` otherwise) capped at the cores this process may
+    run on (:func:`affinity_cores`; more threads than cores only compete for them, and a
+    thousand threads exhaust the OpenMP runtime) and at ``n_items`` (the sentences of a call,
+    when known).  The first time an explicit value is capped at the cores a one-line note goes
+    to the ``fastspectral`` logger (stderr on the command line)."""
+    if jobs is None:
+        n = available_cores()
+    else:
+        try:
+            n = int(jobs)
+        except (TypeError, ValueError):
+            raise ValueError(f"jobs must be an integer >= 1 or None, got {jobs!r}") from None
+        if n != jobs or n < 1:
+            raise ValueError(f"jobs must be an integer >= 1 or None, got {jobs!r}")
+        cores = affinity_cores()
+        if n > cores:
+            if (n, cores) not in _NOTED:
+                _NOTED.add((n, cores))
+                import logging
+
+                logging.getLogger("fastspectral").warning(
+                    f"{n} threads asked for, {cores} cores available: using {cores}")
+            n = cores
+    if n_items is not None:
+        n = max(1, min(n, int(n_items)))
+    return n
 
 
 def python_workers(n_threads: int) -> int:

@@ -216,22 +216,19 @@ class Parser(Estimator):
                                 "got a flat list of strings: for one sentence pass [words]")
         if tags is not None and len(tags) != len(items):
             raise ValueError(f"tags has {len(tags)} entries for {len(items)} sentences")
-        return check_jobs(jobs if jobs is not None else getattr(self, "jobs", None))
+        from ._threads import resolve_jobs
+
+        return resolve_jobs(jobs if jobs is not None else getattr(self, "jobs", None),
+                            n_items=len(items) if hasattr(items, "__len__") else None)
 
 
 def check_jobs(jobs) -> int:
-    """A thread count: ``jobs`` itself when it is an integer >= 1, every core available to this
-    process when ``jobs`` is None; ``ValueError`` otherwise (e.g. 0 or -1)."""
-    if jobs is None:
-        from ._threads import available_cores
-        return available_cores()
-    try:
-        n = int(jobs)
-    except (TypeError, ValueError):
-        raise ValueError(f"jobs must be an integer >= 1 or None, got {jobs!r}") from None
-    if n != jobs or n < 1:
-        raise ValueError(f"jobs must be an integer >= 1 or None, got {jobs!r}")
-    return n
+    """A thread count: every core available to this process when ``jobs`` is None, else
+    ``jobs`` (an integer >= 1; ``ValueError`` otherwise, e.g. 0 or -1) capped at the cores
+    (:func:`fastspectral._threads.resolve_jobs`, the one place that decides thread counts)."""
+    from ._threads import resolve_jobs
+
+    return resolve_jobs(jobs)
 
 
 def check_int(name: str, value, low: int, allow_none: bool = False):

@@ -119,26 +119,68 @@ def main(argv=None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    try:
-        return int(args.func(args) or 0)
-    except BrokenPipeError:
-        # the reader of stdout went away (e.g. `| head`): stop quietly
+    chain = kit.chosen_parsers(parser, args)
+    outputs = [path for _, path, _ in kit.command_paths(chain, args)[1]]
+    with _interrupts():
         try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError):
+            kit.check_paths(chain, args)
+            status = int(args.func(args) or 0)
+            kit.check_interrupted()       # a Ctrl-C that compiled code printed and dropped
+            return status
+        except BrokenPipeError:
+            # the reader of stdout went away (e.g. `| head`): stop quietly
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+            return 0
+        except KeyboardInterrupt:
+            if args.debug:
+                raise
+            print("fastspectral: interrupted", file=sys.stderr)
+            return 130
+        except (FastSpectralError, OSError, ValueError, TypeError, MemoryError, EOFError,
+                SystemError) as exc:
+            if kit.is_interrupt(exc) or kit.interrupted():
+                # Numba wraps a KeyboardInterrupt raised in a callback of compiled code:
+                # "SystemError: CPUDispatcher(...) returned a result with an exception set"
+                if args.debug:
+                    raise
+                print("fastspectral: interrupted", file=sys.stderr)
+                return 130
+            if args.debug or isinstance(exc, SystemError):
+                raise
+            print(f"fastspectral: error: "
+                  f"{kit.describe(exc, kit.option_names(chain), outputs)}",
+                  file=sys.stderr, flush=True)
+            return 2
+
+
+class _interrupts:
+    """SIGINT handled by :func:`kit.interrupt_handler` during a command (remembered even when
+    compiled code drops the ``KeyboardInterrupt``); the previous handler restored after.
+    Left alone outside the main thread and where a handler other than Python's default is
+    installed."""
+
+    def __enter__(self):
+        import signal
+
+        kit._INTERRUPTED.clear()
+        self.old = None
+        try:
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                self.old = signal.signal(signal.SIGINT, kit.interrupt_handler)
+        except ValueError:  # not the main thread
             pass
-        return 0
-    except (FastSpectralError, OSError, ValueError, TypeError, MemoryError, EOFError) as exc:
-        if args.debug:
-            raise
-        print(f"fastspectral: error: {kit.describe(exc)}", file=sys.stderr, flush=True)
-        return 2
-    except KeyboardInterrupt:
-        if args.debug:
-            raise
-        print("fastspectral: interrupted", file=sys.stderr)
-        return 130
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+        return False
 
 
 if __name__ == "__main__":  # pragma: no cover

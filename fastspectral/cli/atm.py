@@ -38,10 +38,10 @@ def add_arguments(parser, cls) -> None:
     kit.option(g, "--kernel", cls, "kernel", choices=KERNELS,
                help="distance term of the anchor kernel: relative |d-d'|/(d+d') (the "
                     "paper's) or absolute |d-d'|")
-    kit.option(g, "--embeddings", cls, "embeddings", metavar="FILE",
+    kit.reads(kit.option(g, "--embeddings", cls, "embeddings", metavar="FILE",
                help="eigenword file (fastspectral train eigenwords) or Brown-cluster file "
                     "(BrownClusters.save)",
-               show_default="eigenwords learned on the training words")
+               show_default="eigenwords learned on the training words"), regular=True)
     kit.option(g, "--embedding-dim", cls, "embedding_dim", type=positive_int, metavar="K",
                help="dimension of the vectors learned without --embeddings (Brown: bits)")
     kit.option(g, "--vectors", cls, "vectors", choices=("eigenwords", "brown"),

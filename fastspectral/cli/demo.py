@@ -58,8 +58,8 @@ def add_demo_commands(sub, common, fmt) -> None:
     _synthetic_options(p, n_train=2000, n_test=300)
     p.add_argument("--jobs", type=positive_int, default=2, metavar="N",
                    help="parallel workers for parsing (default: 2)")
-    p.add_argument("--models", default=None, metavar="NAMES",
-                   help="comma-separated substrings selecting models (default: all), e.g. 'pcfg'")
+    kit.not_a_path(p.add_argument("--models", default=None, metavar="NAMES",
+                   help="comma-separated substrings selecting models (default: all), e.g. 'pcfg'"))
     p.set_defaults(func=cmd_demo)
 
     names = [n for n, (e, _) in models.train_commands().items() if e.input_kind == "sentences"]
@@ -70,8 +70,9 @@ def add_demo_commands(sub, common, fmt) -> None:
                                    "synthetic treebank or on files.")
     p.add_argument("--model", choices=names, default="pcfg",
                    help="model type of 'fastspectral train' (default: pcfg)")
-    p.add_argument("--train", metavar="PATH", default=None, help="training treebank")
-    p.add_argument("--test", metavar="PATH", default=None, help="test treebank (gold trees)")
+    kit.reads(p.add_argument("--train", metavar="PATH", default=None, help="training treebank"))
+    kit.reads(p.add_argument("--test", metavar="PATH", default=None,
+                             help="test treebank (gold trees)"))
     p.add_argument("--format", choices=("ptb",), default=None,
                    help="treebank format (default: detected)")
     _synthetic_options(p, n_train=2000, n_test=300)

@@ -27,13 +27,14 @@ def add_eval_command(sub, common, fmt) -> None:
     p = sub.add_parser("eval", parents=[common], formatter_class=fmt, epilog=EPILOG,
                        help="score predictions against gold",
                        description="Score predicted trees or dependencies against the gold.")
-    p.add_argument("gold", metavar="GOLD", help="gold file")
-    p.add_argument("pred", metavar="PRED", help="predicted file (same sentences, same order)")
+    kit.reads(p.add_argument("gold", metavar="GOLD", help="gold file"))
+    kit.reads(p.add_argument("pred", metavar="PRED",
+                             help="predicted file (same sentences, same order)"))
     p.add_argument("--format", choices=_FORMATS, default=None,
                    help="format of both files (default: detected from GOLD)")
-    p.add_argument("-p", "--params", metavar="PRM", default=None,
+    kit.reads(p.add_argument("-p", "--params", metavar="PRM", default=None,
                    help="EVALB parameter file, or 'collins' / 'new' for the built-in "
-                        "COLLINS.prm / new.prm (default: collins)")
+                        "COLLINS.prm / new.prm (default: collins)"))
     p.add_argument("-e", "--max-error", type=nonneg_int, default=None, metavar="N",
                    help="EVALB's -e: stop after N unscorable sentences (default: the "
                         "parameter file's MAX_ERROR)")

@@ -9,6 +9,7 @@ chosen on the development sequences).
 from __future__ import annotations
 
 from .._argtypes import nonneg_float, nonneg_int, positive_int, unit_interval
+from . import kit
 from .kit import class_default as _default
 
 DESCRIPTION = ("hidden Markov model of sequences: spectral (Hsu, Kakade & Zhang 2009), EM "
@@ -83,9 +84,9 @@ def add_arguments(parser, cls) -> None:
                    help="read whole sequences until N tokens were read (default: all)")
     i.add_argument("--skip-tokens", type=nonneg_int, default=0, metavar="K",
                    help="skip whole sequences until K tokens were skipped (default: 0)")
-    i.add_argument("--dev", default=None, metavar="FILE",
+    kit.reads(i.add_argument("--dev", default=None, metavar="FILE",
                    help="development sequences: choose the back-off weight and the EM "
-                        "iteration on them")
+                        "iteration on them"))
     i.add_argument("--dev-skip-tokens", type=nonneg_int, default=0, metavar="K",
                    help="token window of --dev: skip K tokens first (default: 0)")
     i.add_argument("--dev-tokens", type=positive_int, default=None, metavar="N",

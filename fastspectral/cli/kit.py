@@ -16,10 +16,12 @@ A model kind's CLI module (``fastspectral/cli/<kind>.py``, named by the registry
 from __future__ import annotations
 
 import argparse
+import errno
 import inspect
 import logging
 import os
 import re
+import stat
 import sys
 
 from .._argtypes import int_at_least, markov_order, positive_int
@@ -30,7 +32,9 @@ __all__ = ["CommandError", "option", "switch", "renamed_flag", "class_default",
            "setup_logging", "is_stdio", "require_file", "require_output_path", "add_states",
            "add_markov", "add_jobs", "add_seed", "add_iterations", "add_keep_case",
            "add_encoding", "memory_size", "add_max_memory", "apply_max_memory",
-           "max_memory_env"]
+           "max_memory_env", "reads", "writes", "not_a_path", "check_paths",
+           "chosen_parsers", "needs_path_role", "option_names", "is_interrupt",
+           "interrupted", "check_interrupted"]
 
 logger = logging.getLogger("fastspectral")
 
@@ -291,22 +295,222 @@ def require_output_path(path, what: str, inputs=()) -> None:
             raise CommandError(f"{what} {path} is also an input file: refusing to overwrite it")
 
 
-def describe(exc: BaseException) -> str:
-    """The one-line message of an expected failure."""
+#: errno values of a failed write that name no file (the CLI names the output it was writing)
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EIO, getattr(errno, "EDQUOT", errno.ENOSPC),
+                 errno.EPIPE)
+
+#: ``name=value`` in a library message: a keyword argument, the command line has an option
+_KEYWORD = re.compile(r"(?<![\w.-])([a-z][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|\.\.\.|[^\s,;:()]+)")
+
+
+def describe(exc: BaseException, options: dict | None = None, outputs=()) -> str:
+    """The one-line message of an expected failure.
+
+    ``options`` (:func:`option_names`): the command's options by library parameter name, so
+    that advice written for the API (``pass format=...``, ``stop_adjacency=True``) names the
+    command's options (``--format``, ``--stop-adjacency``); a memory hint names the options of
+    the command that bound the memory.  ``outputs``: the files the command writes, named in a
+    write error that carries no file name (``/dev/full``)."""
+    options = options or {}
     if isinstance(exc, UnicodeDecodeError):
         return (f"cannot decode the input as {exc.encoding} ({exc.reason} at byte {exc.start}); "
                 "pass --encoding (e.g. --encoding latin-1)")
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
         return f"{exc.strerror}: {exc.filename}"
+    if isinstance(exc, OSError) and exc.errno in _WRITE_ERRNOS and len(outputs) == 1:
+        return f"cannot write {outputs[0]}: {exc.strerror or exc}"
     if isinstance(exc, MemoryError):
-        return "out of memory (try fewer --jobs or a smaller --max-memory)"
+        hints = [f for f in ("--states", "--jobs", "--max-memory") if f in options.values()]
+        hints = [("a smaller " if f == "--max-memory" else "fewer ") + f for f in hints]
+        return "out of memory" + (f" (try {' or '.join(hints)})" if hints else "")
     text = str(exc).strip().splitlines()
     text = text[0] if text else type(exc).__name__
     # the library's advice names its keyword argument; the command line has an option
     text = re.sub(r"pass format=\.\.\.", "pass --format", text)
-    return re.sub(r"pass encoding=\.\.\.(, e\.g\. encoding='([^']*)')?",
+    text = re.sub(r"pass encoding=\.\.\.(, e\.g\. encoding='([^']*)')?",
                   lambda m: "pass --encoding" + (f" (e.g. --encoding {m.group(2)})"
                                                  if m.group(2) else ""), text)
+    return _KEYWORD.sub(lambda m: _as_option(m, options), text) if options else text
+
+
+def _as_option(m, options: dict) -> str:
+    flag = options.get(m.group(1))
+    if flag is None:
+        return m.group(0)
+    value = m.group(2).strip("'\"")
+    if value == "True":
+        return flag
+    return f"{flag} {'VALUE' if value == '...' else value}"
+
+
+def option_names(parsers) -> dict:
+    """``{library parameter name: option}`` of the options of ``parsers`` (the chain of a
+    command, :func:`chosen_parsers`): each option's ``dest`` and the name of its flag with
+    underscores (``--corpus-format`` answers ``corpus_format``), the longest flag."""
+    by_flag: dict = {}
+    by_dest: dict = {}
+    for p in parsers:
+        for a in p._actions:
+            flags = [f for f in a.option_strings if f.startswith("--")]
+            if not flags or isinstance(a, _Renamed) or a.dest == argparse.SUPPRESS:
+                continue
+            flag = max(flags, key=len)
+            for f in flags:
+                by_flag.setdefault(f[2:].replace("-", "_"), flag)
+            by_dest.setdefault(a.dest, flag)
+    return {**by_flag, **by_dest}
+
+
+# ------------------------------------------------------------------------------------------------
+# the files a command reads and writes
+# ------------------------------------------------------------------------------------------------
+INPUT, OUTPUT, NOT_A_PATH = "input", "output", "not a path"
+
+
+def reads(action, *, regular: bool = False, address: bool = False):
+    """Declare the option ``action`` (returned by ``add_argument``) a file the command reads.
+
+    ``regular``: it must be a regular file (a model or an array file: a FIFO would block
+    ``open()`` forever, a device read forever); streamed inputs may be FIFOs and ``-``.
+    ``address``: the value may also be a network address (``tcp://HOST:PORT``, ``HOST:PORT``);
+    anything else must be an existing file.  Returns ``action``."""
+    action.path_role, action.regular_file, action.address_ok = INPUT, regular, address
+    return action
+
+
+def writes(action):
+    """Declare the option ``action`` a file the command writes (never one of its inputs, nor
+    another of its outputs).  Returns ``action``."""
+    action.path_role = OUTPUT
+    return action
+
+
+def not_a_path(action):
+    """Declare that the string option ``action`` is not a file name.  Returns ``action``."""
+    action.path_role = NOT_A_PATH
+    return action
+
+
+def chosen_parsers(parser, args) -> list:
+    """The parser and the sub-command parsers ``args`` went through, outermost first."""
+    chain = [parser]
+    while True:
+        subs = [a for a in chain[-1]._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, subs[0].dest, None) if subs else None
+        if name is None or name not in subs[0].choices:
+            return chain
+        chain.append(subs[0].choices[name])
+
+
+def needs_path_role(action) -> bool:
+    """Whether ``action`` takes a free string (no ``type``, no ``choices``): such an option
+    must be declared :func:`reads`, :func:`writes` or :func:`not_a_path`."""
+    if isinstance(action, (argparse._SubParsersAction, argparse._HelpAction,
+                           argparse._VersionAction, _Renamed)) or action.nargs == 0:
+        return False
+    return action.choices is None and action.type in (None, str)
+
+
+def _label(action) -> str:
+    flags = [f for f in action.option_strings if f.startswith("--")] or action.option_strings
+    return max(flags, key=len) if flags else (action.metavar or action.dest.upper())
+
+
+def _is_address(value: str) -> bool:
+    return "://" in value or re.fullmatch(r"[\w.\-\[\]:]+:\d+", value) is not None
+
+
+def command_paths(parsers, args) -> tuple[list, list]:
+    """``(inputs, outputs)``: ``(option, path, action)`` of every file option given (``-``
+    and unset options left out)."""
+    ins, outs, seen = [], [], set()
+    for p in parsers:
+        for a in p._actions:
+            role = getattr(a, "path_role", None)
+            if role not in (INPUT, OUTPUT):
+                continue
+            values = getattr(args, a.dest, None)
+            values = values if isinstance(values, (list, tuple)) else [values]
+            for v in values:
+                if not isinstance(v, (str, os.PathLike)) or is_stdio(v) or (a.dest, v) in seen:
+                    continue
+                seen.add((a.dest, v))
+                (ins if role == INPUT else outs).append((_label(a), os.fspath(v), a))
+    return ins, outs
+
+
+def _same_regular_file(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are one regular file (symbolic and hard links, ``./``, ``..``);
+    devices (``/dev/stdout``, a terminal) are shared harmlessly."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:
+        return False
+    return stat.S_ISREG(sa.st_mode) and (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def check_paths(parsers, args) -> None:
+    """The checks of the files of a command before any work: an input declared regular is a
+    regular file, an input that may be an address is one or an existing file, no output is an
+    input or another output (:class:`CommandError`, one line)."""
+    ins, outs = command_paths(parsers, args)
+    for label, path, a in ins:
+        if getattr(a, "address_ok", False) and not _is_address(path) and \
+                not os.path.exists(path):
+            raise CommandError(f"{label}: no such file and not an address (tcp://HOST:PORT): "
+                               f"{path}")
+        if getattr(a, "regular_file", False) and os.path.exists(path) and \
+                not os.path.isfile(path):
+            raise CommandError(f"{path}: not a regular file")
+    for i, (label, path, _) in enumerate(outs):
+        for in_label, other, _ in ins:
+            if _same_regular_file(path, other):
+                raise CommandError(f"{label} {path} is also an input file ({in_label} {other}):"
+                                   " refusing to overwrite it")
+        for label2, path2, _ in outs[i + 1:]:
+            if _same_regular_file(path, path2) or \
+                    os.path.realpath(path) == os.path.realpath(path2):
+                raise CommandError(f"{label} {path} and {label2} {path2} are the same file: "
+                                   "refusing to write it twice")
+
+
+# ------------------------------------------------------------------------------------------------
+# Ctrl-C
+# ------------------------------------------------------------------------------------------------
+_INTERRUPTED: list = []
+
+
+def interrupt_handler(signum, frame):
+    """SIGINT: remembered (:func:`interrupted`) and raised as ``KeyboardInterrupt``.  Code that
+    runs Python callbacks inside compiled code (Numba, llvmlite) may wrap the exception in a
+    ``SystemError`` or print and drop it; the command line still stops with exit 130."""
+    _INTERRUPTED.append(signum)
+    raise KeyboardInterrupt
+
+
+def interrupted() -> bool:
+    """Whether SIGINT arrived during this command (even if the exception was lost)."""
+    return bool(_INTERRUPTED)
+
+
+def check_interrupted() -> None:
+    """``KeyboardInterrupt`` when SIGINT arrived and was swallowed: e.g. before saving a model
+    trained after the user asked to stop."""
+    if _INTERRUPTED:
+        raise KeyboardInterrupt
+
+
+def is_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or wraps (``__cause__`` / ``__context__``, as Numba's
+    ``SystemError: ... returned a result with an exception set`` does), a
+    ``KeyboardInterrupt``."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 class _StderrHandler(logging.Handler):

@@ -32,9 +32,9 @@ def add_arguments(parser, cls) -> None:
     g = parser.add_argument_group("latent-dep options")
     kit.option(g, "--states", cls, "n_states", type=positive_int, metavar="M",
                help="hidden states m (at most the eigenword dimension)")
-    kit.option(g, "--embeddings", cls, "embeddings", metavar="FILE",
+    kit.reads(kit.option(g, "--embeddings", cls, "embeddings", metavar="FILE",
                help="eigenword file (fastspectral train eigenwords), or 'one-hot'",
-               show_default="eigenwords learned on the training words")
+               show_default="eigenwords learned on the training words"), regular=True)
     kit.option(g, "--dim", cls, "dim", type=positive_int, metavar="K",
                help="dimension of the eigenwords learned without --embeddings")
     kit.option(g, "--tags", cls, "tags", choices=("upos", "xpos", "auto"),

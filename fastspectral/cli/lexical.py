@@ -43,10 +43,10 @@ def _model_options(g, cls, variant: bool = True) -> None:
         kit.option(g, "--variant", cls, "variant", choices=VARIANTS,
                    help="model of table 5: full = M_full, uni = M_uni, baseline = M_baseline, "
                         "ind = M_ind, unigram = most frequent label")
-    kit.option(g, "--features", cls, "features", metavar="LIST",
+    kit.not_a_path(kit.option(g, "--features", cls, "features", metavar="LIST",
                help="context templates: all, table3, or a comma-separated list of Freq, "
                     "PrevWord, NextWord, PrevFirst, PrevLast, NextFirst, NextLast, Doc, "
-                    "Prefix2, Suffix2, Suffix3")
+                    "Prefix2, Suffix2, Suffix3"))
     kit.option(g, "--vocalised", cls, "vocalised", choices=("auto", "yes", "no"),
                help="FORMs carry Arabic diacritics: tokens are undiacritised, the label "
                     "holds the vocalised form")
@@ -147,8 +147,10 @@ def add_lexical_command(sub, common, fmt, full: bool = True) -> None:
 
     t = command("train", help="train a model (= fastspectral train lexical)",
                 description="Train a lexical disambiguator on a CoNLL-U file.")
-    t.add_argument("treebank", metavar="CONLLU", help="training file (CoNLL-U or CoNLL-X)")
-    t.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
+    kit.reads(t.add_argument("treebank", metavar="CONLLU",
+                             help="training file (CoNLL-U or CoNLL-X)"))
+    kit.writes(t.add_argument("-o", "--output", required=True, metavar="MODEL",
+                              help="model file to write"))
     kit.add_encoding(t)
     add_format(t)
     if cls is not None:
@@ -162,10 +164,10 @@ def add_lexical_command(sub, common, fmt, full: bool = True) -> None:
                             "line.  Output: CoNLL-U; HEAD and DEPREL are copied, '_' where the "
                             "input has none; MISC LexAlt= holds the second choice, InputForm= "
                             "the input FORM where a vocalised model replaced it.")
-    g.add_argument("model", metavar="MODEL")
-    g.add_argument("input", metavar="INPUT")
-    g.add_argument("-o", "--output", default=None, metavar="OUT",
-                   help="output file (default or '-': standard output)")
+    kit.reads(g.add_argument("model", metavar="MODEL"), regular=True)
+    kit.reads(g.add_argument("input", metavar="INPUT"))
+    kit.writes(g.add_argument("-o", "--output", default=None, metavar="OUT",
+                   help="output file (default or '-': standard output)"))
     kit.add_encoding(g)
     g.add_argument("--no-alt", dest="alt", action="store_false",
                    help="do not write the second choice (MISC LexAlt)")
@@ -176,8 +178,8 @@ def add_lexical_command(sub, common, fmt, full: bool = True) -> None:
                             "choice right), A2 (first or second choice right, from MISC "
                             "LexAlt), E1 = 100 - A1, E2 = 100 - A2 (percent), and the accuracy "
                             "of every label element.")
-    e.add_argument("gold", metavar="GOLD")
-    e.add_argument("pred", metavar="PRED")
+    kit.reads(e.add_argument("gold", metavar="GOLD"))
+    kit.reads(e.add_argument("pred", metavar="PRED"))
     kit.add_encoding(e, help="encoding of both files")
     e.set_defaults(func=_eval)
 
@@ -186,15 +188,15 @@ def add_lexical_command(sub, common, fmt, full: bool = True) -> None:
                             "each: name, E1, E2, A1, A2, E1/E2 on covered tokens) and the per-LE "
                             "models M_e (table 4) on folds of whole documents; stage-2 "
                             "hyperparameters are chosen inside the training folds.")
-    c.add_argument("treebank", metavar="CONLLU")
+    kit.reads(c.add_argument("treebank", metavar="CONLLU"))
     c.add_argument("--folds", type=int_at_least(2), default=10, metavar="K",
                    help="folds (default: 10)")
     kit.add_encoding(c)
     add_format(c)
     c.add_argument("--no-per-le", dest="per_le", action="store_false",
                    help="do not print table 4 (per label element)")
-    c.add_argument("--json", default=None, metavar="FILE",
-                   help="also write every number as JSON")
+    kit.writes(c.add_argument("--json", default=None, metavar="FILE",
+                   help="also write every number as JSON"))
     if cls is not None:
         _model_options(c.add_argument_group("model options"), cls, variant=False)
     c.set_defaults(func=_cv)

@@ -41,8 +41,8 @@ def add_corpus_window(g, train: bool = True) -> None:
                    help="corpus format: auto = detected (word/tag lines, plain text, PTB trees "
                         "or CoNLL files: their words), brown, text, ptb, conll (default: auto)")
     if train:
-        g.add_argument("--dev", default=None, metavar="CORPUS",
-                       help="held-out corpus: keep the EM iteration with the best perplexity")
+        kit.reads(g.add_argument("--dev", default=None, metavar="CORPUS",
+                       help="held-out corpus: keep the EM iteration with the best perplexity"))
         g.add_argument("--dev-skip-tokens", type=nonneg_int, default=0, metavar="K")
         g.add_argument("--dev-tokens", type=positive_int, default=None, metavar="N")
 
@@ -115,9 +115,10 @@ def add_lm_command(sub, common, fmt, full: bool = True) -> None:
                           description="Train a language model on a token window of CORPUS "
                                       "(--method kn: interpolated Kneser-Ney).",
                           epilog=EPILOG)
-    t.add_argument("treebank", metavar="CORPUS", help="word/tag (Brown) or plain text, one "
-                                                      "sentence a line")
-    t.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
+    kit.reads(t.add_argument("treebank", metavar="CORPUS",
+                             help="word/tag (Brown) or plain text, one sentence a line"))
+    kit.writes(t.add_argument("-o", "--output", required=True, metavar="MODEL",
+                              help="model file to write"))
     kit.add_encoding(t)
     t.set_defaults(func=_lm_train)
     if full:
@@ -133,8 +134,8 @@ def _add_lm_eval(lm_sub, common, fmt) -> None:
                                       "model: HMM, Saul-Pereira LM, Kneser-Ney) on a token "
                                       "window of CORPUS (</s> counted as a token).",
                           epilog=EPILOG)
-    e.add_argument("model", metavar="MODEL")
-    e.add_argument("corpus", metavar="CORPUS")
+    kit.reads(e.add_argument("model", metavar="MODEL"), regular=True)
+    kit.reads(e.add_argument("corpus", metavar="CORPUS"))
     kit.add_encoding(e)
     add_corpus_window(e, train=False)
     e.set_defaults(func=_lm_eval)

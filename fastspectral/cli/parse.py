@@ -74,12 +74,13 @@ def add_parse_command(sub, common, fmt) -> None:
     p = sub.add_parser("parse", parents=[common], formatter_class=fmt, epilog=EPILOG,
                        help="parse sentences with a saved model",
                        description="Parse sentences (or dependency files) with a saved model.")
-    p.add_argument("model", metavar="MODEL", help="model file written by 'fastspectral train'")
-    p.add_argument("input", metavar="INPUT", nargs="*", default=None,
-                   help="input file(s) (default or '-': standard input)")
-    p.add_argument("-o", "--output", metavar="OUTPUT", default=None,
+    kit.reads(p.add_argument("model", metavar="MODEL",
+                             help="model file written by 'fastspectral train'"), regular=True)
+    kit.reads(p.add_argument("input", metavar="INPUT", nargs="*", default=None,
+                   help="input file(s) (default or '-': standard input)"))
+    kit.writes(p.add_argument("-o", "--output", metavar="OUTPUT", default=None,
                    help="output file (default or '-': standard output); for several inputs "
-                        "a folder OUTDIR: one output per input, named like it")
+                        "a folder OUTDIR: one output per input, named like it"))
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                    help="parsing threads (default: the model's setting, else every core)")
     p.add_argument("--tagged", choices=("auto", "yes", "no"), default="auto",
@@ -100,9 +101,9 @@ def add_parse_command(sub, common, fmt) -> None:
     kit.add_max_memory(p)
     g = p.add_argument_group("Dask (pip install 'fastspectral[dask]')")
     d = g.add_mutually_exclusive_group()
-    d.add_argument("--scheduler", metavar="ADDRESS", default=None,
+    kit.reads(d.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="parse on the Dask cluster of this scheduler (tcp://HOST:8786, or "
-                        "the JSON file of dask-scheduler --scheduler-file)")
+                        "the JSON file of dask-scheduler --scheduler-file)"), address=True)
     d.add_argument("--dask-workers", type=positive_int, default=None, metavar="N",
                    help="parse on a local Dask cluster of N worker processes, 1 thread each")
     p.set_defaults(func=cmd_parse)

@@ -85,9 +85,9 @@ def add_arguments(parser, cls) -> None:
                help="averaged-perceptron epochs of the re-ranker")
     kit.option(g, "--rerank-bits", cls, "rerank_bits", type=positive_int, metavar="B",
                help="hash the re-ranker's features into 2**B weights (16..28)")
-    g.add_argument("--embeddings", metavar="FILE", default=None,
+    kit.reads(g.add_argument("--embeddings", metavar="FILE", default=None,
                    help="eigenword dictionary of the spectral model (default: learnt from "
-                        "the treebank's words)")
+                        "the treebank's words)"), regular=True)
     add_common(parser.add_argument_group("base parser (McDonald et al. 2005)"), cls)
 
 

@@ -35,9 +35,9 @@ def add_arguments(parser, cls) -> None:
                metavar="T", help="posterior threshold of the coarse v=1 h=0 pass")
     kit.add_seed(g, cls)
     kit.add_jobs(g, cls)
-    g.add_argument("--singular-values", metavar="FILE", default=None,
+    kit.writes(g.add_argument("--singular-values", metavar="FILE", default=None,
                    help="also write the table of singular values per symbol to FILE (a "
-                        ".png/.pdf/.svg name writes a plot instead; needs matplotlib)")
+                        ".png/.pdf/.svg name writes a plot instead; needs matplotlib)"))
 
 
 def after_fit(args, model) -> None:

@@ -45,20 +45,21 @@ def _inputs_parent(input_kind: str) -> argparse.ArgumentParser:
             "dependency": "training treebank(s) (CoNLL-U, CoNLL-X, Malt-TAB, or PTB brackets "
                           "converted with head rules; '.gz' accepted)",
             "sequences": "training corpus (one sentence a line; '.gz' accepted)"}[input_kind]
-    p.add_argument("treebank", metavar="TREEBANK" if input_kind != "sequences" else "CORPUS",
-                   nargs="+", help=what + "; several files are read as one")
-    p.add_argument("-o", "--output", required=True, metavar="MODEL",
-                   help="where to write the model file")
+    kit.reads(p.add_argument("treebank",
+                             metavar="TREEBANK" if input_kind != "sequences" else "CORPUS",
+                             nargs="+", help=what + "; several files are read as one"))
+    kit.writes(p.add_argument("-o", "--output", required=True, metavar="MODEL",
+                              help="where to write the model file"))
     kit.add_encoding(p, help="encoding of the input files (default: utf-8; e.g. latin-1)")
     if input_kind != "sequences":
         p.add_argument("--format", choices=_TREEBANK_FORMATS, default=None,
                        help="treebank format (default: detected from the content)")
     g = p.add_argument_group("Dask: learn from partitions (pip install 'fastspectral[dask]')")
     d = g.add_mutually_exclusive_group()
-    d.add_argument("--scheduler", metavar="ADDRESS", default=None,
+    kit.reads(d.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="learn on the Dask cluster of this scheduler (tcp://HOST:8786, or the "
                         "JSON file of dask-scheduler --scheduler-file); each file is read on a "
-                        "worker")
+                        "worker"), address=True)
     d.add_argument("--dask-workers", type=positive_int, default=None, metavar="N",
                    help="learn on a local Dask cluster of N worker processes, 1 thread each")
     g.add_argument("--partitions-per-file", type=positive_int, default=1, metavar="N",
@@ -161,6 +162,7 @@ def run_training(args, name: str) -> int:
         fitted = fit(args, model, data) if fit is not None else model.fit(data)
     model = model if fitted is None else fitted
     t2 = time.perf_counter()
+    kit.check_interrupted()         # a Ctrl-C that compiled code dropped: no model is saved
     after = getattr(hook, "after_fit", None)
     if after is not None:
         after(args, model)

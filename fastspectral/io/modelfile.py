@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import zipfile
 import zlib
 
@@ -145,8 +146,15 @@ def load_model_file(path, expected_kind: str | None = None):
     fastspectral model, an unsupported version, or a kind other than ``expected_kind``.
     """
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise ModelFileError(f"{path}: no such model file")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ModelFileError(f"{path}: no such model file") from None
+    except OSError as exc:
+        raise ModelFileError(f"{path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        # a FIFO would block open() forever, a device read forever, a directory fail oddly
+        raise ModelFileError(f"{path}: not a regular file")
     with open(path, "rb") as fh:
         magic = fh.read(4)
     if magic[:2] != b"PK":
