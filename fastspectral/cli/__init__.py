@@ -121,7 +121,7 @@ def main(argv=None) -> int:
         return 2
     chain = kit.chosen_parsers(parser, args)
     outputs = [path for _, path, _ in kit.command_paths(chain, args)[1]]
-    with _interrupts():
+    with kit.interrupts():
         try:
             kit.check_paths(chain, args)
             status = int(args.func(args) or 0)
@@ -155,32 +155,6 @@ def main(argv=None) -> int:
                   f"{kit.describe(exc, kit.option_names(chain), outputs)}",
                   file=sys.stderr, flush=True)
             return 2
-
-
-class _interrupts:
-    """SIGINT handled by :func:`kit.interrupt_handler` during a command (remembered even when
-    compiled code drops the ``KeyboardInterrupt``); the previous handler restored after.
-    Left alone outside the main thread and where a handler other than Python's default is
-    installed."""
-
-    def __enter__(self):
-        import signal
-
-        kit._INTERRUPTED.clear()
-        self.old = None
-        try:
-            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-                self.old = signal.signal(signal.SIGINT, kit.interrupt_handler)
-        except ValueError:  # not the main thread
-            pass
-        return self
-
-    def __exit__(self, *exc):
-        import signal
-
-        if self.old is not None:
-            signal.signal(signal.SIGINT, self.old)
-        return False
 
 
 if __name__ == "__main__":  # pragma: no cover

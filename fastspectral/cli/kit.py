@@ -21,6 +21,7 @@ import inspect
 import logging
 import os
 import re
+import signal
 import stat
 import sys
 
@@ -480,12 +481,82 @@ def check_paths(parsers, args) -> None:
 _INTERRUPTED: list = []
 
 
-def interrupt_handler(signum, frame):
-    """SIGINT: remembered (:func:`interrupted`) and raised as ``KeyboardInterrupt``.  Code that
-    runs Python callbacks inside compiled code (Numba, llvmlite) may wrap the exception in a
-    ``SystemError`` or print and drop it; the command line still stops with exit 130."""
-    _INTERRUPTED.append(signum)
+def _compiled_roots() -> tuple:
+    roots = []
+    for name in ("numba", "llvmlite"):
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "__file__", None):
+            roots.append(os.path.dirname(mod.__file__) + os.sep)
+    return tuple(roots)
+
+
+def _compiled_code_running(frame) -> bool:
+    """Whether a frame of Numba or llvmlite is on the stack of ``frame``: compiled code calls
+    back into Python there (``_numba_unpickle``, llvmlite's object-cache hooks), and an
+    exception raised in such a callback is wrapped in ``SystemError``, dropped, or crashes the
+    compiled caller (a segmentation fault in a parallel kernel)."""
+    roots = _compiled_roots()
+    while roots and frame is not None:
+        if frame.f_code.co_filename.startswith(roots):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _raise_when_safe(frame, event, arg):
+    """Trace function of a deferred Ctrl-C: the first event of a frame with no Numba or
+    llvmlite frame below it raises ``KeyboardInterrupt`` there (as a debugger stops a
+    program); Numba's own frames are not traced."""
+    if frame.f_code.co_filename.startswith(_compiled_roots()):
+        return None
+    if _compiled_code_running(frame):
+        return _raise_when_safe
+    sys.settrace(None)
     raise KeyboardInterrupt
+
+
+def interrupt_handler(signum, frame):
+    """SIGINT: remembered (:func:`interrupted`) and raised as ``KeyboardInterrupt`` — at once
+    in Python code; while Numba compiles or compiled code calls back into Python, at the
+    next line of the first Python frame below them (a trace function on the frames of the
+    stack), where the exception is safe.  A second Ctrl-C while the first waits (a long
+    compiled call) ends the process at once (exit 130)."""
+    if _INTERRUPTED:
+        print("fastspectral: interrupted", file=sys.stderr, flush=True)
+        os._exit(130)
+    _INTERRUPTED.append(signum)
+    if not _compiled_code_running(frame):
+        raise KeyboardInterrupt
+    roots = _compiled_roots()
+    f = frame
+    while f is not None:
+        if not f.f_code.co_filename.startswith(roots):
+            f.f_trace = _raise_when_safe
+        f = f.f_back
+    sys.settrace(_raise_when_safe)
+
+
+class interrupts:
+    """Context manager of a command: SIGINT handled by :func:`interrupt_handler`, the previous
+    handler restored after.  Left alone outside the main thread and where a handler other
+    than Python's default is installed."""
+
+    def __enter__(self):
+        _INTERRUPTED.clear()
+        self.old = None
+        try:
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                self.old = signal.signal(signal.SIGINT, interrupt_handler)
+        except ValueError:  # not the main thread
+            pass
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            if sys.gettrace() is _raise_when_safe:
+                sys.settrace(None)
+            signal.signal(signal.SIGINT, self.old)
+        return False
 
 
 def interrupted() -> bool:
