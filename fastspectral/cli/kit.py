@@ -479,61 +479,80 @@ def check_paths(parsers, args) -> None:
 # Ctrl-C
 # ------------------------------------------------------------------------------------------------
 _INTERRUPTED: list = []
+#: Python functions that compiled code calls back (Numba's constants, llvmlite's object
+#: cache): an exception raised in them is wrapped in ``SystemError`` ("returned a result with
+#: an exception set"), printed and dropped, or crashes the compiled caller
+_CALLBACKS = frozenset({"_numba_unpickle", "_raw_object_cache_notify",
+                        "_raw_object_cache_getbuffer"})
+#: seconds before a Ctrl-C that arrived in a callback during compilation is looked at again
+_RETRY_S = 0.05
 
 
-def _compiled_roots() -> tuple:
-    roots = []
-    for name in ("numba", "llvmlite"):
-        mod = sys.modules.get(name)
-        if mod is not None and getattr(mod, "__file__", None):
-            roots.append(os.path.dirname(mod.__file__) + os.sep)
-    return tuple(roots)
+def _package_dir(name: str):
+    mod = sys.modules.get(name)
+    path = getattr(mod, "__file__", None) if mod is not None else None
+    return os.path.dirname(path) + os.sep if path else None
 
 
-def _compiled_code_running(frame) -> bool:
-    """Whether a frame of Numba or llvmlite is on the stack of ``frame``: compiled code calls
-    back into Python there (``_numba_unpickle``, llvmlite's object-cache hooks), and an
-    exception raised in such a callback is wrapped in ``SystemError``, dropped, or crashes the
-    compiled caller (a segmentation fault in a parallel kernel)."""
-    roots = _compiled_roots()
-    while roots and frame is not None:
-        if frame.f_code.co_filename.startswith(roots):
+def _in_callback(frame) -> bool:
+    """Whether ``frame`` or a frame below it is a callback of compiled code."""
+    llvmlite = _package_dir("llvmlite")
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in _CALLBACKS or (llvmlite and code.co_filename.startswith(llvmlite)):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _compiling(frame) -> bool:
+    """Whether Numba's dispatcher (compilation) is on the stack of ``frame``."""
+    numba = _package_dir("numba")
+    while numba and frame is not None:
+        if frame.f_code.co_filename.startswith(numba + "core" + os.sep + "dispatcher"):
             return True
         frame = frame.f_back
     return False
 
 
 def _raise_when_safe(frame, event, arg):
-    """Trace function of a deferred Ctrl-C: the first event of a frame with no Numba or
-    llvmlite frame below it raises ``KeyboardInterrupt`` there (as a debugger stops a
-    program); Numba's own frames are not traced."""
-    if frame.f_code.co_filename.startswith(_compiled_roots()):
+    """Trace function of a Ctrl-C that arrived in a callback of compiled code: the next event
+    of a frame outside every callback raises ``KeyboardInterrupt`` there (as a debugger stops
+    a program)."""
+    if _in_callback(frame):
         return None
-    if _compiled_code_running(frame):
-        return _raise_when_safe
     sys.settrace(None)
     raise KeyboardInterrupt
 
 
 def interrupt_handler(signum, frame):
-    """SIGINT: remembered (:func:`interrupted`) and raised as ``KeyboardInterrupt`` — at once
-    in Python code; while Numba compiles or compiled code calls back into Python, at the
-    next line of the first Python frame below them (a trace function on the frames of the
-    stack), where the exception is safe.  A second Ctrl-C while the first waits (a long
-    compiled call) ends the process at once (exit 130)."""
-    if _INTERRUPTED:
-        print("fastspectral: interrupted", file=sys.stderr, flush=True)
-        os._exit(130)
-    _INTERRUPTED.append(signum)
-    if not _compiled_code_running(frame):
+    """SIGINT: remembered (:func:`interrupted`) and raised as ``KeyboardInterrupt`` at once,
+    except in a callback of compiled code (:data:`_CALLBACKS`, llvmlite), where it is
+    raised just after: while Numba compiles, at a SIGALRM 0.05 s later (looked at again until
+    it lands outside a callback); while compiled code runs, at the next line of the Python
+    frame that called it (a trace function on the frames of the stack; Numba compiles
+    nothing meanwhile, so tracing costs nothing).  A second Ctrl-C while the first waits (a
+    long compiled call) ends the process at once (exit 130)."""
+    if signum == signal.SIGINT:
+        if _INTERRUPTED:
+            print("fastspectral: interrupted", file=sys.stderr, flush=True)
+            os._exit(130)
+        _INTERRUPTED.append(signum)
+    elif not _INTERRUPTED:      # a SIGALRM of someone else
+        return
+    if not _in_callback(frame):
         raise KeyboardInterrupt
-    roots = _compiled_roots()
-    f = frame
+    if _compiling(frame) and _ALARM:
+        signal.setitimer(signal.ITIMER_REAL, _RETRY_S)
+        return
+    f = frame.f_back
     while f is not None:
-        if not f.f_code.co_filename.startswith(roots):
-            f.f_trace = _raise_when_safe
+        f.f_trace = _raise_when_safe
         f = f.f_back
     sys.settrace(_raise_when_safe)
+
+
+_ALARM: list = []
 
 
 class interrupts:
@@ -543,19 +562,27 @@ class interrupts:
 
     def __enter__(self):
         _INTERRUPTED.clear()
-        self.old = None
+        self.old = {}
         try:
             if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-                self.old = signal.signal(signal.SIGINT, interrupt_handler)
+                if hasattr(signal, "setitimer") and \
+                        signal.getsignal(signal.SIGALRM) == signal.SIG_DFL:
+                    self.old[signal.SIGALRM] = signal.signal(signal.SIGALRM,
+                                                             interrupt_handler)
+                    _ALARM.append(True)
+                self.old[signal.SIGINT] = signal.signal(signal.SIGINT, interrupt_handler)
         except ValueError:  # not the main thread
             pass
         return self
 
     def __exit__(self, *exc):
-        if self.old is not None:
-            if sys.gettrace() is _raise_when_safe:
-                sys.settrace(None)
-            signal.signal(signal.SIGINT, self.old)
+        if sys.gettrace() is _raise_when_safe:
+            sys.settrace(None)
+        if _ALARM:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _ALARM.clear()
+        for sig, old in self.old.items():
+            signal.signal(sig, old)
         return False
 
 
