@@ -290,9 +290,9 @@ def require_output_path(path, what: str, inputs=()) -> None:
     if not os.path.isdir(parent):
         raise CommandError(f"cannot write {what} {path}: directory {parent} does not exist")
     for other in inputs:
-        if is_stdio(other) or not os.path.exists(other) or not os.path.exists(path):
+        if is_stdio(other):
             continue
-        if os.path.samefile(path, other):
+        if _same_regular_file(path, other):
             raise CommandError(f"{what} {path} is also an input file: refusing to overwrite it")
 
 
@@ -341,7 +341,7 @@ def _as_option(m, options: dict) -> str:
     value = m.group(2).strip("'\"")
     if value == "True":
         return flag
-    return f"{flag} {'VALUE' if value == '...' else value}"
+    return flag if value == "..." else f"{flag} {value}"
 
 
 def option_names(parsers) -> dict:
@@ -609,6 +609,23 @@ def is_interrupt(exc: BaseException) -> bool:
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
     return False
+
+
+#: model kinds that are inputs of other learners, not parsers: where they go instead
+_VECTORS = {"eigenwords": ("word vectors", "train atm, latent-dep or rerank-dep"),
+            "brown": ("word clusters", "train atm")}
+
+
+def does_not_parse(path, kind: str, name: str | None = None) -> CommandError:
+    """The error of ``parse`` given a model of ``kind`` (class ``name``) that does not parse,
+    saying what to do with it instead."""
+    what = f"a {name}" if name else f"a {kind} model"
+    if kind in _VECTORS:
+        vectors, where = _VECTORS[kind]
+        return CommandError(f"{path} holds {what} ({vectors}), which does not parse: give it "
+                            f"to a learner as --embeddings {path} ({where})")
+    return CommandError(f"{path} holds {what}, which does not parse (sequence models are "
+                        "scored with 'fastspectral lm eval')")
 
 
 class _StderrHandler(logging.Handler):

@@ -178,8 +178,8 @@ def cmd_parse(args) -> int:
         return _parse_sentences(args, model)
     if kind == "dependency":
         return _parse_dependency(args, model)
-    raise kit.CommandError(f"{args.model} holds a {type(model).__name__}, which does not parse "
-                           "(sequence models are scored with 'fastspectral lm eval')")
+    raise kit.does_not_parse(args.model, getattr(model, "kind", None) or "",
+                             type(model).__name__)
 
 
 def _parse_files(args, inputs, to_folder, dask) -> int:
@@ -203,9 +203,9 @@ def _parse_files(args, inputs, to_folder, dask) -> int:
     from ..io.pipeline import check_paths, model_input_kind, outputs_in
 
     # every check before a cluster is started or reached
-    if model_input_kind(args.model)[1] not in ("sentences", "dependency"):
-        raise kit.CommandError(f"{args.model} holds a sequence model, which does not parse "
-                               "(sequence models are scored with 'fastspectral lm eval')")
+    model_kind, input_kind = model_input_kind(args.model)
+    if input_kind not in ("sentences", "dependency"):
+        raise kit.does_not_parse(args.model, model_kind)
     _check_files_input(args, inputs)
     outputs = outputs_in(inputs, args.output) if to_folder else [args.output]
     check_paths(inputs, [None if kit.is_stdio(o) else o for o in outputs],

@@ -58,7 +58,8 @@ def _embed(model, Q, words, counts, dim, random_state, normalize):
     Omega, p_f, _ = whiten(Q)
     k = min(int(dim) + 1, min(Omega.shape) - 1)
     if k < 2:
-        raise ValueError(f"too few distinct words ({len(words) - 1}) for dim={dim}")
+        raise ValueError(f"too few distinct words ({len(words) - 1}) for eigenwords of "
+                         f"dimension {dim}")
     U, s, _ = randomized_svd(Omega, k, random_state=random_state)
     scale = np.zeros_like(p_f)
     scale[p_f > 0] = 1.0 / np.sqrt(p_f[p_f > 0])

@@ -679,9 +679,13 @@ class LatentDependencyModel(Parser):
         items = self._check_sentences(items, "parse")
         for i, s in enumerate(items):
             if any(h < 0 for h in s.heads):
-                where = f"line {s.line}" if s.line is not None else f"sentence {i + 1}"
-                raise ValueError(f"{where}: latent-dep scores given trees; this sentence has "
-                                 "no heads (parse it with a parser first)")
+                from ..errors import FormatError
+
+                why = ("latent-dep scores given trees; this sentence has no heads (parse it "
+                       "with a parser first)")
+                if s.line is not None:       # read from a file: the CLI adds the path
+                    raise FormatError(why, None, s.line)
+                raise ValueError(f"sentence {i + 1}: {why}")
         logp, sign = self.log_prob(items, return_sign=True, jobs=n_threads)
         out = []
         for s, lp, sg in zip(items, logp, sign):
