@@ -33,8 +33,8 @@ def add_eval_command(sub, common, fmt) -> None:
     p.add_argument("--format", choices=_FORMATS, default=None,
                    help="format of both files (default: detected from GOLD)")
     kit.reads(p.add_argument("-p", "--params", metavar="PRM", default=None,
-                   help="EVALB parameter file, or 'collins' / 'new' for the built-in "
-                        "COLLINS.prm / new.prm (default: collins)"))
+                             help="EVALB parameter file, or 'collins' / 'new' for the built-in "
+                                  "COLLINS.prm / new.prm (default: collins)"))
     p.add_argument("-e", "--max-error", type=nonneg_int, default=None, metavar="N",
                    help="EVALB's -e: stop after N unscorable sentences (default: the "
                         "parameter file's MAX_ERROR)")

@@ -85,8 +85,8 @@ def add_arguments(parser, cls) -> None:
     i.add_argument("--skip-tokens", type=nonneg_int, default=0, metavar="K",
                    help="skip whole sequences until K tokens were skipped (default: 0)")
     kit.reads(i.add_argument("--dev", default=None, metavar="FILE",
-                   help="development sequences: choose the back-off weight and the EM "
-                        "iteration on them"))
+                             help="development sequences: choose the back-off weight and the EM "
+                                  "iteration on them"))
     i.add_argument("--dev-skip-tokens", type=nonneg_int, default=0, metavar="K",
                    help="token window of --dev: skip K tokens first (default: 0)")
     i.add_argument("--dev-tokens", type=positive_int, default=None, metavar="N",

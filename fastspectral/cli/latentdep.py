@@ -33,8 +33,8 @@ def add_arguments(parser, cls) -> None:
     kit.option(g, "--states", cls, "n_states", type=positive_int, metavar="M",
                help="hidden states m (at most the eigenword dimension)")
     kit.reads(kit.option(g, "--embeddings", cls, "embeddings", metavar="FILE",
-               help="eigenword file (fastspectral train eigenwords), or 'one-hot'",
-               show_default="eigenwords learned on the training words"), regular=True)
+                         help="eigenword file (fastspectral train eigenwords), or 'one-hot'",
+                         show_default="eigenwords learned on the training words"), regular=True)
     kit.option(g, "--dim", cls, "dim", type=positive_int, metavar="K",
                help="dimension of the eigenwords learned without --embeddings")
     kit.option(g, "--tags", cls, "tags", choices=("upos", "xpos", "auto"),

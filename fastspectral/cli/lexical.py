@@ -167,7 +167,7 @@ def add_lexical_command(sub, common, fmt, full: bool = True) -> None:
     kit.reads(g.add_argument("model", metavar="MODEL"), regular=True)
     kit.reads(g.add_argument("input", metavar="INPUT"))
     kit.writes(g.add_argument("-o", "--output", default=None, metavar="OUT",
-                   help="output file (default or '-': standard output)"))
+                              help="output file (default or '-': standard output)"))
     kit.add_encoding(g)
     g.add_argument("--no-alt", dest="alt", action="store_false",
                    help="do not write the second choice (MISC LexAlt)")
@@ -196,7 +196,7 @@ def add_lexical_command(sub, common, fmt, full: bool = True) -> None:
     c.add_argument("--no-per-le", dest="per_le", action="store_false",
                    help="do not print table 4 (per label element)")
     kit.writes(c.add_argument("--json", default=None, metavar="FILE",
-                   help="also write every number as JSON"))
+                              help="also write every number as JSON"))
     if cls is not None:
         _model_options(c.add_argument_group("model options"), cls, variant=False)
     c.set_defaults(func=_cv)

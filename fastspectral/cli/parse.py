@@ -77,7 +77,7 @@ def add_parse_command(sub, common, fmt) -> None:
     kit.reads(p.add_argument("model", metavar="MODEL",
                              help="model file written by 'fastspectral train'"), regular=True)
     kit.reads(p.add_argument("input", metavar="INPUT", nargs="*", default=None,
-                   help="input file(s) (default or '-': standard input)"))
+                             help="input file(s) (default or '-': standard input)"))
     kit.writes(p.add_argument("-o", "--output", metavar="OUTPUT", default=None,
                    help="output file (default or '-': standard output); for several inputs "
                         "a folder OUTDIR: one output per input, named like it"))

@@ -36,8 +36,8 @@ def add_arguments(parser, cls) -> None:
     kit.add_seed(g, cls)
     kit.add_jobs(g, cls)
     kit.writes(g.add_argument("--singular-values", metavar="FILE", default=None,
-                   help="also write the table of singular values per symbol to FILE (a "
-                        ".png/.pdf/.svg name writes a plot instead; needs matplotlib)"))
+                              help="also write the table of singular values per symbol to FILE (a "
+                                   ".png/.pdf/.svg name writes a plot instead; needs matplotlib)"))
 
 
 def after_fit(args, model) -> None:
