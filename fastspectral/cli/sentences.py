@@ -34,10 +34,10 @@ def add_sentences_command(sub, common, fmt) -> None:
                        description="Write the words (or word/TAG tokens) of every sentence of a "
                                    "treebank, one sentence a line: the input of 'fastspectral "
                                    "parse'.")
-    p.add_argument("treebank", metavar="TREEBANK",
-                   help="PTB, CoNLL-U, CoNLL-X or Malt-TAB file ('-': standard input)")
-    p.add_argument("-o", "--output", metavar="OUT", default=None,
-                   help="output file (default or '-': standard output)")
+    kit.reads(p.add_argument("treebank", metavar="TREEBANK",
+                             help="PTB, CoNLL-U, CoNLL-X or Malt-TAB file ('-': standard input)"))
+    kit.writes(p.add_argument("-o", "--output", metavar="OUT", default=None,
+                              help="output file (default or '-': standard output)"))
     p.add_argument("--tags", action="store_true",
                    help="write word/TAG tokens (default: words only)")
     p.add_argument("--format", choices=FORMATS, default=None,
