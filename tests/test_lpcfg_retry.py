@@ -94,7 +94,12 @@ def test_deferred_retries_give_the_parses_of_sentences_alone(data, monkeypatch):
 
 
 def test_retries_with_several_python_workers_give_the_same_parses(data, monkeypatch):
-    # 4 threads: two Python workers, each group retrying its own sentences as it goes
+    # 4 threads: two Python workers, each group retrying its own sentences as it goes (4
+    # threads even on a machine with fewer cores, where jobs is capped at the cores)
+    from fastspectral import _threads
+
+    cores = max(4, _threads.affinity_cores())
+    monkeypatch.setattr(_threads, "affinity_cores", lambda: cores)
     model, sents = data
     levels = _record_levels(model, monkeypatch)
     four = [str(t) for t in model.parse(sents, jobs=4, chunk_size=8)]
