@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Estimator, check_int
+from ..base import Estimator, check_int, check_sequences, check_words
 
 __all__ = ["Eigenwords", "load_embeddings", "eigenword_vocabulary", "eigenword_cooccurrence"]
 
@@ -77,6 +77,16 @@ def _embed(model, Q, words, counts, dim, random_state, normalize):
     model._index = index
 
 
+def sentences_of(sentences, what: str = "sentences") -> list:
+    """``sentences`` (lists of words, or trees: their words) as lists of words; a one-line
+    ``TypeError`` for a string, a flat list of strings or a non-string word
+    (:func:`fastspectral.base.check_sequences`)."""
+    if isinstance(sentences, (str, bytes)):
+        return check_sequences(sentences, what)
+    return check_sequences([s.leaves() if hasattr(s, "leaves") else s for s in sentences],
+                           what)
+
+
 class WordIds:
     """Vocabulary ids of words, for the word-vector estimators (:class:`Eigenwords`,
     :class:`~fastspectral.embeddings.brown_clusters.BrownClusters`): ``words_`` (row 0:
@@ -91,6 +101,7 @@ class WordIds:
     def ids(self, words) -> np.ndarray:
         """Vocabulary ids of ``words`` (0 = ``<unk>``)."""
         self._check_fitted()
+        words = check_words(words)
         idx = self._lookup()
         fold = str.lower if self.lowercase else (lambda w: w)
         return np.asarray([idx.get(fold(w), 0) for w in words], dtype=np.int64)
@@ -177,25 +188,12 @@ class Eigenwords(WordIds, Estimator):
         for name in ("dim", "window", "vocabulary", "context_vocabulary", "min_count"):
             check_int(name, getattr(self, name), 1)
 
-    @staticmethod
-    def _words_of(item):
-        if isinstance(item, (list, tuple)):
-            return item
-        if hasattr(item, "leaves"):           # a Tree: its words
-            return item.leaves()
-        if isinstance(item, str):
-            raise TypeError("Eigenwords.fit takes a list of sentences (lists of words), "
-                            "not a string")
-        return list(item)
-
     def fit(self, sentences):
         """Learn the dictionary from ``sentences`` (lists of words, or trees: their words)."""
         t0 = time.perf_counter()
         self._check_params()
-        if isinstance(sentences, (str, bytes)):
-            raise TypeError("fit takes a list of sentences (lists of words), not a string")
         fold = str.lower if self.lowercase else (lambda w: w)
-        sents = [[fold(w) for w in self._words_of(s)] for s in sentences]
+        sents = [[fold(w) for w in s] for s in sentences_of(sentences)]
         counts = Counter(w for s in sents for w in s)
         if not counts:
             raise ValueError("no words to learn from")
@@ -209,8 +207,7 @@ class Eigenwords(WordIds, Estimator):
     # ------------------------------------------------------------------------------------------
     def transform(self, words) -> np.ndarray:
         """The eigenwords of ``words`` (a list of strings): an array ``(len(words), dim)``."""
-        if isinstance(words, str):
-            raise TypeError("transform takes a list of words, not a string")
+        self._check_fitted()
         return self.embeddings_[self.ids(words)]
 
     def nearest(self, word: str, k: int = 5) -> list:
@@ -233,7 +230,7 @@ class Eigenwords(WordIds, Estimator):
         self._check_fitted()
         c = self.counts_.astype(np.float64) + 1.0
         logp = np.log(c / c.sum())
-        return float(sum(logp[self.ids(self._words_of(s))].sum() for s in sentences))
+        return float(sum(logp[self.ids(s)].sum() for s in sentences_of(sentences)))
 
     # ------------------------------------------------------------------------------------------
     def _model_file(self):

@@ -89,10 +89,16 @@ def _chunked(ids, size):
 _WHITESPACE = re.compile(r"\s")
 
 
+def _flat(k: int):
+    raise TypeError(f"sentence {k} is a string: sentences are lists of tokens (a flat list of "
+                    "strings is one sentence: pass [words])")
+
+
 def _check_sentences(sentences, tags):
     if isinstance(sentences, (str, bytes)):
         raise TypeError("sentences must be a list of token lists, not a string")
-    sentences = [list(s) for s in sentences]
+    sentences = [list(s) if not isinstance(s, (str, bytes)) else _flat(k)
+                 for k, s in enumerate(sentences)]
     for k, s in enumerate(sentences):
         # one C-level pass per sentence (str.join checks the types; \s is str.isspace)
         try:
