@@ -1,6 +1,7 @@
 """Eigenwords: CCA word embeddings (the one-step CCA of Dhillon, Foster & Ungar 2011)."""
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 
@@ -60,11 +61,19 @@ def _embed(model, Q, words, counts, dim, random_state, normalize):
     if k < 2:
         raise ValueError(f"too few distinct words ({len(words) - 1}) for dim={dim}")
     U, s, _ = randomized_svd(Omega, k, random_state=random_state)
+    # the data's rank bounds the dimension: directions past it are zero (or noise) columns
+    rank = int(np.count_nonzero(s[1:] > s[0] * max(Omega.shape) * np.finfo(np.float64).eps)) \
+        if len(s) else 0
+    if rank < 1:
+        raise ValueError(f"too few distinct words ({len(words) - 1}) for dim={dim}")
+    if rank < int(dim):
+        logging.getLogger("fastspectral").warning(
+            f"eigenwords: dim={dim} is more than the {rank} dimension(s) the training data "
+            f"allow ({len(words) - 1} words, {Omega.shape[1]} contexts): using dim={rank}")
+    s = s[:rank + 1]
     scale = np.zeros_like(p_f)
     scale[p_f > 0] = 1.0 / np.sqrt(p_f[p_f > 0])
-    E = U[:, 1:] * scale[:, None]
-    if E.shape[1] < dim:                # tiny vocabularies: pad with zero dimensions
-        E = np.hstack([E, np.zeros((E.shape[0], dim - E.shape[1]))])
+    E = U[:, 1:rank + 1] * scale[:, None]
     if normalize:
         norm = np.linalg.norm(E, axis=1)
         E = E / np.where(norm > 0, norm, 1.0)[:, None]
@@ -73,7 +82,7 @@ def _embed(model, Q, words, counts, dim, random_state, normalize):
     model.embeddings_ = np.ascontiguousarray(E, dtype=np.float64)
     model.counts_ = np.asarray([sum(c for w, c in counts.items() if w not in index)] +
                                [counts[w] for w in words[1:]], dtype=np.int64)
-    model.singular_values_ = np.pad(s[1:], (0, int(dim) - len(s[1:])))
+    model.singular_values_ = np.ascontiguousarray(s[1:], dtype=np.float64)
     model._index = index
 
 
@@ -126,7 +135,8 @@ class Eigenwords(WordIds, Estimator):
     Parameters
     ----------
     dim : int
-        Dimension of the embeddings.
+        Dimension of the embeddings, at most: capped (with a warning on the ``fastspectral``
+        logger) at the rank the training data allow (about the number of distinct words).
     window : int
         Context words on each side.
     vocabulary : int
@@ -146,9 +156,10 @@ class Eigenwords(WordIds, Estimator):
     ----------
     words_ : list of str
         The vocabulary (``words_[0] == "<unk>"``), most frequent first.
-    embeddings_ : ndarray of shape (len(words_), dim)
+    embeddings_ : ndarray of shape (len(words_), d)
+        ``d = min(dim, rank of the whitened co-occurrences)``.
     counts_ : ndarray of int64, the training counts of ``words_``.
-    singular_values_ : ndarray of shape (dim,), the canonical correlations kept.
+    singular_values_ : ndarray of shape (d,), the canonical correlations kept.
     fit_time_ : float
 
     References

@@ -109,6 +109,11 @@ class ParseStats:
     negative_z: int = 0
     too_long: int = 0
 
+    @property
+    def flat_fallbacks(self) -> int:
+        """Sentences given a flat tree because the grammar has no parse for them."""
+        return self.fallback_flat
+
     def as_dict(self) -> dict:
         """The counters as a dict."""
         return asdict(self)
