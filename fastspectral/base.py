@@ -37,12 +37,14 @@ from __future__ import annotations
 
 import copy
 import inspect
+from itertools import chain
 from typing import ClassVar
 
 from .errors import NotFittedError
 
 __all__ = ["Estimator", "Parser", "clone", "check_jobs", "Statistics", "Partition",
-           "PartitionedFit"]
+           "PartitionedFit", "check_sequences", "check_words", "check_dep_sentences",
+           "check_trees"]
 
 
 class Estimator:
@@ -214,12 +216,112 @@ class Parser(Estimator):
             if items and isinstance(items[0], str):
                 raise TypeError("parse() takes a list of tokenised sentences (lists of words); "
                                 "got a flat list of strings: for one sentence pass [words]")
+            check_sequences(items, "sentences")
+        elif self.input_kind == "dependency":
+            check_dep_sentences(items, "sentences")
         if tags is not None and len(tags) != len(items):
             raise ValueError(f"tags has {len(tags)} entries for {len(items)} sentences")
         from ._threads import resolve_jobs
 
         return resolve_jobs(jobs if jobs is not None else getattr(self, "jobs", None),
                             n_items=len(items) if hasattr(items, "__len__") else None)
+
+
+# ---- input checks shared by every learner: a one-line TypeError for a wrong kind of input ----
+def check_sequences(sequences, what: str = "sequences") -> list:
+    """``sequences`` as a list of lists of strings (``(word, tag)`` pairs are not accepted:
+    choose a field when reading).  Raises ``TypeError`` with a one-line message for a string,
+    a flat list of strings (whose characters would be taken as words) or a non-string token."""
+    if isinstance(sequences, (str, bytes)):
+        raise TypeError(f"{what} must be a list of sequences (lists of strings), not a string")
+    try:
+        seqs = list(sequences)
+    except TypeError:
+        raise TypeError(f"{what} must be a list of sequences (lists of strings), not "
+                        f"{type(sequences).__name__}") from None
+    if set(map(type, seqs)) <= {list}:
+        try:                            # the common case: lists of strings, checked at C speed
+            "".join(chain.from_iterable(seqs))
+            return seqs
+        except TypeError:
+            pass                        # find and name the offending sequence below
+    out = []
+    for i, s in enumerate(seqs):
+        if isinstance(s, (str, bytes)):
+            raise TypeError(f"{what}[{i}] is a string: pass a list of sequences (lists of "
+                            "tokens), e.g. [sentence.split()]")
+        try:
+            s = list(s)
+            "".join(s)                  # a C-speed check that every token is a string
+        except TypeError:
+            bad = next((t for t in s if not isinstance(t, str)), s) if isinstance(s, list) \
+                else s
+            raise TypeError(f"{what}[{i}] holds a {type(bad).__name__}, not a string (a "
+                            "sequence is a list of string tokens)") from None
+        out.append(s)
+    return out
+
+
+def check_words(words, what: str = "words") -> list:
+    """``words`` (one sequence of string tokens) as a list; a one-line ``TypeError`` for a
+    string (its characters are not words) or a non-string token."""
+    if isinstance(words, (str, bytes)):
+        raise TypeError(f"{what} must be a list of words (strings), not a string")
+    try:
+        words = list(words)
+        "".join(words)
+    except TypeError:
+        bad = next((t for t in words if not isinstance(t, str)), words) \
+            if isinstance(words, list) else words
+        raise TypeError(f"{what} holds a {type(bad).__name__}, not a string (a list of "
+                        "string words is expected)") from None
+    return words
+
+
+def check_dep_sentences(items, what: str = "sentences") -> list:
+    """``items`` as a list of dependency sentences (objects with a ``words`` column, such as
+    :class:`~fastspectral.trees.conll.DepSentence`; an ``nltk`` DependencyGraph is converted)
+    whose words are strings; a one-line
+    ``TypeError`` otherwise (a string, lists of words, non-string words)."""
+    if isinstance(items, (str, bytes)) or hasattr(items, "words"):
+        raise TypeError(f"{what} must be a list of dependency sentences (DepSentence, e.g. "
+                        "from fastspectral.trees.conll.read_conllu), not "
+                        f"{'a string' if isinstance(items, (str, bytes)) else 'one sentence'}")
+    from .trees.conll import as_dep_sentences
+
+    items = as_dep_sentences(items)               # nltk DependencyGraphs converted
+    for i, s in enumerate(items):
+        if isinstance(s, (str, bytes, list, tuple)) or not hasattr(s, "words"):
+            raise TypeError(f"{what}[{i}] is a {type(s).__name__}, not a dependency sentence "
+                            "(DepSentence, e.g. from fastspectral.trees.conll.read_conllu)")
+    try:
+        "".join(chain.from_iterable(s.words for s in items))
+    except TypeError:
+        for i, s in enumerate(items):
+            bad = next((w for w in s.words if not isinstance(w, str)), None)
+            if bad is not None:
+                raise TypeError(f"{what}[{i}] has a word that is a {type(bad).__name__}, not "
+                                "a string") from None
+        raise
+    return items
+
+
+def check_trees(trees, what: str = "trees") -> list:
+    """``trees`` as a list of :class:`~fastspectral.trees.tree.Tree` (an ``nltk.Tree``
+    converted); a one-line ``TypeError``
+    for a string, one tree, or an item that is not a tree (a list of words, a string)."""
+    from .trees.tree import Tree, as_tree
+
+    if isinstance(trees, (str, bytes, Tree)) or as_tree(trees) is not trees:
+        raise TypeError(f"{what} must be a list of trees (Tree, e.g. from "
+                        "fastspectral.trees.readers.read_treebank), not "
+                        f"{'a string' if isinstance(trees, (str, bytes)) else 'one tree'}")
+    trees = [as_tree(t) for t in trees]           # nltk Trees converted
+    for i, t in enumerate(trees):
+        if not isinstance(t, Tree):
+            raise TypeError(f"{what}[{i}] is a {type(t).__name__}, not a Tree (read trees with "
+                            "fastspectral.trees.readers.read_treebank or Tree.fromstring)")
+    return trees
 
 
 def check_jobs(jobs) -> int:

@@ -392,6 +392,8 @@ def _parse_sentences(args, model) -> int:
         with sentence_origins([origin(raw[i]) for i in todo]):
             trees = model.parse(words, tags=tags, jobs=args.jobs, progress=progress) \
                 if words else []
+        flat[0] += getattr(getattr(model, "last_parse_stats_", None), "flat_fallbacks", 0) \
+            if words else 0
         if len(trees) != len(words):
             raise kit.CommandError(f"the model returned {len(trees)} parses for {len(words)} "
                                    "sentences")
@@ -403,8 +405,12 @@ def _parse_sentences(args, model) -> int:
     def write_chunk(raw, lines):
         return "".join(line + "\n" for line in lines)
 
+    flat = [0]
     status = _run_chunks(args, chunks, parse_chunk, write_chunk, total, "lines")
     glued.report()
+    if flat[0]:
+        kit.logger.warning(f"{flat[0]} sentence(s) have no parse under the grammar: written as "
+                           "flat trees over the best tags")
     return status
 
 

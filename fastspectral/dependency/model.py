@@ -262,10 +262,10 @@ class SHAGParser(PartitionedFit, Parser):
     def fit(self, sents) -> "SHAGParser":
         """Learn the model from dependency sentences (objects with ``words``, ``tags``,
         ``heads``, e.g. :class:`~fastspectral.trees.conll.DepSentence`).  Returns self."""
-        from ..trees.conll import as_dep_sentences
+        from ..base import check_dep_sentences
 
         self._validate_params()
-        sents = as_dep_sentences(sents)                 # nltk DependencyGraphs converted
+        sents = check_dep_sentences(sents, "sentences")
         if not sents:
             raise ValueError("cannot fit a SHAGParser on an empty treebank")
         tagset = choose_tagset(sents) if self.tagset == "auto" else self.tagset

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from ..base import Estimator, check_int
-from .eigenwords import WordIds
+from .eigenwords import WordIds, sentences_of
 
 __all__ = ["BrownClusters", "word_counts", "bigram_counts", "brown_vocabulary"]
 
@@ -407,9 +407,7 @@ class BrownClusters(WordIds, Estimator):
 
     def fit(self, sentences):
         """Cluster the words of ``sentences`` (lists of words, or trees: their words)."""
-        if isinstance(sentences, (str, bytes)):
-            raise TypeError("fit takes a list of sentences (lists of words), not a string")
-        sents = [s.leaves() if hasattr(s, "leaves") else list(s) for s in sentences]
+        sents = sentences_of(sentences)
         self._check_params()
         counts = word_counts(sents, self.lowercase)
         words = brown_vocabulary(counts, self.min_count, self.vocabulary)
@@ -473,8 +471,7 @@ class BrownClusters(WordIds, Estimator):
         bigram marginals (each token counted once per neighbour in its sentence); unknown
         words are ``<unk>``, a class of their own (the sequence-model interface)."""
         self._check_fitted()
-        if isinstance(sentences, (str, bytes)):
-            raise TypeError("log_likelihood takes a list of sentences, not a string")
+        sentences = sentences_of(sentences)
         CB = self.class_bigrams_
         K = CB.shape[0]
         cls = np.where(self.clusters_ >= 0, self.clusters_, K - 1)
@@ -497,8 +494,7 @@ class BrownClusters(WordIds, Estimator):
 
     def transform(self, words) -> np.ndarray:
         """The bit vectors of ``words``: an array ``(len(words), dim)``."""
-        if isinstance(words, str):
-            raise TypeError("transform takes a list of words, not a string")
+        self._check_fitted()
         return self.embeddings_[self.ids(words)]
 
     def _model_file(self):

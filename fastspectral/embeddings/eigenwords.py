@@ -1,13 +1,14 @@
 """Eigenwords: CCA word embeddings (the one-step CCA of Dhillon, Foster & Ungar 2011)."""
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Estimator, check_int
+from ..base import Estimator, check_int, check_sequences, check_words
 
 __all__ = ["Eigenwords", "load_embeddings", "eigenword_vocabulary", "eigenword_cooccurrence"]
 
@@ -61,11 +62,19 @@ def _embed(model, Q, words, counts, dim, random_state, normalize):
         raise ValueError(f"too few distinct words ({len(words) - 1}) for eigenwords of "
                          f"dimension {dim}")
     U, s, _ = randomized_svd(Omega, k, random_state=random_state)
+    # the data's rank bounds the dimension: directions past it are zero (or noise) columns
+    rank = int(np.count_nonzero(s[1:] > s[0] * max(Omega.shape) * np.finfo(np.float64).eps)) \
+        if len(s) else 0
+    if rank < 1:
+        raise ValueError(f"too few distinct words ({len(words) - 1}) for dim={dim}")
+    if rank < int(dim):
+        logging.getLogger("fastspectral").warning(
+            f"eigenwords: dim={dim} is more than the {rank} dimension(s) the training data "
+            f"allow ({len(words) - 1} words, {Omega.shape[1]} contexts): using dim={rank}")
+    s = s[:rank + 1]
     scale = np.zeros_like(p_f)
     scale[p_f > 0] = 1.0 / np.sqrt(p_f[p_f > 0])
-    E = U[:, 1:] * scale[:, None]
-    if E.shape[1] < dim:                # tiny vocabularies: pad with zero dimensions
-        E = np.hstack([E, np.zeros((E.shape[0], dim - E.shape[1]))])
+    E = U[:, 1:rank + 1] * scale[:, None]
     if normalize:
         norm = np.linalg.norm(E, axis=1)
         E = E / np.where(norm > 0, norm, 1.0)[:, None]
@@ -74,8 +83,18 @@ def _embed(model, Q, words, counts, dim, random_state, normalize):
     model.embeddings_ = np.ascontiguousarray(E, dtype=np.float64)
     model.counts_ = np.asarray([sum(c for w, c in counts.items() if w not in index)] +
                                [counts[w] for w in words[1:]], dtype=np.int64)
-    model.singular_values_ = np.pad(s[1:], (0, int(dim) - len(s[1:])))
+    model.singular_values_ = np.ascontiguousarray(s[1:], dtype=np.float64)
     model._index = index
+
+
+def sentences_of(sentences, what: str = "sentences") -> list:
+    """``sentences`` (lists of words, or trees: their words) as lists of words; a one-line
+    ``TypeError`` for a string, a flat list of strings or a non-string word
+    (:func:`fastspectral.base.check_sequences`)."""
+    if isinstance(sentences, (str, bytes)):
+        return check_sequences(sentences, what)
+    return check_sequences([s.leaves() if hasattr(s, "leaves") else s for s in sentences],
+                           what)
 
 
 class WordIds:
@@ -92,6 +111,7 @@ class WordIds:
     def ids(self, words) -> np.ndarray:
         """Vocabulary ids of ``words`` (0 = ``<unk>``)."""
         self._check_fitted()
+        words = check_words(words)
         idx = self._lookup()
         fold = str.lower if self.lowercase else (lambda w: w)
         return np.asarray([idx.get(fold(w), 0) for w in words], dtype=np.int64)
@@ -116,7 +136,8 @@ class Eigenwords(WordIds, Estimator):
     Parameters
     ----------
     dim : int
-        Dimension of the embeddings.
+        Dimension of the embeddings, at most: capped (with a warning on the ``fastspectral``
+        logger) at the rank the training data allow (about the number of distinct words).
     window : int
         Context words on each side.
     vocabulary : int
@@ -136,9 +157,10 @@ class Eigenwords(WordIds, Estimator):
     ----------
     words_ : list of str
         The vocabulary (``words_[0] == "<unk>"``), most frequent first.
-    embeddings_ : ndarray of shape (len(words_), dim)
+    embeddings_ : ndarray of shape (len(words_), d)
+        ``d = min(dim, rank of the whitened co-occurrences)``.
     counts_ : ndarray of int64, the training counts of ``words_``.
-    singular_values_ : ndarray of shape (dim,), the canonical correlations kept.
+    singular_values_ : ndarray of shape (d,), the canonical correlations kept.
     fit_time_ : float
 
     References
@@ -178,25 +200,12 @@ class Eigenwords(WordIds, Estimator):
         for name in ("dim", "window", "vocabulary", "context_vocabulary", "min_count"):
             check_int(name, getattr(self, name), 1)
 
-    @staticmethod
-    def _words_of(item):
-        if isinstance(item, (list, tuple)):
-            return item
-        if hasattr(item, "leaves"):           # a Tree: its words
-            return item.leaves()
-        if isinstance(item, str):
-            raise TypeError("Eigenwords.fit takes a list of sentences (lists of words), "
-                            "not a string")
-        return list(item)
-
     def fit(self, sentences):
         """Learn the dictionary from ``sentences`` (lists of words, or trees: their words)."""
         t0 = time.perf_counter()
         self._check_params()
-        if isinstance(sentences, (str, bytes)):
-            raise TypeError("fit takes a list of sentences (lists of words), not a string")
         fold = str.lower if self.lowercase else (lambda w: w)
-        sents = [[fold(w) for w in self._words_of(s)] for s in sentences]
+        sents = [[fold(w) for w in s] for s in sentences_of(sentences)]
         counts = Counter(w for s in sents for w in s)
         if not counts:
             raise ValueError("no words to learn from")
@@ -210,8 +219,7 @@ class Eigenwords(WordIds, Estimator):
     # ------------------------------------------------------------------------------------------
     def transform(self, words) -> np.ndarray:
         """The eigenwords of ``words`` (a list of strings): an array ``(len(words), dim)``."""
-        if isinstance(words, str):
-            raise TypeError("transform takes a list of words, not a string")
+        self._check_fitted()
         return self.embeddings_[self.ids(words)]
 
     def nearest(self, word: str, k: int = 5) -> list:
@@ -234,7 +242,7 @@ class Eigenwords(WordIds, Estimator):
         self._check_fitted()
         c = self.counts_.astype(np.float64) + 1.0
         logp = np.log(c / c.sum())
-        return float(sum(logp[self.ids(self._words_of(s))].sum() for s in sentences))
+        return float(sum(logp[self.ids(s)].sum() for s in sentences_of(sentences)))
 
     # ------------------------------------------------------------------------------------------
     def _model_file(self):

@@ -81,6 +81,11 @@ class PCFGParseStats:
     fallback: int = 0
     too_long: int = 0
 
+    @property
+    def flat_fallbacks(self) -> int:
+        """Sentences given a flat tree because the grammar has no parse for them."""
+        return self.fallback
+
 
 def _chunked(ids, size):
     return [ids[c:c + size] for c in range(0, len(ids), size)]
@@ -89,10 +94,16 @@ def _chunked(ids, size):
 _WHITESPACE = re.compile(r"\s")
 
 
+def _flat(k: int):
+    raise TypeError(f"sentence {k} is a string: sentences are lists of tokens (a flat list of "
+                    "strings is one sentence: pass [words])")
+
+
 def _check_sentences(sentences, tags):
     if isinstance(sentences, (str, bytes)):
         raise TypeError("sentences must be a list of token lists, not a string")
-    sentences = [list(s) for s in sentences]
+    sentences = [list(s) if not isinstance(s, (str, bytes)) else _flat(k)
+                 for k, s in enumerate(sentences)]
     for k, s in enumerate(sentences):
         # one C-level pass per sentence (str.join checks the types; \s is str.isspace)
         try:
@@ -430,15 +441,22 @@ class PCFG(PartitionedFit, Parser):
         return out
 
     def best_tags(self, words, tags=None):
-        """The lexicon's highest-scoring tag (a base label) of every word of ``words``.
+        """The most probable tag (a base label) of every word of ``words``:
+        ``argmax_t P(t | w) = argmax_t P(w | t) P(t)`` under the lexicon.
 
         ``tags``: None, or one given tag per word (a None entry, or a tag the grammar does not
-        know, leaves that word free).  These are the tags of the flat fallback trees.
+        know, leaves that word free).  These are the tags of the flat fallback trees.  (The
+        prior matters: ``argmax_t P(w | t)`` alone prefers rare tags, whose few words each get
+        a large share.)
         """
         self._check_fitted()
         g = self.grammar_
         scores = g.lexicon.tag_word_scores(words, tags, g.tag_symbols)
-        return [g.classes[g.sym_class[int(np.argmax(row))]] for row in scores]
+        weighted = scores * g.lexicon.p_tag
+        best = np.argmax(weighted, axis=1) if len(scores) else np.zeros(0, dtype=np.int64)
+        free = weighted.max(axis=1, initial=0.0) <= 0       # only tags never seen as tags
+        best[free] = np.argmax(scores[free], axis=1)
+        return [g.classes[g.sym_class[int(b)]] for b in best]
 
     def log_probability(self, sentences, tags=None):
         """log P(sentence) under the grammar (inside algorithm), -inf when unparsable."""

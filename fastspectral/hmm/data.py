@@ -20,6 +20,7 @@ from operator import itemgetter
 
 import numpy as np
 
+from ..base import check_sequences  # noqa: F401  (re-exported: the sequence models' check)
 from ..trees.corpus import FIELDS
 
 __all__ = ["FIELDS", "UNK", "SymbolTable", "Encoded", "encode", "check_sequences",
@@ -31,38 +32,6 @@ UNK = "<unk>"
 _RESERVED = frozenset({UNK, "<s>", "</s>"})
 
 
-def check_sequences(sequences, what: str = "sequences") -> list[list[str]]:
-    """``sequences`` as a list of lists of strings (``(word, tag)`` pairs are not accepted:
-    choose a field when reading).  Raises ``TypeError`` with a one-line message for a string,
-    a flat list of strings or a non-string token."""
-    if isinstance(sequences, (str, bytes)):
-        raise TypeError(f"{what} must be a list of sequences (lists of strings), not a string")
-    try:
-        seqs = list(sequences)
-    except TypeError:
-        raise TypeError(f"{what} must be a list of sequences (lists of strings), not "
-                        f"{type(sequences).__name__}") from None
-    if set(map(type, seqs)) <= {list}:
-        try:                            # the common case: lists of strings, checked at C speed
-            "".join(chain.from_iterable(seqs))
-            return seqs
-        except TypeError:
-            pass                        # find and name the offending sequence below
-    out = []
-    for i, s in enumerate(seqs):
-        if isinstance(s, (str, bytes)):
-            raise TypeError(f"{what}[{i}] is a string: pass a list of sequences (lists of "
-                            "tokens), e.g. [sentence.split()]")
-        try:
-            s = list(s)
-            "".join(s)                  # a C-speed check that every token is a string
-        except TypeError:
-            bad = next((t for t in s if not isinstance(t, str)), s) if isinstance(s, list) \
-                else s
-            raise TypeError(f"{what}[{i}] holds a {type(bad).__name__}, not a string (a "
-                            "sequence is a list of string tokens)") from None
-        out.append(s)
-    return out
 
 
 class SymbolTable:

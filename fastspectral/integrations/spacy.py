@@ -348,7 +348,7 @@ class FastSpectralComponent:
             head[use_prev] = prev[use_prev]
             head[use_next] = nxt[use_next]
             rel[gap & ~use_prev & ~use_next] = "ROOT"
-        labels, inverse = np.unique(rel.astype(str), return_inverse=True)
+        labels, inverse = np.unique(rel, return_inverse=True)        # objects: no fixed width
         label_ids = np.array([doc.vocab.strings.add(x) for x in labels], dtype=np.uint64)
         arr = np.stack([(head - ar).view(np.uint64), label_ids[inverse.reshape(-1)]], 1)
         doc.from_array([HEAD, DEP], arr)

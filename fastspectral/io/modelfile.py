@@ -207,6 +207,9 @@ def construct(cls, kind: str, meta, arrays: dict, path):
     if not isinstance(meta, dict):
         raise ModelFileError(f"{path}: corrupt model file (its header has no meta)")
     try:
+        from .validate import check_value_ranges
+
+        check_value_ranges(kind, arrays)
         return cls._from_model_file(meta, arrays)
     except ModelFileError as exc:
         if str(exc).startswith(path + ":"):

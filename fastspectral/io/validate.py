@@ -21,7 +21,8 @@ from ..errors import ModelFileError
 __all__ = ["fail", "get", "check_index", "check_offsets", "check_finite", "check_nonneg",
            "check_len", "check_sorted", "check_spans", "meta_list", "meta_int", "meta_float",
            "meta_dict", "meta_bool", "meta_str", "meta_strings", "from_params", "nested",
-           "check_magnitude"]
+           "check_magnitude", "check_prob", "check_logprob", "check_value_ranges",
+           "VALUE_RANGES"]
 
 _KINDS = {"int": "iu", "float": "fiu", "bool": "biu", "any": "biuf"}
 
@@ -257,3 +258,93 @@ def check_magnitude(a: np.ndarray, name: str, limit: float = MAX_WEIGHT) -> np.n
             fail(name, f"entry {k} is {a.ravel()[k]}, larger in magnitude than {limit:g} "
                        "(its scores would overflow)")
     return a
+
+
+# ---- probabilities -------------------------------------------------------------------------
+#: slack of the upper bound 1 of probabilities (sums and products of floats)
+PROB_SLACK = 1e-9
+
+
+def _floating(a: np.ndarray, name: str, what: str) -> np.ndarray:
+    a = np.asarray(a)
+    if a.dtype.kind != "f":
+        fail(name, f"dtype {a.dtype} where floating-point {what} are expected")
+    return check_finite(a, name)
+
+
+def check_prob(a: np.ndarray, name: str) -> np.ndarray:
+    """Probabilities: a floating-point array, finite, every entry in ``[0, 1]``."""
+    a = _floating(a, name, "probabilities")
+    if a.size:
+        bad = (a < 0) | (a > 1 + PROB_SLACK)
+        if bad.any():
+            k = _first_bad(bad)
+            fail(name, f"entry {k} is {a.ravel()[k]}, not a probability (outside 0 .. 1)")
+    return a
+
+
+def check_logprob(a: np.ndarray, name: str) -> np.ndarray:
+    """Log-probabilities: a floating-point array, finite, every entry ``<= 0``."""
+    a = _floating(a, name, "log-probabilities")
+    if a.size:
+        bad = a > PROB_SLACK
+        if bad.any():
+            k = _first_bad(bad)
+            fail(name, f"entry {k} is {a.ravel()[k]}, not a log-probability (positive)")
+    return a
+
+
+def check_count(a: np.ndarray, name: str) -> np.ndarray:
+    """Counts (integer or floating-point): finite and ``>= 0``."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "iuf":
+        fail(name, f"dtype {a.dtype} where counts are expected")
+    return check_nonneg(a, name)
+
+
+_PCFG = {r"(pcfg_)?(fine|coarse)_(root|bin|un)_prob": "prob"}
+_LPCFG_PROBS = {r"lpcfg_(T|U|c1)": "prob"}
+
+#: the probability-like arrays of the model files of every kind (regular expressions matched
+#: against the whole array name): ``"prob"`` (:func:`check_prob`), ``"logprob"``
+#: (:func:`check_logprob`), ``"count"`` (:func:`check_count`).  Every kind of
+#: :mod:`fastspectral.models` has an entry (``{}``: its arrays are weights or spectral
+#: parameters, of any sign, checked by its loader); ``tests/test_input_safety.py`` checks that
+#: every floating-point array a kind writes is either listed here or known to be unbounded.
+VALUE_RANGES: dict[str, dict[str, str]] = {
+    "pcfg": _PCFG,
+    "spectral-lpcfg": _PCFG,
+    "pivot-lpcfg": {**_PCFG, **_LPCFG_PROBS},
+    "em-lpcfg": {**_PCFG, **_LPCFG_PROBS},
+    "ccm": {r"(yield|context|unseen)_logprob": "logprob"},
+    "latent-bigram-lm": {r"r|s": "prob"},
+    "kneser-ney-bigram-lm": {r"data": "count"},
+    "hmm": {r"rare_weight": "prob", r"kn_data": "count"},
+    "brown": {r"class_bigrams|word_counts": "count"},
+    "shag": {r"fb_.*_(counts|ctxtot|ctxtypes)": "count"},
+    "eigenwords": {},
+    "atm": {},
+    "lexical": {},
+    "mst": {},
+    "rerank-dep": {},
+    "latent-dep": {},
+}
+
+_CHECKS = {"prob": check_prob, "logprob": check_logprob, "count": check_count}
+
+
+def check_value_ranges(kind: str, arrays) -> None:
+    """Check every probability-like array of a model file of ``kind`` (:data:`VALUE_RANGES`):
+    a wrong dtype, a non-finite value or a value out of range is a :class:`ModelFileError`
+    naming the array, whatever the checksum says."""
+    import re
+
+    table = VALUE_RANGES.get(kind, {})
+    if not table:
+        return
+    compiled = [(re.compile(pattern), _CHECKS[check]) for pattern, check in table.items()]
+    for name in arrays:
+        for pattern, check in compiled:
+            if pattern.fullmatch(name):
+                check(arrays[name], name)
+                break

@@ -207,6 +207,7 @@ class LatentDependencyModel(Parser):
 
     @staticmethod
     def _check_sentences(sentences, what="fit"):
+        from ..base import check_dep_sentences
         from ..trees.conll import DepSentence, as_dep_sentences
 
         if isinstance(sentences, (str, bytes)) or isinstance(sentences, DepSentence):
@@ -216,7 +217,7 @@ class LatentDependencyModel(Parser):
             if not isinstance(s, DepSentence):
                 raise TypeError(f"{what} takes DepSentence objects (fastspectral.trees.conll), "
                                 f"got {type(s).__name__}")
-        return sentences
+        return check_dep_sentences(sentences, "sentences")
 
     def _features(self, sentences):
         """``(words, F, lowercase)``: the vocabulary, its feature matrix (``None`` = one-hot)."""
@@ -675,8 +676,8 @@ class LatentDependencyModel(Parser):
         (unparsed input) are a ValueError."""
         import copy
 
-        n_threads = self._check_parse_args(items, tags, jobs)
         items = self._check_sentences(items, "parse")
+        n_threads = self._check_parse_args(items, tags, jobs)
         for i, s in enumerate(items):
             if any(h < 0 for h in s.heads):
                 from ..errors import FormatError

@@ -51,6 +51,7 @@ def check_sentences(items, labelled: bool):
     """A list of :class:`~fastspectral.trees.conll.DepSentence` (TypeError otherwise); with
     ``labelled``, FormatError naming the sentence's line for a word whose LEMMA, UPOS and XPOS
     are all ``_`` (nothing to learn)."""
+    from ..base import check_dep_sentences
     from ..trees.conll import DepSentence
 
     if isinstance(items, (str, bytes)):
@@ -60,6 +61,7 @@ def check_sentences(items, labelled: bool):
         if not isinstance(s, DepSentence):
             raise TypeError(f"expected DepSentence objects (fastspectral.trees.conll."
                             f"read_conllu), got {type(s).__name__}")
+    check_dep_sentences(items)                  # string words
     if labelled:
         if not items or not any(len(s) for s in items):
             raise ValueError("no training sentences (the corpus is empty)")
@@ -1072,6 +1074,9 @@ class LexicalDisambiguator(Parser):
         :class:`~fastspectral.lexical.data.Corpus` and its candidate labels (scored on
         ``jobs`` threads; None: Numba's default)."""
         self._check_fitted()
+        if not isinstance(corpus, Corpus):
+            raise TypeError(f"predict_corpus takes a Corpus (fastspectral.lexical.data), not "
+                            f"{type(corpus).__name__}")
         name = self._model_name()
         with gc_paused():
             out = predict_labels(self.learned_, corpus, [name], analyser=self.analyser,
@@ -1098,8 +1103,8 @@ class LexicalDisambiguator(Parser):
         progress : callable, optional
             ``progress(done, total)``, called once at the end.
         """
-        threads = self._check_parse_args(items, tags, jobs)
         sents = check_sentences(items, labelled=False)
+        threads = self._check_parse_args(sents, tags, jobs)
         if tags is not None:
             for s, t in zip(sents, tags):
                 if len(t) != len(s):

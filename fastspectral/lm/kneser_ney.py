@@ -102,13 +102,17 @@ def bigram_matrix(prev: np.ndarray, nxt: np.ndarray, n: int) -> sp.csr_matrix:
     return C
 
 
-def _as_word_lists(sentences):
-    """Accept sentences as lists of words or of ``(word, tag)`` pairs."""
-    for sent in sentences:
-        if sent and isinstance(sent[0], tuple):
-            yield [w for w, _ in sent]
-        else:
-            yield list(sent)
+def _as_word_lists(sentences) -> list:
+    """Sentences given as lists of words or of ``(word, tag)`` pairs, as lists of words; a
+    one-line ``TypeError`` for a string, a flat list of strings (characters are not words)
+    or a non-string word (:func:`fastspectral.base.check_sequences`)."""
+    from ..base import check_sequences
+
+    if isinstance(sentences, (str, bytes)):
+        return check_sequences(sentences)
+    sents = [[w for w, _ in sent] if not isinstance(sent, (str, bytes)) and len(sent) and
+             isinstance(sent[0], tuple) else sent for sent in sentences]
+    return check_sequences(sents, "sentences")
 
 
 class KneserNeyBigramLM(PartitionedFit, Estimator):

@@ -109,6 +109,11 @@ class ParseStats:
     negative_z: int = 0
     too_long: int = 0
 
+    @property
+    def flat_fallbacks(self) -> int:
+        """Sentences given a flat tree because the grammar has no parse for them."""
+        return self.fallback_flat
+
     def as_dict(self) -> dict:
         """The counters as a dict."""
         return asdict(self)
@@ -948,9 +953,11 @@ class LatentPCFGBase(PartitionedFit, Parser):
         -------
         float
         """
+        from ..base import check_trees
         from ..trees.tree import TreeArrays
 
         self._check_fitted()
+        tree = check_trees([tree], "tree")[0]          # an nltk.Tree converted
         fg = self.pcfg_.grammar_
         t = prepare(tree, self.v, self.h, self.tag_parent)
         top = t.children[0] if (t.label == "TOP" and len(t.children) == 1) else t
@@ -987,6 +994,8 @@ class LatentPCFGBase(PartitionedFit, Parser):
 
     def _log_likelihood(self, trees) -> float:
         """Total log-probability of ``trees`` (``tree_probability``, floored at 1e-320)."""
+        from ..base import check_trees
+        trees = check_trees(trees)
         return float(sum(math.log(max(self.tree_probability(t), 1e-320)) for t in trees))
 
     # -- model files -------------------------------------------------------------------------

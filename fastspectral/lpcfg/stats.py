@@ -135,10 +135,11 @@ def globalize_nodes(nodes, ctx: LatentContext):
         nodes.word_count = ctx.word_count
         return nodes
     g = ctx.grammar
-    local = np.asarray(nodes.vocab, dtype=str)
-    gvocab = np.asarray(ctx.vocab, dtype=str)
-    gid = np.searchsorted(gvocab, local)
-    if np.any(gid >= len(gvocab)) or np.any(gvocab[np.minimum(gid, len(gvocab) - 1)] != local):
+    # a dict of Python strings: a fixed-width unicode array costs the longest word times the
+    # vocabulary size
+    get = {w: i for i, w in enumerate(ctx.vocab)}.get
+    gid = np.fromiter((get(w, -1) for w in nodes.vocab), dtype=np.int64, count=len(nodes.vocab))
+    if np.any(gid < 0):
         raise ValueError("a partition has a word that is not in the merged vocabulary (were the "
                          "statistics computed on other partitions?)")
     pre = np.flatnonzero(nodes.word >= 0)

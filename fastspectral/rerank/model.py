@@ -517,10 +517,10 @@ class RerankDepParser(HeadsParser):
         """Train the base parser, its jack-knifed k-best lists, the spectral model (with
         ``features="base+spectral"``), the SHAG model (``"base+shag"``) and the re-ranker;
         returns self."""
-        from ..trees.conll import as_dep_sentences
+        from ..base import check_dep_sentences
 
         self._validate_params()
-        sents = as_dep_sentences(sents)                 # nltk DependencyGraphs converted
+        sents = check_dep_sentences(sents, "sentences")
         t_start = time.perf_counter()
         lists = self.training_lists(sents)
         self.fit_lists(lists)

@@ -118,14 +118,30 @@ def _packed(W, P, F, lengths) -> Encoded:
                    np.ascontiguousarray(F, np.int64), tok_off, lengths, pair_off)
 
 
-def _lookup(vocab: np.ndarray, items: np.ndarray) -> np.ndarray:
-    """Ids of ``items`` in the sorted array ``vocab`` (``FIRST_ID + position``; unknown:
-    ``UNK_ID``), vectorised."""
-    if len(vocab) == 0:
-        return np.full(len(items), UNK_ID, dtype=np.int64)
-    pos = np.searchsorted(vocab, items)
-    pos = np.minimum(pos, len(vocab) - 1)
-    return np.where(vocab[pos] == items, pos + FIRST_ID, UNK_ID).astype(np.int64)
+def _lookup(index: dict, items: list) -> np.ndarray:
+    """Ids of ``items`` under ``index`` (string -> ``FIRST_ID + position`` in the sorted
+    vocabulary; unknown: ``UNK_ID``).  Strings stay Python objects: a fixed-width unicode
+    array would cost the longest token times the number of tokens."""
+    get = index.get
+    return np.fromiter((get(x, UNK_ID) for x in items), dtype=np.int64, count=len(items))
+
+
+def _vocabulary(items) -> np.ndarray:
+    """The sorted distinct strings of ``items`` (an object array: memory independent of the
+    longest string)."""
+    return _object_array(sorted(set(items)))
+
+
+def _object_array(items: list) -> np.ndarray:
+    """``items`` (strings) as a 1-d object array."""
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+def _prefixes(words: list) -> list:
+    """The 5-character prefixes of ``words``."""
+    return [w[:5] for w in words]
 
 
 def copy_with_heads(s, heads):
@@ -199,7 +215,7 @@ class MSTParser(HeadsParser):
     ----------
     weights_ : ndarray of float64
         The averaged feature weights (``2**bits``).
-    words_, tags_, prefixes_ : ndarray of str
+    words_, tags_, prefixes_ : ndarray of object (str)
         The sorted vocabularies of the training words, tags and 5-character prefixes.
     tagset_ : str
         The tag column used.
@@ -273,11 +289,8 @@ class MSTParser(HeadsParser):
     def _encode_view(self, view) -> Encoded:
         """Token ids of sentences already seen through the tag column (vectorised)."""
         lengths = np.fromiter((len(s.words) for s in view), dtype=np.int32, count=len(view))
-        words = np.array(list(itertools.chain.from_iterable(s.words for s in view)), dtype=str)
-        tags = np.array(list(itertools.chain.from_iterable(s.tags for s in view)), dtype=str)
-        if len(words) == 0:
-            words = np.zeros(0, dtype="<U1")
-            tags = np.zeros(0, dtype="<U1")
+        words = list(itertools.chain.from_iterable(s.words for s in view))
+        tags = list(itertools.chain.from_iterable(s.tags for s in view))
         n_tok = int(lengths.sum()) + len(lengths)
         is_root = np.zeros(n_tok, dtype=bool)
         if len(lengths):
@@ -285,12 +298,21 @@ class MSTParser(HeadsParser):
             np.cumsum(lengths[:-1].astype(np.int64) + 1, out=starts[1:])
             is_root[starts] = True
         out = []
-        for vocab, items in ((self.words_, words), (self.tags_, tags),
-                             (self.prefixes_, words.astype("<U5"))):
+        for name, items in (("words_", words), ("tags_", tags), ("prefixes_", _prefixes(words))):
             a = np.full(n_tok, ROOT_ID, dtype=np.int64)
-            a[~is_root] = _lookup(vocab, items)
+            a[~is_root] = _lookup(self._index(name), items)
             out.append(a)
         return _packed(out[0], out[1], out[2], lengths)
+
+    def _index(self, name: str) -> dict:
+        """string -> id of the vocabulary ``name`` (built once per vocabulary array)."""
+        vocab = getattr(self, name)
+        cache = self.__dict__.setdefault("_vocab_index", {})
+        got = cache.get(name)
+        if got is None or got[0] is not vocab:
+            got = (vocab, {w: i + FIRST_ID for i, w in enumerate(vocab.tolist())})
+            cache[name] = got
+        return got[1]
 
     def encode(self, sents, tags=None) -> Encoded:
         """The fitted parser's token ids of ``sents`` (heads not needed)."""
@@ -351,21 +373,20 @@ class MSTParser(HeadsParser):
     def fit(self, sents) -> "MSTParser":
         """Learn the weights from dependency sentences (``words``, tags, ``heads``); returns
         self."""
+        from ..base import check_dep_sentences
         from ..dependency.data import choose_tagset
-        from ..trees.conll import as_dep_sentences
 
         self._validate_params()
-        sents = as_dep_sentences(sents)                 # nltk DependencyGraphs converted
+        sents = check_dep_sentences(sents, "sentences")
         if not sents:
             raise ValueError("cannot fit an MSTParser on an empty treebank")
         t0 = time.perf_counter()
         self.tagset_ = choose_tagset(sents) if self.tagset == "auto" else self.tagset
         view = self._view(sents, need_heads=True)
-        words = np.array(list(itertools.chain.from_iterable(s.words for s in view)), dtype=str)
-        tags = np.array(list(itertools.chain.from_iterable(s.tags for s in view)), dtype=str)
-        self.words_ = np.unique(words)
-        self.tags_ = np.unique(tags)
-        self.prefixes_ = np.unique(words.astype("<U5"))
+        words = list(itertools.chain.from_iterable(s.words for s in view))
+        self.words_ = _vocabulary(words)
+        self.tags_ = _vocabulary(itertools.chain.from_iterable(s.tags for s in view))
+        self.prefixes_ = _vocabulary(_prefixes(words))
         if self.single_root is None:
             self.single_root_ = all(sum(1 for h in s.heads if h == 0) == 1 for s in view)
         else:
@@ -538,7 +559,7 @@ class MSTParser(HeadsParser):
                 raise ValueError(f"unknown tagset {p.tagset_!r}")
             p.single_root_ = bool(meta["single_root_"])
             for name in ("words", "tags", "prefixes"):
-                vocab = np.array(V.meta_list(meta, name, str), dtype=str)
+                vocab = _object_array(V.meta_list(meta, name, str))
                 if len(vocab) > 1 and not (vocab[1:] > vocab[:-1]).all():
                     raise ModelFileError(f"meta {name!r}: not sorted")
                 setattr(p, name + "_", vocab)

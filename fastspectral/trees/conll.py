@@ -646,8 +646,27 @@ def write_conllx(sents: Iterable[DepSentence], dest, encoding: str = "utf-8",
 def write_malttab(sents: Iterable[DepSentence], dest, encoding: str = "utf-8") -> int:
     """Write sentences as Malt-TAB (``word tag head [rel]``) to a path or an open file; return
     the count.  ``tags`` gives the tag column; the relation column is written for a sentence
-    when any of its relations is not ``"_"``.  Comments and extra lines are not written."""
-    return _write(sents, dest, encoding, _format_malttab)
+    when any of its relations is not ``"_"``.  Comments and extra lines are not written: a
+    sentence carrying a model's scores in comments (``# latent_dep_log_prob = ...``, from
+    :meth:`~fastspectral.latentdep.model.LatentDependencyModel.parse`) logs one warning on the
+    ``fastspectral`` logger that the scores are lost (write CoNLL-U or CoNLL-X to keep them)."""
+    warned = []
+
+    def fmt(sent):
+        if not warned and any(c.startswith(_SCORE_COMMENT) for c in sent.comments):
+            warned.append(True)
+            import logging
+            logging.getLogger("fastspectral").warning(
+                "Malt-TAB has no comment lines: the scores of the sentences (# "
+                f"{_SCORE_COMMENT[2:]}...) are not written; write CoNLL-U or CoNLL-X to keep "
+                "them")
+        return _format_malttab(sent)
+
+    return _write(sents, dest, encoding, fmt)
+
+
+#: the comment prefix of the scores a model writes before a sentence (latent-dep ``parse``)
+_SCORE_COMMENT = "# latent_dep_"
 
 
 def as_dep_sentences(items) -> list:

@@ -393,8 +393,8 @@ class ATMParser(PartitionedFit, Parser):
         top bracket of the paper's analysis (see :func:`~.common.gold_top_split`).  Sentences
         longer than :attr:`max_parse_words` get the right-branching tree (a warning on the
         ``fastspectral`` logger; ``last_parse_stats_["too_long"]`` counts them)."""
+        items = list(items) if not isinstance(items, (str, bytes)) else items
         self._check_parse_args(items, tags, jobs)
-        items = list(items)
         if top_splits is not None and len(top_splits) != len(items):
             raise ValueError(f"top_splits has {len(top_splits)} entries for {len(items)} "
                              "sentences")

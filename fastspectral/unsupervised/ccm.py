@@ -189,8 +189,8 @@ class CCMParser(Parser):
     def parse(self, items, *, tags=None, jobs=None, progress=None):
         """Viterbi bracketings of tagged sentences (``tags=None``: every word gets the most
         frequent tag, which makes little sense: pass tags)."""
+        items = list(items) if not isinstance(items, (str, bytes)) else items
         self._check_parse_args(items, tags, jobs)
-        items = list(items)
         from ._ccm_kernels import span_hashes, viterbi_batch
 
         tindex = {t: i for i, t in enumerate(self.tags_)}
