@@ -88,10 +88,8 @@ def test_gold_top_split():
 
 
 @pytest.fixture(scope="module")
-def synthetic():
-    from fastspectral.synthetic import LatentPCFG
-
-    g = LatentPCFG.default(n_states=2, seed=0)
+def synthetic(synthetic_grammar):
+    g = synthetic_grammar
     return g.sample(300, seed=1), g.sample(40, seed=2)
 
 
@@ -168,14 +166,13 @@ def test_cli_train_parse_eval(tmp_path, synthetic):
     assert r.returncode == 2 and "positive number" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_sentences_beyond_the_decoder_limit_get_the_right_branching_tree():
+def test_sentences_beyond_the_decoder_limit_get_the_right_branching_tree(synthetic_grammar):
     """1,000 words: the O(n^4) decoder is not run (issue 11: long sentences parse or are
     refused cleanly); the fallback is the right-branching tree, counted."""
-    from fastspectral.synthetic import LatentPCFG
     from fastspectral.unsupervised.atm import ATMParser
     from fastspectral.unsupervised.ccm import branching_tree
 
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     trees = g.sample(200, seed=3)
     model = ATMParser().fit(trees)
     words = [w for t in trees for w in t.leaves()][:1000]

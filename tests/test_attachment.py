@@ -1,14 +1,12 @@
 """Tests of UAS / LAS scoring (fastspectral.eval.attachment)."""
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
+from conftest import data_path, need
 
 from fastspectral.errors import FormatError
 from fastspectral.eval.attachment import (attachment_scores, evaluate_dependency_files,
                                           is_punct_word, is_punctuation)
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 @dataclass
@@ -154,9 +152,7 @@ def test_evaluate_dependency_files(tmp_path):
 
 
 def test_shared_treebank_against_itself():
-    path = SHARED / "dep" / "wsj-sample.dp"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
+    path = need(data_path("dep", "wsj-sample.dp"))
     pytest.importorskip("fastspectral.trees.readers")
     r = evaluate_dependency_files(path, path)
     assert r.uas == 100.0 and r.las is None and r.n_sentences == 3914

@@ -65,16 +65,15 @@ def test_select_default_not_eligible_and_nothing_chosen(bench):
     assert chosen is None and len(eligible) == 2
 
 
-def test_harness_equals_fit_and_parse(bench):
+def test_harness_equals_fit_and_parse(bench, synthetic_grammar):
     """The dev row of the harness (cached-list re-ranker) is what ``RerankDepParser(
     base_order=2).fit(tr)`` then ``parse(dev)`` gives, with and without a spectral model."""
     from fastspectral.dependency.data import trees_to_dep_sentences
     from fastspectral.rerank import RerankDepParser
     from fastspectral.rerank.model import count_correct
-    from fastspectral.synthetic import LatentPCFG
     from fastspectral.trees.transforms import clean
 
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     sents = list(trees_to_dep_sentences(clean(t) for t in g.sample(150, seed=3)))
     tr, dev = sents[:120], sents[120:]
     args = Namespace(k=5, epochs=2, jobs=1, cache=None, embeddings=None,

@@ -219,11 +219,10 @@ def test_class_bigram_log_likelihood_is_a_distribution(tmp_path):
     assert back.log_likelihood(sents[:4]) == pytest.approx(bc.log_likelihood(sents[:4]))
 
 
-def test_cli_train_brown_options_and_tree_input(tmp_path, capsys):
+def test_cli_train_brown_options_and_tree_input(tmp_path, capsys, synthetic_grammar):
     """``train brown`` has its own options (described in --help) and reads PTB trees (their
     words) like ``train eigenwords``."""
     from fastspectral import cli, load
-    from fastspectral.synthetic import LatentPCFG
 
     try:
         rc = cli.main(["train", "brown", "--help"])
@@ -232,7 +231,7 @@ def test_cli_train_brown_options_and_tree_input(tmp_path, capsys):
     assert rc in (0, None)
     out = capsys.readouterr().out
     assert "Brown et al. 1992" in out and "--keep-case" in out and "--n-clusters C" in out
-    trees = LatentPCFG.default(n_states=2, seed=0).sample(100, seed=1)
+    trees = synthetic_grammar.sample(100, seed=1)
     path = tmp_path / "t.trees"
     path.write_text("".join(str(t) + "\n" for t in trees))
     assert cli.main(["train", "brown", str(path), "-o", str(tmp_path / "t.brown"),

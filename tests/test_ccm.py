@@ -45,10 +45,8 @@ def test_estep_posteriors_match_enumeration():
     assert u[idx[(0, n)]] == 1.0
 
 
-def test_fit_parse_round_trip_and_restarts(tmp_path):
-    from fastspectral.synthetic import LatentPCFG
-
-    g = LatentPCFG.default(n_states=2, seed=0)
+def test_fit_parse_round_trip_and_restarts(tmp_path, synthetic_grammar):
+    g = synthetic_grammar
     train, test = g.sample(300, seed=1), g.sample(30, seed=2)
     words = [t.leaves() for t in test]
     tags = [[q for _, q in t.pos()] for t in test]

@@ -13,7 +13,6 @@ from fastspectral.cli import kit
 from fastspectral._progress import Progress, format_duration
 from fastspectral.errors import FormatError
 from fastspectral.eval.evalb import evaluate_files
-from fastspectral.synthetic import LatentPCFG
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -121,10 +120,10 @@ def fake_plugin(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def synthetic(tmp_path_factory):
+def synthetic(tmp_path_factory, synthetic_grammar):
     """A small synthetic treebank on disk: train.trees, gold.trees, sents.txt, tagged.txt."""
     d = tmp_path_factory.mktemp("synthetic")
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     trees = g.sample(460, seed=1)
     train, test = trees[:400], trees[400:]
     (d / "train.trees").write_text("".join(str(t) + "\n" for t in train))

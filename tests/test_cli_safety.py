@@ -13,7 +13,6 @@ import pytest
 
 from fastspectral import cli
 from fastspectral.io.output import SafeOutput
-from fastspectral.synthetic import LatentPCFG
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -28,10 +27,10 @@ def run(argv, capsys):
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory):
+def work(tmp_path_factory, synthetic_grammar):
     """A PCFG model trained on the synthetic treebank and 3,000 sentences to parse."""
     d = tmp_path_factory.mktemp("safety")
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     (d / "train.trees").write_text("".join(str(t) + "\n" for t in g.sample(300, seed=1)))
     sents = g.sample(3000, seed=2)
     (d / "sents.txt").write_text("".join(" ".join(t.leaves()) + "\n" for t in sents))
@@ -137,9 +136,9 @@ def test_encoding_option_and_message(capsys, tmp_path):
     assert rc == 0, err
 
 
-def test_lm_is_an_ordinary_kind(capsys, tmp_path):
+def test_lm_is_an_ordinary_kind(capsys, tmp_path, synthetic_grammar):
     corpus = tmp_path / "c.txt"
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     corpus.write_text("".join(" ".join(t.leaves()) + "\n" for t in g.sample(400, seed=5)))
     rc, _, err = run(["train", "lm", corpus, "-o", tmp_path / "a.lm", "--states", "2",
                       "--tokens", "3000", "-q"], capsys)

@@ -12,7 +12,6 @@ from conftest import data_path, need
 distributed = pytest.importorskip("distributed", reason="Dask is an optional extra: pip install "
                                                         "'fastspectral[dask]'")
 
-from fastspectral.synthetic import LatentPCFG  # noqa: E402
 from test_partial_fit import assert_same_arrays, assert_same_model, split  # noqa: E402
 
 
@@ -34,8 +33,8 @@ def wsj_trees():
 
 
 @pytest.fixture(scope="module")
-def synthetic_trees():
-    return LatentPCFG.default(n_states=2, seed=0).sample(300, seed=1)
+def synthetic_trees(synthetic_grammar):
+    return synthetic_grammar.sample(300, seed=1)
 
 
 def _fit_both(make, items, parts, client):

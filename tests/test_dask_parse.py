@@ -17,15 +17,14 @@ from distributed import Client, LocalCluster  # noqa: E402
 from fastspectral import cli  # noqa: E402
 from fastspectral.dask import (PartitionError, parse_bag, parse_files,  # noqa: E402
                                thread_plan)
-from fastspectral.synthetic import LatentPCFG  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory):
+def work(tmp_path_factory, synthetic_grammar):
     """A PCFG model file, 400 sentences (with empty and tagged lines) and their trees parsed
     in this process by ``fastspectral parse``."""
     d = tmp_path_factory.mktemp("daskparse")
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     (d / "train.trees").write_text("".join(str(t) + "\n" for t in g.sample(300, seed=1)))
     assert cli.main(["train", "pcfg", str(d / "train.trees"), "-o", str(d / "m.fsm"), "-q"]) == 0
     trees = g.sample(400, seed=2)
@@ -119,7 +118,7 @@ def test_dataframe_column(work, client):
     assert out.tolist() == (d / "plain.trees").read_text().splitlines()
 
 
-def test_dependency_files_and_bag(work, client, tmp_path):
+def test_dependency_files_and_bag(work, client, tmp_path, synthetic_grammar):
     """A dependency model: CoNLL-U in, CoNLL-U out, identical to the single-process parse."""
     import dask.bag as db
 
@@ -128,7 +127,7 @@ def test_dependency_files_and_bag(work, client, tmp_path):
     from fastspectral.trees.transforms import clean
 
     d, _, _ = work
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     assert cli.main(["train", "shag", str(d / "train.trees"), "-o", str(tmp_path / "d.fsm"),
                      "-q"]) == 0
     sents = list(trees_to_dep_sentences(clean(t) for t in g.sample(120, seed=3)))

@@ -36,13 +36,11 @@ def test_bad_input():
         Eigenwords().fit([[]])
 
 
-def test_cli_and_reuse_by_atm(tmp_path):
+def test_cli_and_reuse_by_atm(tmp_path, synthetic_grammar):
     import subprocess
     import sys
 
-    from fastspectral.synthetic import LatentPCFG
-
-    trees = LatentPCFG.default(n_states=2, seed=0).sample(200, seed=1)
+    trees = synthetic_grammar.sample(200, seed=1)
     tb = tmp_path / "t.trees"
     tb.write_text("".join(str(t) + "\n" for t in trees))
     out = tmp_path / "e.ew"

@@ -36,11 +36,10 @@ KINDS = sorted(models.REGISTRY)
 
 
 @pytest.fixture(scope="module")
-def data():
+def data(synthetic_grammar):
     """Training and test items for each input kind, from the built-in synthetic grammar."""
-    from fastspectral.synthetic import LatentPCFG
 
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     trees = g.sample(300, seed=3)
     test = g.sample(12, seed=4)
     from fastspectral.dependency.data import trees_to_dep_sentences

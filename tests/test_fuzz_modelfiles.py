@@ -11,6 +11,12 @@ hands it to a worker process that loads it and uses it (parses, scores trees, lo
 outcome of every case must be ``ok`` (a harmless edit) or ``ModelFileError``.  Meta entries
 of the newer kinds are deleted or given values of other types as well, and every loader gap
 the fuzzing found is pinned in ``test_newer_kinds_issue_cases``.
+
+Every kind of the registry (``fastspectral.models.REGISTRY``, not a list kept here) must have
+a small model among them (``test_every_registry_kind_has_a_small_model``), and each kind's
+files get the mutations of ``test_mutated_file_of_every_kind``: truncated, bytes flipped, a
+forged JSON header (another kind, version, meta), arrays of other dtypes or shapes, non-finite
+values (the zip rewritten, so its CRC-32 is valid), and object arrays that would run pickle.
 """
 from __future__ import annotations
 
@@ -30,6 +36,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _toy import coordination_treebank, dep_treebank, dep_treebank_svo
+
+from fastspectral import models
 
 WORKER = textwrap.dedent('''
     import json, logging, sys, warnings
@@ -142,7 +150,7 @@ def token_corpus(n=300, seed=0):
     return [[rng.choice(vocab) for _ in range(rng.randint(2, 8))] for _ in range(n)]
 
 
-def small_models():
+def small_models(synthetic_grammar):
     """(name, fitted model) of every kind that parses or scores."""
     from fastspectral import PCFG
     from fastspectral.dependency import SHAGParser
@@ -164,7 +172,7 @@ def small_models():
         ("kn-lm", KneserNeyBigramLM(min_count=1).fit(corpus)),
         ("latent-lm", LatentBigramLM(2, "em", iterations=2, min_count=1).fit(corpus)),
         ("hmm", HMM(n_states=2, min_count=1).fit(corpus)),
-    ] + newer_models()
+    ] + newer_models(synthetic_grammar)
 
 
 def lexical_corpus(n=40, seed=0):
@@ -192,7 +200,7 @@ NEWER_KINDS = ("mst", "mst2", "rerank", "rerank-spectral", "rerank-order2", "lat
                "latent-dep-stop", "eigenwords", "brown", "atm", "ccm", "lexical")
 
 
-def newer_models():
+def newer_models(synthetic_grammar):
     """(name, fitted model) of the kinds read by their own loaders: first- and second-order
     MST, the dependency re-ranker with and without its spectral model and with the
     second-order score (``base_order=2``), the latent dependency model (plain; with tags and
@@ -202,7 +210,6 @@ def newer_models():
     from fastspectral.latentdep.model import LatentDependencyModel
     from fastspectral.lexical import LexicalDisambiguator
     from fastspectral.rerank import MSTParser, RerankDepParser
-    from fastspectral.synthetic import LatentPCFG
     from fastspectral.unsupervised.atm import ATMParser
     from fastspectral.unsupervised.ccm import CCMParser
 
@@ -215,7 +222,7 @@ def newer_models():
     words = [s.words for s in deps] + token_corpus(60, 1)
     spectral = {"n_states": 2, "embeddings": "one-hot", "ridge": 1e-3}
     rr = dict(k=3, epochs=2, bits=16, rerank_bits=16, rerank_epochs=2, jobs=1)
-    trees = LatentPCFG.default(n_states=2, seed=0).sample(60, seed=1)
+    trees = synthetic_grammar.sample(60, seed=1)
     return [
         ("mst", MSTParser(epochs=2, bits=16, jobs=1).fit(deps)),
         ("mst2", MSTParser(epochs=2, bits=16, jobs=1, order=2).fit(deps)),
@@ -237,10 +244,10 @@ def newer_models():
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
+def saved(tmp_path_factory, synthetic_grammar):
     folder = tmp_path_factory.mktemp("models")
     out = {}
-    for name, model in small_models():
+    for name, model in small_models(synthetic_grammar):
         path = folder / f"{name}.model"
         model.save(path)
         with np.load(path, allow_pickle=False) as z:
@@ -545,3 +552,184 @@ def test_damaged_embeddings_file_is_named(saved, tmp_path):
         write_arrays(path, a)
         with pytest.raises(ModelFileError, match=f"^{path}: "):
             load_embeddings(str(path))
+
+
+# ---- every kind of the registry -----------------------------------------------------------------
+REGISTRY_KINDS = sorted(models.REGISTRY)
+
+FUZZ = settings(max_examples=12, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+def header_of(arrays: dict) -> dict:
+    return json.loads(bytes(arrays["__meta__"]).decode("utf-8"))
+
+
+@pytest.fixture(scope="module")
+def by_kind(saved) -> dict:
+    """``{registry kind: [names of the saved models of that kind]}``, read from the files."""
+    out: dict = {}
+    for name, (_, arrays) in sorted(saved.items()):
+        out.setdefault(models.get(header_of(arrays)["kind"]).kind, []).append(name)
+    return out
+
+
+def models_of(by_kind, kind):
+    if kind not in by_kind:
+        pytest.fail(f"no small model of kind {kind!r}: add one to small_models() "
+                    "(tests/test_fuzz_modelfiles.py)")
+    return by_kind[kind]
+
+
+@pytest.mark.parametrize("kind", REGISTRY_KINDS)
+def test_every_registry_kind_has_a_small_model(kind, by_kind):
+    assert models_of(by_kind, kind)
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers(-2 ** 63, 2 ** 64)
+                    | st.floats(allow_nan=False) | st.text(max_size=8),
+                    lambda kids: st.lists(kids, max_size=4)
+                    | st.dictionaries(st.text(max_size=6), kids, max_size=4), max_leaves=10)
+
+DTYPES = ("bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64", "float16",
+          "float32", "float64", ">f8", ">i8", "complex128", "U3", "S2")
+
+
+def header_member(header) -> np.ndarray:
+    return np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+
+
+def forged_header(arrays: dict, data) -> dict:
+    """``arrays`` with a header changed: another kind, version or format, the meta (or one
+    entry of it) replaced by other JSON, or bytes that are not JSON at all."""
+    header = header_of(arrays)
+    a = dict(arrays)
+    how = data.draw(st.sampled_from(["kind", "version", "format", "meta", "entry", "header",
+                                     "bytes"]), label="header edit")
+    if how == "kind":
+        aliases = [x for e in models.REGISTRY.values() for x in e.aliases]
+        header["kind"] = data.draw(st.sampled_from(REGISTRY_KINDS + aliases) | JSON, label="kind")
+    elif how in ("version", "format"):
+        header[how] = data.draw(JSON, label=how)
+    elif how == "meta":
+        header["meta"] = data.draw(JSON, label="meta")
+    elif how == "entry":
+        paths = list(meta_paths(header["meta"])) if isinstance(header["meta"], dict) else []
+        if paths:
+            path = data.draw(st.sampled_from(paths), label="entry")
+            meta = header["meta"]
+            for k in path[:-1]:
+                meta = meta[k]
+            if data.draw(st.booleans(), label="delete"):
+                del meta[path[-1]]
+            else:
+                meta[path[-1]] = data.draw(JSON, label="value")
+    elif how == "header":
+        header = data.draw(JSON, label="header")
+    if how == "bytes":
+        a["__meta__"] = np.frombuffer(data.draw(st.binary(max_size=40), label="bytes"),
+                                      dtype=np.uint8)
+    else:
+        a["__meta__"] = header_member(header)
+    return a
+
+
+def mutated_array(x: np.ndarray, data) -> np.ndarray | None:
+    """One array changed: another dtype, shape or size, non-finite values (None: left out)."""
+    how = data.draw(st.sampled_from(["dtype", "nonfinite", "shape", "empty", "drop"]),
+                    label="array edit")
+    if how == "drop":
+        return None
+    if how == "empty":
+        return np.zeros((0,) * max(x.ndim, 1), dtype=x.dtype)
+    if how == "shape":
+        flat = x.reshape(-1)
+        k = data.draw(st.integers(0, 2), label="shape")
+        return (flat.reshape(1, -1, 1), flat[::2], np.concatenate([flat, flat]))[k]
+    if how == "dtype":
+        dtype = data.draw(st.sampled_from(DTYPES), label="dtype")
+        with np.errstate(all="ignore"):
+            return x.astype(dtype)
+    # non-finite values in a float array (an integer array becomes one)
+    y = x.astype(np.float64) if x.dtype.kind != "f" else x.copy()
+    if y.size:
+        for _ in range(data.draw(st.integers(1, 3), label="values")):
+            k = data.draw(st.integers(0, y.size - 1), label="position")
+            y.flat[k] = data.draw(st.sampled_from([np.nan, np.inf, -np.inf]), label="value")
+    return y
+
+
+@pytest.mark.parametrize("kind", REGISTRY_KINDS)
+@FUZZ
+@given(data=st.data())
+def test_mutated_file_of_every_kind(kind, saved, by_kind, worker, tmp_path, data):
+    """A file of each registry kind, mutated: it loads and is used, or a ModelFileError."""
+    name = data.draw(st.sampled_from(models_of(by_kind, kind)), label="model")
+    path0, arrays = saved[name]
+    how = data.draw(st.sampled_from(["truncate", "flip", "header", "array"]), label="mutation")
+    path = tmp_path / "mutated.model"
+    if how in ("truncate", "flip"):
+        raw = bytearray(path0.read_bytes())
+        if how == "truncate":
+            raw = raw[:data.draw(st.integers(0, len(raw) - 1), label="length")]
+        else:
+            for _ in range(data.draw(st.integers(1, 8), label="flips")):
+                k = data.draw(st.integers(0, len(raw) - 1), label="position")
+                raw[k] ^= data.draw(st.integers(1, 255), label="xor")
+        path.write_bytes(bytes(raw))
+    else:
+        if how == "header":
+            a = forged_header(arrays, data)
+        else:
+            a = dict(arrays)
+            member = data.draw(st.sampled_from(sorted(k for k in a if k != "__meta__")),
+                               label="array")
+            new = mutated_array(a[member], data)
+            if new is None:
+                del a[member]
+            else:
+                a[member] = new
+        write_arrays(path, a)          # np.savez: every member with a valid CRC-32
+    check(worker, path, f"{kind} ({name}): {how}")
+
+
+class Unpickled:
+    """Unpickling this creates the file ``path``: the loaders must never unpickle."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def object_member(marker, big: bool) -> bytes:
+    """A .npy member holding an object array (pickled) that touches ``marker`` when loaded;
+    ``big``: over the size above which members are memory-mapped."""
+    items = [Unpickled(marker)] + ([b"x" * (2 << 20)] if big else [])
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.array(items, dtype=object), allow_pickle=True)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("kind", REGISTRY_KINDS)
+def test_object_arrays_are_refused_without_unpickling(kind, saved, by_kind, worker, tmp_path):
+    """An array member (or the header) replaced by a pickled object array: a ModelFileError,
+    and the pickle never runs."""
+    name = models_of(by_kind, kind)[0]
+    path0, arrays = saved[name]
+    with zipfile.ZipFile(path0) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    targets = ["__meta__.npy", sorted(m for m in members if m != "__meta__.npy")[0]]
+    for target, big in [(targets[0], False), (targets[1], False), (targets[1], True)]:
+        if True:
+            marker = tmp_path / f"unpickled-{big}"
+            edited_members = dict(members)
+            edited_members[target] = object_member(marker, big)
+            path = tmp_path / "pickled.model"
+            with zipfile.ZipFile(path, "w") as z:
+                for n, b in edited_members.items():
+                    z.writestr(n, b)
+            res = worker.run(path, f"{kind} ({name}): object array {target}")
+            assert res.startswith("ModelFileError"), res
+            assert not marker.exists(), f"{kind}: loading {target} ran pickle"

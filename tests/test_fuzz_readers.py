@@ -1,9 +1,15 @@
 """Property-based tests of every reader (issue 11): random bytes give trees / sentences or a
 FormatError, never another exception; random trees and CoNLL sentences round-trip through
 their writer and reader; damaged files (a dropped bracket, an edited column, a truncated
-``.gz``) give a FormatError naming the file and the line."""
+``.gz``) give a FormatError naming the file and the line.
+
+The readers are those of every input format (bracketed trees, CoNLL-U / CoNLL-X / Malt-TAB,
+Brown ``word/tag``, plain text, each forced and detected) and of every model kind of the
+registry (``fastspectral.models.REGISTRY``: what ``fastspectral train KIND`` reads, by the
+kind's input kind), so that a new kind is fuzzed by its registry line alone."""
 from __future__ import annotations
 
+import argparse
 import gzip
 import io
 
@@ -11,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from fastspectral import models
 from fastspectral.errors import FormatError
 from fastspectral.trees import (DepSentence, Tree, read_brown, read_conllu, read_conllx,
                                 read_malttab, read_ptb, read_treebank, write_brackets,
@@ -22,27 +29,73 @@ from fastspectral.trees.readers import detect_format, read_sentences
 FAST = settings(max_examples=40, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 
+def _corpus(name, *args, **kw):
+    """A reader of :mod:`fastspectral.trees.corpus` (the readers of the sequence models, the
+    lexical disambiguator, the unsupervised parsers and the training data)."""
+    from fastspectral.trees import corpus
+
+    return lambda p: getattr(corpus, name)(p, *args, **kw)
+
+
+def _tagged_text(tagset):
+    from fastspectral.rerank.selftrain import read_tagged_text
+
+    return lambda p: read_tagged_text(p, tagset=tagset)
+
+
 READERS = {
     "ptb": lambda p: list(read_ptb(p)),
     "conllu": lambda p: list(read_conllu(p)),
+    "conllu-heads-optional": lambda p: list(read_conllu(p, heads_optional=True)),
     "conllx": lambda p: list(read_conllx(p)),
     "malttab": lambda p: list(read_malttab(p)),
     "brown": lambda p: list(read_brown(p)),
     "treebank": lambda p: list(read_treebank(p)),
+    **{f"treebank-{fmt}": (lambda fmt: lambda p: list(read_treebank(p, format=fmt)))(fmt)
+       for fmt in ("ptb", "conllu", "conllx", "malttab", "brown")},
     "detect": lambda p: detect_format(p),
     "sentences": lambda p: list(read_sentences(p)),
     "tagged": lambda p: list(read_sentences(p, tagged=True)),
+    "plain-text": lambda p: list(read_sentences(p, tagged=False)),
+    **{f"corpus-{fmt}": _corpus("read_corpus", fmt)
+       for fmt in ("auto", "brown", "text", "ptb", "conll")},
+    **{f"sequences-{fmt}": _corpus("read_sequences", "word", fmt)
+       for fmt in ("auto", "text", "tagged", "ptb", "conll")},
+    "sequences-tags": _corpus("read_sequences", "tag"),
+    "words": _corpus("read_words"),
+    "tagged-sentences": _corpus("read_tagged"),
+    "conllu-sentences": _corpus("read_conllu_sentences"),
+    "tagging-input": _corpus("read_tagging_input"),
+    "brown-universal-tags": _corpus("read_brown_universal"),
+    "tagged-text-ptb": _tagged_text("ptb"),
+    "tagged-text-brown": _tagged_text("brown"),
 }
 
 
+def training_reader(kind: str):
+    """What ``fastspectral train KIND`` reads (``cli.kit.read_training_data`` for the kind's
+    input kind)."""
+    from fastspectral.cli.kit import read_training_data
+
+    input_kind = models.get(kind).input_kind
+    return lambda p: read_training_data(argparse.Namespace(treebank=str(p)), input_kind)
+
+
+REGISTRY_KINDS = sorted(models.REGISTRY)
+for _kind in REGISTRY_KINDS:
+    READERS[f"train-{_kind}"] = training_reader(_kind)
+
+
 def read_or_format_error(reader, path):
-    """The reader's result, or None for a FormatError naming ``path``: never another
-    exception."""
+    """The reader's result, or None for a FormatError naming ``path`` (and a line when it has
+    one, in its message as ``path:line:``): never another exception."""
     try:
         return READERS[reader](path)
     except FormatError as exc:
         assert exc.path == str(path), (exc.path, path)
         assert exc.line is None or exc.line >= 1
+        where = f"{path}:{exc.line}: " if exc.line is not None else f"{path}: "
+        assert str(exc).startswith(where), (str(exc), where)
         return None
 
 
@@ -61,6 +114,52 @@ def test_random_bytes(tmp_path, data, reader, gz):
     path = tmp_path / ("in.gz" if gz else "in.txt")
     path.write_bytes(gzip.compress(data) if gz else data)
     read_or_format_error(reader, path)
+
+
+# text of each format with an edit: well-formed lines of every format, shuffled and cut
+LINES = st.sampled_from([
+    "(TOP (S (NP (DT the) (NN dog)) (VP (VBZ barks))))", "( (S (NN a)) )", "(TOP", "(NN x))",
+    "1\tthe\tthe\tDET\tDT\t_\t2\tdet\t_\t_", "2\tdog\tdog\tNOUN\tNN\t_\t0\troot\t_\t_",
+    "1-2\tdont\t_\t_\t_\t_\t_\t_\t_\t_", "1.1\tx\tx\tX\tX\t_\t_\t_\t_\t_",
+    "# sent_id = 1", "# newdoc id = d", "the\tDT\t2", "dog\tNN\t0\troot", "The/at dog/nn barks/vbz",
+    "the dog barks", "a/DT b", "/x y/", "", " ", "\t", "\u00e9t\u00e9/nn", "1\ta\tb", "x" * 40])
+
+
+@FAST
+@given(lines=st.lists(LINES, max_size=12), kind=st.sampled_from(REGISTRY_KINDS),
+       gz=st.booleans())
+def test_every_registry_kind_reads_mixed_lines(tmp_path, lines, kind, gz):
+    """Lines of every format mixed: what each registry kind trains on is read, or a
+    FormatError names the file and line."""
+    data = "\n".join(lines).encode()
+    path = tmp_path / ("in.gz" if gz else "in.txt")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    read_or_format_error(f"train-{kind}", path)
+
+
+@FAST
+@given(lines=st.lists(LINES, max_size=12), reader=st.sampled_from(sorted(READERS)))
+def test_every_reader_reads_mixed_lines(tmp_path, lines, reader):
+    path = tmp_path / "in.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    read_or_format_error(reader, path)
+
+
+@pytest.mark.parametrize("kind", REGISTRY_KINDS)
+def test_every_registry_kind_has_a_reader(kind, tmp_path):
+    """Each kind reads a file of its input kind (so the fuzzing above reaches a real reader,
+    not only its errors)."""
+    entry = models.get(kind)
+    path = tmp_path / "ok.txt"
+    if entry.input_kind == "sequences":
+        path.write_text("the dog barks\na cat sleeps\n")
+    elif entry.input_kind == "dependency":
+        path.write_text("1\tthe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\n"
+                        "2\tdog\tdog\tNOUN\tNN\t_\t0\troot\t_\t_\n\n")
+    else:
+        path.write_text("(TOP (S (NP (DT the) (NN dog)) (VP (VBZ barks))))\n")
+    items = READERS[f"train-{kind}"](path)
+    assert len(items) >= 1
 
 
 @FAST

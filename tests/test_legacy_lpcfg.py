@@ -16,7 +16,6 @@ from conftest import without_punctuation_rule
 
 from fastspectral.io import load
 from fastspectral.lpcfg import EMLPCFG, PivotLPCFG, SpectralLPCFG
-from fastspectral.synthetic import LatentPCFG
 
 LEGACY = Path(__file__).resolve().parent / "data" / "legacy"
 EXPECTED = json.loads((LEGACY / "expected.json").read_text())
@@ -27,8 +26,8 @@ def _digest(trees) -> str:
 
 
 @pytest.fixture(scope="module")
-def data():
-    g = LatentPCFG.default(n_states=2, seed=0)
+def data(synthetic_grammar):
+    g = synthetic_grammar
     return g.sample(400, seed=0), [t.leaves() for t in g.sample(40, seed=5)]
 
 

@@ -10,7 +10,6 @@ from _lpcfg_brute import brute_force_counts
 from fastspectral.lpcfg.em import EMLPCFG
 from fastspectral.lpcfg.features import extract_nodes
 from fastspectral.lpcfg.latent_params import LatentLayout, e_step, m_step, uniform_counts
-from fastspectral.synthetic import LatentPCFG
 from fastspectral.trees.transforms import prepare
 from fastspectral.trees.tree import Tree
 
@@ -78,8 +77,8 @@ def _normalisation_error(lay, p):
     return np.abs(tot[live] - 1).max(), abs(p.c1.sum() - 1)
 
 
-def test_em_monotone_and_normalised():
-    g = LatentPCFG.default(n_states=2, seed=0)
+def test_em_monotone_and_normalised(synthetic_grammar):
+    g = synthetic_grammar
     trees = g.sample(300, seed=1)
     lay = _layout(trees, 3, min_count=5)
     params = m_step(lay, uniform_counts(lay, noise=0.3, seed=0))
@@ -99,8 +98,8 @@ def test_em_monotone_and_normalised():
     assert max(_normalisation_error(lay, params)) < 1e-9
 
 
-def test_symmetric_start_does_not_break_symmetry():
-    g = LatentPCFG.default(n_states=2, seed=0)
+def test_symmetric_start_does_not_break_symmetry(synthetic_grammar):
+    g = synthetic_grammar
     trees = g.sample(100, seed=2)
     lay = _layout(trees, 2, min_count=5)
     params = m_step(lay, uniform_counts(lay))  # no noise: all states identical
@@ -112,8 +111,8 @@ def test_symmetric_start_does_not_break_symmetry():
 
 
 @pytest.fixture(scope="module")
-def synthetic():
-    g = LatentPCFG.default(n_states=2, seed=0)
+def synthetic(synthetic_grammar):
+    g = synthetic_grammar
     return g.sample(1500, seed=1), g.sample(120, seed=2)
 
 

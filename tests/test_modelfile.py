@@ -8,12 +8,11 @@ import fastspectral
 from fastspectral import models
 from fastspectral.errors import ModelFileError
 from fastspectral.io import modelfile
-from fastspectral.synthetic import LatentPCFG
 
 
 @pytest.mark.parametrize("kind", ["pcfg", "spectral-lpcfg"])
-def test_memory_mapped_arrays_give_the_same_parses(kind, tmp_path, monkeypatch):
-    g = LatentPCFG.default(n_states=2, seed=0)
+def test_memory_mapped_arrays_give_the_same_parses(kind, tmp_path, monkeypatch, synthetic_grammar):
+    g = synthetic_grammar
     trees, test = g.sample(300, seed=1), [t.leaves() for t in g.sample(30, seed=2)]
     cls = models.model_class(kind)
     model = cls(n_states=2, jobs=1) if kind != "pcfg" else cls(jobs=1)
@@ -55,12 +54,12 @@ def test_changed_byte_inside_an_array_is_refused(tmp_path, monkeypatch, mapped):
         modelfile.load_model_file(tmp_path / "bad.fsm")
 
 
-def test_lpcfg_file_without_its_coarse_grammar_is_refused(tmp_path):
+def test_lpcfg_file_without_its_coarse_grammar_is_refused(tmp_path, synthetic_grammar):
     """An L-PCFG parse always prunes with the embedded PCFG's coarse grammar: a file whose
     ``pcfg`` meta lacks it is refused at load (it loaded, then parsing raised AttributeError)."""
     import json
 
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     model = models.model_class("spectral-lpcfg")(n_states=2, jobs=1).fit(g.sample(200, seed=1))
     model.save(tmp_path / "m.fsm")
     kind, meta, arrays = modelfile.load_model_file(tmp_path / "m.fsm")

@@ -27,12 +27,11 @@ TOY = [_sent("the/DT dog/NN barks/VBZ", [2, 3, 0]),
 
 
 @pytest.fixture(scope="module")
-def synthetic():
+def synthetic(synthetic_grammar):
     from fastspectral.dependency.data import trees_to_dep_sentences
-    from fastspectral.synthetic import LatentPCFG
     from fastspectral.trees.transforms import clean
 
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     return list(trees_to_dep_sentences(clean(t) for t in g.sample(400, seed=3)))
 
 

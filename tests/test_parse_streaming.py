@@ -13,7 +13,6 @@ import time
 import pytest
 
 from fastspectral import cli
-from fastspectral.synthetic import LatentPCFG
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,10 +24,10 @@ def run(argv, capsys):
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory):
+def work(tmp_path_factory, synthetic_grammar):
     """A PCFG model, 6,000 sentences (plain and .gz) and their single-process parse."""
     d = tmp_path_factory.mktemp("streaming")
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     (d / "train.trees").write_text("".join(str(t) + "\n" for t in g.sample(300, seed=1)))
     assert cli.main(["train", "pcfg", str(d / "train.trees"), "-o", str(d / "m.fsm"), "-q"]) == 0
     text = "".join(" ".join(t.leaves()) + "\n" for t in g.sample(6000, seed=2))

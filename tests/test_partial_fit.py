@@ -10,7 +10,6 @@ import pytest
 from conftest import data_path, need
 
 from fastspectral.base import Partition, PartitionedFit, Statistics
-from fastspectral.synthetic import LatentPCFG
 
 
 # ------------------------------------------------------------------------------------------------
@@ -71,8 +70,8 @@ def assert_same_arrays(a, b):
 
 
 @pytest.fixture(scope="module")
-def synthetic_trees():
-    return LatentPCFG.default(n_states=2, seed=0).sample(400, seed=1)
+def synthetic_trees(synthetic_grammar):
+    return synthetic_grammar.sample(400, seed=1)
 
 
 @pytest.fixture(scope="module")

@@ -4,13 +4,14 @@ import os
 
 import numpy as np
 import pytest
+from conftest import data_path
 
 from fastspectral import PCFG, ModelFileError, NotFittedError
 from fastspectral.eval.evalb import evaluate
 from fastspectral.trees import Tree, read_ptb
 from fastspectral.trees.transforms import clean
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "ptb")
+DATA = str(data_path("ptb"))
 SAMPLE = os.path.join(DATA, "wsj-sample.mrg")
 WSJ22 = os.path.join(DATA, "wsj22.trees")
 

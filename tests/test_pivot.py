@@ -163,12 +163,11 @@ def test_pivot_em_starts_better_than_random(planted):
     assert ex.recovery_error(piv)["t"] < 0.08
 
 
-def test_save_load_and_cli(tmp_path):
+def test_save_load_and_cli(tmp_path, synthetic_grammar):
     from fastspectral.cli import main
     from fastspectral.io import load
-    from fastspectral.synthetic import LatentPCFG
 
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     trees = g.sample(400, seed=3)
     tb = tmp_path / "train.trees"
     tb.write_text("\n".join(str(t) for t in trees) + "\n")
@@ -213,14 +212,13 @@ def test_several_feature_pairs_are_aligned(planted):
     assert err["t"] < 0.08 and err["q"] < 0.05 and err["pi"] < 0.05, err
 
 
-def test_cli_defaults_are_the_models_defaults(tmp_path):
+def test_cli_defaults_are_the_models_defaults(tmp_path, synthetic_grammar):
     """``fastspectral train pivot-em`` without options builds the classes' defaults; the pivot
     and EM learners share the defaults of their common options."""
     import inspect
 
     from fastspectral.cli import main
     from fastspectral.io import load
-    from fastspectral.synthetic import LatentPCFG
 
     em_sig = inspect.signature(EMLPCFG).parameters
     piv_sig = inspect.signature(PivotLPCFG).parameters
@@ -229,7 +227,7 @@ def test_cli_defaults_are_the_models_defaults(tmp_path):
         assert piv_sig[key].default == em_sig[key].default, key
     assert EMLPCFG().n_iterations == 50 and EMLPCFG(init="pivot").n_iterations == 4
     assert EMLPCFG(iterations=7).n_iterations == 7
-    trees = LatentPCFG.default(n_states=2, seed=0).sample(300, seed=3)
+    trees = synthetic_grammar.sample(300, seed=3)
     tb = tmp_path / "train.trees"
     tb.write_text("\n".join(str(t) for t in trees) + "\n")
     out = tmp_path / "pem.model"

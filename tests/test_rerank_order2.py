@@ -20,12 +20,11 @@ KW = dict(k=8, features="base", epochs=2, bits=18, rerank_bits=16, rerank_epochs
 
 
 @pytest.fixture(scope="module")
-def synthetic():
+def synthetic(synthetic_grammar):
     from fastspectral.dependency.data import trees_to_dep_sentences
-    from fastspectral.synthetic import LatentPCFG
     from fastspectral.trees.transforms import clean
 
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     return list(trees_to_dep_sentences(clean(t) for t in g.sample(300, seed=7)))
 
 

@@ -23,8 +23,8 @@ def tiny(n_states=2, seed=3):
 
 
 @pytest.fixture(scope="module")
-def g2():
-    return LatentPCFG.default(n_states=2, seed=0)
+def g2(synthetic_grammar):
+    return synthetic_grammar
 
 
 # ----------------------------------------------------------------------------------- helpers
