@@ -13,8 +13,9 @@ cannot drift from what the tests do:
   called by a test without the marker fails it (the analysis missed a path to the data).
 * ``subprocess``: the test (or a fixture or helper of its module that it uses) starts a
   process: ``subprocess``, ``Popen``, ``check_output``, ``sys.executable``.
-* ``slow`` (over ~5 s on a loaded 2-core machine) is written on the tests themselves
-  (``@pytest.mark.slow``); ``pytest -m "not slow"`` is the quick run.
+* ``slow`` (seconds each: over ~2.5 s measured on a loaded 2-core machine, a module fixture
+  included) is written on the tests themselves (``@pytest.mark.slow``, or ``pytestmark`` for
+  a module whose fixtures are slow); ``pytest -m "not slow"`` is the quick run.
 """
 from __future__ import annotations
 

@@ -131,6 +131,7 @@ def test_bad_parameters_and_input(synthetic):
         ATMParser().fit("a string")
 
 
+@pytest.mark.slow
 def test_cli_train_parse_eval(tmp_path, synthetic):
     train, test = synthetic
     tb = tmp_path / "train.trees"

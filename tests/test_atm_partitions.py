@@ -35,6 +35,7 @@ def _same_model(a, b):
     np.testing.assert_allclose(a.distances_, b.distances_, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 2, 7])
 @pytest.mark.parametrize("kw", [{}, {"vectors": "brown", "brown_clusters": 20},
                                 {"center": True, "tagset": "as-is"}])

@@ -151,6 +151,7 @@ def test_evaluate_dependency_files(tmp_path):
     assert ei.value.path == str(g)
 
 
+@pytest.mark.slow
 def test_shared_treebank_against_itself():
     path = need(data_path("dep", "wsj-sample.dp"))
     pytest.importorskip("fastspectral.trees.readers")

@@ -65,6 +65,7 @@ def test_select_default_not_eligible_and_nothing_chosen(bench):
     assert chosen is None and len(eligible) == 2
 
 
+@pytest.mark.slow
 def test_harness_equals_fit_and_parse(bench, synthetic_grammar):
     """The dev row of the harness (cached-list re-ranker) is what ``RerankDepParser(
     base_order=2).fit(tr)`` then ``parse(dev)`` gives, with and without a spectral model."""

@@ -175,6 +175,7 @@ def test_paper_features_bits_then_one_hot_cluster():
     np.testing.assert_array_equal(X[0, :2], bits[0, :2])
 
 
+@pytest.mark.slow
 def test_cli_train_brown(tmp_path):
     """``fastspectral train brown CORPUS -o FILE`` (word/TAG lines: the tags are dropped), and a
     clean one-line error naming the file on an empty corpus (the reader of every "sequences"

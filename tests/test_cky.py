@@ -117,6 +117,7 @@ def check_marginals_against_enumeration(g, n, lex, grammar=None, **kw):
     return derivs, Z
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed,n,chain", [(0, 1, False), (1, 2, False), (2, 3, False),
                                           (3, 4, False), (4, 3, True), (5, 4, True)])
 def test_inside_outside_marginals_match_enumeration(seed, n, chain):
@@ -146,6 +147,7 @@ def _tree_items(triples):
     return [tuple(int(x) for x in t) for t in triples]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_viterbi_tree_is_best_derivation(seed):
     g = random_grammar(seed + 10)

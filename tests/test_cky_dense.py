@@ -27,6 +27,7 @@ def _plain_chart(g, tags_parent=False):
                         g.root_prob, g.sym_class, is_tag, len(g.classes))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed,n,chain", [(0, 1, False), (1, 2, False), (2, 3, False),
                                           (3, 4, False), (4, 3, True), (5, 4, True),
                                           (6, 4, False)])
@@ -70,6 +71,7 @@ def _pack(lexes):
             np.concatenate([lx[2] for lx in lexes]))
 
 
+@pytest.mark.slow
 def test_dense_prune_items_equal_sparse_long_sentences_and_threads():
     g = random_grammar(3, n_nt=5, n_tags=4)
     cg = g.chart_grammar("sum")

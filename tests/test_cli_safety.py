@@ -38,6 +38,7 @@ def work(tmp_path_factory, synthetic_grammar):
     return d
 
 
+@pytest.mark.slow
 def test_output_equal_to_an_input_is_refused(work, capsys):
     before = (work / "sents.txt").read_bytes()
     rc, _, err = run(["parse", work / "m.fsm", work / "sents.txt", "-o", work / "sents.txt"],
@@ -58,6 +59,7 @@ def test_an_existing_output_survives_a_failed_run(work, capsys, tmp_path):
     assert out.read_text() == "precious\n"
 
 
+@pytest.mark.slow
 def test_devices_are_written_directly(work, capsys):
     rc, _, err = run(["parse", work / "m.fsm", work / "sents.txt", "-o", os.devnull, "-q",
                       "--chunk-size", "1000"], capsys)
@@ -69,6 +71,7 @@ def test_devices_are_written_directly(work, capsys):
         assert not os.path.isfile("/dev/full"), "the device node must not be replaced"
 
 
+@pytest.mark.slow
 def test_interrupted_parse_keeps_finished_sentences_and_resumes_identically(work, tmp_path):
     ref = tmp_path / "ref.trees"
     assert cli.main(["parse", str(work / "m.fsm"), str(work / "sents.txt"), "-o", str(ref),

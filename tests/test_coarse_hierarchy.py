@@ -26,6 +26,7 @@ def coarse(trees):
     return PCFG(v=1, h=0).fit(trees).grammar_
 
 
+@pytest.mark.slow
 def test_expected_counts_are_the_training_counts_per_tree(trees, coarse):
     # a relative-frequency grammar's expected node counts are the training counts per tree
     counts = Counter()

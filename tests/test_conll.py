@@ -42,6 +42,7 @@ def _errors(text):
 
 # ------------------------------------------------------------------ real files
 
+@pytest.mark.slow
 @needs_data
 @pytest.mark.parametrize("path,reader,encoding,n_sents", [
     (WSJ_DP, read_malttab, "utf-8", 3914),
@@ -111,6 +112,7 @@ def test_ud_multiword_and_empty_nodes_positions():
     assert today.words[:2] == ["Today", "'s"]
 
 
+@pytest.mark.slow
 @needs_data
 def test_ud_write_reproduces_text_exactly(tmp_path):
     with open(UD, encoding="utf-8") as fh:
@@ -128,6 +130,7 @@ def test_ud_write_reproduces_text_exactly(tmp_path):
     assert list(read_conllu(out)) == list(read_conllu(UD))
 
 
+@pytest.mark.slow
 @needs_data
 @pytest.mark.parametrize("path,reader,writer,encoding", [
     (PADT, read_conllu, write_conllu, "utf-8"),

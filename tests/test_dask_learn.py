@@ -12,6 +12,9 @@ from conftest import data_path, need
 distributed = pytest.importorskip("distributed", reason="Dask is an optional extra: pip install "
                                                         "'fastspectral[dask]'")
 
+#: every test here starts a local Dask cluster (seconds each)
+pytestmark = pytest.mark.slow
+
 from test_partial_fit import assert_same_arrays, assert_same_model, split  # noqa: E402
 
 

@@ -12,6 +12,9 @@ import pytest
 pytest.importorskip("distributed", reason="dask[distributed] is not installed "
                                           "(pip install 'fastspectral[dask]')")
 
+#: every test here starts a local Dask cluster (seconds each)
+pytestmark = pytest.mark.slow
+
 from distributed import Client, LocalCluster  # noqa: E402
 
 from fastspectral import cli  # noqa: E402

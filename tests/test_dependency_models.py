@@ -60,6 +60,7 @@ def _sentences_from_sequences(left, right, tags="abc"):
     return sents
 
 
+@pytest.mark.slow
 def test_spectral_recovers_sequence_distribution():
     rng = np.random.default_rng(0)
     pfa = two_state_pfa()

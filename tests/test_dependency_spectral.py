@@ -77,6 +77,7 @@ def _weight(alpha1, beta, A, seq):
     return float(beta @ v)
 
 
+@pytest.mark.slow
 def test_hankel_counts_match_brute_force():
     rng = np.random.default_rng(1)
     pfa = two_state_pfa()
@@ -122,6 +123,7 @@ def test_learner_matches_dense_reference(basis, max_basis, ridge):
                 assert abs(ref - got) < 1e-7 * max(1.0, abs(ref)), (basis, d, seq)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("basis,ridge", [(1, 0.0), (2, 0.0), (2, 1.0)])
 def test_generalised_basis_is_consistent(basis, ridge):
     """With many samples both bases (with or without the ridge, whose strength shrinks as

@@ -77,6 +77,7 @@ def test_registry_entry_matches_its_class(kind):
     assert getattr(fastspectral, cls.__name__) is cls     # top-level import
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_params_clone_and_repr(kind):
     sklearn_base = pytest.importorskip("sklearn.base")
@@ -114,6 +115,7 @@ def test_not_fitted_error_names_the_class(kind, tmp_path):
         model.save(tmp_path / "m.fsm")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_fit_returns_self_and_save_load_round_trip(kind, data, tmp_path):
     cls, model = _make(kind)

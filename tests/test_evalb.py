@@ -273,6 +273,7 @@ _TRACE_LINE = re.compile(r"(label=.*, word=.*, wid=\d+|1\.res=.*|  (LABEL|BRACKE
                          r"endslen=\d+|-?\d+: \S* - \S*|)\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prm", ["collins", "new"])
 @pytest.mark.parametrize("name", ["pred-perturbed", "pred-abort"])
 def test_debug_output_wraps_the_reference_report(evalb_dir, name, prm):
@@ -624,6 +625,7 @@ def _trees(draw, depth=0):
     return f"({draw(st.sampled_from(_LABELS))} {' '.join(kids)})"
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(st.lists(_trees(), min_size=1, max_size=6),
        st.sampled_from(["collins", "new"]), st.sampled_from([0, 2]))
@@ -672,6 +674,7 @@ def _check_run(tmp, gold: bytes, pred: bytes, prm: bytes | None, encoding: str, 
     assert ("=== Summary ===" in out.getvalue()) == (rc == 0)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=200), st.sampled_from(["utf-8", "latin-1"]), st.sampled_from([0, 2]))
 def test_property_random_bytes_as_tree_file(tmp_path, data, encoding, debug):
@@ -682,6 +685,7 @@ def test_property_random_bytes_as_tree_file(tmp_path, data, encoding, debug):
     _check_run(tmp_path, data, gold, None, encoding, debug)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_TREEISH, _TREEISH, st.sampled_from(["utf-8", "latin-1"]), st.sampled_from([0, 1, 2]))
 def test_property_tree_like_bytes(tmp_path, gold, pred, encoding, debug):
@@ -695,6 +699,7 @@ _PRMISH = st.lists(st.sampled_from([b"DEBUG", b"MAX_ERROR", b"CUTOFF_LEN", b"LAB
                                     b"NN", b"\xff", b"\x00", b"\t", b"x"]), max_size=30).map(b"".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.one_of(st.binary(max_size=100), _PRMISH), st.sampled_from(["utf-8", "latin-1"]))
 def test_property_random_parameter_file(tmp_path, prm, encoding):

@@ -39,6 +39,9 @@ from _toy import coordination_treebank, dep_treebank, dep_treebank_svo
 
 from fastspectral import models
 
+#: the models of every kind are fitted once for the module, and each case runs in a worker
+pytestmark = pytest.mark.slow
+
 WORKER = textwrap.dedent('''
     import json, logging, sys, warnings
     logging.disable(logging.CRITICAL)

@@ -331,3 +331,20 @@ def test_brown_round_trip(tmp_path, sents):
     path = tmp_path / "b.pos"
     write_brown(sents, path)
     assert [list(map(tuple, s)) for s in read_brown(path)] == [list(s) for s in sents]
+
+
+def test_brown_universal_reader_names_the_line_of_an_undecodable_byte(tmp_path):
+    """``read_brown_tagged`` decoded with ``open()``: a byte that is not UTF-8 was a
+    UnicodeDecodeError; it is a FormatError with the file and line (and .gz files read)."""
+    from fastspectral.unsupervised.brown_tags import read_brown_tagged
+
+    path = tmp_path / "b.txt"
+    path.write_bytes(b"The/at dog/nn ./.\nA/at \x80/nn\n")
+    with pytest.raises(FormatError) as err:
+        read_brown_tagged(path)
+    assert err.value.path == str(path) and err.value.line == 2
+    assert str(err.value).startswith(f"{path}:2: ")
+    gz = tmp_path / "b.txt.gz"
+    gz.write_bytes(gzip.compress(b"The/at dog/nn ./.\n"))
+    [(words, tags)] = read_brown_tagged(gz)
+    assert words == ["The", "dog", "."] and len(tags) == 3

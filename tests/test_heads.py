@@ -107,6 +107,7 @@ def test_projectivity_checker_rejects_bad_trees():
     assert not _is_single_rooted_projective([3, 4, 0, 3])   # crossing arcs 1<-3, 2<-4
 
 
+@pytest.mark.slow
 @needs_data
 def test_wsj_sample_converts_to_projective_trees():
     n = 0

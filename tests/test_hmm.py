@@ -178,6 +178,7 @@ def toy():
     return _toy(11, 12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["spectral", "em", "spectral-em"])
 def test_scoring_api_and_model_file(tmp_path, toy, method):
     train, dev = toy
@@ -216,6 +217,7 @@ def test_fitted_hmm_is_close_to_the_truth(toy):
         assert abs(lp.sum() - truth.sum()) / abs(truth.sum()) < 0.01, method
 
 
+@pytest.mark.slow
 def test_predict_next_on_a_deterministic_language():
     train = [["DT", "NN", "VBZ"], ["DT", "JJ", "NN", "VBZ"], ["NNS", "VBP"]] * 40
     for method in ("spectral", "em", "spectral-em"):

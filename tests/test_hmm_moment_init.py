@@ -72,6 +72,7 @@ def test_window_table_counts_every_event_position():
     assert np.array_equal(again.W, win.W) and np.array_equal(again.counts, win.counts)
 
 
+@pytest.mark.slow
 def test_window_loglik_equals_enumeration():
     rng = np.random.default_rng(3)
     start, trans, emit = _hmm(rng, 3, 4)
@@ -83,6 +84,7 @@ def test_window_loglik_equals_enumeration():
     assert MI.window_loglik(win, start, trans, emit, q) == pytest.approx(want, rel=1e-10)
 
 
+@pytest.mark.slow
 def test_window_em_never_decreases_the_likelihood():
     rng = np.random.default_rng(0)
     start, trans, emit = _hmm(rng, 3, 4)
@@ -105,6 +107,7 @@ def _known_windows(seed, n):
     return start, trans, emit, seqs, enc, MI.windows_from_sequences(enc.offsets, enc.ids, 3, 3)
 
 
+@pytest.mark.slow
 def test_moment_fit_recovers_the_window_distribution():
     """On a large sample of a known 2-state HMM the fitted model's window probabilities are
     close to the true ones (the empirical window distribution converges to them)."""
@@ -125,6 +128,7 @@ def test_moment_fit_recovers_the_window_distribution():
     assert abs(ll_fit - ll_true) / enc.n_events < 0.01
 
 
+@pytest.mark.slow
 def test_restarts_keep_the_best_window_likelihood_and_floor():
     rng = np.random.default_rng(2)
     start, trans, emit = _hmm(rng, 3, 4)
@@ -153,6 +157,7 @@ def test_restarts_keep_the_best_window_likelihood_and_floor():
         MI.window_table(S.frame(enc, 4), 4, 0)
 
 
+@pytest.mark.slow
 def test_moment_start_as_em_start():
     """The start plugged into EM: EM from it runs, and its first iterate is at least as good
     on the training data as the start (EM's monotonicity from this start)."""
@@ -178,6 +183,7 @@ def test_moment_start_as_em_start():
     assert np.allclose(s3, s2) and np.allclose(t3, t2) and np.allclose(e3, e2)
 
 
+@pytest.mark.slow
 def test_trigram_estep_equals_the_generic_one():
     """Windows of length 3 take the prefix-grouped E-step: the same likelihood and expected
     counts as the batched forward-backward over every window."""
@@ -195,6 +201,7 @@ def test_trigram_estep_equals_the_generic_one():
         assert np.allclose(x, y, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_small_trigram_estep_equals_the_numpy_one(monkeypatch):
     """The one-pass compiled E-step for few states gives the NumPy version's likelihood and
     expected counts (windows that open sequences, padding after the end included)."""
@@ -216,6 +223,7 @@ def test_small_trigram_estep_equals_the_numpy_one(monkeypatch):
             assert np.allclose(x, y, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_split", [None, 2, 1, 0])
 def test_split_without_noise_keeps_the_distribution(n_split):
     """Splitting states into exchangeable copies (noise 0) leaves the probability of every
@@ -247,6 +255,7 @@ def test_split_without_noise_keeps_the_distribution(n_split):
         MI.split_states(start, trans, emit, q, 4)
 
 
+@pytest.mark.slow
 def test_progressive_splitting():
     """The sizes double up to m; every window-EM stage never lowers the window likelihood
     and a split (small noise) starts the next stage near the previous stage's end; the result
@@ -276,6 +285,7 @@ def test_progressive_splitting():
                             init=(np.ones(3) / 3, np.ones((3, 3)) / 3, np.ones((3, 4)) / 4))
 
 
+@pytest.mark.slow
 def test_splitting_beside_the_direct_fit_keeps_the_better_window_likelihood():
     """With a direct start at m the better route by window likelihood is kept, screened or
     not; the screened run continues only the winner."""

@@ -25,6 +25,7 @@ def _parts(seqs, k):
     return [seqs[cut[i]:cut[i + 1]] for i in range(k)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 2, 7])
 @pytest.mark.parametrize("params", [
     {"n_states": 2, "max_basis": 6},

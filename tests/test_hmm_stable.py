@@ -27,6 +27,7 @@ def _random_enc(M, n, seed):
     return Encoded(off, rng.integers(0, M, size=int(off[-1])).astype(np.int64))
 
 
+@pytest.mark.slow
 def test_dense_and_sparse_counting_paths_agree(monkeypatch):
     enc = _random_enc(7, 400, 0)
     H = S.hankel_data(enc, 7, max_basis=20)
@@ -165,6 +166,7 @@ def test_build_and_encode_equals_table_then_encode():
         HMM().fit([["a"], ["b", 3]])
 
 
+@pytest.mark.slow
 def test_compiled_sparse_svd_of_the_hankel_block(monkeypatch):
     """The compiled randomized SVD of a dense block (its non-zeros, from the counting pass or
     from a scan) against LAPACK's: the leading singular values and subspaces; and a model

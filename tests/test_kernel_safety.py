@@ -71,6 +71,7 @@ UNDERFLOW = """
 """
 
 
+@pytest.mark.slow
 def test_underflowing_products_do_not_overrun_the_cell_lists():
     """Before the fix this process died with "double free or corruption" (n = 50) or SIGSEGV
     (n = 300); now Y's zero products change nothing: the trees and scores equal those of the
@@ -134,6 +135,7 @@ def dep_sentence(n):
     return DepSentence(words=list(words), xpos=list(tags), heads=[-1] * n)
 
 
+@pytest.mark.slow
 def test_long_sentences_every_model_kind(request):
     res = run_python(LONG % {"tests": str(request.path.parent)})
     assert res.returncode == 0, res.stderr[-3000:]
@@ -452,6 +454,7 @@ def test_feature_kernel_checks_its_inputs():
 
 
 # ---- long random sentences: marginal identities -------------------------------------------------
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 10 ** 6), n=st.integers(60, 220), tiny=st.booleans())
 def test_long_random_sentences_keep_marginal_identities(seed, n, tiny):

@@ -62,6 +62,7 @@ def test_population_operators_equal_brute_force(gen, tiny, k):
     assert not np.allclose(sign2 * np.exp(logabs2), brute, rtol=1e-3)
 
 
+@pytest.mark.slow
 def test_estimates_converge_to_the_true_probabilities(gen):
     """p-hat -> p(x | y): the median relative error shrinks with the sample and is small at
     30k trees (the estimator with E_L / E_R swapped, or without the Delta inverse, is far)."""
@@ -81,6 +82,7 @@ def test_estimates_converge_to_the_true_probabilities(gen):
     assert np.median(np.abs(sg * np.exp(lp - truth) - 1)) > 3 * errs[30000]
 
 
+@pytest.mark.slow
 def test_low_dimensional_words_estimate_the_smoothed_model():
     """With k < V word vectors the estimate converges to the model with emission F M."""
     g = LatentDependencyGenerator(n_states=2, n_words=12, seed=3)
@@ -174,6 +176,7 @@ def test_bad_input(gen):
     assert np.isfinite(model.log_prob([DepSentence(words=["zz", "w1"], heads=[0, 1])])).all()
 
 
+@pytest.mark.slow
 def test_cli_train_parse_and_one_line_errors(gen, tmp_path):
     from fastspectral.trees.conll import write_conllu
 

@@ -136,6 +136,7 @@ def test_adjacency_fit_and_file(gen, tmp_path):
         LatentDependencyModel(stop_adjacency=True).fit(train)
 
 
+@pytest.mark.slow
 def test_estimates_converge(gen):
     """p-hat(x, valency | y) -> p: the median relative error on held-out trees shrinks from
     1e3 to 1e4 training trees (one-hot words) and is small at 1e4."""
@@ -243,6 +244,7 @@ def test_bad_parameters(gen):
         LatentDependencyModel(stop_events=True, stop_weight=0).fit(train)
 
 
+@pytest.mark.slow
 def test_cli_stop_events_flag(gen, tmp_path):
     from fastspectral.trees.conll import write_conllu
 

@@ -385,6 +385,7 @@ def test_cli_bad_input_gives_one_line_errors(tmp_path, capsys):
         read_tagging_input(str(empty))
 
 
+@pytest.mark.slow
 def test_padt_sample_round_trip(shared_data):
     """A few hundred PADT sentences: training, tagging, and the vocalised output."""
     from fastspectral.trees.corpus import read_conllu_sentences

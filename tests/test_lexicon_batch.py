@@ -116,6 +116,7 @@ def test_prefetch_respects_the_cache_limit(monkeypatch):
     assert set(lex._word_cache) == {("e", True), ("f", False)}
 
 
+@pytest.mark.slow
 def test_batch_equals_reference_treebank_lexicon():
     """The lexicon of a PCFG trained on the WSJ sample (punctuation rules on), over every word
     type of section 22 and its sentence-initial forms."""

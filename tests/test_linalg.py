@@ -21,6 +21,7 @@ def _slsqp(V, v):
     return x, np.sum((x @ V - v) ** 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["corrective", "away"])
 @pytest.mark.parametrize("m,d,seed", [(3, 5, 0), (7, 12, 1), (12, 8, 2), (20, 30, 3)])
 def test_frank_wolfe_matches_qp_reference(m, d, seed, variant):
@@ -142,6 +143,7 @@ def test_fast_anchor_words_projection_and_candidates():
         fast_anchor_words(X, 3, candidates=[0, 1])
 
 
+@pytest.mark.slow
 def test_cca_projection_scaling_and_svd_methods():
     rng = np.random.default_rng(4)
     # exactly rank 8 (distinct singular values), with rows and columns of zero mass
@@ -272,6 +274,7 @@ def _low_rank(d1, d2, rank, seed, sparse):
     return L @ R
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d1,d2", [(40, 60), (1200, 150), (150, 1200), (700, 800)])
 @pytest.mark.parametrize("sparse", [False, True])
 def test_truncated_svd_every_branch_matches_lapack(d1, d2, sparse):

@@ -64,6 +64,7 @@ def corpus():
     return r, s, train, test
 
 
+@pytest.mark.slow
 def test_pivot_recovers_synthetic_model(corpus):
     r, s, train, test = corpus
     true_ppl = _true_perplexity(r, s, test)

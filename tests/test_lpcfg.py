@@ -188,6 +188,7 @@ def test_estimator_contract(fitted):
     assert fitted.fit_time_ > 0 and fitted.n_train_trees_ == 400
 
 
+@pytest.mark.slow
 def test_sampled_estimate_converges_on_synthetic_lpcfg():
     """p_hat(tree) approaches p(tree) of the true L-PCFG as the sample grows (small, fast)."""
     gm = LatentPCFG.default(n_states=2, seed=3, max_depth=400)
@@ -220,6 +221,7 @@ def test_cli_train(wsj_small, tmp_path):
     assert sv.read_text().startswith("symbol")
 
 
+@pytest.mark.slow
 def test_hundred_word_sentence(fitted, wsj_small):
     """A 100-word input (training sentences run together) parses with bounded work; when the
     coarse pass prunes away every fine derivation the chunk is retried with less pruning."""

@@ -116,6 +116,7 @@ def synthetic(synthetic_grammar):
     return g.sample(1500, seed=1), g.sample(120, seed=2)
 
 
+@pytest.mark.slow
 def test_em_model_fit_parse_save_load(synthetic, tmp_path):
     from fastspectral.eval.evalb import evaluate
     from fastspectral.io import load

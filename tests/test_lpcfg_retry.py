@@ -74,6 +74,7 @@ def _record_levels(model, monkeypatch) -> list:
     return levels
 
 
+@pytest.mark.slow
 def test_deferred_retries_give_the_parses_of_sentences_alone(data, monkeypatch):
     model, sents = data
     levels = _record_levels(model, monkeypatch)
@@ -93,6 +94,7 @@ def test_deferred_retries_give_the_parses_of_sentences_alone(data, monkeypatch):
     assert [str(t) for t in batch] == [str(t) for t in alone]
 
 
+@pytest.mark.slow
 def test_retries_with_several_python_workers_give_the_same_parses(data, monkeypatch):
     # 4 threads: two Python workers, each group retrying its own sentences as it goes (4
     # threads even on a machine with fewer cores, where jobs is capped at the cores)

@@ -132,6 +132,7 @@ def test_cli_bad_treebank_names_file_and_line(tmp_path, capsys):
     assert rc == 2 and len(err) == 1 and "bad.conllu" in err[0] and ":1" in err[0]
 
 
+@pytest.mark.slow
 def test_wsj_sample_accuracy():
     from fastspectral.eval.attachment import attachment_scores
     from fastspectral.trees.readers import read_treebank
@@ -159,6 +160,7 @@ def test_upos_tagset_fits_and_reads_the_upos_column():
     assert "NN" in set(m.tags_) and "NOUN" not in set(m.tags_)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [12, 40])
 def test_long_sentence_in_between_sums_equal_the_direct_ones(n):
     """The prefix-sum path of long sentences (``long_between``) gives the arc scores of the

@@ -39,6 +39,7 @@ def work(tmp_path_factory, synthetic_grammar):
     return d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
 def test_kill_9_then_resume_gives_the_uninterrupted_bytes(work, tmp_path, gz):
     out = tmp_path / ("out.trees.gz" if gz else "out.trees")
@@ -64,6 +65,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_bytes(work, tmp_path, gz):
     assert got == ref          # gzip: the same text (the compressed bytes hold a timestamp)
 
 
+@pytest.mark.slow
 def test_resume_after_a_half_written_line(work, tmp_path, capsys):
     ref = (work / "ref.trees").read_bytes()
     out = tmp_path / "o.trees"
@@ -77,6 +79,7 @@ def test_resume_after_a_half_written_line(work, tmp_path, capsys):
     assert out.read_bytes() == ref
 
 
+@pytest.mark.slow
 def test_progress_total_and_eta_for_gz_input(work, tmp_path, capsys):
     rc, _, err = run(["parse", work / "m.fsm", work / "sents.txt.gz", "-o", tmp_path / "o.gz",
                       "--progress", "--jobs", "1"], capsys)

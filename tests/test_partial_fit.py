@@ -155,6 +155,7 @@ def test_learners_with_the_protocol():
 # ------------------------------------------------------------------------------------------------
 # every learner: 1, 2 and 7 partitions == fit
 # ------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 2, 7])
 def test_pcfg(wsj_trees, k):
     from fastspectral import PCFG
@@ -166,6 +167,7 @@ def test_pcfg(wsj_trees, k):
     assert [str(t) for t in a.parse(s)] == [str(t) for t in b.parse(s)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 2, 7])
 def test_spectral_lpcfg(wsj_trees, k):
     from fastspectral.lpcfg import SpectralLPCFG
@@ -189,6 +191,7 @@ def test_spectral_lpcfg_synthetic_with_empty_partition(synthetic_trees):
     assert_same_model(a, b, exact=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 2, 7])
 @pytest.mark.parametrize("kw", [dict(n_states=4, iterations=4, jobs=1),
                                 dict(n_states=4, init="pivot", iterations=3, jobs=1)],
@@ -216,6 +219,7 @@ def test_em_lpcfg_tol_stops_at_the_same_iteration(synthetic_trees):
     assert_same_model(a, b, exact=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 2, 7])
 def test_pivot_lpcfg(wsj_trees, k):
     from fastspectral.lpcfg import PivotLPCFG
@@ -230,6 +234,7 @@ def test_pivot_lpcfg(wsj_trees, k):
     assert [str(t) for t in a.parse(s)] == [str(t) for t in b.parse(s)]
 
 
+@pytest.mark.slow
 def test_pivot_start_without_iterations_and_pivot_options(synthetic_trees):
     """``iterations=0`` is the pivot start itself (arrays bit for bit); ``pivot_options`` reach the
     pivot pass (other feature pairs, another seed); an empty partition adds nothing."""
@@ -380,6 +385,7 @@ def test_empty_data_is_refused():
 # ------------------------------------------------------------------------------------------------
 # the command line: train KIND A B == train KIND cat(A, B)
 # ------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["pcfg", "spectral", "pivot", "pivot-em"])
 def test_train_on_two_files_equals_their_concatenation(tmp_path, synthetic_trees, kind):
     from fastspectral.cli import main

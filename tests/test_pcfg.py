@@ -33,6 +33,7 @@ def model(train):
     return PCFG(v=2, h=1).fit(train)
 
 
+@pytest.mark.slow
 def test_fit_sets_learned_state(model, train):
     assert model.n_train_trees_ == len(train)
     s = model.grammar_.summary()
@@ -59,6 +60,7 @@ def test_parse_gives_a_tree_per_sentence_with_the_words(model, test_trees):
     assert r.fmeasure > 55  # 600 training trees only; the full sample gives ~77 on all of §22
 
 
+@pytest.mark.slow
 def test_threads_and_pruning_do_not_change_results(model, test_trees):
     sents = [t.leaves() for t in test_trees]
     a = [str(t) for t in model.parse(sents, jobs=1)]

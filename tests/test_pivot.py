@@ -163,6 +163,7 @@ def test_pivot_em_starts_better_than_random(planted):
     assert ex.recovery_error(piv)["t"] < 0.08
 
 
+@pytest.mark.slow
 def test_save_load_and_cli(tmp_path, synthetic_grammar):
     from fastspectral.cli import main
     from fastspectral.io import load

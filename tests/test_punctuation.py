@@ -61,6 +61,7 @@ def test_apostrophe_is_possessive_or_closing_quote(small):
     assert elision[1] == "''"
 
 
+@pytest.mark.slow
 def test_no_length_mismatch_on_section_22():
     """The default PCFG trained on the WSJ sample tags §22's punctuation as the gold does: EVALB
     (COLLINS.prm) scores every one of the 181 sentences with an ambiguous punctuation token

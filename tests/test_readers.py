@@ -81,6 +81,7 @@ def test_brown_first_sentence_and_dispatch():
     assert via == first
 
 
+@pytest.mark.slow
 @needs_data
 def test_read_treebank_on_open_files_replays_sniffed_lines():
     path = os.path.join(DATA, "ud", "en_ewt-ud-dev.conllu")

@@ -54,6 +54,7 @@ def reference_scores(mst2, sents, data):
     return out
 
 
+@pytest.mark.slow
 def test_candidate_kernel_equals_the_reference(order2, synthetic):
     sents = synthetic[240:252]
     mst = order2.mst_
@@ -110,6 +111,7 @@ def test_order2_best_tree_joins_the_list(order2, synthetic):
     assert (pick == where).sum() >= len(best) - 2                # (ties aside)
 
 
+@pytest.mark.slow
 def test_order2_trains_parses_and_round_trips(order2, synthetic, tmp_path):
     test = synthetic[240:]
     assert isinstance(order2.mst2_, MSTParser) and order2.mst2_.order == 2
@@ -171,6 +173,7 @@ def test_bad_base_order_and_lists_without_scores(synthetic, order2):
         RerankDepParser(base_order=2, **KW).fit_lists(lists)
 
 
+@pytest.mark.slow
 def test_cli_base_order_2(synthetic, tmp_path):
     train, inp, model = tmp_path / "t.conllu", tmp_path / "in.conllu", tmp_path / "m.rr"
     write_conllu(train, synthetic[:150])

@@ -45,6 +45,7 @@ CONFIGS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params", CONFIGS)
 def test_tree_weights_sum_to_the_inside_total(synthetic, params):
     """Sum over every projective tree of a short sentence of sign * exp(log |w|) equals the
@@ -58,6 +59,7 @@ def test_tree_weights_sum_to_the_inside_total(synthetic, params):
         assert abs(abs(total) - z) <= 1e-9 * z, (params, total, z)
 
 
+@pytest.mark.slow
 def test_unsmoothed_spectral_weights_can_be_negative_and_still_sum(synthetic):
     """A sign-indefinite model (unsmoothed spectral, no ridge): negative tree weights occur
     and the signed sum still equals the inside total."""
@@ -73,6 +75,7 @@ def test_unsmoothed_spectral_weights_can_be_negative_and_still_sum(synthetic):
     assert negatives > 0
 
 
+@pytest.mark.slow
 def test_single_root_model_gives_multi_rooted_trees_weight_zero(synthetic):
     p = SHAGParser(method="det+f").fit(synthetic[:100])
     assert p.single_root_
@@ -82,6 +85,7 @@ def test_single_root_model_gives_multi_rooted_trees_weight_zero(synthetic):
     assert sg[0] == 0 and lw[0] == -np.inf
 
 
+@pytest.mark.slow
 def test_tree_weight_equals_the_inside_kernel_restricted_to_the_tree(synthetic):
     """log |w(tree)| equals the inside kernel's log |Z| with every arc outside the tree
     masked out (the inside algorithm restricted to one tree)."""
@@ -106,6 +110,7 @@ def test_tree_weight_equals_the_inside_kernel_restricted_to_the_tree(synthetic):
             assert abs(res.logz[0] - want) <= 1e-9 * max(1.0, abs(want))
 
 
+@pytest.mark.slow
 def test_arc_posterior_score_is_the_sum_of_clipped_log_posteriors(synthetic):
     p = SHAGParser(method="spectral", n_states=3, lexical="lex+fcp").fit(synthetic[:200])
     sents = synthetic[300:306]
@@ -129,6 +134,7 @@ def test_arc_posterior_score_is_the_sum_of_clipped_log_posteriors(synthetic):
     assert (post[0::2] > post[1::2]).sum() >= 4
 
 
+@pytest.mark.slow
 def test_jackknife_uses_no_folds_own_trees(synthetic):
     """Each fold's lists are scored by a model fitted on the other folds' sentences only,
     and the scores are those of that model."""
@@ -162,6 +168,7 @@ def test_jackknife_uses_no_folds_own_trees(synthetic):
     assert not np.array_equal(shag_scores(full, sents, data, 1)[2], out[2])
 
 
+@pytest.mark.slow
 def test_base_shag_reranker_save_load_and_cli(synthetic, tmp_path):
     train, test = synthetic[:240], synthetic[300:]
     kw = dict(k=8, epochs=2, bits=18, rerank_bits=16, jobs=2,

@@ -33,6 +33,7 @@ def _check_against_lapack(A, U, s, Vt, k, rtol_s, atol_v):
     np.testing.assert_allclose(Vt * sg[:, None], V0[:k], atol=atol_v)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d1,d2", [(300, 420), (420, 300)])
 def test_gram_branch_flat_spectrum(d1, d2):
     A = _matrix(d1, d2, 0.5, 0)
@@ -61,6 +62,7 @@ def test_gram_branch_refuses_fast_decay():
     np.testing.assert_array_equal(U, U0[:, :32])
 
 
+@pytest.mark.slow
 def test_small_or_many_components_use_lapack():
     A = _matrix(100, 140, 0.5, 2)                  # short side below 128
     U, s, Vt = S.truncated_svd(sp.csr_matrix(A), 8)

@@ -210,6 +210,7 @@ def test_samples_are_cnf_trees_with_states(g2):
     assert max(len(t.leaves()) for t in short) <= 6
 
 
+@pytest.mark.slow
 def test_empirical_length_matches_expected_length():
     g = LatentPCFG.default(n_states=3, seed=2, max_len=100000, max_depth=100000)
     lengths = np.array([len(t.leaves()) for t in g.sample(4000, seed=9)])
@@ -217,6 +218,7 @@ def test_empirical_length_matches_expected_length():
     assert abs(lengths.mean() - g.expected_length()) < 4 * se + 0.2
 
 
+@pytest.mark.slow
 def test_sampled_frequencies_match_tree_probability():
     g = tiny(n_states=2)
     support = [Tree("TOP", [t]) for t in all_trees(g, "S")]

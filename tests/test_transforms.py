@@ -154,6 +154,7 @@ def test_debinarize_parser_output_with_intermediate_root():
         "(TOP (S (VP (VB Go) (NP (NN it)) (. .))))"
 
 
+@pytest.mark.slow
 def test_deep_right_branching_prepare_unprepare():
     n = 3000
     words = " ".join(f"(NN w{i})" for i in range(n))
@@ -183,6 +184,7 @@ def _check_binary(b):
         stack.extend((c, False) for c in ch)
 
 
+@pytest.mark.slow
 @needs_data
 def test_roundtrip_whole_sample_and_wsj22():
     raw = list(read_ptb(SAMPLE)) + list(read_ptb(WSJ22))

@@ -82,6 +82,7 @@ def test_random_trees_match_reference():
         assert str(nodes_to_tree(nodes, words, LABELS, IS_TAG)) == want
 
 
+@pytest.mark.slow
 def test_parser_output_matches_reference(monkeypatch, shared_data):
     from fastspectral.grammar import pcfg as pcfg_mod
     from fastspectral.grammar.pcfg import PCFG

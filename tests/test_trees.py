@@ -194,6 +194,7 @@ def test_read_one_per_line_and_write_roundtrip(tmp_path):
         assert f.readline().rstrip("\n") == lines[0]
 
 
+@pytest.mark.slow
 @needs_data
 def test_read_sample_written_back_one_per_line(tmp_path):
     trees = list(read_ptb(SAMPLE))
