@@ -15,7 +15,6 @@ import pytest
 
 from fastspectral import _threads, cli, models
 from fastspectral.cli import kit
-from fastspectral.synthetic import LatentPCFG
 
 from conftest import data_path, need
 
@@ -39,10 +38,10 @@ def one_error(err: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory):
+def work(tmp_path_factory, synthetic_grammar):
     """Small inputs of every kind and a PCFG model."""
     d = tmp_path_factory.mktemp("process")
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     trees = g.sample(200, seed=1)
     (d / "train.trees").write_text("".join(str(t) + "\n" for t in trees))
     (d / "sents.txt").write_text("".join(" ".join(t.leaves()) + "\n" for t in trees))

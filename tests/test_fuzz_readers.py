@@ -334,9 +334,9 @@ def test_brown_round_trip(tmp_path, sents):
 
 
 def test_brown_universal_reader_names_the_line_of_an_undecodable_byte(tmp_path):
-    """``read_brown_tagged`` decoded with ``open()``: a byte that is not UTF-8 was a
-    UnicodeDecodeError; it is a FormatError with the file and line (and .gz files read)."""
-    from fastspectral.unsupervised.brown_tags import read_brown_tagged
+    """A byte that is not UTF-8 in a Brown file read with universal tags: a FormatError with
+    the file and line, not a UnicodeDecodeError (and .gz files read)."""
+    from fastspectral.trees.corpus import read_brown_universal as read_brown_tagged
 
     path = tmp_path / "b.txt"
     path.write_bytes(b"The/at dog/nn ./.\nA/at \x80/nn\n")
