@@ -186,6 +186,7 @@ def _interrupt(argv, delay):
     return proc.returncode, err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["hmm-em", "mst", "rerank-dep"])
 def test_ctrl_c_during_training_exits_130(tmp_path, command):
     if command == "hmm-em":

@@ -213,6 +213,7 @@ def test_to_disk_and_spacy_load_round_trip(models, tmp_path):
     assert [[s._.parse_string for s in d.sents] for d in loaded.pipe(TEXTS)] == want
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_n_process_two(models, method, tmp_path):
     """Two worker processes give the serial result, after the parent has used its OpenMP

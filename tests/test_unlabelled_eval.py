@@ -89,6 +89,7 @@ def test_ubound_and_rbranch_by_hand(sentence_bracket):
     assert ub.recall == 100.0
 
 
+@pytest.mark.slow
 def test_ubound_precision_on_the_wsj_sample():
     """Klein & Manning's WSJ10 UBOUND precision is 78.8; on the WSJ sample's sentences of <= 10
     words it is 78.6 with the whole-sentence bracket counted, 74.3 without (Luque's
