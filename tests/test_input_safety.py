@@ -44,13 +44,12 @@ TOY = [_dep("the/DT dog/NN barks/VBZ", [2, 3, 0]),
 
 
 @pytest.fixture(scope="module")
-def data():
+def data(synthetic_grammar):
     """Training items per input kind, from the built-in synthetic grammar."""
     from fastspectral.dependency.data import trees_to_dep_sentences
-    from fastspectral.synthetic import LatentPCFG
     from fastspectral.trees.transforms import clean
 
-    g = LatentPCFG.default(n_states=2, seed=0)
+    g = synthetic_grammar
     trees = g.sample(300, seed=3)
     deps = list(trees_to_dep_sentences(clean(t) for t in trees))
     return {"sentences": trees, "dependency": deps[:250],
