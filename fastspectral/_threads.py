@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["available_cores", "resolve_jobs", "python_workers", "map_groups"]
+__all__ = ["available_cores", "check_jobs", "resolve_jobs", "python_workers", "map_groups"]
 
 
 def available_cores() -> int:
@@ -57,10 +57,22 @@ def available_cores() -> int:
     return max(1, n)
 
 
+def check_jobs(jobs) -> int:
+    """A thread count: ``jobs`` itself when it is an integer >= 1, every core available to this
+    process when ``jobs`` is None; ``ValueError`` otherwise (e.g. 0 or -1)."""
+    if jobs is None:
+        return available_cores()
+    try:
+        n = int(jobs)
+    except (TypeError, ValueError):
+        raise ValueError(f"jobs must be an integer >= 1 or None, got {jobs!r}") from None
+    if n != jobs or n < 1:
+        raise ValueError(f"jobs must be an integer >= 1 or None, got {jobs!r}")
+    return n
+
+
 def resolve_jobs(jobs=None) -> int:
     """``jobs`` when it is a positive integer, :func:`available_cores` when it is None."""
-    from .base import check_jobs
-
     return check_jobs(jobs)
 
 

@@ -39,6 +39,7 @@ import copy
 import inspect
 from typing import ClassVar
 
+from ._threads import check_jobs  # noqa: F401  (re-exported: the thread-count check)
 from .errors import NotFittedError
 
 __all__ = ["Estimator", "Parser", "clone", "check_jobs", "Statistics", "Partition",
@@ -217,21 +218,6 @@ class Parser(Estimator):
         if tags is not None and len(tags) != len(items):
             raise ValueError(f"tags has {len(tags)} entries for {len(items)} sentences")
         return check_jobs(jobs if jobs is not None else getattr(self, "jobs", None))
-
-
-def check_jobs(jobs) -> int:
-    """A thread count: ``jobs`` itself when it is an integer >= 1, every core available to this
-    process when ``jobs`` is None; ``ValueError`` otherwise (e.g. 0 or -1)."""
-    if jobs is None:
-        from ._threads import available_cores
-        return available_cores()
-    try:
-        n = int(jobs)
-    except (TypeError, ValueError):
-        raise ValueError(f"jobs must be an integer >= 1 or None, got {jobs!r}") from None
-    if n != jobs or n < 1:
-        raise ValueError(f"jobs must be an integer >= 1 or None, got {jobs!r}")
-    return n
 
 
 def check_int(name: str, value, low: int, allow_none: bool = False):

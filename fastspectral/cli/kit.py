@@ -30,7 +30,7 @@ __all__ = ["CommandError", "option", "switch", "renamed_flag", "class_default",
            "setup_logging", "is_stdio", "require_file", "require_output_path", "add_states",
            "add_markov", "add_jobs", "add_seed", "add_iterations", "add_keep_case",
            "add_encoding", "memory_size", "add_max_memory", "apply_max_memory",
-           "max_memory_env"]
+           "max_memory_env", "errors_in"]
 
 logger = logging.getLogger("fastspectral")
 
@@ -365,3 +365,19 @@ def make_progress(args, label: str):
 
     return Progress(label, enabled=False if getattr(args, "quiet", False) else None,
                     force=getattr(args, "progress", False))
+
+
+class errors_in:
+    """Name ``path`` in the FormatError of a model that checks the data it was given (a model
+    sees items, not files: its errors carry the item's line only)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, exc, tb):
+        if isinstance(exc, FormatError) and exc.path is None and self.path is not None:
+            raise FormatError(exc.message, self.path, exc.line) from None
+        return False
