@@ -55,6 +55,7 @@ import numpy as np
 from numba import njit
 
 from .._blas import blas_single_thread
+from ..linalg.ridge import ridge_inverse
 from ..linalg.svd import range_svd, small_svd
 from .data import Encoded, SequenceData
 
@@ -472,13 +473,12 @@ def _fit_one(g, dlen, doff, dw, dtags, order, gstart, sb, spl, M, n, Ns, Np, k, 
     # kept singular values: above rcond * largest (and the noise level, except the first)
     thr = rcond * max(s[0], 1e-300)
     nthr = noise / np.sqrt(nsq) if noise > 0 else -1.0
-    # Tikhonov-regularised inverse s / (s^2 + lam^2), lam = ridge / sqrt(#sequences): the
-    # order of the block's sampling noise, so lam -> 0 (the plain pseudo-inverse) with data
-    lam2 = ridge * ridge / nsq
-    inv = np.zeros(n)
+    # Tikhonov-regularised inverse s / (s^2 + lam^2), lam = ridge / sqrt(#sequences)
+    # (fastspectral.linalg.ridge): the order of the block's sampling noise, so lam -> 0 with data
+    keep = np.zeros(n, dtype=np.bool_)
     for i in range(m):
-        if s[i] > thr and (i == 0 or s[i] > nthr):
-            inv[i] = s[i] / (s[i] * s[i] + lam2)
+        keep[i] = s[i] > thr and (i == 0 or s[i] > nthr)
+    inv = ridge_inverse(s, keep, ridge, nsq)
     # U (kept columns) and X = (U^T Q)^+ = V diag(1/s) (regularised: V diag(inv)), mapped back
     # if scaled; one more zero row each for the "none" index
     Ul = np.zeros((nr + 1, n))
