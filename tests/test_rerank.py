@@ -11,6 +11,7 @@ from fastspectral.base import Estimator
 from fastspectral.errors import ModelFileError
 from fastspectral.rerank import RerankDepParser
 from fastspectral.rerank import model as rmodel
+from fastspectral.rerank import providers
 from fastspectral.rerank.reranker import tree_features
 from fastspectral.trees.conll import read_conllu
 
@@ -100,7 +101,7 @@ def test_log_p_hat_feature_is_learnt(synthetic, monkeypatch, tmp_path):
     oracle: the dense feature reaches the perceptron, the lists and the model file."""
     from fastspectral.eval.attachment import attachment_scores
 
-    monkeypatch.setattr(rmodel, "_spectral_class", lambda: GoldOracle)
+    monkeypatch.setattr(providers, "_spectral_class", lambda: GoldOracle)
     train, test = synthetic[:300], synthetic[300:]
     kw = dict(k=20, epochs=2, bits=18, rerank_bits=16, jobs=2)
     base = RerankDepParser(features="base", **kw).fit(train)
