@@ -46,6 +46,9 @@ Two additions, off in :func:`learn_spectral` by default and on in ``SHAGParser``
 ``V diag(s / (s^2 + lam^2))`` with ``lam`` = ridge / sqrt(#sequences of the automaton), and
 ``smoothing`` interpolates the result with the DET+F back-off automaton
 (:func:`backoff_automaton`) as a direct sum with two more states.
+
+Kept as one module (about 830 lines): the operator SHAG, its Hankel counts and the
+compiled fit share the basis index tables and call each other inside Numba.
 """
 from __future__ import annotations
 

@@ -39,7 +39,8 @@ class _Compiled:
 
 
 def _strip_function_tags(label: str) -> str:
-    """``NP-SBJ-1`` -> ``NP``, ``NP=2`` -> ``NP``; ``-NONE-``, ``-LRB-`` stay (see :mod:`fastspectral.eval.evalb`)."""
+    """``NP-SBJ-1`` -> ``NP``, ``NP=2`` -> ``NP``; ``-NONE-``, ``-LRB-`` stay (see
+    :mod:`fastspectral.eval.evalb`)."""
     if "-" not in label and "=" not in label:
         return label
     start = 1

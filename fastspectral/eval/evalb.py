@@ -66,6 +66,10 @@ Deliberate differences from the C program (none of them visible on well-formed i
 * The function-tag rule keeps ``-XXX-`` labels as the EVALB README describes (the C code would
   reduce a *bracket* labelled ``-NONE-`` to the empty label; such brackets do not occur in
   treebanks).
+
+Kept as one module (about 900 lines): a transcription of one C program; the parameters,
+reader, scorer and report keep its structure side by side, to be checked against it (the
+pieces shared with the ``DEBUG`` trace are in :mod:`fastspectral.eval._evalb_base`).
 """
 from __future__ import annotations
 

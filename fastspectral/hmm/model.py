@@ -2,6 +2,12 @@
 
 See :class:`HMM`.  The learners are in :mod:`fastspectral.hmm.spectral` and
 :mod:`fastspectral.hmm.em`; the data layer in :mod:`fastspectral.hmm.data`.
+
+Kept as one module (about 900 lines): the estimator only (parameters, the dispatch of its
+three methods, scoring, model files); the learners are :mod:`~fastspectral.hmm.hankel`,
+:mod:`~fastspectral.hmm.spectral`, :mod:`~fastspectral.hmm.automaton`,
+:mod:`~fastspectral.hmm.starts`, :mod:`~fastspectral.hmm.moment_init` and
+:mod:`~fastspectral.hmm.em`.
 """
 from __future__ import annotations
 

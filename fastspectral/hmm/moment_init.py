@@ -28,6 +28,9 @@ composite likelihood, Varin, Reid & Firth 2011), not the observable-operator (SV
 Hsu, Kakade & Zhang 2009, and, like EM, it can stop in a local optimum of its own objective
 (hence the restarts).  It reads only the window table, not the corpus, but it is not free: its
 cost is reported beside the EM iterations it saves (docs/hmm.md).
+
+Kept as one module (about 830 lines): one method (EM on the window distribution); its
+E-step kernels and plans serve only it.
 """
 from __future__ import annotations
 

@@ -33,8 +33,9 @@ lives here because that learner indexes its length-2 basis by dense ``(M+2)^2`` 
 stores one automaton per (head, direction): fine for 45 tags, impossible for a vocabulary of
 20,000 words.  Here the length-2 basis is looked up by binary search over sorted codes and the
 Hankel matrix is sparse; its SVD is exact (LAPACK) for small blocks, the compiled randomized
-range finder over the non-zeros (:func:`fastspectral.linalg.svd.csr_randomized_svd`) for dense-path blocks and
-:func:`fastspectral.linalg.randomized_svd` otherwise.
+range finder over the non-zeros (:func:`fastspectral.linalg.svd.csr_randomized_svd`) for
+dense-path blocks and :func:`fastspectral.linalg.randomized_svd` otherwise; the ridge
+pseudo-inverse is :func:`fastspectral.linalg.ridge.ridge_inverse`.
 
 The Hankel counting is :mod:`fastspectral.hmm.hankel`, the learned automaton and its filter
 :mod:`fastspectral.hmm.automaton`, EM's starting points from these moments
@@ -262,8 +263,9 @@ def _projections(P, N, ridge, rcond, n_seq, random_state, scaled=False, csr=None
     mapped back (``U <- D_r^{-1/2} U``, ``X <- D_c^{-1/2} V diag(inv)``; still
     ``U^T P X = I`` on the kept directions): the CCA-like variant of the SHAG learner.
     A dense ``P`` (larger than :data:`_DENSE_SVD` on both sides) takes the compiled
-    randomized SVD of its non-zeros (:func:`~fastspectral.linalg.svd.csr_randomized_svd`; ``csr``: the CSR arrays of
-    ``P`` if known; then ``P`` may be None, with its ``shape`` given)."""
+    randomized SVD of its non-zeros (:func:`~fastspectral.linalg.svd.csr_randomized_svd`;
+    ``csr``: the CSR arrays of ``P`` if known; then ``P`` may be None, with its ``shape``
+    given)."""
     if scaled:
         eps = 1e-3 / n_seq
         dr = 1.0 / np.sqrt(np.asarray(P.sum(axis=1)).ravel() + eps)

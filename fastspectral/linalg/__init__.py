@@ -19,7 +19,8 @@ import importlib
 _HOMES = {
     "fast_anchor_words": "anchors", "cca_projection": "cca", "conditional_means": "cca",
     "whiten": "cca", "MDP1Result": "mdp", "MDP2Result": "mdp", "joint_em": "mdp", "mdp1": "mdp",
-    "mdp2": "mdp", "randomized_svd": "svd", "csr_randomized_svd": "svd", "ridge_inverse": "ridge", "truncated_svd": "svd", "frank_wolfe_gram": "simplex",
+    "mdp2": "mdp", "randomized_svd": "svd", "csr_randomized_svd": "svd",
+    "ridge_inverse": "ridge", "truncated_svd": "svd", "frank_wolfe_gram": "simplex",
     "frank_wolfe_simplex": "simplex", "mixture_weights_em": "simplex",
     "simplex_objective": "simplex",
 }
