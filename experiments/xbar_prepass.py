@@ -89,7 +89,7 @@ class XBar:
 
 def xbar_grammar(grammar) -> XBar:
     """The X-bar grammar of ``grammar`` (see the module docstring), compiled."""
-    from .._ext.cky import ChartGrammar
+    from fastspectral._ext.cky import ChartGrammar
 
     labels, proj = xbar_projection(grammar)
     X = len(labels)
