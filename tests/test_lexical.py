@@ -442,6 +442,7 @@ def test_cross_validation_chooses_the_inner_settings_inside_each_training_fold(m
     by train() on that fold's training sentences only: each inner choice sees exactly the
     training tokens, never a held-out sentence; each fold's choice is reported."""
     import fastspectral.lexical.cv as cvmod
+    import fastspectral.lexical.inner_cv as inner_cv
     import fastspectral.lexical.training as training
 
     sents = arabic(120, 5)
@@ -460,7 +461,8 @@ def test_cross_validation_chooses_the_inner_settings_inside_each_training_fold(m
         return real_choose(inner, options)
 
     monkeypatch.setattr(cvmod, "train", spy_train)
-    monkeypatch.setattr(training, "_choose_settings", spy_choose)
+    monkeypatch.setattr(training, "_choose_settings", spy_choose)      # graded, weights
+    monkeypatch.setattr(inner_cv, "_choose_settings", spy_choose)      # known_guesses
     res = cvmod.cross_validate(sents, 3, features="table3")
     parts = cvmod.fold_indices(sents, 3)
     assert len(seen) == len(sizes) == 3 == len(res["known_guesses_folds"])

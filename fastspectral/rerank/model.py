@@ -44,9 +44,9 @@ from ..base import check_jobs
 from ..errors import ModelFileError
 from .mst import HeadsParser, MSTParser, _check_int, numba_threads
 from . import providers as _providers
-from .providers import (LOGP_NORMS, SHAG_SCORES, SPECTRAL_INPUTS, SPECTRAL_SCORES,  # noqa: F401
-                        ScoreProviders, _concat, _normalise, add_candidates, order2_scores,
-                        shag_tree_columns)
+from .providers import (LOGP_NORMS, SHAG_SCORES, SPECTRAL_DEFAULTS,  # noqa: F401
+                        SPECTRAL_DEFAULTS_POS, SPECTRAL_INPUTS, SPECTRAL_SCORES, ScoreProviders,
+                        _concat, _normalise, add_candidates, order2_scores, shag_tree_columns)
 from .reranker import RerankData, correct_counts, rerank_epoch, score_candidates
 
 __all__ = ["RerankDepParser", "RerankFitInfo", "TrainingLists", "FEATURES"]
