@@ -23,7 +23,7 @@ import re
 import sys
 
 from .._argtypes import int_at_least, markov_order, positive_int
-from ..errors import FastSpectralError
+from ..errors import FastSpectralError, FormatError
 
 __all__ = ["CommandError", "option", "switch", "renamed_flag", "class_default",
            "build_estimator", "read_training_data", "first_line", "describe", "logger",
