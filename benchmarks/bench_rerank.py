@@ -65,6 +65,7 @@ import json
 import os
 import pickle
 import resource
+import sys
 import time
 
 import numpy as np
@@ -258,7 +259,9 @@ def raw_parses(args, tr):
     """The raw text (``--raw``) parsed by each jack-knife fold's base parser (trained on the
     other folds, as for the lists) and by the parser of the whole of ``tr`` (last)."""
     from fastspectral.rerank import RerankDepParser
-    from fastspectral.rerank.selftrain import read_tagged_text
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                    "experiments"))
+    from rerank_selftrain import read_tagged_text
 
     raw = read_tagged_text(args.raw, tagset=args.raw_tagset)
     path = os.path.join(args.cache, f"raw_heads_e{args.epochs}_{len(raw)}.pkl") \

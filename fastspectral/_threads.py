@@ -41,7 +41,8 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["available_cores", "affinity_cores", "resolve_jobs", "python_workers", "map_groups"]
+__all__ = ["available_cores", "affinity_cores", "check_jobs", "resolve_jobs", "python_workers",
+           "map_groups"]
 
 
 def available_cores() -> int:
@@ -99,6 +100,13 @@ def resolve_jobs(jobs=None, n_items: int | None = None) -> int:
     if n_items is not None:
         n = max(1, min(n, int(n_items)))
     return n
+
+
+def check_jobs(jobs) -> int:
+    """A thread count: every core available to this process when ``jobs`` is None, else
+    ``jobs`` (an integer >= 1; ``ValueError`` otherwise, e.g. 0 or -1) capped at the cores
+    (:func:`resolve_jobs`, the one place that decides thread counts)."""
+    return resolve_jobs(jobs)
 
 
 def python_workers(n_threads: int) -> int:

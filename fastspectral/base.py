@@ -40,6 +40,7 @@ import inspect
 from itertools import chain
 from typing import ClassVar
 
+from ._threads import check_jobs  # noqa: F401  (re-exported: the thread-count check)
 from .errors import NotFittedError
 
 __all__ = ["Estimator", "Parser", "clone", "check_jobs", "Statistics", "Partition",
@@ -322,15 +323,6 @@ def check_trees(trees, what: str = "trees") -> list:
             raise TypeError(f"{what}[{i}] is a {type(t).__name__}, not a Tree (read trees with "
                             "fastspectral.trees.readers.read_treebank or Tree.fromstring)")
     return trees
-
-
-def check_jobs(jobs) -> int:
-    """A thread count: every core available to this process when ``jobs`` is None, else
-    ``jobs`` (an integer >= 1; ``ValueError`` otherwise, e.g. 0 or -1) capped at the cores
-    (:func:`fastspectral._threads.resolve_jobs`, the one place that decides thread counts)."""
-    from ._threads import resolve_jobs
-
-    return resolve_jobs(jobs)
 
 
 def check_int(name: str, value, low: int, allow_none: bool = False):

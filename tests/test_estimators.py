@@ -145,11 +145,13 @@ def test_learner_docstring_examples_run(module):
 
 
 # ---------------------------------------------------------------------------------- imports
-def _top_level_imports(path: Path, package: str) -> set[str]:
-    """Modules of ``fastspectral`` imported at the top level of a file (not inside functions)."""
+def _imports(path: Path, package: str) -> set[str]:
+    """Modules of ``fastspectral`` a file imports, at any level (module top, functions,
+    methods, conditionals), relative imports resolved against ``package``; ``from m import x``
+    counts ``m`` and ``m.x`` (``x`` may be a submodule)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     out = set()
-    for node in tree.body:
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.startswith("fastspectral"))
         elif isinstance(node, ast.ImportFrom):
@@ -165,7 +167,7 @@ def _top_level_imports(path: Path, package: str) -> set[str]:
     return out
 
 
-def test_no_import_cycles():
+def _package_modules() -> dict:
     root = Path(fastspectral.__file__).parent
     modules = {}
     for info in pkgutil.walk_packages([str(root)], "fastspectral."):
@@ -174,27 +176,69 @@ def test_no_import_cycles():
             continue
         package = info.name if info.ispkg else info.name.rpartition(".")[0]
         modules[info.name] = Path(spec.origin), package
-    graph = {name: {m for m in _top_level_imports(path, pkg) if m in modules and m != name}
+    return modules
+
+
+def _import_graph(modules: dict) -> dict:
+    graph = {name: {m for m in _imports(path, pkg) if m in modules and m != name}
              for name, (path, pkg) in modules.items()}
     # a package's __init__ importing its own modules is not a cycle of siblings
     for name in graph:
         graph[name] = {m for m in graph[name] if not name.startswith(m + ".")}
-    state: dict[str, int] = {}
+    return graph
 
-    def visit(node, stack):
-        state[node] = 1
-        for nxt in sorted(graph[node]):
-            if state.get(nxt) == 1:
-                cycle = stack[stack.index(nxt):] + [nxt]
-                pytest.fail("import cycle: " + " -> ".join(cycle))
-            if nxt not in state:
-                visit(nxt, stack + [nxt])
-        state[node] = 2
 
-    for name in sorted(graph):
-        if name not in state:
-            visit(name, [name])
+def _cycles(graph: dict) -> list:
+    """The strongly connected components of more than one module (Tarjan), sorted."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def test_import_graph_sees_function_level_and_relative_imports(tmp_path):
+    """The graph counts an import inside a method, resolves ``..`` and ``from . import x``."""
+    f = tmp_path / "m.py"
+    f.write_text("import os\nfrom .b import c\n\nclass K:\n    def f(self):\n"
+                 "        from ..x import y\n        from . import z\n"
+                 "        if True:\n            import fastspectral.w\n", encoding="utf-8")
+    got = _imports(f, "fastspectral.p")
+    assert {"fastspectral.p.b", "fastspectral.p.b.c", "fastspectral.x", "fastspectral.x.y",
+            "fastspectral.p.z", "fastspectral.w"} <= got
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles():
+    """No two modules of the package import each other, directly or through others, at any
+    level (an import inside a function closes a circle as well)."""
+    modules = _package_modules()
     assert len(modules) > 30
+    cycles = _cycles(_import_graph(modules))
+    assert cycles == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
 def test_one_registry():

@@ -256,6 +256,16 @@ def test_parameter_and_input_errors(synth):
         with pytest.raises((ValueError, TypeError)) as err:
             LexicalDisambiguator(**bad).fit(train_s)
         assert "\n" not in str(err.value)
+    # the numeric hyperparameters go through the base's checks (bools, NaN refused; names)
+    for bad, name in (({"split": 0.0}, "split"), ({"split": float("nan")}, "split"),
+                      ({"C": -1.0}, "C"), ({"C": True}, "C"), ({"epsilon": -0.5}, "epsilon"),
+                      ({"frequency_classes": 31}, "frequency_classes"),
+                      ({"frequency_classes": 2.0}, "frequency_classes"),
+                      ({"max_iter": 0}, "max_iter"), ({"max_iter": True}, "max_iter")):
+        with pytest.raises(ValueError, match=f"^{name} must be") as err:
+            LexicalDisambiguator(**bad)._validate()
+        assert "\n" not in str(err.value)
+    LexicalDisambiguator(C=None, epsilon=None, frequency_classes=np.int64(30))._validate()
     blank = [DepSentence(words=["a", "b"], heads=[0, 1], line=7)]
     with pytest.raises(FormatError, match="line 7: word 1 .* no LEMMA"):
         LexicalDisambiguator().fit(blank)
@@ -409,7 +419,7 @@ def test_known_guesses_inner_is_chosen_on_the_training_data_and_recorded():
     training sentences (the second half of the stage-2 tokens of both directions), is recorded
     in known_guesses_ / known_guesses_scores_ and the model file, and the model is the one
     fitted with that setting given explicitly."""
-    from fastspectral.lexical.model import _split_point
+    from fastspectral.lexical.training import _split_point
 
     sents = arabic(200, 3)
     m = LexicalDisambiguator().fit(sents)
@@ -433,11 +443,12 @@ def test_cross_validation_chooses_the_inner_settings_inside_each_training_fold(m
     by train() on that fold's training sentences only: each inner choice sees exactly the
     training tokens, never a held-out sentence; each fold's choice is reported."""
     import fastspectral.lexical.cv as cvmod
-    import fastspectral.lexical.model as model
+    import fastspectral.lexical.inner_cv as inner_cv
+    import fastspectral.lexical.training as training
 
     sents = arabic(120, 5)
     seen, sizes, asked = [], [], []
-    real_train, real_choose = cvmod.train, model._choose_settings
+    real_train, real_choose = cvmod.train, training._choose_settings
 
     def spy_train(train_sents, **kw):
         seen.append({id(s) for s in train_sents})
@@ -451,7 +462,8 @@ def test_cross_validation_chooses_the_inner_settings_inside_each_training_fold(m
         return real_choose(inner, options)
 
     monkeypatch.setattr(cvmod, "train", spy_train)
-    monkeypatch.setattr(model, "_choose_settings", spy_choose)
+    monkeypatch.setattr(training, "_choose_settings", spy_choose)      # graded, weights
+    monkeypatch.setattr(inner_cv, "_choose_settings", spy_choose)      # known_guesses
     res = cvmod.cross_validate(sents, 3, features="table3")
     parts = cvmod.fold_indices(sents, 3)
     assert len(seen) == len(sizes) == 3 == len(res["known_guesses_folds"])
@@ -459,12 +471,12 @@ def test_cross_validation_chooses_the_inner_settings_inside_each_training_fold(m
         assert not ids & {id(sents[i]) for i in test_ids}
         n_train = sum(len(s) for i, s in enumerate(sents) if i not in set(test_ids))
         assert size == [n_train] * 3
-        assert opts == [("no", "yes"), model.GRADED_GRID, model.UNKNOWN_WEIGHTS_GRID]
+        assert opts == [("no", "yes"), training.GRADED_GRID, training.UNKNOWN_WEIGHTS_GRID]
     for k in res["known_guesses_folds"]:
         sc = k["inner_E1"]
         assert k["known_guesses"] == (sc["yes"] < sc["no"])
         g = k["graded_inner_E1"]
-        assert k["graded"] == min(model.GRADED_GRID, key=lambda o: (g[o], o != "no"))
+        assert k["graded"] == min(training.GRADED_GRID, key=lambda o: (g[o], o != "no"))
         u = k["unknown_weights_inner_E1"]
         assert k["unknown_weights"] == (u["yes"] < u["no"])
     report = cvmod.format_report(res, per_le=False)
@@ -476,7 +488,7 @@ def test_cross_validation_chooses_the_inner_settings_inside_each_training_fold(m
 def test_inner_choice_takes_the_lowest_inner_e1_ties_to_the_first_option():
     """_choose_settings: the option with the lowest inner E1, ties to the earlier (simpler)
     option, with every score and the token count recorded."""
-    from fastspectral.lexical.model import _choose_settings
+    from fastspectral.lexical.inner_cv import _choose_settings
 
     class Fake:
         tokens = 7
@@ -543,7 +555,7 @@ def test_graded_and_unknown_weights_inner_are_chosen_on_the_training_data_and_re
 def test_inner_c_epsilon_chosen_once_and_reused_by_the_later_inner_fits(monkeypatch):
     """With inner choices, (C, epsilon) of each weight set come from the grid of the first
     inner fit; the later inner fits reuse them (no grid); the final fit runs its own grid."""
-    from fastspectral.lexical import engine, model
+    from fastspectral.lexical import engine, inner_cv
 
     calls = []
     real = engine.fit_lambda
@@ -554,7 +566,7 @@ def test_inner_c_epsilon_chosen_once_and_reused_by_the_later_inner_fits(monkeypa
         return out
 
     inner_calls = []
-    real_call = model._InnerE1.__call__
+    real_call = inner_cv._InnerE1.__call__
 
     def spy_inner(self, *a):
         n = len(calls)
@@ -563,7 +575,7 @@ def test_inner_c_epsilon_chosen_once_and_reused_by_the_later_inner_fits(monkeypa
         return out
 
     monkeypatch.setattr(engine, "fit_lambda", spy)
-    monkeypatch.setattr(model._InnerE1, "__call__", spy_inner)
+    monkeypatch.setattr(inner_cv._InnerE1, "__call__", spy_inner)
     m = LexicalDisambiguator().fit(arabic(200, 3))
     inner = [calls[i] for i in inner_calls]
     final = [c for i, c in enumerate(calls) if i not in set(inner_calls)]

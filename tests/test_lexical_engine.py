@@ -8,7 +8,9 @@ import pytest
 from fastspectral.lexical import engine as E
 from fastspectral.lexical.analyser import SuffixGuesser, _vocalised_lemma_rule
 from fastspectral.lexical.data import corpus_from_sentences
-from fastspectral.lexical.model import _stage2_rows, candidates, train
+from fastspectral.lexical.candidates import candidates
+from fastspectral.lexical.rankers import _stage2_rows
+from fastspectral.lexical.training import train
 
 from test_lexical import synthetic
 
@@ -225,7 +227,7 @@ def test_inner_choice_memo_gives_the_results_of_fresh_fits(monkeypatch):
     which every key is new (no memo hit), and the memo does save fits."""
     import itertools
 
-    import fastspectral.lexical.model as model
+    import fastspectral.lexical.rankers as rankers
     from fastspectral.lexical.model import LexicalDisambiguator
     from test_lexical import arabic
 
@@ -242,7 +244,7 @@ def test_inner_choice_memo_gives_the_results_of_fresh_fits(monkeypatch):
     n_memo = len(calls)
     calls.clear()
     fresh = itertools.count()
-    monkeypatch.setattr(model, "_digest", lambda *a: next(fresh))   # never the same key
+    monkeypatch.setattr(rankers, "_digest", lambda *a: next(fresh))   # never the same key
     m2 = LexicalDisambiguator().fit(sents)
     assert n_memo < len(calls)
     for attr in ("known_guesses_", "known_guesses_scores_", "graded_", "graded_scores_",
@@ -356,7 +358,7 @@ def test_lazy_guesser_is_fitted_on_first_use_and_equals_the_eager_one():
     from test_lexical import arabic
 
     from fastspectral.lexical.analyser import SuffixGuesser
-    from fastspectral.lexical.model import _guesser_pairs, _LazyGuesser
+    from fastspectral.lexical.candidates import _guesser_pairs, _LazyGuesser
 
     lr = train(arabic(120, 2), rankers=("M_full",), C=1.0, epsilon=0.1,
                known_guesses="no", graded="no", unknown_weights="no")

@@ -326,3 +326,38 @@ def test_compiled_svd_kit():
     S = rng.standard_normal((6, 6))
     w, V = sym_eig(S + S.T)
     assert np.allclose(w, np.linalg.eigvalsh(S + S.T)) and np.allclose(V @ np.diag(w) @ V.T, S + S.T)
+
+
+def test_ridge_inverse_is_the_regularised_pseudo_inverse():
+    """s / (s^2 + ridge^2 / n) where kept, 0 elsewhere; ridge 0: 1 / s; the HMM learner's
+    projections use it (X = V diag(inv): U^T P X = diag(s * inv))."""
+    from fastspectral.linalg.ridge import ridge_inverse
+
+    s = np.array([4.0, 2.0, 0.5, 1e-9])
+    keep = np.array([True, True, True, False])
+    np.testing.assert_array_equal(ridge_inverse(s, keep, 2.0, 16), [4 / 16.25, 2 / 4.25,
+                                                                    0.5 / 0.5, 0.0])
+    np.testing.assert_allclose(ridge_inverse(s, keep, 0.0, 7)[:3], 1.0 / s[:3])
+    assert ridge_inverse(s, np.zeros(6, np.bool_), 1.0, 1).shape == (6,)   # len(keep) entries
+    from fastspectral.hmm import spectral as S
+
+    rng = np.random.default_rng(0)
+    P = sp.csr_matrix(rng.random((30, 20)) * (rng.random((30, 20)) < 0.4))
+    U, X, sv = S._projections(P, 5, 3.0, 1e-10, 50, 0)
+    np.testing.assert_allclose(U.T @ P @ X, np.diag(sv * sv / (sv * sv + 9.0 / 50)),
+                               atol=1e-12)
+
+
+def test_csr_randomized_svd_matches_randomized_svd():
+    """The compiled SVD over CSR arrays gives randomized_svd's triplets (same test matrix,
+    same products and orthonormalisations, up to the signs of the columns)."""
+    from fastspectral.linalg.svd import csr_randomized_svd
+
+    rng = np.random.default_rng(1)
+    A = sp.csr_matrix(rng.random((120, 90)) * (rng.random((120, 90)) < 0.3))
+    U, s, Vt = csr_randomized_svd((A.data, A.indices, A.indptr), A.shape, 6, oversample=10,
+                                  n_iter=2, random_state=3)
+    U0, s0, Vt0 = randomized_svd(A, 6, oversample=10, n_iter=2, random_state=3)
+    np.testing.assert_allclose(s, s0, rtol=1e-9)
+    np.testing.assert_allclose(np.abs(np.sum(U * U0, axis=0)), 1.0, atol=1e-8)
+    np.testing.assert_allclose(np.abs(np.sum(Vt * Vt0, axis=1)), 1.0, atol=1e-8)

@@ -63,10 +63,12 @@ def test_each_module_imports_alone(module):
 
 
 def test_moved_names():
-    """The shared kernels live in latent_params, the planted example next to synthetic.py."""
+    """The shared kernels live in latent_params; the planted anchored example is test data
+    (tests/_anchored.py), not part of the package."""
     lp = importlib.import_module("fastspectral.lpcfg.latent_params")
     for name in ("LatentLayout", "LatentParams", "e_step", "m_step", "uniform_counts"):
         assert hasattr(lp, name)
     em = importlib.import_module("fastspectral.lpcfg.em")
     assert not hasattr(em, "LatentModelBase") and not hasattr(em, "brute_force_counts")
-    from fastspectral.synthetic_anchored import AnchoredExample  # noqa: F401
+    assert not (PKG.parent / "synthetic_anchored.py").exists()
+    from _anchored import AnchoredExample  # noqa: F401

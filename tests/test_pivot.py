@@ -9,7 +9,8 @@ from fastspectral.lpcfg.em import EMLPCFG
 from fastspectral.lpcfg.features import extract_nodes
 from fastspectral.lpcfg.latent_params import LatentLayout, state_counts
 from fastspectral.lpcfg.pivot import PivotLPCFG, group_mixture_em
-from fastspectral.synthetic_anchored import AnchoredExample
+
+from _anchored import AnchoredExample
 from fastspectral.trees.transforms import prepare
 
 

@@ -11,6 +11,7 @@ from fastspectral.base import Estimator
 from fastspectral.errors import ModelFileError
 from fastspectral.rerank import RerankDepParser
 from fastspectral.rerank import model as rmodel
+from fastspectral.rerank import providers
 from fastspectral.rerank.reranker import tree_features
 from fastspectral.trees.conll import read_conllu
 
@@ -99,7 +100,7 @@ def test_log_p_hat_feature_is_learnt(synthetic, monkeypatch, tmp_path):
     oracle: the dense feature reaches the perceptron, the lists and the model file."""
     from fastspectral.eval.attachment import attachment_scores
 
-    monkeypatch.setattr(rmodel, "_spectral_class", lambda: GoldOracle)
+    monkeypatch.setattr(providers, "_spectral_class", lambda: GoldOracle)
     train, test = synthetic[:300], synthetic[300:]
     kw = dict(k=20, epochs=2, bits=18, rerank_bits=16, jobs=2)
     base = RerankDepParser(features="base", **kw).fit(train)
@@ -346,3 +347,42 @@ def test_argmax_segments_keeps_every_segment_with_nan_scores():
     x = np.array([1.0, 3.0, np.nan, np.nan, np.nan, -np.inf, 2.0, np.nan, 2.0])
     off = np.array([0, 3, 5, 6, 9])
     np.testing.assert_array_equal(_argmax_segments(x, off), [1, 3, 5, 6])
+
+
+def test_rerank_data_subset():
+    from fastspectral.rerank.mst import MSTParser
+    from fastspectral.trees.conll import DepSentence
+
+    def sent(text, heads):
+        words, tags = zip(*(w.split("/") for w in text.split()))
+        return DepSentence(words=words, xpos=tags, heads=heads)
+
+    train = [sent("the/DT dog/NN barks/VBZ", [2, 3, 0]),
+             sent("the/DT big/JJ dog/NN sleeps/VBZ", [3, 3, 4, 0]),
+             sent("dogs/NNS bark/VBP", [2, 0])] * 4
+    from fastspectral.rerank.reranker import RerankData
+
+    mst = MSTParser(epochs=2, bits=16).fit(train)
+    enc = mst.encode(train[:3])
+    data = RerankData(mst.kbest_encoded(enc, 5, 1), enc)
+    sub, cand = data.subset([2, 0])
+    assert list(sub.lengths) == [2, 3]
+    assert np.array_equal(sub.base, data.base[cand])
+    for c_sub, c in enumerate(cand):
+        assert np.array_equal(sub.candidate_heads(c_sub), data.candidate_heads(c))
+    one, _ = data.subset([1])
+    assert np.array_equal(one.P, data.P[data.tok_off[1]:data.tok_off[2]])
+    assert np.array_equal(np.diff(one.tok_off), np.diff(data.tok_off)[[1]])
+    # the re-ranker's scores of a sub-list are those of the same candidates in the whole
+    from fastspectral.rerank.reranker import score_candidates
+
+    rng = np.random.default_rng(0)
+    w, v = rng.normal(size=1 << 16), rng.normal(size=1)
+
+    def scores(d):
+        out = np.empty(d.n_candidates)
+        score_candidates(w, v, d.P, d.tok_off, d.lengths, d.heads, d.cand_off, d.cand_hoff,
+                         d.base[:, None].copy(), out)
+        return out
+
+    assert np.allclose(scores(sub), scores(data)[cand])

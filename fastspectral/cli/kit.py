@@ -26,7 +26,7 @@ import stat
 import sys
 
 from .._argtypes import int_at_least, markov_order, positive_int
-from ..errors import FastSpectralError
+from ..errors import FastSpectralError, FormatError
 
 __all__ = ["CommandError", "option", "switch", "renamed_flag", "class_default",
            "build_estimator", "read_training_data", "first_line", "describe", "logger",
@@ -35,7 +35,7 @@ __all__ = ["CommandError", "option", "switch", "renamed_flag", "class_default",
            "add_encoding", "memory_size", "add_max_memory", "apply_max_memory",
            "max_memory_env", "reads", "writes", "not_a_path", "check_paths",
            "chosen_parsers", "needs_path_role", "option_names", "is_interrupt",
-           "interrupted", "check_interrupted"]
+           "interrupted", "check_interrupted", "errors_in"]
 
 logger = logging.getLogger("fastspectral")
 
@@ -684,3 +684,19 @@ def make_progress(args, label: str):
 
     return Progress(label, enabled=False if getattr(args, "quiet", False) else None,
                     force=getattr(args, "progress", False))
+
+
+class errors_in:
+    """Name ``path`` in the FormatError of a model that checks the data it was given (a model
+    sees items, not files: its errors carry the item's line only)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, exc, tb):
+        if isinstance(exc, FormatError) and exc.path is None and self.path is not None:
+            raise FormatError(exc.message, self.path, exc.line) from None
+        return False

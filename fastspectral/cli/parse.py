@@ -591,9 +591,7 @@ def _parse_dependency(args, model) -> int:
                        args.chunk_size)
 
     def parse_chunk(sents, progress):
-        from .train import errors_in
-
-        with errors_in(_input_name(args)):
+        with kit.errors_in(_input_name(args)):
             return model.parse(sents, jobs=args.jobs, progress=progress)
 
     def write_chunk(sents, parsed):

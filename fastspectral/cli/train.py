@@ -9,6 +9,7 @@ import time
 from .. import models
 from .._argtypes import positive_int
 from . import kit
+from .kit import errors_in
 
 _TREEBANK_FORMATS = ("ptb", "conllu", "conllx", "malttab", "brown")
 
@@ -231,21 +232,3 @@ def _run_dask_training(args, name, entry, preset, hook, cls, paths) -> int:
                     f"({model.partitioned_fit_['partitions']} partitions, {passes} pass(es), "
                     f"{t1 - t0:.2f} s); model saved to {args.output}")
     return 0
-
-
-class errors_in:
-    """Name ``path`` in the FormatError of a model that checks the data it was given (a model
-    sees items, not files: its errors carry the item's line only)."""
-
-    def __init__(self, path):
-        self.path = path
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, typ, exc, tb):
-        from ..errors import FormatError
-
-        if isinstance(exc, FormatError) and exc.path is None and self.path is not None:
-            raise FormatError(exc.message, self.path, exc.line) from None
-        return False

@@ -41,6 +41,8 @@ from .data import N_CLASSES, Encoded, SequenceData
 __all__ = ["BackoffLevel", "BackoffSHAG", "STATE_KINDS", "next_state_table"]
 
 STATE_KINDS = {"none": 1, "f": 2, "fcp": 4}
+#: the state kind of the lexical back-off automaton of each lexical setting of SHAGParser
+_LEX_STATES = {"lex": "none", "lex+f": "f", "lex+fcp": "fcp"}
 
 
 def next_state_table(kind: str) -> np.ndarray:

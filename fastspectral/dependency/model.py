@@ -30,18 +30,19 @@ import copy
 import dataclasses
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..base import Parser, PartitionedFit, check_jobs
 from ..base import check_int as _check_int, check_float as _check_float
 from ..errors import FormatError, ModelFileError
-from .backoff import BackoffSHAG
+from .backoff import _LEX_STATES, BackoffSHAG
 from .data import (ROOT, TAGSETS, SymbolVocab, check_sentence, choose_tagset,
                    encode_sentences, modifier_sequences, tag_view, with_tagset)
 from .inference import ArcMarginals, arc_marginals, mbr_decode, unpack_square
 from .spectral import OperatorSHAG, learn_spectral
+from .stats import SHAGFitInfo
 
 __all__ = ["SHAGParser", "SHAGFitInfo", "SHAGParseStats", "METHODS", "MODELS", "LEXICAL"]
 
@@ -61,24 +62,6 @@ SMOOTHING = BACKOFF_WEIGHT
 #: chosen on the development splits (docs/dependency.md)
 RIDGE = 1.0
 LEXICAL = ("none", "lex", "lex+f", "lex+fcp")
-_LEX_STATES = {"lex": "none", "lex+f": "f", "lex+fcp": "fcp"}
-
-
-@dataclass
-class SHAGFitInfo:
-    """Training details of :meth:`SHAGParser.fit` (``fit_info_``).
-
-    Attributes
-    ----------
-    n_sentences : int
-        Training sentences.
-    loglik : list of float
-        ``method="em"``: the training log-likelihood of every EM iteration (empty otherwise;
-        not stored in model files).
-    """
-
-    n_sentences: int = 0
-    loglik: list = field(default_factory=list)
 
 
 @dataclass

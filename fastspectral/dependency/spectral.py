@@ -46,6 +46,9 @@ Two additions, off in :func:`learn_spectral` by default and on in ``SHAGParser``
 ``V diag(s / (s^2 + lam^2))`` with ``lam`` = ridge / sqrt(#sequences of the automaton), and
 ``smoothing`` interpolates the result with the DET+F back-off automaton
 (:func:`backoff_automaton`) as a direct sum with two more states.
+
+Kept as one module (about 830 lines): the operator SHAG, its Hankel counts and the
+compiled fit share the basis index tables and call each other inside Numba.
 """
 from __future__ import annotations
 
@@ -55,6 +58,7 @@ import numpy as np
 from numba import njit
 
 from .._blas import blas_single_thread
+from ..linalg.ridge import ridge_inverse
 from ..linalg.svd import range_svd, small_svd
 from .data import Encoded, SequenceData
 
@@ -472,13 +476,12 @@ def _fit_one(g, dlen, doff, dw, dtags, order, gstart, sb, spl, M, n, Ns, Np, k, 
     # kept singular values: above rcond * largest (and the noise level, except the first)
     thr = rcond * max(s[0], 1e-300)
     nthr = noise / np.sqrt(nsq) if noise > 0 else -1.0
-    # Tikhonov-regularised inverse s / (s^2 + lam^2), lam = ridge / sqrt(#sequences): the
-    # order of the block's sampling noise, so lam -> 0 (the plain pseudo-inverse) with data
-    lam2 = ridge * ridge / nsq
-    inv = np.zeros(n)
+    # Tikhonov-regularised inverse s / (s^2 + lam^2), lam = ridge / sqrt(#sequences)
+    # (fastspectral.linalg.ridge): the order of the block's sampling noise, so lam -> 0 with data
+    keep = np.zeros(n, dtype=np.bool_)
     for i in range(m):
-        if s[i] > thr and (i == 0 or s[i] > nthr):
-            inv[i] = s[i] / (s[i] * s[i] + lam2)
+        keep[i] = s[i] > thr and (i == 0 or s[i] > nthr)
+    inv = ridge_inverse(s, keep, ridge, nsq)
     # U (kept columns) and X = (U^T Q)^+ = V diag(1/s) (regularised: V diag(inv)), mapped back
     # if scaled; one more zero row each for the "none" index
     Ul = np.zeros((nr + 1, n))

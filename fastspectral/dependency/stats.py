@@ -21,15 +21,33 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..base import Partition, Statistics
 from ..errors import FormatError
-from .backoff import BackoffLevel, BackoffSHAG, next_state_table
+from .backoff import _LEX_STATES, BackoffLevel, BackoffSHAG, next_state_table
 from .data import ROOT, UD_UPOS, SymbolVocab, check_sentence, token_classes, with_tagset
 
-__all__ = ["TagsetVote", "SHAGCounts", "shag_statistics", "shag_fit_statistics"]
+__all__ = ["TagsetVote", "SHAGCounts", "SHAGFitInfo", "shag_statistics", "shag_fit_statistics"]
+
+
+@dataclass
+class SHAGFitInfo:
+    """Training details of :meth:`SHAGParser.fit` (``fit_info_``).
+
+    Attributes
+    ----------
+    n_sentences : int
+        Training sentences.
+    loglik : list of float
+        ``method="em"``: the training log-likelihood of every EM iteration (empty otherwise;
+        not stored in model files).
+    """
+
+    n_sentences: int = 0
+    loglik: list = field(default_factory=list)
 
 
 class TagsetVote(Statistics):
@@ -79,7 +97,6 @@ def shag_statistics(model, items, context):
     out = SHAGCounts(_settings(model, tagset))
     lexical = model.lexical != "none"
     if lexical:
-        from .model import _LEX_STATES
 
         nxt = next_state_table(_LEX_STATES[model.lexical])
     for s in sents:
@@ -206,7 +223,6 @@ def _groups_of(distinct) -> np.ndarray:
 def _lexicalised(model, stats: SHAGCounts, tags: SymbolVocab, words: SymbolVocab,
                  M: int) -> BackoffSHAG:
     """``BackoffSHAG(kind, True, M, n_words).fit`` from the merged lexical events."""
-    from .model import _LEX_STATES
 
     nw = len(words)
     b = BackoffSHAG(_LEX_STATES[model.lexical], True, M, nw)
@@ -250,7 +266,6 @@ def shag_fit_statistics(model, stats, context):
     """The estimate of the merged statistics: the tag column (pass 0 of ``tagset="auto"``,
     returned as the next context), then the model (None: fitted)."""
     from .._blas import blas_single_thread
-    from .model import SHAGFitInfo
     from .spectral import OperatorSHAG, spectral_from_distinct
 
     model._validate_params()

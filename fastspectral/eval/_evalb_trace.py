@@ -19,7 +19,7 @@ so it is not checked against the binary.
 """
 from __future__ import annotations
 
-from .evalb import SentenceResult, _Compiled, _strip_function_tags
+from ._evalb_base import SentenceResult, _Compiled, _strip_function_tags
 
 _SPACE = " \t\n\v\f\r"              # C's isspace()
 _TERM = _SPACE + "()"               # EVALB's is_terminator()

@@ -149,18 +149,12 @@ def marginals(grammar, words, tags=None, viterbi=False):
                            pos, sym, prob, viterbi)
 
 
-def posterior_prune(grammar, sentences, threshold=1e-5, tags=None, jobs=1, xbar=None,
-                    xbar_threshold=1e-5):
+def posterior_prune(grammar, sentences, threshold=1e-5, tags=None, jobs=1):
     """Items (i, j, symbol) whose posterior marginal is >= ``threshold``, per sentence.
 
     Returns a list of int32 arrays of shape (k, 3), j exclusive; symbols index
     ``grammar.symbols``.  A sentence without a parse gets an empty array; an empty sentence
     raises ``ValueError``.  This is the coarse pass of coarse-to-fine parsing for L-PCFGs.
-
-    ``xbar``: the :class:`~fastspectral.grammar.hierarchy.XBar` grammar of ``grammar``; it then
-    runs first and only the (cell, symbol) pairs whose X-bar marginal is >= ``xbar_threshold``
-    are built (see :mod:`fastspectral.grammar.hierarchy`).  Its preterminals are those of
-    ``grammar``, so the lexical entries are the same with projected symbols.
     """
     from .._ext.cky import prune_batch
 
@@ -168,10 +162,5 @@ def posterior_prune(grammar, sentences, threshold=1e-5, tags=None, jobs=1, xbar=
         if len(s) == 0:
             raise ValueError(f"sentence {k} is empty")
     lengths, offsets, pos, sym, prob = pack_lexical(grammar, sentences, tags)
-    if xbar is None:
-        return prune_batch(grammar.chart_grammar("sum"), lengths, offsets, pos, sym, prob,
-                           float(threshold), int(jobs))
     return prune_batch(grammar.chart_grammar("sum"), lengths, offsets, pos, sym, prob,
-                       float(threshold), int(jobs), xbar.chart, xbar.proj, offsets, pos,
-                       np.ascontiguousarray(xbar.proj[sym], dtype=np.int32), prob,
-                       float(xbar_threshold))
+                       float(threshold), int(jobs))

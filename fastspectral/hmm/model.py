@@ -2,6 +2,12 @@
 
 See :class:`HMM`.  The learners are in :mod:`fastspectral.hmm.spectral` and
 :mod:`fastspectral.hmm.em`; the data layer in :mod:`fastspectral.hmm.data`.
+
+Kept as one module (about 900 lines): the estimator only (parameters, the dispatch of its
+three methods, scoring, model files); the learners are :mod:`~fastspectral.hmm.hankel`,
+:mod:`~fastspectral.hmm.spectral`, :mod:`~fastspectral.hmm.automaton`,
+:mod:`~fastspectral.hmm.starts`, :mod:`~fastspectral.hmm.moment_init` and
+:mod:`~fastspectral.hmm.em`.
 """
 from __future__ import annotations
 
@@ -9,12 +15,13 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 
 from ..base import Estimator, PartitionedFit
 from ..base import check_int as _check_int, check_float as _check_float
 from ..errors import ModelFileError
+from .._blas import blas_single_thread
 from . import em as _em
+from . import hankel as _hk
 from . import spectral as _sp
 from .data import (FIELDS, Encoded, SymbolTable, canonical, check_sequences, encode,
                    frame_ids, read_training as _read_training, reencode)
@@ -418,10 +425,10 @@ class HMM(PartitionedFit, Estimator):
             K[np.arange(M), kid] = 1.0
             K[M, 0] = K[M + 1, 1] = 1.0                          # <s>, </s>
             counts = K.T @ B @ K
-        elif V * V <= _sp._DENSE_COUNT:   # one compiled pass: the same CSR as bigram_matrix
-            counts = _bigram_counts(enc.offsets, enc.ids, kid, V)
+        elif V * V <= _hk._DENSE_COUNT:   # one compiled pass: the same CSR as bigram_matrix
+            counts = _hk._bigram_counts(enc.offsets, enc.ids, kid, V)
         else:
-            from ..lm.kneser_ney import bigram_matrix
+            from ..lm.vocabulary import bigram_matrix
 
             n = enc.n_sequences
             framed = frame_ids(enc, kid[enc.ids], 0, 1)      # <s> x </s>
@@ -450,7 +457,7 @@ class HMM(PartitionedFit, Estimator):
     def _finish_smoother(self, kn, counts, t0) -> None:
         """The smoother from its bigram counts (dense array or CSR)."""
         if isinstance(counts, np.ndarray):
-            counts = sp.csr_matrix(_sp._dense_to_csr(counts), shape=counts.shape)
+            counts = sp.csr_matrix(_hk._dense_to_csr(counts), shape=counts.shape)
         kn.counts_ = counts
         kn._finish()
         kn.fit_time_ = time.perf_counter() - t0
@@ -591,9 +598,9 @@ class HMM(PartitionedFit, Estimator):
             self._set_rare_weights(None, counts)
             kn, kid = self._smoother_vocabulary(counts)
             self._partition_kn = kn
-            if (self.n_latent_symbols_ + 2) ** 2 > _sp._DENSE_COUNT:
+            if (self.n_latent_symbols_ + 2) ** 2 > _hk._DENSE_COUNT:
                 raise ValueError("partitioned learning needs dense count tables: at most "
-                                 f"{int(_sp._DENSE_COUNT ** 0.5) - 2} latent symbols (use "
+                                 f"{int(_hk._DENSE_COUNT ** 0.5) - 2} latent symbols (use "
                                  "max_vocab)")
             return S.PassContext("pairs", self.symbols_, self.n_latent_symbols_, kid,
                                  len(kn.vocab_))
@@ -607,9 +614,9 @@ class HMM(PartitionedFit, Estimator):
             self._finish_smoother(self._partition_kn, bigrams, self._partition_t0)
             del self._partition_kn
             k = int(self.max_basis)
-            pc, sc = _sp._dense_top(stats.prefix_pairs, k), _sp._dense_top(stats.suffix_pairs, k)
+            pc, sc = _hk._dense_top(stats.prefix_pairs, k), _hk._dense_top(stats.suffix_pairs, k)
             n_rows, n_cols = M + 1 + len(sc), M + 1 + len(pc)
-            if n_rows * n_cols > _sp._DENSE_COUNT:
+            if n_rows * n_cols > _hk._DENSE_COUNT:
                 raise ValueError("partitioned learning needs a dense Hankel block (lower "
                                  "max_basis or the number of symbols)")
             B2 = (M + 2) * (M + 2)
@@ -625,7 +632,7 @@ class HMM(PartitionedFit, Estimator):
             self._partition_hankel = (stats.P * scale, stats.n * scale, stats.n_sequences)
             ridge = DEFAULT_RIDGE if self.ridge is None else float(self.ridge)
             P = self._partition_hankel[0]
-            with _sp.blas_single_thread():
+            with blas_single_thread():
                 U, X, sv = _sp._projections(P, int(self.n_states), ridge, 1e-10,
                                             stats.n_sequences, self.random_state)
             self._partition_svd = (U, X, sv, ridge)
@@ -865,21 +872,6 @@ class HMM(PartitionedFit, Estimator):
         except (KeyError, ValueError, TypeError, IndexError) as exc:
             raise ModelFileError(f"corrupt hmm model file ({exc})") from None
         return model
-
-
-@njit(cache=True)
-def _bigram_counts(offsets, ids, kid, V):  # pragma: no cover - numba
-    """Dense ``C[v, w]``: bigrams of ``<s> kid[x_1] .. kid[x_T] </s>`` (``<s>`` = 0,
-    ``</s>`` = 1) over all sequences."""
-    C = np.zeros((V, V))
-    for i in range(len(offsets) - 1):
-        prev = 0
-        for t in range(offsets[i], offsets[i + 1]):
-            w = kid[ids[t]]
-            C[prev, w] += 1.0
-            prev = w
-        C[prev, 1] += 1.0
-    return C
 
 
 def _training_input(sequences, min_count: int, lowercase: bool):

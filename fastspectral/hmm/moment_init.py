@@ -28,6 +28,9 @@ composite likelihood, Varin, Reid & Firth 2011), not the observable-operator (SV
 Hsu, Kakade & Zhang 2009, and, like EM, it can stop in a local optimum of its own objective
 (hence the restarts).  It reads only the window table, not the corpus, but it is not free: its
 cost is reported beside the EM iterations it saves (docs/hmm.md).
+
+Kept as one module (about 830 lines): one method (EM on the window distribution); its
+E-step kernels and plans serve only it.
 """
 from __future__ import annotations
 
@@ -99,7 +102,7 @@ def window_table(F: np.ndarray, M: int, length: int = 3) -> Windows:
 def windows_from_sequences(offsets, ids, M: int, length: int = 3) -> Windows:
     """:func:`window_table` of sequences given as flat ``offsets`` / ``ids`` (ids < ``M``)."""
     from .data import Encoded
-    from .spectral import frame
+    from .hankel import frame
 
     return window_table(frame(Encoded(np.asarray(offsets, dtype=np.int64),
                                       np.asarray(ids, dtype=np.int64)), M), M, length)
@@ -570,7 +573,7 @@ def hmm_from_moments(H, n_states: int, random_state=0, length: int = 3, restarts
         if init != "classes":
             raise ValueError(f"init must be 'classes', a (start, trans, emit) tuple or None, "
                              f"got {init!r}")
-        from .spectral import hmm_from_token_classes
+        from .starts import hmm_from_token_classes
 
         init = hmm_from_token_classes(H, m, random_state)
     if init is not None:
@@ -727,7 +730,7 @@ def hmm_by_splitting(H, n_states: int, random_state=0, levels: int = 3, length: 
         if init != "classes":
             raise ValueError(f"init must be 'classes', a (start, trans, emit) tuple or None, "
                              f"got {init!r}")
-        from .spectral import hmm_from_token_classes
+        from .starts import hmm_from_token_classes
 
         init = hmm_from_token_classes(H, m0, random_state)
     starts = []
@@ -746,7 +749,7 @@ def hmm_by_splitting(H, n_states: int, random_state=0, levels: int = 3, length: 
             if direct != "classes":
                 raise ValueError(f"direct must be 'classes' or a (start, trans, emit) tuple, "
                                  f"got {direct!r}")
-            from .spectral import hmm_from_token_classes
+            from .starts import hmm_from_token_classes
 
             direct = hmm_from_token_classes(H, m, random_state)
         direct = tuple(np.asarray(x, dtype=np.float64) for x in direct)

@@ -31,6 +31,7 @@ from itertools import chain
 import numpy as np
 
 from ..base import Partition, Statistics
+from . import hankel as _hk
 from . import spectral as _sp
 from .data import _RESERVED, UNK, SymbolTable, check_sequences, encode
 
@@ -38,7 +39,7 @@ __all__ = ["TokenCounts", "PairCounts", "HankelCounts", "OperatorCounts", "PassC
 
 #: the smoother's bigram counts of a partition are a dense ``[V, V]`` array up to this many
 #: cells, CSR above (``fit``'s rule)
-_DENSE_BIGRAMS = _sp._DENSE_COUNT
+_DENSE_BIGRAMS = _hk._DENSE_COUNT
 
 
 class TokenCounts(Statistics):
@@ -151,18 +152,16 @@ def latent_frames(items, ctx: PassContext):
         full = encode(_sequences(items), ctx.symbols)
         enc = Encoded(full.offsets, np.where(full.ids <= ctx.M - 1, full.ids, 0))
         cache.clear()
-        cache[key] = (full, enc, _sp.frame(enc, ctx.M))
+        cache[key] = (full, enc, _hk.frame(enc, ctx.M))
     return cache[key]
 
 
 def pair_counts(items, ctx: PassContext) -> PairCounts:
-    from .model import _bigram_counts
-
     full, enc, F = latent_frames(items, ctx)
     if ctx.V * ctx.V <= _DENSE_BIGRAMS:
-        bigrams = _bigram_counts(full.offsets, full.ids, ctx.kid, ctx.V)
+        bigrams = _hk._bigram_counts(full.offsets, full.ids, ctx.kid, ctx.V)
     else:                                               # sparse, as fit's large vocabularies
-        from ..lm.kneser_ney import bigram_matrix
+        from ..lm.vocabulary import bigram_matrix
         from .data import frame_ids
 
         n = full.n_sequences
@@ -170,14 +169,14 @@ def pair_counts(items, ctx: PassContext) -> PairCounts:
         keep = np.ones(max(len(framed) - 1, 0), dtype=bool)
         keep[(full.offsets[1:] + 2 * np.arange(1, n + 1) - 1)[:-1]] = False
         bigrams = bigram_matrix(framed[:-1][keep], framed[1:][keep], ctx.V)
-    cp, cs = _sp._pair_counts(F, ctx.M)
+    cp, cs = _hk._pair_counts(F, ctx.M)
     return PairCounts(ctx.M, bigrams, cp, cs)
 
 
 def hankel_counts(items, ctx: PassContext) -> HankelCounts:
     _, enc, F = latent_frames(items, ctx)
     ptab, stab, n_rows, n_cols = ctx.basis
-    P, n = _sp._hankel_counts(F, ctx.M, ptab, stab, n_rows, n_cols, 1.0)
+    P, n = _hk._hankel_counts(F, ctx.M, ptab, stab, n_rows, n_cols, 1.0)
     return HankelCounts(P, n, enc.n_sequences)
 
 

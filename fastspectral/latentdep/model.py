@@ -76,6 +76,10 @@ eigenwords (signed entries) the smoothed emission ``u(x)^T M[:, h]`` is not a pe
 times ``p(x | h)`` and can be negative: on the WSJ sample about half of all trees, gold ones
 included, get a negative estimate (docs/rerank.md).  :meth:`fragment_log_prob` gives local
 scores (each node with its children) whose errors do not compound along the tree.
+
+Kept as one module (about 760 lines): one estimator whose ``fit`` is section 3 of the paper
+end to end (moments, projections, parameters), its scoring and its model file; the
+kernels are in the sibling modules already.
 """
 from __future__ import annotations
 

@@ -24,7 +24,9 @@ import numpy as np
 
 from .data import LabelScheme, corpus_from_sentences, corpus_vocalised, sentence_documents
 from .metrics import evaluate
-from .model import check_sentences, predict_labels, train
+from .model import check_sentences
+from .prediction import predict_labels
+from .training import train
 
 __all__ = ["TABLE5", "fold_indices", "cross_validate", "format_report"]
 
@@ -63,7 +65,7 @@ def fold_indices(sentences, folds: int) -> list[list[int]]:
 def cross_validate(sentences, folds: int = 10, *, progress=None, **params) -> dict:
     """Cross-validate every model of tables 4 and 5 (see the module docstring).
 
-    ``params``: the keyword arguments of :func:`fastspectral.lexical.model.train` (``features``,
+    ``params``: the keyword arguments of :func:`fastspectral.lexical.training.train` (``features``,
     ``C``, ``epsilon``, ``split``, ``refit``, ``frequency_classes``, ``unknown``, ``analyser``,
     ``max_iter``, ``random_state``, ``vocalised``, ``known_guesses``, ``graded``,
     ``unknown_weights``).  ``progress(fold, folds)`` is called after

@@ -22,6 +22,9 @@ Stage 2 (:func:`fit_lambda`)
     linear epsilon-SVR (scikit-learn's LinearSVR, liblinear) on the rows ``(token, candidate)``
     of the second training part with target ``g(i, k) = 1`` for the gold candidate and 0 for the
     others; the prediction is ``argmax_k`` over ``C(t)``.
+
+Kept as one module (about 960 lines): the compiled kernels of both stages, which share
+the token blocks, the overlay tables and the design layout.
 """
 from __future__ import annotations
 

@@ -9,6 +9,8 @@
   co-occurrence matrix and ``E[phi(g) | f]``.
 * :func:`randomized_svd`, :func:`truncated_svd` (:mod:`.svd`) — the package's SVDs (randomized
   range finder; exact for small matrices) and the compiled kit of :mod:`.svd`.
+* :func:`ridge_inverse` (:mod:`.ridge`) — the spectral learners' ridge-regularised
+  pseudo-inverse.
 * :func:`mdp2`, :func:`mdp1`, :func:`joint_em` — the matrix decomposition problems
   (:class:`MDP2Result`, :class:`MDP1Result`).
 """
@@ -17,7 +19,8 @@ import importlib
 _HOMES = {
     "fast_anchor_words": "anchors", "cca_projection": "cca", "conditional_means": "cca",
     "whiten": "cca", "MDP1Result": "mdp", "MDP2Result": "mdp", "joint_em": "mdp", "mdp1": "mdp",
-    "mdp2": "mdp", "randomized_svd": "svd", "truncated_svd": "svd", "frank_wolfe_gram": "simplex",
+    "mdp2": "mdp", "randomized_svd": "svd", "csr_randomized_svd": "svd",
+    "ridge_inverse": "ridge", "truncated_svd": "svd", "frank_wolfe_gram": "simplex",
     "frank_wolfe_simplex": "simplex", "mixture_weights_em": "simplex",
     "simplex_objective": "simplex",
 }

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["small_svd", "range_svd", "wide_svd", "sym_eig", "jacobi_sweeps", "orth", "chol_orth"]
+__all__ = ["small_svd", "range_svd", "wide_svd", "sym_eig", "jacobi_sweeps", "orth", "chol_orth",
+           "csr_dot", "csr_tdot", "sparse_range_svd"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -353,3 +354,60 @@ def small_svd(Q, rcond):  # pragma: no cover - numba
         return wide_svd(Q, rcond)
     V, s, Ut = wide_svd(np.ascontiguousarray(Q.T), rcond)
     return np.ascontiguousarray(Ut.T), s, np.ascontiguousarray(V.T)
+
+
+@njit(cache=True)
+def csr_dot(data, indices, indptr, Y):  # pragma: no cover - numba
+    """``P @ Y`` for the CSR matrix ``P`` and a dense ``Y`` [cols, k]."""
+    R = len(indptr) - 1
+    k = Y.shape[1]
+    out = np.zeros((R, k))
+    for r in range(R):
+        o = out[r]
+        for q in range(indptr[r], indptr[r + 1]):
+            v = data[q]
+            y = Y[indices[q]]
+            for j in range(k):
+                o[j] += v * y[j]
+    return out
+
+
+@njit(cache=True)
+def csr_tdot(data, indices, indptr, Y, n_cols):  # pragma: no cover - numba
+    """``P^T @ Y`` for the CSR matrix ``P`` [rows, ``n_cols``] and a dense ``Y`` [rows, k]:
+    every entry scatters its row of ``Y`` (no transposed copy of ``P``)."""
+    R = len(indptr) - 1
+    k = Y.shape[1]
+    out = np.zeros((n_cols, k))
+    for r in range(R):
+        y = Y[r]
+        for q in range(indptr[r], indptr[r + 1]):
+            v = data[q]
+            o = out[indices[q]]
+            for j in range(k):
+                o[j] += v * y[j]
+    return out
+
+
+@njit(cache=True)
+def sparse_range_svd(data, ind, ptr, n_cols, G, k, n_iter):  # pragma: no cover - numba
+    """Top-``k`` singular triplets ``(U, s, Vt)`` of the block ``D`` [r, ``n_cols``] given by
+    its CSR arrays: Halko et al.'s range finder (algorithm 4.4) with the test matrix ``G``
+    [c, p], ``n_iter`` power iterations re-orthonormalised by Cholesky QR (Householder when a
+    sketch is ill-conditioned: :func:`orth`), then the SVD of ``B^T = (Q^T D)^T`` [c, p]
+    through its QR factorisation (``B^T = Q_b R``, the SVD of the small ``R``: the same
+    factors as LAPACK's SVD of ``B^T`` to rounding, at a fraction of its cost).  The
+    computation of :func:`fastspectral.linalg.randomized_svd` (the same test matrix, products
+    and orthonormalisations up to the signs of the columns) with no Python call per
+    product; the products with ``D^T`` scatter through the CSR arrays (:func:`csr_tdot`).
+    :func:`fastspectral.linalg.svd.csr_randomized_svd` draws ``G`` and calls it."""
+    Q, chol = orth(csr_dot(data, ind, ptr, G), n_iter <= 0, True)
+    for it in range(n_iter):
+        W, chol = orth(csr_tdot(data, ind, ptr, Q, n_cols), False, chol)
+        Q, chol = orth(csr_dot(data, ind, ptr, W), it == n_iter - 1, chol)
+    Bt = csr_tdot(data, ind, ptr, Q, n_cols)                # (Q^T D)^T: [c, p]
+    Qb, _ = orth(Bt, True, True)
+    Ur, s, VrT = np.linalg.svd(np.ascontiguousarray(Qb.T) @ Bt)
+    U = Q @ np.ascontiguousarray(VrT.T[:, :k])
+    Vb = Qb @ np.ascontiguousarray(Ur[:, :k])
+    return U, s[:k].copy(), np.ascontiguousarray(Vb.T)

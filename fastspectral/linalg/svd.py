@@ -25,7 +25,9 @@ blocks of :mod:`fastspectral.dependency.spectral`): :func:`small_svd` (exact thi
 small block), :func:`range_svd` (randomized range finder on a block with a given test
 matrix), built on :func:`wide_svd` (eigenvectors of the Gram matrix refined by one-sided
 Jacobi rotations), :func:`sym_eig` (EISPACK tred2 / tql2), :func:`jacobi_sweeps`,
-:func:`orth` and :func:`chol_orth` (Cholesky QR with a Householder fallback).  They live in
+:func:`orth` and :func:`chol_orth` (Cholesky QR with a Householder fallback), and the randomized
+SVD of a matrix given by its CSR arrays, :func:`sparse_range_svd` (products :func:`csr_dot`,
+:func:`csr_tdot`; :func:`csr_randomized_svd` is its NumPy-level entry).  They live in
 :mod:`fastspectral.linalg._svd_numba` and are re-exported here on first use, so that the
 NumPy-level SVDs (the spectral L-PCFG's training path) do not import Numba (0.15 CPU-s).
 
@@ -41,8 +43,9 @@ import scipy.sparse as sp
 
 from .._blas import blas_single_thread
 
-__all__ = ["range_finder", "randomized_svd", "truncated_svd", "small_svd", "range_svd", "wide_svd",
-           "sym_eig", "jacobi_sweeps", "orth", "chol_orth"]
+__all__ = ["range_finder", "randomized_svd", "truncated_svd", "csr_randomized_svd", "small_svd",
+           "range_svd", "wide_svd", "sym_eig", "jacobi_sweeps", "orth", "chol_orth", "csr_dot",
+           "csr_tdot", "sparse_range_svd"]
 
 
 def range_finder(A, At, ell: int, n_iter: int, rng) -> np.ndarray:
@@ -175,8 +178,26 @@ def _truncated_svd(Omega, k, oversample, n_iter, seed):
     return U[:, :k], s[:k], Vt[:k]
 
 
+def csr_randomized_svd(csr, shape, k: int, oversample: int = 10, n_iter: int = 2,
+                       random_state=0):
+    """Top-``k`` singular triplets ``(U, s, Vt)`` of the matrix of shape ``shape`` given by its
+    CSR arrays ``csr = (data, indices, indptr)`` (float64 data): the test matrix
+    ``G`` [cols, min(k + oversample, min(shape))] drawn from
+    ``numpy.random.default_rng(random_state)``, then the compiled range finder of
+    :func:`sparse_range_svd` with ``n_iter`` power iterations (BLAS single-threaded).  The
+    computation of :func:`randomized_svd` with no Python call per product (the spectral HMM's
+    dense Hankel blocks, :mod:`fastspectral.hmm.spectral`)."""
+    from ._svd_numba import sparse_range_svd
+
+    p = min(k + oversample, min(shape))
+    G = np.random.default_rng(random_state).standard_normal((shape[1], p))
+    data, ind, ptr = csr
+    with blas_single_thread():
+        return sparse_range_svd(data, ind, ptr, shape[1], G, k, n_iter)
+
+
 _COMPILED = frozenset(["small_svd", "range_svd", "wide_svd", "sym_eig", "jacobi_sweeps", "orth",
-                       "chol_orth"])
+                       "chol_orth", "csr_dot", "csr_tdot", "sparse_range_svd"])
 
 
 def __getattr__(name):  # the Numba kit, imported on first use

@@ -47,7 +47,7 @@ from ..base import Estimator, PartitionedFit
 from ..base import check_int as _check_int
 from ..errors import ModelFileError
 from ..linalg import mdp2, mixture_weights_em
-from .kneser_ney import Vocabulary, _as_word_lists, bigram_ids, bigram_matrix
+from .vocabulary import Vocabulary, _as_word_lists, bigram_ids, bigram_matrix
 
 __all__ = ["LatentBigramLM", "em_step", "pair_loglik"]
 

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import Partition, Statistics
-from .kneser_ney import BOS, EOS, UNK, Vocabulary, _as_word_lists
+from .vocabulary import BOS, EOS, UNK, Vocabulary, _as_word_lists
 
 __all__ = ["BigramCounts", "bigram_statistics", "vocabulary_and_counts"]
 

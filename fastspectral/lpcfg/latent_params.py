@@ -22,6 +22,9 @@ Matsuzaki, Miyao, Tsujii (2005). Probabilistic CFG with latent annotations. ACL.
 Petrov, Barrett, Thibaux, Klein (2006). Learning accurate, compact, and interpretable tree
 annotation. COLING-ACL.
 Cohen, Collins (2014). A provably correct learning algorithm for latent-variable PCFGs. ACL.
+
+Kept as one module (about 790 lines): the flat parameter layout and the Numba E and M
+steps that index it; apart, the kernels would lose sight of the offsets they read.
 """
 from __future__ import annotations
 

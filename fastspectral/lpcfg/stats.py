@@ -41,6 +41,9 @@ pass 0 (every L-PCFG)
     M-step on the sums.  The lexical rows (tag, word class) of a partition are a subset of the
     treebank's: its parameters are gathered from, and its counts scattered into, the global
     rows.
+
+Kept as one module (about 950 lines): the statistics protocol of the three L-PCFG
+learners, whose passes share the helpers that give the merged counts their ids.
 """
 from __future__ import annotations
 

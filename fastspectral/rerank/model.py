@@ -28,6 +28,10 @@ one more candidate when it is not in the list already.
 
 Parsing: the base parser's ``k`` best trees, re-ranked; ``rerank = False`` (``fastspectral
 parse --no-rerank``) returns the base parser's best tree.
+
+This module is the learner (hyperparameters, the perceptron's training on the lists, parsing,
+model files); the sub-models that score the candidates and the dense features made of their
+scores are :mod:`fastspectral.rerank.providers` (its ``ScoreProviders``, mixed in).
 """
 from __future__ import annotations
 
@@ -39,6 +43,10 @@ import numpy as np
 from ..base import check_jobs
 from ..errors import ModelFileError
 from .mst import HeadsParser, MSTParser, _check_int, numba_threads
+from . import providers as _providers
+from .providers import (LOGP_NORMS, SHAG_SCORES, SPECTRAL_DEFAULTS,  # noqa: F401
+                        SPECTRAL_DEFAULTS_POS, SPECTRAL_INPUTS, SPECTRAL_SCORES, ScoreProviders,
+                        _concat, _normalise, add_candidates, order2_scores, shag_tree_columns)
 from .reranker import RerankData, correct_counts, rerank_epoch, score_candidates
 
 __all__ = ["RerankDepParser", "RerankFitInfo", "TrainingLists", "FEATURES"]
@@ -46,20 +54,6 @@ __all__ = ["RerankDepParser", "RerankFitInfo", "TrainingLists", "FEATURES"]
 #: the re-ranker's feature sets: the paper's baseline features (+ the base score), + the
 #: section-3 latent dependency model's log p-hat, + the SHAG model's scores, + both
 FEATURES = ("base", "base+spectral", "base+shag", "base+spectral+shag")
-#: the SHAG model's scores used: the tree weight, the summed log arc posteriors, both
-SHAG_SCORES = ("tree", "arc", "both")
-#: normalisations of log p-hat within a k-best list (see _normalise)
-LOGP_NORMS = ("max", "word", "list")
-#: the spectral model's scores used: p-hat of the tree, of its depth-1 fragments, both
-SPECTRAL_SCORES = ("tree", "fragment", "both")
-#: constructor arguments of the latent dependency model unless ``spectral_params`` says
-#: otherwise (16 states: chosen on the WSJ dev split, docs/rerank.md)
-SPECTRAL_DEFAULTS = {"n_states": 16}
-#: what the spectral model reads as its words: the words (eigenwords, the paper) or the POS
-#: tags (one-hot vectors: a latent model of the tag tree)
-SPECTRAL_INPUTS = ("words", "pos")
-#: defaults of the POS-tag spectral model (``spectral_input="pos"``)
-SPECTRAL_DEFAULTS_POS = {"n_states": 8, "embeddings": "one-hot"}
 #: model-file prefixes of the sub-models
 _MST, _SPEC, _SHAG, _MST2 = "mst.", "spec.", "shag.", "mst2."
 #: orders of the base parser whose tree score the re-ranker reads (1: the first-order k-best
@@ -108,17 +102,7 @@ class RerankFitInfo:
     oracle_uas: float = 0.0
 
 
-def _spectral_class():
-    from .. import models
-
-    try:
-        return models.model_class("latent-dep")
-    except (KeyError, ImportError, AttributeError) as exc:
-        raise ValueError("features='base+spectral' needs the latent dependency model (kind "
-                         f"'latent-dep'), which is not available in this build ({exc})") from None
-
-
-class RerankDepParser(HeadsParser):
+class RerankDepParser(ScoreProviders, HeadsParser):
     """k-best re-ranking dependency parser with spectral tree probabilities (Dhillon et al. 2012).
 
     Parameters
@@ -326,192 +310,6 @@ class RerankDepParser(HeadsParser):
             self._new_shag()._validate_params()
         self._new_mst()._validate_params()
 
-    def _new_mst(self) -> MSTParser:
-        return MSTParser(epochs=self.epochs, minibatch=self.minibatch, bits=self.bits,
-                         tagset=self.tagset, random_state=self.random_state, jobs=self.jobs)
-
-    def _new_mst2(self) -> MSTParser:
-        """The second-order model of ``base_order=2`` (the base parser's settings)."""
-        return MSTParser(epochs=self.epochs, minibatch=self.minibatch, bits=self.bits,
-                         tagset=self.tagset, random_state=self.random_state, jobs=self.jobs,
-                         order=2)
-
-    @property
-    def _order2(self) -> bool:
-        return int(self.base_order) == 2
-
-    def _order2_scores(self, mst2, items, data, threads=None, tags=None) -> np.ndarray:
-        """Every candidate's score under the second-order model ``mst2``: the sum of its arc
-        and sibling-part scores (one compiled call over all candidates,
-        :func:`~fastspectral.rerank.features.candidate_tree_scores`)."""
-        return order2_scores(mst2, items, data, check_jobs(self.jobs) if threads is None
-                             else threads, tags)
-
-    def jackknife_order2_scores(self, sents, data, msts=None):
-        """``(lists, scores)``: the second-order scores of the jack-knifed lists ``data`` of
-        ``sents``, each fold's lists rescored by a second-order model trained on the other
-        folds only; with ``msts`` (each fold's first-order parser) and ``order2_best``, the
-        lists first get that model's best tree (:meth:`_with_order2_best`), else ``lists`` is
-        ``data``."""
-        threads = check_jobs(self.jobs)
-        cuts = self._cuts(len(sents))
-        parts, datas = [], []
-        for f in range(len(cuts) - 1):
-            rest = sents[:cuts[f]] + sents[cuts[f + 1]:]
-            held = sents[cuts[f]:cuts[f + 1]]
-            mst2 = self._new_mst2().fit(rest)
-            sub, _ = data.subset(np.arange(cuts[f], cuts[f + 1]))
-            if msts is not None and self.order2_best:
-                sub = self._with_order2_best(msts[f], mst2, held, sub, threads)
-            datas.append(sub)
-            parts.append(self._order2_scores(mst2, held, sub, threads))
-        if not parts:
-            return data, np.zeros(0)
-        return (_concat(datas) if msts is not None and self.order2_best else data,
-                np.concatenate(parts))
-
-    def _with_order2_best(self, mst, mst2, items, data, threads, tags=None):
-        """``data`` (k-best lists of ``items`` under the first-order ``mst``) with the
-        second-order ``mst2``'s best tree of each sentence appended to its list unless the
-        list holds it already; its base score is ``mst``'s score of it."""
-        heads = mst2.predict_heads(items, tags=tags, jobs=threads)
-        extra = (np.concatenate(heads).astype(np.int64) if len(heads)
-                 else np.zeros(0, np.int64))
-        return add_candidates(data, extra, mst, items, threads, tags)
-
-    def _new_spectral(self):
-        cls = _spectral_class()
-        names = cls._get_param_names() if hasattr(cls, "_get_param_names") else ()
-        base = SPECTRAL_DEFAULTS_POS if self.spectral_input == "pos" else SPECTRAL_DEFAULTS
-        defaults = {k: v for k, v in base.items() if k in names}
-        return cls(**{**defaults, **(self.spectral_params or {})})
-
-    @property
-    def _spectral(self) -> bool:
-        return self.features in ("base+spectral", "base+spectral+shag")
-
-    @property
-    def _shag(self) -> bool:
-        return self.features in ("base+shag", "base+spectral+shag")
-
-    def _new_shag(self):
-        from .shag_scores import new_shag
-
-        return new_shag(self.shag_params)
-
-    def _shag_scores(self, shag, items, data, threads=None):
-        """The SHAG model's ``(log |w|, sign, summed log arc posteriors)`` of every candidate
-        of ``data`` (``items``: its sentences)."""
-        from .shag_scores import shag_scores
-
-        return shag_scores(shag, items, data, threads)
-
-    def jackknife_shag_scores(self, sents, data):
-        """The SHAG scores of the jack-knifed lists ``data`` of ``sents``: each fold's lists
-        scored by a SHAG model trained on the gold trees of the other folds only."""
-        from .shag_scores import jackknife_shag_scores
-
-        return jackknife_shag_scores(sents, data, self._cuts(len(sents)), self.shag_params,
-                                     check_jobs(self.jobs),
-                                     fit_fn=lambda tr: self._new_shag().fit(tr))
-
-    def _lists(self, mst, items, threads):
-        """``(RerankData, base scores)`` of ``items``' k-best lists under ``mst``."""
-        enc = mst.encode(items)
-        return RerankData(mst.kbest_encoded(enc, int(self.k), threads), enc)
-
-    @property
-    def _tree(self) -> bool:
-        return self._spectral and self.spectral_scores in ("tree", "both")
-
-    @property
-    def _fragments(self) -> bool:
-        return self._spectral and self.spectral_scores in ("fragment", "both")
-
-    def _log_prob(self, spectral, items, data, threads=None):
-        """``(log |p-hat|, sign, fragment log p-hat, negative fragments)`` of every candidate
-        of ``data`` (``items``: its sentences; None for the scores not used)."""
-        items = self._spectral_view(items)
-        sents = [items[b] for b in data.sent]
-        heads = data.heads_list()
-        return self._spectral_scores(spectral, sents, heads, threads, data.n_candidates)
-
-    def _spectral_view(self, items) -> list:
-        """The sentences as the spectral model reads them: themselves, or (``spectral_input=
-        "pos"``) copies whose words are their POS tags."""
-        if self.spectral_input != "pos":
-            return list(items)
-        from ..trees.conll import DepSentence
-
-        return [DepSentence(words=list(s.tags), heads=list(s.heads) if s.heads else
-                            [-1] * len(s.words)) for s in items]
-
-    def _spectral_scores(self, spectral, sents, heads, threads, n):
-        lp = sign = frag = fneg = None
-        if self._tree:
-            lp, sign = spectral.log_prob(sents, heads=heads, return_sign=True, jobs=threads)
-        if self._fragments:
-            frag, fneg = spectral.fragment_log_prob(sents, heads=heads, jobs=threads)
-        out = tuple(None if x is None else np.asarray(x, dtype=np.float64)
-                    for x in (lp, sign, frag, fneg))
-        if any(x is not None and x.shape != (n,) for x in out):
-            raise ValueError(f"the spectral model returned the wrong number of scores for "
-                             f"{n} trees")
-        return out
-
-    def _n_dense(self) -> int:
-        return 1 + ((3 if self.logp_sign else 2) if self._tree else 0) + \
-            (2 if self._fragments else 0) + \
-            ((3 if self.shag_scores in ("tree", "both") else 0) +
-             (1 if self.shag_scores in ("arc", "both") else 0) if self._shag else 0) + \
-            (1 if self._order2 else 0)
-
-    def _shag_columns(self, data, shag) -> list:
-        """Dense columns of the SHAG scores ``(log |w|, sign, log posteriors)``: log |w|
-        normalised within the list (``logp_norm``; a zero or non-finite weight gets the list's
-        lowest valid value), the 'w is 0 or not finite' and the 'w < 0' indicators; the summed
-        log arc posteriors normalised the same way."""
-        logw, sign, post = (np.asarray(x, np.float64) for x in shag)
-        cols = []
-        if self.shag_scores in ("tree", "both"):
-            cols += shag_tree_columns(logw, sign, data, self.logp_norm)
-        if self.shag_scores in ("arc", "both"):
-            cols.append(_normalise(post, data, self.logp_norm))
-        return cols
-
-    def _raw_dense(self, data, logp, sign=None, frag=None, fneg=None,
-                   shag=None, mst2=None) -> np.ndarray:
-        """Unscaled dense features: the relative base score; with ``logp``: log |p-hat|
-        normalised within its list (``logp_norm``), the 'p-hat is 0 or not finite' indicator
-        and (``logp_sign``) the 'p-hat < 0' indicator; with ``frag``: the fragments' log
-        p-hat normalised the same way and the negative fragments (minus the list's fewest);
-        with ``mst2`` (last): the second-order score minus the list's best."""
-        cols = [data.relative(data.base)]
-        if logp is not None:
-            ok = np.isfinite(logp)
-            if sign is not None:
-                ok &= sign != 0
-            filled = logp.copy()
-            if (~ok).any():
-                # the lowest valid value of the list (or 0 when none is valid)
-                low = np.where(ok, logp, np.inf)
-                mins = np.minimum.reduceat(low, data.cand_off[:-1])
-                mins = np.where(np.isfinite(mins), mins, 0.0)
-                filled = np.where(ok, logp, mins[data.sent])
-            cols.append(_normalise(filled, data, self.logp_norm))
-            cols.append((~ok).astype(np.float64))
-            if self.logp_sign:
-                neg = sign < 0 if sign is not None else np.zeros(len(logp), np.bool_)
-                cols.append(neg.astype(np.float64))
-        if frag is not None:
-            cols.append(_normalise(frag, data, self.logp_norm))
-            cols.append(data.relative(-np.asarray(fneg, np.float64)))
-        if shag is not None:
-            cols += self._shag_columns(data, shag)
-        if mst2 is not None:
-            cols.append(data.relative(np.asarray(mst2, np.float64)))
-        return np.ascontiguousarray(np.stack(cols, axis=1))
-
     # ------------------------------------------------------------------ training
     def fit(self, sents) -> "RerankDepParser":
         """Train the base parser, its jack-knifed k-best lists, the spectral model (with
@@ -587,28 +385,6 @@ class RerankDepParser(HeadsParser):
         correct, n_tokens = count_correct(sents, data)
         return TrainingLists(data, spec[0], correct, n_tokens, sec, *spec[1:], shag=shag,
                              mst2=o2)
-
-    def _cuts(self, n: int) -> np.ndarray:
-        return np.linspace(0, n, int(self.folds) + 1).astype(int)
-
-    def jackknife_log_prob(self, sents, data):
-        """The spectral scores (:meth:`_log_prob`) of every candidate of the jack-knifed
-        lists ``data`` of
-        ``sents`` (:meth:`training_lists`): the latent dependency model trained on the other
-        folds scores each fold's lists (a model that has seen a tree would favour it)."""
-        threads = check_jobs(self.jobs)
-        sents = self._spectral_view(sents)
-        cuts = self._cuts(len(sents))
-        parts = []
-        all_heads = data.heads_list()
-        for f in range(len(cuts) - 1):
-            rest = sents[:cuts[f]] + sents[cuts[f + 1]:]
-            spec = self._new_spectral().fit(rest)
-            lo, hi = int(data.cand_off[cuts[f]]), int(data.cand_off[cuts[f + 1]])
-            sub = [sents[b] for b in data.sent[lo:hi]]
-            parts.append(self._spectral_scores(spec, sub, all_heads[lo:hi], threads, hi - lo))
-        return tuple(None if parts[0][j] is None else np.concatenate([p[j] for p in parts])
-                     for j in range(4))
 
     def fit_lists(self, lists: "TrainingLists") -> "RerankDepParser":
         """Step 3 of :meth:`fit`: the averaged-perceptron re-ranker on ``lists`` (sets
@@ -799,7 +575,8 @@ class RerankDepParser(HeadsParser):
             if p._spectral:
                 if meta.get("spectral") is None:
                     raise ModelFileError("a base+spectral re-ranker without its spectral model")
-                p.spectral_ = _load_nested(_spectral_class(), meta, "spectral", arrays, _SPEC)
+                p.spectral_ = _load_nested(_providers._spectral_class(), meta, "spectral",
+                                           arrays, _SPEC)
             p.shag_ = None
             if p._shag:
                 from ..dependency import SHAGParser
@@ -860,67 +637,6 @@ def _load_nested(cls, meta: dict, key: str, arrays: dict, prefix: str):
         raise ModelFileError(f"meta {key!r}: corrupt {key} model ({exc!r})") from None
 
 
-def order2_scores(mst2, items, data, threads, tags=None) -> np.ndarray:
-    """Every candidate of ``data`` (k-best lists of ``items``) scored by the second-order
-    model ``mst2``: arc scores + sibling-part scores, one compiled call parallel over the
-    sentences (:func:`~fastspectral.rerank.features.candidate_tree_scores`)."""
-    from .features import candidate_tree_scores
-
-    enc = mst2.encode(items, tags)
-    if not np.array_equal(enc.lengths.astype(np.int64), data.lengths):
-        raise ValueError("the second-order model's sentences do not match the k-best lists")
-    arc = np.empty(data.n_candidates)
-    sib = np.empty(data.n_candidates)
-    with numba_threads(threads):
-        candidate_tree_scores(mst2.weights_, enc.W, enc.P, enc.F, enc.tok_off,
-                              enc.lengths.astype(np.int64), data.heads, data.cand_off,
-                              data.cand_hoff, arc, sib)
-    return arc + sib
-
-
-def add_candidates(data, extra, mst, items, threads, tags=None):
-    """The lists ``data`` with one more candidate per sentence, appended last: the tree
-    ``extra`` (1-based heads of every sentence, packed), unless its list holds it already;
-    its base score is the first-order ``mst``'s score of it (vectorised)."""
-    from .features import candidate_tree_scores
-    from .mst import _ranges
-
-    B = len(data.lengths)
-    ex_off = np.zeros(B + 1, dtype=np.int64)
-    np.cumsum(data.lengths, out=ex_off[1:])
-    if len(extra) != ex_off[-1]:
-        raise ValueError("the extra trees do not match the k-best lists")
-    n_c = data.lengths[data.sent]
-    eq = data.heads[_ranges(data.cand_hoff, n_c)] == extra[_ranges(ex_off[data.sent], n_c)]
-    wrong = np.bincount(np.repeat(np.arange(data.n_candidates), n_c), weights=~eq,
-                        minlength=data.n_candidates)
-    present = np.zeros(B, dtype=bool)
-    present[data.sent[wrong == 0]] = True
-    ids = np.flatnonzero(~present)
-    if len(ids) == 0:
-        return data
-    # the first-order score of each extra tree (arc part of the compiled tree scorer)
-    enc = mst.encode(items, tags)
-    arc, sib = np.empty(B), np.empty(B)
-    with numba_threads(threads):
-        candidate_tree_scores(mst.weights_, enc.W, enc.P, enc.F, enc.tok_off,
-                              enc.lengths.astype(np.int64), extra, np.arange(B + 1),
-                              ex_off[:-1].copy(), arc, sib)
-    counts = np.diff(data.cand_off)
-    order = np.argsort(np.concatenate([2 * data.sent, 2 * ids + 1]), kind="stable")
-    out = RerankData.__new__(RerankData)
-    out.lengths, out.tok_off, out.P = data.lengths, data.tok_off, data.P
-    out.heads = np.concatenate([data.heads, extra])
-    out.cand_hoff = np.concatenate([data.cand_hoff, len(data.heads) + ex_off[ids]])[order]
-    out.base = np.concatenate([data.base, arc[ids]])[order]
-    out.rank = np.concatenate([data.rank, counts[ids]])[order]
-    new_counts = counts + (~present)
-    out.cand_off = np.zeros(B + 1, dtype=np.int64)
-    np.cumsum(new_counts, out=out.cand_off[1:])
-    out.sent = np.repeat(np.arange(B), new_counts)
-    return out
-
-
 def count_correct(sents, data):
     """``(correct, n_tokens)``: the correct heads of every candidate of ``data`` (k-best lists
     of ``sents``, punctuation excluded) and the non-punctuation tokens of ``sents``."""
@@ -936,38 +652,6 @@ def count_correct(sents, data):
     correct_counts(gold, gold_off, data.heads, data.cand_off, data.cand_hoff, data.lengths,
                    keep, correct)
     return correct, int(keep.sum())
-
-
-def shag_tree_columns(logw, sign, data, how) -> list:
-    """Dense columns of SHAG tree weights (``log |w|`` and its sign per candidate): log |w|
-    normalised within its list (``how``: a ``logp_norm``; a zero or non-finite weight gets the
-    list's lowest valid value, 0 in a list without one), the 'w is 0 or not finite' and the
-    'w < 0' indicators."""
-    ok = np.isfinite(logw) & (sign != 0)
-    filled = logw
-    if (~ok).any():
-        low = np.minimum.reduceat(np.where(ok, logw, np.inf), data.cand_off[:-1])
-        low = np.where(np.isfinite(low), low, 0.0)
-        filled = np.where(ok, logw, low[data.sent])
-    return [_normalise(filled, data, how), (~ok).astype(np.float64),
-            (sign < 0).astype(np.float64)]
-
-
-def _normalise(x, data, how):
-    """``x`` (one value per candidate) relative to its list: minus the list's best (``max``),
-    that divided by the sentence's words (``word``), or standardised within the list
-    (``list``: minus the list's mean, over its standard deviation)."""
-    if len(x) == 0:
-        return x.copy()
-    if how in ("max", "word"):
-        out = data.relative(x)
-        return out / np.maximum(data.lengths[data.sent], 1) if how == "word" else out
-    counts = np.diff(data.cand_off)
-    mean = np.add.reduceat(x, data.cand_off[:-1]) / np.maximum(counts, 1)
-    d = x - mean[data.sent]
-    sd = np.sqrt(np.add.reduceat(d * d, data.cand_off[:-1]) / np.maximum(counts, 1))
-    sd = np.where(sd > 0, sd, 1.0)
-    return d / sd[data.sent]
 
 
 def _upos(s):
@@ -988,22 +672,3 @@ def _argmax_segments(x: np.ndarray, off: np.ndarray) -> np.ndarray:
     return hit[first]
 
 
-def _concat(datas):
-    """One :class:`RerankData` of several (sentence order kept)."""
-    out = RerankData.__new__(RerankData)
-    tok_shift = np.cumsum([0] + [int(d.tok_off[-1]) for d in datas[:-1]])
-    head_shift = np.cumsum([0] + [len(d.heads) for d in datas[:-1]])
-    cand_shift = np.cumsum([0] + [d.n_candidates for d in datas[:-1]])
-    sent_shift = np.cumsum([0] + [len(d.lengths) for d in datas[:-1]])
-    out.lengths = np.concatenate([d.lengths for d in datas])
-    out.P = np.concatenate([d.P for d in datas])
-    out.tok_off = np.concatenate([d.tok_off[:-1] + s for d, s in zip(datas, tok_shift)]
-                                 + [[int(tok_shift[-1] + datas[-1].tok_off[-1])]])
-    out.cand_off = np.concatenate([d.cand_off[:-1] + s for d, s in zip(datas, cand_shift)]
-                                  + [[int(cand_shift[-1] + datas[-1].n_candidates)]])
-    out.sent = np.concatenate([d.sent + s for d, s in zip(datas, sent_shift)])
-    out.rank = np.concatenate([d.rank for d in datas])
-    out.cand_hoff = np.concatenate([d.cand_hoff + s for d, s in zip(datas, head_shift)])
-    out.heads = np.concatenate([d.heads for d in datas])
-    out.base = np.concatenate([d.base for d in datas])
-    return out

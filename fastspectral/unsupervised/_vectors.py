@@ -28,6 +28,9 @@ from ..base import Statistics
 from ..embeddings.eigenwords import eigenword_cooccurrence, eigenword_vocabulary
 from .common import strip_punctuation
 
+#: word pairs farther apart than this share the anchor of this distance
+MAX_DISTANCE = 60
+
 __all__ = ["ATMStatistics", "atm_statistics", "atm_fit_statistics", "load_vectors",
            "eigenword_vocabulary", "eigenword_cooccurrence", "eigenwords_from_cooccurrence"]
 
@@ -102,7 +105,6 @@ def _encode(sents, mapped, tindex, vectors):
 def atm_statistics(model, sents, mapped, cache, context):
     """One partition's :class:`ATMStatistics` for the pass of ``context``."""
     from ._atm_kernels import anchor_sums, count_anchor_pairs
-    from .atm import MAX_DISTANCE
 
     settings = _settings(model)
     if context is None:                                          # pass 1: counts

@@ -10,12 +10,11 @@ import numpy as np
 from ..base import Parser, PartitionedFit, check_int
 from ..trees.universal_tags import is_punctuation_tag
 from . import _vectors
+from ._vectors import MAX_DISTANCE  # noqa: F401  (the anchors' distance cap, documented here)
 from .common import (build_tree, check_tagset, map_tags, strip_punctuation, tagged_sentences)
 
 __all__ = ["ATMParser"]
 
-#: word pairs farther apart than this share the anchor of this distance
-MAX_DISTANCE = 60
 #: singular values below this are clipped (log of 0)
 _EPS = 1e-12
 TOP_BRACKETS = ("paper", "verb", "punct-verb", "none")

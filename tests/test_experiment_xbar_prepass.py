@@ -1,18 +1,22 @@
-"""The X-bar grammar in front of the L-PCFG parsers' coarse pass (fastspectral.grammar.hierarchy,
-``cky.prune_batch(coarse=...)``)."""
+"""The X-bar grammar in front of the L-PCFG parsers' coarse pass (experiments/xbar_prepass.py,
+``cky.prune_batch(coarse=...)``): a research harness, not part of the package."""
 
 import itertools
+import sys
 from collections import Counter
 
 import numpy as np
 import pytest
 
-from conftest import need
+from conftest import REPO, need
 from fastspectral.grammar.chart import posterior_prune
-from fastspectral.grammar.hierarchy import expected_counts, xbar_grammar, xbar_projection
 from fastspectral.grammar.pcfg import PCFG
 from fastspectral.trees import read_ptb
 from fastspectral.trees.transforms import prepare
+
+sys.path.insert(0, str(REPO / "experiments"))
+from xbar_prepass import (expected_counts, with_xbar_prepass, xbar_grammar,  # noqa: E402
+                          xbar_posterior_prune, xbar_projection)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +77,7 @@ def test_xbar_mask_at_zero_keeps_every_item(trees, coarse):
     sents = [[w for w, t in tr.pos() if t != "-NONE-"] for tr in trees[:25]]
     xb = xbar_grammar(coarse)
     plain = posterior_prune(coarse, sents, 1e-3, jobs=2)
-    masked0 = posterior_prune(coarse, sents, 1e-3, jobs=2, xbar=xb, xbar_threshold=0.0)
+    masked0 = xbar_posterior_prune(coarse, sents, 1e-3, xb, 0.0, jobs=2)
     for a, b in zip(plain, masked0):
         np.testing.assert_array_equal(a, b)
 
@@ -82,7 +86,7 @@ def test_xbar_mask_prunes_and_keeps_a_parse(trees, coarse):
     sents = [[w for w, t in tr.pos() if t != "-NONE-"] for tr in trees[:40]]
     xb = xbar_grammar(coarse)
     plain = posterior_prune(coarse, sents, 1e-3, jobs=1)
-    masked = posterior_prune(coarse, sents, 1e-3, jobs=1, xbar=xb, xbar_threshold=1e-3)
+    masked = xbar_posterior_prune(coarse, sents, 1e-3, xb, 1e-3, jobs=1)
     assert sum(map(len, masked)) < sum(map(len, plain))
     for s, items in zip(sents, masked):
         n = len(s)
@@ -97,5 +101,23 @@ def test_xbar_unparsable_mask_falls_back(coarse):
     xb = xbar_grammar(coarse)
     sents = [["the", "dog", "barks", "."]]
     plain = posterior_prune(coarse, sents, 1e-3)
-    masked = posterior_prune(coarse, sents, 1e-3, xbar=xb, xbar_threshold=1e4)
+    masked = xbar_posterior_prune(coarse, sents, 1e-3, xb, 1e4)
     np.testing.assert_array_equal(plain[0], masked[0])
+
+
+def test_with_xbar_prepass_parses_like_the_model_when_nothing_is_masked(trees):
+    """Ratio 0 runs the X-bar pass and masks nothing: the parses of the package's parser; a
+    ratio that prunes still gives a tree per sentence.  The package itself has no switch."""
+    from fastspectral.lpcfg.latent import LatentPCFGBase
+    from fastspectral.lpcfg.spectral import SpectralLPCFG
+
+    assert not hasattr(LatentPCFGBase, "xbar_ratio")
+    model = SpectralLPCFG(n_states=2).fit(trees[:200])
+    sents = [[w for w, t in tr.pos() if t != "-NONE-"] for tr in trees[200:215]]
+    plain = [str(t) for t in model.parse(sents, jobs=1)]
+    fast = with_xbar_prepass(model, ratio=0.0)
+    assert isinstance(fast, SpectralLPCFG) and fast is not model
+    assert [str(t) for t in fast.parse(sents, jobs=1)] == plain
+    pruned = with_xbar_prepass(model, ratio=1.0).parse(sents, jobs=1)
+    assert [t.leaves() for t in pruned] == sents
+    assert [str(t) for t in model.parse(sents, jobs=1)] == plain     # the model is unchanged

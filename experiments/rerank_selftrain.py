@@ -1,9 +1,11 @@
-"""Unlabelled text for the spectral model of the re-ranker (self-training; not in the paper).
+"""Unlabelled text for the spectral model of the re-ranker (self-training; not in the paper): a
+research harness outside the package, a negative result (docs/rerank.md, "Self-training of the
+spectral model"), used by ``benchmarks/bench_rerank.py --raw``.
 
 Dhillon et al. (2012) estimate the latent dependency model from ~40,000 gold WSJ trees.  With a
 small treebank the moment estimates are noisy, so :class:`~fastspectral.rerank.RerankDepParser`
-can add trees that its base parser gives to POS-tagged raw text (``spectral_unlabelled``): the
-moments are sums over trees, and more trees (even with some wrong arcs) make them less noisy.
+could add trees that its base parser gives to POS-tagged raw text: the moments are sums over
+trees, and more trees (even with some wrong arcs) might make them less noisy.
 
 :func:`read_tagged_text` reads such text (one sentence a line, ``word/TAG`` tokens) into
 :class:`~fastspectral.trees.conll.DepSentence` objects without heads; ``tagset="brown"``
@@ -79,8 +81,8 @@ def read_tagged_text(path, tagset: str = "ptb", limit: int | None = None,
     (``-1``); ``tagset="brown"`` maps the tags with :func:`brown_to_ptb`; ``limit``: the
     first that many sentences.  An untagged token raises
     :class:`~fastspectral.errors.FormatError` naming the file and line."""
-    from ..trees.conll import DepSentence
-    from ..trees.readers import iter_sentences
+    from fastspectral.trees.conll import DepSentence
+    from fastspectral.trees.readers import iter_sentences
 
     if tagset not in TAGSETS:
         raise ValueError(f"tagset must be one of {', '.join(TAGSETS)}, not {tagset!r}")

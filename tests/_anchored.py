@@ -3,10 +3,11 @@
 :class:`AnchoredExample` samples treebanks from a small latent-variable PCFG whose every latent
 state has an inside and an outside anchor, and measures how well a fitted model (e.g.
 :class:`~fastspectral.lpcfg.pivot.PivotLPCFG`) recovers its parameters: the synthetic recovery
-experiments of the pivot learner (tests and ``benchmarks/bench_pivot.py``).  The general
+experiments of the pivot learner (tests and ``benchmarks/bench_pivot.py``; test data, not part
+of the package).  The general
 synthetic L-PCFG without anchors is :class:`fastspectral.synthetic.LatentPCFG`.
 
->>> from fastspectral.synthetic_anchored import AnchoredExample
+>>> from _anchored import AnchoredExample
 >>> ex = AnchoredExample(seed=0)
 >>> trees = ex.sample(3, seed=1)
 >>> [t.label for t in trees]
@@ -70,7 +71,7 @@ class AnchoredExample:
 
     def sample(self, n, seed=0):
         """``n`` trees (rooted at TOP) drawn from the model."""
-        from .trees.tree import Tree
+        from fastspectral.trees.tree import Tree
 
         rng = np.random.default_rng(seed)
         roots = [(a, h) for a, v in self.root.items() for h in range(len(v))]

@@ -1,12 +1,16 @@
-"""Raw tagged text for the spectral model (fastspectral.rerank.selftrain) and sub-lists of
-packed k-best lists (RerankData.subset)."""
+"""Raw tagged text for the spectral model of the re-ranker (experiments/rerank_selftrain.py: a
+research harness, not part of the package)."""
 from __future__ import annotations
 
-import numpy as np
+import sys
+
 import pytest
 
+from conftest import REPO
 from fastspectral.errors import FormatError
-from fastspectral.rerank.selftrain import brown_to_ptb, read_tagged_text
+
+sys.path.insert(0, str(REPO / "experiments"))
+from rerank_selftrain import brown_to_ptb, read_tagged_text  # noqa: E402
 
 
 @pytest.mark.parametrize("brown, ptb", [
@@ -48,40 +52,9 @@ def test_read_tagged_text_errors(tmp_path):
         read_tagged_text(p, limit=-1)
 
 
-def test_rerank_data_subset():
-    from fastspectral.rerank.mst import MSTParser
-    from fastspectral.trees.conll import DepSentence
+def test_not_in_the_package():
+    from pathlib import Path
 
-    def sent(text, heads):
-        words, tags = zip(*(w.split("/") for w in text.split()))
-        return DepSentence(words=words, xpos=tags, heads=heads)
+    import fastspectral.rerank
 
-    train = [sent("the/DT dog/NN barks/VBZ", [2, 3, 0]),
-             sent("the/DT big/JJ dog/NN sleeps/VBZ", [3, 3, 4, 0]),
-             sent("dogs/NNS bark/VBP", [2, 0])] * 4
-    from fastspectral.rerank.reranker import RerankData
-
-    mst = MSTParser(epochs=2, bits=16).fit(train)
-    enc = mst.encode(train[:3])
-    data = RerankData(mst.kbest_encoded(enc, 5, 1), enc)
-    sub, cand = data.subset([2, 0])
-    assert list(sub.lengths) == [2, 3]
-    assert np.array_equal(sub.base, data.base[cand])
-    for c_sub, c in enumerate(cand):
-        assert np.array_equal(sub.candidate_heads(c_sub), data.candidate_heads(c))
-    one, _ = data.subset([1])
-    assert np.array_equal(one.P, data.P[data.tok_off[1]:data.tok_off[2]])
-    assert np.array_equal(np.diff(one.tok_off), np.diff(data.tok_off)[[1]])
-    # the re-ranker's scores of a sub-list are those of the same candidates in the whole
-    from fastspectral.rerank.reranker import score_candidates
-
-    rng = np.random.default_rng(0)
-    w, v = rng.normal(size=1 << 16), rng.normal(size=1)
-
-    def scores(d):
-        out = np.empty(d.n_candidates)
-        score_candidates(w, v, d.P, d.tok_off, d.lengths, d.heads, d.cand_off, d.cand_hoff,
-                         d.base[:, None].copy(), out)
-        return out
-
-    assert np.allclose(scores(sub), scores(data)[cand])
+    assert not (Path(fastspectral.rerank.__file__).parent / "selftrain.py").exists()

@@ -1,5 +1,6 @@
-"""Coarser grammars for coarse-to-fine pruning (Petrov & Klein 2007, "Improved inference for
-unlexicalized parsing"): projections of a PCFG's label set.
+"""An X-bar pre-pass in front of the L-PCFG parsers' coarse pass (a research harness, not part
+of the package): coarser grammars for coarse-to-fine pruning (Petrov & Klein 2007, "Improved
+inference for unlexicalized parsing"), projections of a PCFG's label set.
 
 The L-PCFG parsers prune with their PCFG's ``v=1, h=0`` grammar, whose exhaustive inside-outside
 (the dense CKY kernel) was a third of their parse time.  :func:`xbar_grammar` projects that
@@ -17,6 +18,17 @@ with ``c`` the expected number of nodes of each symbol in a tree of the grammar,
 :func:`expected_counts`), so the coarse grammar is the projection of the finer one's tree
 distribution up to the independence it cannot express.  Unary rules that project onto a self
 loop (``P -> P``) are dropped: the grammar only prunes.
+
+Result (docs/throughput.md): on the dev split (section 22, sentences 1-400) the pre-pass saves
+time only at ratios that change parses (ratio 1: +30 % sentences per CPU-s for Pivot+EM, 6 % of
+the dev parses changed; <= 0.2: no gain), so the package parses without it.
+:func:`with_xbar_prepass` gives a fitted L-PCFG parser whose coarse pass runs behind the X-bar
+grammar, to repeat the measurement::
+
+    import sys; sys.path.insert(0, "experiments")
+    from xbar_prepass import with_xbar_prepass
+    fast = with_xbar_prepass(model, ratio=1.0)     # model: a fitted L-PCFG parser
+    trees = fast.parse(sentences)
 """
 from __future__ import annotations
 
@@ -24,10 +36,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..trees.transforms import is_intermediate
-from .grammar import unary_closure
+from fastspectral.grammar.chart import pack_lexical
+from fastspectral.grammar.grammar import unary_closure
+from fastspectral.trees.transforms import is_intermediate
 
-__all__ = ["expected_counts", "xbar_projection", "xbar_grammar", "XBar"]
+__all__ = ["expected_counts", "xbar_projection", "xbar_grammar", "XBar", "xbar_posterior_prune",
+           "with_xbar_prepass"]
 
 
 def expected_counts(grammar) -> np.ndarray:
@@ -75,7 +89,7 @@ class XBar:
 
 def xbar_grammar(grammar) -> XBar:
     """The X-bar grammar of ``grammar`` (see the module docstring), compiled."""
-    from .._ext.cky import ChartGrammar
+    from fastspectral._ext.cky import ChartGrammar
 
     labels, proj = xbar_projection(grammar)
     X = len(labels)
@@ -107,3 +121,50 @@ def xbar_grammar(grammar) -> XBar:
     chart = ChartGrammar(X, xp, xl, xr, xprob, cu_p, cu_c, cu_w, root,
                          np.arange(X, dtype=np.int32), is_pre.astype(np.uint8), X)
     return XBar(labels=labels, proj=proj, chart=chart, is_preterminal=is_pre)
+
+
+def xbar_posterior_prune(grammar, sentences, threshold, xbar, xbar_threshold, tags=None, jobs=1):
+    """:func:`fastspectral.grammar.chart.posterior_prune` behind the X-bar grammar ``xbar`` of
+    ``grammar``: it runs first and only the (cell, symbol) pairs whose X-bar marginal is
+    >= ``xbar_threshold`` are built.  Its preterminals are those of ``grammar``, so the lexical
+    entries are the same with projected symbols."""
+    from fastspectral._ext.cky import prune_batch
+
+    for k, s in enumerate(sentences):
+        if len(s) == 0:
+            raise ValueError(f"sentence {k} is empty")
+    lengths, offsets, pos, sym, prob = pack_lexical(grammar, sentences, tags)
+    return prune_batch(grammar.chart_grammar("sum"), lengths, offsets, pos, sym, prob,
+                       float(threshold), int(jobs), xbar.chart, xbar.proj, offsets, pos,
+                       np.ascontiguousarray(xbar.proj[sym], dtype=np.int32), prob,
+                       float(xbar_threshold))
+
+
+def with_xbar_prepass(model, ratio: float = 1.0):
+    """A shallow copy of the fitted L-PCFG parser ``model`` whose coarse pass keeps only the
+    (cell, symbol) pairs whose X-bar posterior is at least ``ratio`` times the coarse threshold
+    in use (``ratio`` 0: the X-bar pass runs, nothing is masked)."""
+    import copy
+
+    base = type(model)
+
+    class XBarPrepass(base):
+        def _xbar_grammar(self):
+            coarse = self.pcfg_.coarse_
+            hit = getattr(self, "_xbar", None)
+            if hit is None or hit[0] is not coarse:
+                hit = self._xbar = (coarse, xbar_grammar(coarse))
+            return hit[1]
+
+        def _coarse_chart_symbols(self):        # its dense chart lives beside the coarse one
+            return super()._coarse_chart_symbols() + len(self._xbar_grammar().labels)
+
+        def _coarse_items(self, sents, stags, jobs, coarse_threshold, tables):
+            return xbar_posterior_prune(self.pcfg_.coarse_, sents, coarse_threshold,
+                                        self._xbar_grammar(), coarse_threshold * float(ratio),
+                                        stags, jobs)
+
+    XBarPrepass.__name__ = XBarPrepass.__qualname__ = f"XBarPrepass{base.__name__}"
+    out = copy.copy(model)
+    out.__class__ = XBarPrepass
+    return out
