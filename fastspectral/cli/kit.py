@@ -633,13 +633,26 @@ class _StderrHandler(logging.Handler):
     record, so redirections and captured streams are honoured)."""
 
     def emit(self, record):
-        try:
-            from tqdm import tqdm
+        from tqdm import tqdm
 
-            # above any progress bar being drawn (a plain line when there is none)
-            tqdm.write(f"fastspectral: {record.getMessage()}", file=sys.stderr)
+        stream = sys.stderr
+        # above any progress bar being drawn (a plain line when there is none); a bar whose
+        # stream has gone away (closed) must not swallow the line
+        try:
+            above = tqdm.external_write_mode(file=stream)
+            above.__enter__()
+        except (OSError, ValueError):
+            above = None
+        try:
+            stream.write(f"fastspectral: {record.getMessage()}\n")
+            stream.flush()
         except (OSError, ValueError):
             pass
+        if above is not None:
+            try:
+                above.__exit__(None, None, None)
+            except (OSError, ValueError):
+                pass
 
 
 _HANDLER: list = []
