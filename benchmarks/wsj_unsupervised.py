@@ -19,6 +19,10 @@ JSON line each in ``--results``, resumable (a row already there is not run again
 
     PYTHONPATH=. python benchmarks/wsj_unsupervised.py [--results results/wsj_unsupervised.jsonl]
         [--ccm40] [--table-only]
+    PYTHONPATH=. python benchmarks/wsj_unsupervised.py --grid '[{"dim": 3}, {"bandwidth": 1}]'
+
+``--grid``: the development sweep of ATM's settings, learned in one process on the same
+sentences, section 22 scored as ``fastspectral eval --unlabelled`` scores it.
 """
 from __future__ import annotations
 
@@ -81,16 +85,61 @@ def branching_row(res, gold, work):
     res.add({"row": key, "args": [], **eval_f1(gold, pred)})
 
 
+def grid(res, settings_list, learn, gold, learn_first=None):
+    """ATM with each of ``settings_list`` (ATMParser keyword arguments over the defaults),
+    learned in this process on the same sentences as the ``ATM`` row, section 22 scored with
+    the same F1 as ``fastspectral eval --unlabelled`` (the development sweep).
+    ``learn_first``: learn from the first N sentences of 02-21 only (plus section 22)."""
+    import json
+    import os
+
+    from fastspectral.eval.unlabelled import evaluate_by_length
+    from fastspectral.trees.readers import read_treebank
+    from fastspectral.unsupervised import ATMParser
+
+    tag = "" if learn_first is None else f" first {learn_first}"
+    todo = [s for s in settings_list
+            if f"grid ATM{tag} {json.dumps(s, sort_keys=True)}" not in res]
+    if not todo:
+        return
+    gold_trees = list(read_treebank(str(gold)))
+    # the words and tags of 02-21 and of section 22 (the trees' structure is not read)
+    sents = list(read_treebank(str(learn[0])))[:learn_first] + gold_trees
+    words = [t.leaves() for t in gold_trees]
+    tags = [[q for _, q in t.pos()] for t in gold_trees]
+    for settings in todo:
+        t0 = os.times()
+        m = ATMParser(**settings).fit(sents)
+        t1 = os.times()
+        sc = evaluate_by_length(gold_trees, m.parse(words, tags=tags), (10, 40),
+                                sentence_bracket=True)
+        res.add({"row": f"grid ATM{tag} {json.dumps(settings, sort_keys=True)}", "args": [],
+                 "settings": settings, "learn_first": learn_first, "sentences": len(sents), "f1_10": round(sc[0].f1, 2), "f1_40": round(sc[1].f1, 2),
+                 "learn_cpu_s": t1.user + t1.system - t0.user - t0.system,
+                 "load": os.getloadavg()[0]})
+
+
 def table(res) -> str:
     out = ["| model | settings | F1 <= 10 | F1 <= 40 | paper (§23) | train CPU-s | "
            "train RSS MB | parse CPU-s | load |", "|---|---|---|---|---|---|---|---|---|"]
     for key, r in res.rows.items():
+        if key.startswith("grid "):
+            continue
         paper = PAPER.get(key.split()[0])
         p = "" if paper is None else f"{paper[0]} / {paper[1]}"
         t = (f"{r['train_cpu_s']:.1f} | {r['train_rss_mb']:.0f} | {r['parse_cpu_s']:.1f} | "
              f"{r['train_load']:.1f}" if "train_cpu_s" in r else " | | | ")
         out.append(f"| {key} | `{' '.join(r['args'])}` | {r['f1_10']:.1f} | {r['f1_40']:.1f} | "
                    f"{p} | {t} |")
+    g = [r for k, r in res.rows.items() if k.startswith("grid ")]
+    if g:
+        out += ["", "ATM development sweep (section 22; settings over the defaults):",
+                "| settings | F1 <= 10 | F1 <= 40 | learning CPU-s |", "|---|---|---|---|"]
+        out += [f"| `{r['settings']}`"
+                + ("" if r.get("learn_first") is None else
+                   f", learned on the first {r['learn_first']} sentences of 02-21 + section 22")
+                + f" | {r['f1_10']:.1f} | {r['f1_40']:.1f} | "
+                f"{r['learn_cpu_s']:.1f} |" for r in g]
     return "\n".join(out)
 
 
@@ -100,6 +149,12 @@ def main(argv=None):
                     default=ROOT / "results" / "wsj_unsupervised.jsonl")
     ap.add_argument("--ccm40", action="store_true",
                     help="also CCM learned on the sentences of at most 40 words")
+    ap.add_argument("--grid", default=None, metavar="JSON",
+                    help="a JSON list of ATMParser settings over the defaults: the "
+                         "development sweep (in this process), instead of the rows")
+    ap.add_argument("--learn-first", type=int, default=None, metavar="N",
+                    help="with --grid: learn from the first N sentences of 02-21 only (plus "
+                         "section 22), to see the effect of the amount of data")
     ap.add_argument("--table-only", action="store_true")
     a = ap.parse_args(argv)
     res = Results(a.results)
@@ -113,6 +168,12 @@ def main(argv=None):
             subprocess.run(["fastspectral", "sentences", str(gold), "--tags", "-o", str(tagged),
                             "-q"], check=True)
         learn = [train, tagged]          # section 22 as word/TAG sentences: no trees
+        if a.grid is not None:
+            import json
+
+            grid(res, json.loads(a.grid), learn, gold, a.learn_first)
+            print(table(res))
+            return
         branching_row(res, gold, work)
         model_row(res, "ATM", "atm", [], learn, gold, tagged, work)
         model_row(res, "CCM (learned on <= 10)", "ccm", ["--max-length", "10"], learn, gold,
