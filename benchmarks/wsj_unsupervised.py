@@ -18,7 +18,7 @@ JSON line each in ``--results``, resumable (a row already there is not run again
 * right-branching trees (written by this script, scored by ``fastspectral eval``).
 
     PYTHONPATH=. python benchmarks/wsj_unsupervised.py [--results results/wsj_unsupervised.jsonl]
-        [--ccm40] [--table-only]
+        [--ccm40] [--atm-args '--dim 3'] [--table-only]
     PYTHONPATH=. python benchmarks/wsj_unsupervised.py --grid '[{"dim": 3}, {"bandwidth": 1}]'
 
 ``--grid``: the development sweep of ATM's settings, learned in one process on the same
@@ -155,6 +155,9 @@ def main(argv=None):
     ap.add_argument("--learn-first", type=int, default=None, metavar="N",
                     help="with --grid: learn from the first N sentences of 02-21 only (plus "
                          "section 22), to see the effect of the amount of data")
+    ap.add_argument("--atm-args", default=None, metavar="ARGS",
+                    help="also the row of ATM with these options of 'fastspectral train atm' "
+                         "(e.g. the sweep's choice: '--dim 3')")
     ap.add_argument("--table-only", action="store_true")
     a = ap.parse_args(argv)
     res = Results(a.results)
@@ -178,6 +181,9 @@ def main(argv=None):
         model_row(res, "ATM", "atm", [], learn, gold, tagged, work)
         model_row(res, "CCM (learned on <= 10)", "ccm", ["--max-length", "10"], learn, gold,
                   tagged, work)
+        if a.atm_args:
+            model_row(res, f"ATM {a.atm_args}", "atm", a.atm_args.split(), learn, gold,
+                      tagged, work)
         if a.ccm40:
             model_row(res, "CCM (learned on <= 40)", "ccm", ["--max-length", "40"], learn,
                       gold, tagged, work)
