@@ -114,7 +114,8 @@ def grid(res, settings_list, learn, gold, learn_first=None):
         sc = evaluate_by_length(gold_trees, m.parse(words, tags=tags), (10, 40),
                                 sentence_bracket=True)
         res.add({"row": f"grid ATM{tag} {json.dumps(settings, sort_keys=True)}", "args": [],
-                 "settings": settings, "learn_first": learn_first, "sentences": len(sents), "f1_10": round(sc[0].f1, 2), "f1_40": round(sc[1].f1, 2),
+                 "settings": settings, "learn_first": learn_first, "sentences": len(sents),
+                 "f1_10": round(sc[0].f1, 2), "f1_40": round(sc[1].f1, 2),
                  "learn_cpu_s": t1.user + t1.system - t0.user - t0.system,
                  "load": os.getloadavg()[0]})
 
