@@ -4,7 +4,7 @@ Trains on sections 02-21 (``dep/wsj02-21.dp``, Malt-TAB, gold POS) and scores se
 (``dep/wsj22.dp``, the development set: there is no test section here, every setting is chosen
 on it) with UAS without punctuation, as ``fastspectral eval`` prints it.
 
-Three stages, each row by row and resumable (one JSON line per row in ``--results``; a row
+Stages, each row by row and resumable (one JSON line per row in ``--results``; a row
 already there is not run again; ``--stages`` picks stages):
 
 ``spectral-curve``
@@ -31,7 +31,7 @@ already there is not run again; ``--stages`` picks stages):
 The table is printed from the results at the end (``--stages table`` prints only it).
 
     PYTHONPATH=. python benchmarks/wsj_dependency.py [--results results/wsj_dependency.jsonl]
-        [--states 2-20] [--em-states 5,10,15,20] [--em-iterations 5,10,25,50,100]
+        [--states 2-20] [--em-states 5,10,15,20] [--em-iterations 5,10,25,50,100,200,400]
         [--stages spectral-curve,em-curve,rows,learner,table] [--jobs 2]
     PYTHONPATH=. python benchmarks/wsj_dependency.py --stages mst,table [--mst-orders 1,2]
 """
@@ -311,7 +311,7 @@ def main(argv=None):
     ap.add_argument("--results", type=Path, default=ROOT / "results" / "wsj_dependency.jsonl")
     ap.add_argument("--states", default="2-20")
     ap.add_argument("--em-states", default="5,10,15,20")
-    ap.add_argument("--em-iterations", default="5,10,25,50,100")
+    ap.add_argument("--em-iterations", default="5,10,25,50,100,200,400")
     ap.add_argument("--stages", default="spectral-curve,em-curve,rows,learner,table")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--mst-orders", default="1", help="stage mst: the MST parsers' orders")
