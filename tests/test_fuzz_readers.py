@@ -37,12 +37,6 @@ def _corpus(name, *args, **kw):
     return lambda p: getattr(corpus, name)(p, *args, **kw)
 
 
-def _tagged_text(tagset):
-    from fastspectral.rerank.selftrain import read_tagged_text
-
-    return lambda p: read_tagged_text(p, tagset=tagset)
-
-
 READERS = {
     "ptb": lambda p: list(read_ptb(p)),
     "conllu": lambda p: list(read_conllu(p)),
@@ -67,8 +61,6 @@ READERS = {
     "conllu-sentences": _corpus("read_conllu_sentences"),
     "tagging-input": _corpus("read_tagging_input"),
     "brown-universal-tags": _corpus("read_brown_universal"),
-    "tagged-text-ptb": _tagged_text("ptb"),
-    "tagged-text-brown": _tagged_text("brown"),
 }
 
 
