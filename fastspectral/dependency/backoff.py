@@ -34,7 +34,7 @@ re-sorted by word) or per head (b0, the head word's contexts), so that the loop 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .data import N_CLASSES, Encoded, SequenceData
 

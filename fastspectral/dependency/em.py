@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit, prange
+from .._jit import njit, prange
 
 from .data import Encoded, SequenceData
 from .spectral import OperatorSHAG, _backoff_probs, distinct_sequences, with_backoff

@@ -55,7 +55,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .._blas import blas_single_thread
 from ..linalg.ridge import ridge_inverse

@@ -20,7 +20,7 @@ from collections import Counter
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from .._jit import njit
 
 from ..base import Estimator, check_int
 from .eigenwords import WordIds, sentences_of

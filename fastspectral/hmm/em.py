@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from .._jit import njit, prange
 
 from .data import Encoded
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from .._jit import njit
 
 from .._blas import blas_single_thread
 from .em import _normalise as _renorm

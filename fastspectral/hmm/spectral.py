@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+from .._jit import njit, prange
 
 from .._blas import blas_single_thread
 from ..linalg.ridge import ridge_inverse

@@ -26,7 +26,7 @@ which the tests check against brute-force summation over hidden states.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from .._jit import njit, prange
 
 __all__ = ["tree_log_prob", "check_trees", "STATUS_OK", "STATUS_RANGE", "STATUS_CYCLE",
            "STATUS_NOROOT"]

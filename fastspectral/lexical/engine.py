@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+from .._jit import njit, prange
 
 __all__ = ["LabelSpace", "Tables", "RankerSpec", "Ranker", "Candidates", "fit_lambda",
            "top2"]

@@ -6,7 +6,7 @@ NumPy-level SVDs (the spectral L-PCFG's training path) do not import Numba; impo
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 __all__ = ["small_svd", "range_svd", "wide_svd", "sym_eig", "jacobi_sweeps", "orth", "chol_orth",
            "csr_dot", "csr_tdot", "sparse_range_svd"]

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+from .._jit import njit, prange
 from .._blas import blas_single_thread
 
 from .anchors import fast_anchor_words

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+from .._jit import njit, prange
 
 __all__ = ["frank_wolfe_simplex", "frank_wolfe_gram", "mixture_weights_em",
            "simplex_objective"]

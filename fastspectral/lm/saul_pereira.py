@@ -41,7 +41,7 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+from .._jit import njit, prange
 
 from ..base import Estimator, PartitionedFit
 from ..base import check_int as _check_int

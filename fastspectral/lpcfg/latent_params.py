@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from numba import njit, prange
+from .._jit import njit, prange
 
 from .features import nodes_by_rule
 from .latent import LatentArrays, log_rule_per_word

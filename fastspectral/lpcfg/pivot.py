@@ -57,7 +57,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+from .._jit import njit, prange
 
 from .._blas import blas_single_thread
 from ..base import Statistics

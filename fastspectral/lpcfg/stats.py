@@ -52,7 +52,7 @@ import uuid
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from .._jit import njit
 
 from ..base import Partition, Statistics
 from ..grammar.stats import GrammarCounts, check_statistics

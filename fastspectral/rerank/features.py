@@ -27,7 +27,7 @@ batch scoring parallel across sentences.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from .._jit import njit, prange
 
 __all__ = ["ROOT_ID", "UNK_ID", "NONE_ID", "FIRST_ID", "MAX_FEATS", "LONG_BETWEEN",
            "arc_scores", "perceptron_update", "arc_features", "N_SIB_FEATS", "sibling_scores",

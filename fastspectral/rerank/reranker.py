@@ -20,7 +20,7 @@ is parallel across sentences.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from .._jit import njit, prange
 
 from .features import NONE_ID, _h
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
-from numba import njit, prange
+from .._jit import njit, prange
 
 from ..base import check_jobs
 

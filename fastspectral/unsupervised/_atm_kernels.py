@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 __all__ = ["count_anchor_pairs", "anchor_sums", "parse_batch", "tree_cost"]
 

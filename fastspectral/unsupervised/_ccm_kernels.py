@@ -3,7 +3,7 @@ the inside-outside E-step over binary bracketings (log space) and Viterbi decodi
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 __all__ = ["span_hashes", "split_uniform_posteriors", "estep", "viterbi_batch"]
 
