@@ -123,6 +123,20 @@ class CacheState:
                 shutil.copy2(f, dst)
 
 
+def cache_summary(root: Path) -> list[tuple[str, int]]:
+    """(index file, number of compiled signatures) of every Numba index under ``root``: what a
+    first run compiles (an index holds one entry per signature)."""
+    import pickle
+
+    out = []
+    for idx in sorted(root.rglob("*.nbi")):
+        with open(idx, "rb") as f:
+            pickle.load(f)  # the Numba version
+            _, overloads = pickle.loads(f.read())
+        out.append((str(idx.relative_to(root)), len(overloads)))
+    return out
+
+
 def timed(cmd: list, env: dict, log: Path) -> dict:
     """Run ``cmd`` under /usr/bin/time; CPU seconds (user + system), wall seconds, max RSS."""
     tfile = log.with_suffix(".time")
@@ -146,7 +160,21 @@ def main(argv=None) -> int:
     ap.add_argument("--reset", action="store_true",
                     help="restore the installed Numba cache before each first run")
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
+    ap.add_argument("--signatures", type=Path, default=None, metavar="CACHE_DIR",
+                    help="print the compiled functions and signatures in a Numba cache folder "
+                         "(e.g. fastspectral/_jitcache after a warm-up) and exit")
     args = ap.parse_args(argv)
+    if args.signatures:
+        rows = cache_summary(args.signatures)
+        by_dir: dict = {}
+        for name, n in rows:
+            print(f"{n:3d}  {name}")
+            d = by_dir.setdefault(Path(name).parent.name, [0, 0])
+            d[0] += 1
+            d[1] += n
+        print(f"{len(rows)} functions, {sum(n for _, n in rows)} signatures; by folder: "
+              + ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in sorted(by_dir.items())))
+        return 0
 
     work = args.work or Path(tempfile.mkdtemp(prefix="first_run_"))
     work.mkdir(parents=True, exist_ok=True)
@@ -193,8 +221,9 @@ def main(argv=None) -> int:
         elif data == "ptb":
             cmd = fs + ["parse", str(model), str(held), "--input", "trees", "-q",
                         "-o", str(work / f"{name}.out")]
-        else:
-            cmd = fs + ["parse", str(model), str(held), "-q", "-o", str(work / f"{name}.out")]
+        else:  # (the scores of a latent-dep parse need CoNLL output)
+            cmd = fs + ["parse", str(model), str(held), "-q", "-o", str(work / f"{name}.out"),
+                        "--output-format", "conllu"]
         measure(f"parse {name}", cmd)
     if args.json:
         args.json.write_text(json.dumps({"package": str(pkg), "results": results}, indent=1))

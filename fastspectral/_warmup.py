@@ -129,7 +129,8 @@ def commands(folder: str, files: dict) -> list[list[str]]:
         if name in SCORED:
             cmds.append(["lm", "eval", model, held, "-q"])
         elif name not in NOT_PARSED:
-            extra = ["--input", "trees"] if data == "trees" else []
+            extra = (["--input", "trees"] if data == "trees"
+                     else ["--output-format", "conllu"] if name == "latent-dep" else [])
             cmds.append(["parse", model, held, "-q", "-o", os.path.join(folder, f"{i}.out")]
                         + extra)
     return cmds

@@ -90,14 +90,16 @@ def test_read_only_package_folder_falls_back_to_a_seeded_user_cache(tmp_path, mo
     (installed / "hmm" / "other.f-1.py311.nbi").write_bytes(b"not this one")
     monkeypatch.setattr(_jit, "CACHE_DIR", str(installed))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(user))
-    os.chmod(installed / "hmm", 0o555)
-    try:
-        if os.access(installed / "hmm", os.W_OK):
-            pytest.skip("running as a user who can write anywhere")
-        assert _jit.PackageCacheLocator.from_function(fn, hmm_model.__file__) is None
-        loc = _jit.UserCacheLocator.from_function(fn, hmm_model.__file__)
-    finally:
-        os.chmod(installed / "hmm", 0o755)
+    writable = _jit.PackageCacheLocator.ensure_cache_path
+
+    def ensure(self):  # the installed folder is read-only (as for a system-wide install)
+        if Path(self.get_cache_path()).is_relative_to(installed):
+            raise PermissionError(13, "read-only", self.get_cache_path())
+        writable(self)
+
+    monkeypatch.setattr(_jit.PackageCacheLocator, "ensure_cache_path", ensure)
+    assert _jit.PackageCacheLocator.from_function(fn, hmm_model.__file__) is None
+    loc = _jit.UserCacheLocator.from_function(fn, hmm_model.__file__)
     assert Path(loc.get_cache_path()) == user / "fastspectral" / "hmm"
     got = sorted(p.name for p in (user / "fastspectral" / "hmm").iterdir())
     assert got == sorted([f"{prefix}.nbi", f"{prefix}.1.nbc"])
