@@ -37,6 +37,8 @@ RUNS = (
     ("hmm", "text", ["--states", "2", "--method", "spectral"]),
     ("hmm", "text", ["--states", "2", "--method", "em", "--iterations", "2"]),
     ("hmm", "text", ["--states", "2", "--method", "spectral-em", "--iterations", "2"]),
+    # thousands of word types: the sparse Hankel paths of real corpora
+    ("hmm", "bigtext", ["--states", "2", "--iterations", "1"]),
     ("lexical", "arabic", []),
     ("eigenwords", "text", ["--dim", "4"]),
     ("brown", "text", []),
@@ -69,8 +71,11 @@ def _arabic(word: str, tag: str) -> tuple[str, str]:
     return form, "".join(cons)
 
 
-def write_data(folder: str, n: int = 160, seed: int = 0) -> dict:
-    """Toy training and parse files of every input format under ``folder``: {name: (train, parse)}."""
+def write_data(folder: str, n: int = 160, seed: int = 0, n_big: int = 4000) -> dict:
+    """Toy training and parse files of every input format under ``folder``: {name: (train, parse)}
+    (``bigtext``: sentences whose words carry one of ``n_big`` suffixes, a large vocabulary)."""
+    import numpy as np
+
     from .dependency.data import trees_to_dep_sentences
     from .synthetic import LatentPCFG
     from .trees.conll import write_conllu, write_malttab
@@ -97,6 +102,11 @@ def write_data(folder: str, n: int = 160, seed: int = 0) -> dict:
     for items, p in ((trees, out["text"][0]), (held, out["text"][1])):
         with open(p, "w", encoding="utf-8") as f:
             f.writelines(" ".join(f"{w}/{t}" for w, t in t_.pos()) + "\n" for t_ in items)
+    out["bigtext"] = (path("train-big.txt"), out["text"][1])
+    rng = np.random.default_rng(seed)
+    with open(out["bigtext"][0], "w", encoding="utf-8") as f:
+        for t_ in g.sample(4 * n_big // 5, seed=seed + 3):
+            f.write(" ".join(f"{w}{rng.integers(n_big)}/{t}" for w, t in t_.pos()) + "\n")
     out["conllu"] = (path("train.conllu"), path("parse.conllu"))
     write_conllu(deps, out["conllu"][0])
     write_conllu(deps_held, out["conllu"][1])
@@ -136,8 +146,9 @@ def commands(folder: str, files: dict) -> list[list[str]]:
     return cmds
 
 
-def run(verbose: bool = True) -> int:
-    """Run every warm-up command; the number that failed (each failure is reported)."""
+def run(verbose: bool = True, only=None) -> int:
+    """Run every warm-up command (``only``: of these train names); the number that failed (each
+    failure is reported)."""
     import contextlib
     import io
 
@@ -146,7 +157,11 @@ def run(verbose: bool = True) -> int:
     failed = 0
     with tempfile.TemporaryDirectory(prefix="fastspectral-warmup-") as folder:
         files = write_data(folder)
+        name = None
         for cmd in commands(folder, files):
+            name = cmd[1] if cmd[0] == "train" else name  # a parse follows its train command
+            if only and name not in only:
+                continue
             t0 = time.perf_counter()
             out, err = io.StringIO(), io.StringIO()
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -171,6 +186,7 @@ def main(argv=None) -> int:
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--list", action="store_true", help="print the commands and exit")
     ap.add_argument("-q", "--quiet", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated train names (default: all)")
     args = ap.parse_args(argv)
     if args.list:
         for name, data, opts in RUNS:
@@ -179,7 +195,7 @@ def main(argv=None) -> int:
     from ._jit import CACHE_DIR, cache_files
 
     t0 = time.perf_counter()
-    failed = run(verbose=not args.quiet)
+    failed = run(verbose=not args.quiet, only=[n for n in args.only.split(",") if n])
     n = len(cache_files(CACHE_DIR))
     print(f"warm-up: {n} cache files in {CACHE_DIR} ({time.perf_counter() - t0:.0f} s)",
           file=sys.stderr)

@@ -136,6 +136,7 @@ def test_compile_note_logged_once_for_package_kernels(caplog):
     assert caplog.text.count("compiling kernels (first run only)") == 1
 
 
+@pytest.mark.slow
 def test_cli_notes_compilation_on_stderr(tmp_path):
     """A kernel compiled by a command (here into an empty cache) is announced on stderr."""
     code = ("import sys, fastspectral._jit as j; j.CACHE_DIR = sys.argv[1]; "
@@ -173,5 +174,7 @@ def test_warmup_data_is_readable_by_the_commands_readers(tmp_path):
                or "\u0650" in "".join(s.words) for s in ar)
     lines = Path(files["text"][0]).read_text(encoding="utf-8").splitlines()
     assert len(lines) == 30 and all("/" in tok for tok in lines[0].split())
+    big = Path(files["bigtext"][0]).read_text(encoding="utf-8").split()
+    assert len(set(big)) > 2000, "a vocabulary that takes the sparse Hankel paths"
     cmds = _warmup.commands(str(tmp_path), files)
     assert sum(c[0] == "train" for c in cmds) == len(_warmup.RUNS)
