@@ -203,7 +203,8 @@ def test_ctrl_c_during_training_exits_130(tmp_path, command):
         if rc == 0:                 # finished before the signal: nothing to check
             continue
         assert rc == 130, f"delay {delay}: rc {rc}\n{err[-3000:]}"
-        lines = [ln for ln in err.splitlines() if ln.strip()]
+        lines = [ln for ln in err.splitlines()  # (the note of a cold kernel cache aside)
+                 if ln.strip() and ln != "fastspectral: compiling kernels (first run only) ..."]
         assert lines == ["fastspectral: interrupted"], err[-3000:]
         assert not out.exists(), "an interrupted training must not save a model"
     assert any(rc == 130 for _, rc, _ in results), results
