@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from .._jit import njit
 
 from .data import Encoded
 

@@ -9,7 +9,7 @@ Compiled (Numba), so that the SHAG learner's compiled fit calls it too.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 __all__ = ["ridge_inverse"]
 
