@@ -57,7 +57,7 @@ def test_package_locator_is_first_and_keys_by_content():
 
     impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
     assert impl._locator_classes[0] is _jit.PackageCacheLocator
-    from fastspectral.hmm import model as hmm_model
+    from fastspectral.hmm import hankel as hmm_model
 
     fn = next(v for v in vars(hmm_model).values()
               if hasattr(v, "py_func") and getattr(v, "_cache", None) is not None
@@ -78,7 +78,7 @@ def test_functions_outside_the_package_keep_numbas_locators(tmp_path):
 
 
 def test_read_only_package_folder_falls_back_to_a_seeded_user_cache(tmp_path, monkeypatch):
-    from fastspectral.hmm import model as hmm_model
+    from fastspectral.hmm import hankel as hmm_model
 
     fn = next(v.py_func for v in vars(hmm_model).values()
               if hasattr(v, "py_func") and v.py_func.__module__ == hmm_model.__name__)
@@ -110,7 +110,7 @@ def test_read_only_package_folder_falls_back_to_a_seeded_user_cache(tmp_path, mo
 
 
 def test_filename_prefix_matches_numbas_cache_file_names():
-    from fastspectral.hmm import model as hmm_model
+    from fastspectral.hmm import hankel as hmm_model
 
     disp = next(v for v in vars(hmm_model).values()
                 if hasattr(v, "py_func") and v.py_func.__module__ == hmm_model.__name__)
