@@ -467,7 +467,7 @@ class SHAGParser(PartitionedFit, Parser):
         return unpack_square(res.mu, res.pair_off, 0).copy()
 
     def log_weight(self, sents, jobs=None) -> np.ndarray:
-        """log |total weight| (log of the sum over all projective trees) of each sentence
+        """``log |total weight|`` (log of the sum over all projective trees) of each sentence
         (NaN where the model gives a sentence no weight)."""
         self._check_fitted()
         enc = self._encode(self._model_view(list(sents)), False)

@@ -138,9 +138,9 @@ class LatentDependencyModel(Parser):
     Attributes
     ----------
     words_ : list of str -- the vocabulary (``words_[0]`` is the unknown word)
-    leaf_ : ndarray (len(words_), m) -- ``D(x) c_inf = W^T u(x)`` of each word
+    leaf_ : ndarray ``(len(words_), m)`` -- ``D(x) c_inf = W^T u(x)`` of each word
     tags_ : list of str -- the tags (``tags_[0]`` the unknown tag; empty without tags)
-    leaf_tags_ : ndarray (len(tags_), m) -- the tags' part of ``W^T u(x)``
+    leaf_tags_ : ndarray ``(len(tags_), m)`` -- the tags' part of ``W^T u(x)``
     tag_column_ : str or None -- the DepSentence column the tags come from
     E_L_, E_R_ : ndarray (m, m, m) -- the edge operators
     c1_ : ndarray (m,) -- the root functional

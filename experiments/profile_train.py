@@ -5,7 +5,7 @@ the stage functions wrapped by timers of the process's CPU time (``getrusage``: 
 threads), then prints one row per stage.  Stages nest: a row is the time inside that function,
 its sub-rows are part of it.
 
-    python benchmarks/profile_train.py ../shared/data/ptb/wsj-sample.mrg --states 16
+    python experiments/profile_train.py ../shared/data/ptb/wsj-sample.mrg --states 16
 
 The whole process (start-up and imports included) is what ``/usr/bin/time`` reports for
 ``fastspectral train spectral FILE -o m.fsm --states 16``; this script adds the import time

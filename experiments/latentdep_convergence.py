@@ -16,8 +16,8 @@ estimates.
 [LO, HI], tree shapes drawn by the states; ``LatentDependencyModel(stop_events=True)``
 estimates p(x, valency | y)); ``--max-nodes`` caps the trees (a larger one is drawn again).
 
-    python benchmarks/latentdep_convergence.py [--sizes 1000 10000 100000] [--test 500]
-    python benchmarks/latentdep_convergence.py --stop 0.6 0.9 --max-nodes 60
+    python experiments/latentdep_convergence.py [--sizes 1000 10000 100000] [--test 500]
+    python experiments/latentdep_convergence.py --stop 0.6 0.9 --max-nodes 60
 """
 import argparse
 import sys
