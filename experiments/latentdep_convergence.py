@@ -7,7 +7,7 @@ independent of the states).  For M = 10^3, 10^4, 10^5 sampled training trees
 
 * ``one-hot`` words (k = V): the estimate is of p(x | y) itself;
 * ``k-dim`` words (random non-negative k-dimensional vectors F, k < V): the estimate is of the
-  smoothed model whose emission is F F^T O (what eigenwords give; see docs/latentdep.md).
+  smoothed model whose emission is F F^T O (what eigenwords give; see docs/notes/latentdep.md).
 
 We report the median and mean relative error |p_hat - p| / p and the fraction of negative
 estimates.

@@ -1,4 +1,4 @@
-"""CPU seconds of the stages of ``fastspectral train spectral`` (docs/throughput.md, "Training").
+"""CPU seconds of the stages of ``fastspectral train spectral`` (docs/notes/throughput.md, "Training").
 
 Runs the command line in this process (the same code path as the ``fastspectral`` command) with
 the stage functions wrapped by timers of the process's CPU time (``getrusage``: user + sys, all

@@ -51,15 +51,15 @@ METHODS = ("det", "det+f", "spectral", "em")
 #: older name of :data:`METHODS`
 MODELS = METHODS
 #: default number of states: the development splits chose 8 / 6 / 8 (WSJ / Spanish / EWT) for
-#: the default spectral model, whose accuracy is flat for larger n (docs/dependency.md)
+#: the default spectral model, whose accuracy is flat for larger n (docs/notes/dependency.md)
 STATES = 8
 #: default interpolation weight of the DET+F back-off automaton (spectral and EM models),
-#: chosen on the development splits (docs/dependency.md)
+#: chosen on the development splits (docs/notes/dependency.md)
 BACKOFF_WEIGHT = 0.3
 #: older name of :data:`BACKOFF_WEIGHT`
 SMOOTHING = BACKOFF_WEIGHT
 #: default ridge of the spectral learner's regularised pseudo-inverse (``learn_spectral``),
-#: chosen on the development splits (docs/dependency.md)
+#: chosen on the development splits (docs/notes/dependency.md)
 RIDGE = 1.0
 LEXICAL = ("none", "lex", "lex+f", "lex+fcp")
 
