@@ -1,6 +1,6 @@
 """Sphinx extension: the API reference pages, written at build time from the package tree.
 
-On ``builder-inited`` it walks the public modules of every package in :data:`PACKAGES`
+On ``builder-inited`` it walks the public modules of every package of :func:`packages`
 (names starting with ``_`` are private) and writes ``api/<module>.rst`` (generated, not
 committed): a module page is ``automodule`` with its members (those defined in the module,
 documented from their numpydoc docstrings), a package page its docstring and the toctree of its
@@ -12,16 +12,30 @@ import importlib
 import pkgutil
 from pathlib import Path
 
-#: the documented packages and top-level modules, in the order of the index
-PACKAGES = (
+#: the order of the index; every other public module of ``fastspectral`` follows it, except
+#: ``fastspectral.cli`` (the command line, documented by its own reference, ``cli/``)
+ORDER = (
     "fastspectral", "fastspectral.models", "fastspectral.base", "fastspectral.errors",
-    "fastspectral.synthetic", "fastspectral.synthetic_anchored",
-    "fastspectral.trees", "fastspectral.grammar", "fastspectral.lpcfg",
+    "fastspectral.synthetic", "fastspectral.trees", "fastspectral.grammar", "fastspectral.lpcfg",
     "fastspectral.dependency", "fastspectral.rerank", "fastspectral.latentdep",
     "fastspectral.hmm", "fastspectral.lm", "fastspectral.lexical", "fastspectral.unsupervised",
     "fastspectral.embeddings", "fastspectral.linalg", "fastspectral.eval", "fastspectral.io",
     "fastspectral.dask", "fastspectral.integrations",
 )
+EXCLUDED = ("fastspectral.cli",)
+
+
+def packages() -> list[str]:
+    """The documented top-level packages and modules, in index order."""
+    import fastspectral
+
+    found = {f"fastspectral.{info.name}" for info in pkgutil.iter_modules(fastspectral.__path__)
+             if not info.name.startswith("_")} - set(EXCLUDED)
+    return ([name for name in ORDER if name == "fastspectral" or name in found]
+            + sorted(found - set(ORDER)))
+
+
+PACKAGES = tuple(packages())
 
 
 def _title(text: str, ch: str = "=") -> str:
