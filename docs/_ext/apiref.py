@@ -51,9 +51,30 @@ def submodules(name: str) -> list[str]:
             if not info.name.startswith("_")]
 
 
+def _private_reexports(name: str, seen: set) -> str:
+    """Directives for the classes and functions in ``name.__all__`` that are defined in a
+    private module (``fastspectral._threads``, ``eval._evalb_base`` ...): documented here, under
+    the public name, at the first module that exports them."""
+    import inspect
+
+    mod = importlib.import_module(name)
+    out = []
+    for attr in getattr(mod, "__all__", ()):
+        obj = getattr(mod, attr, None)
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)) or id(obj) in seen:
+            continue
+        if not any(part.startswith("_") for part in obj.__module__.split(".")[1:]):
+            continue
+        seen.add(id(obj))
+        kind = "autoclass" if inspect.isclass(obj) else "autofunction"
+        out.append(f".. {kind}:: {name}.{attr}\n" + ("   :members:\n" if kind == "autoclass" else ""))
+    return "\n".join(out)
+
+
 def api_pages() -> dict[str, str]:
     """``{file stem: reStructuredText}`` of every page of the API reference."""
     pages = {}
+    seen: set = set()
 
     def module_page(name: str) -> None:
         subs = submodules(name)
@@ -67,8 +88,9 @@ def api_pages() -> dict[str, str]:
                            ":mod:`fastspectral.errors`, and every learner class of "
                            ":mod:`fastspectral.models` is ``fastspectral.<ClassName>``.\n")
             return
+        extra = _private_reexports(name, seen)
         if subs:
-            body = [_title(name), f".. automodule:: {name}\n   :no-members:\n",
+            body = [_title(name), f".. automodule:: {name}\n   :no-members:\n", extra,
                     ".. toctree::\n   :maxdepth: 1\n"]
             body += [f"   {s}" for s in subs]
             pages[name] = "\n".join(body) + "\n"
@@ -76,7 +98,7 @@ def api_pages() -> dict[str, str]:
                 module_page(s)
         else:
             pages[name] = (_title(name) + f"\n.. automodule:: {name}\n   :members:\n"
-                           "   :ignore-module-all:\n   :show-inheritance:\n")
+                           "   :ignore-module-all:\n   :show-inheritance:\n\n" + extra)
 
     for name in PACKAGES:
         module_page(name)
