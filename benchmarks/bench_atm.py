@@ -13,7 +13,7 @@ and as in the paper (section 4.1, "choice of data"): for each maximum length L, 
 sentences of at most L words and evaluated at L (``--no-ccm-by-length`` skips it).
 
 F1 counts the whole-sentence bracket (the convention of Klein & Manning's published numbers,
-docs/unsupervised.md); ``--no-sentence-bracket`` leaves it out.  The main table is printed a
+docs/notes/unsupervised.md); ``--no-sentence-bracket`` leaves it out.  The main table is printed a
 second time under the other convention, for reference.
 
     python benchmarks/bench_atm.py [--restarts 10] [--embeddings FILE] [--split test|dev|sample]
@@ -58,7 +58,7 @@ def main():
     ap.add_argument("--grid", default=None, metavar="JSON",
                     help="a JSON list of ATMParser settings: print only ATM's F1 (heuristic "
                          "and oracle top bracket, length <= 10 / <= 40) for each (the dev "
-                         "sweeps of docs/unsupervised.md)")
+                         "sweeps of docs/notes/unsupervised.md)")
     ap.add_argument("--ccm-grid", default=None, metavar="JSON",
                     help="a JSON list of CCMParser settings: print only CCM's F1 (length "
                          "<= 10 / <= 40) for each")

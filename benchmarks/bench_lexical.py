@@ -1,4 +1,4 @@
-"""Benchmark of the lexical disambiguator (Shah et al. 2010; docs/lexical.md).
+"""Benchmark of the lexical disambiguator (Shah et al. 2010; docs/notes/lexical.md).
 
 1. 10-fold cross-validation (folds of whole documents) on PADT (UD Arabic PADT v1.3 dev,
    28k words) and on UD English EWT dev (25k words): every model of table 5 (unigram,

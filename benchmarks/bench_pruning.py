@@ -1,7 +1,7 @@
 """F1 and speed of an L-PCFG against its pruning thresholds, on a dev split (issue 12).
 
 Parses the dev sentences (default: sentences 1-400 of WSJ section 22, the dev split of
-docs/pivot.md) with every pair of ``prune_threshold`` x ``coarse_threshold`` given, one thread,
+docs/notes/pivot.md) with every pair of ``prune_threshold`` x ``coarse_threshold`` given, one thread,
 and prints the dev F1 (EVALB, COLLINS.prm), sentences per CPU-second and the chart items of the
 PCFG and L-PCFG passes.  The thresholds are parse-time settings: one model file serves all.
 

@@ -1,6 +1,6 @@
 """Accuracy and speed of the k-best re-ranking parser (Dhillon et al. 2012, table 1 style).
 
-WSJ dependency sample split as the SHAG results (docs/dependency.md): first 80 % train, last
+WSJ dependency sample split as the SHAG results (docs/notes/dependency.md): first 80 % train, last
 20 % test.  Every choice is made on a development split of the training part (``--sweep``: the
 first 90 % of it trains, the last 10 % is the dev set; never the test part).  Then everything
 is trained on the whole training part and scored on the test part: UAS without punctuation and
@@ -17,7 +17,7 @@ of base parsing, k-best and re-ranking with --jobs threads, with the load averag
 ``--sweep-extra``: further dev experiments (self-training of the spectral model on raw text
 parsed by the base parser, ``--raw``; one-hot POS / eigenword-cluster inputs; feature forms;
 several spectral models), each scored on the dev split and by 3-fold CV of the re-ranker over
-the jack-knifed training lists (docs/rerank.md, "Further attempts").
+the jack-knifed training lists (docs/notes/rerank.md, "Further attempts").
 
 ``--cache DIR`` keeps the k-best lists of the dev split (and the parsed raw text) between runs
 (a benchmark cache, not a model file).  ``--cv N --data UD.conllu``: N-fold cross-validation
@@ -27,7 +27,7 @@ on one file (UD EWT dev).
 rescoring alone / with the order-2 tree added; the perceptron started from either score),
 with and without log p-hat, at each of ``--gains``, on the dev split; ``--base-order2`` (main
 mode): also the order-2 base parser's row and the re-rankers with the order-2 column
-(``--gain-order2``: their gain); docs/rerank.md, "The second-order score as a re-ranker
+(``--gain-order2``: their gain); docs/notes/rerank.md, "The second-order score as a re-ranker
 feature".
 
 ``--sweep-order2``: the spectral model of the order-2 re-ranker (``base_order=2``,
@@ -35,7 +35,7 @@ feature".
 ``--cache``): reference rows (base parsers of order 1 and 2; baseline + order-2 column and + the
 default spectral model at gains 3 / 10 / 30) and ``--extra-models`` x ``--extra-forms`` x
 ``--gains``, each on the dev split and by 3-fold CV of the re-ranker over the jack-knifed
-training lists; then the pre-declared selection rule (``order2_select``; docs/rerank.md,
+training lists; then the pre-declared selection rule (``order2_select``; docs/notes/rerank.md,
 "Choosing the spectral model for the order-2 re-ranker")::
 
     PYTHONPATH=. python benchmarks/bench_rerank.py --sweep-order2 --embeddings en30.eigenwords \
@@ -43,12 +43,12 @@ training lists; then the pre-declared selection rule (``order2_select``; docs/re
 
 ``--start-grid``: the perceptron's start (``fixed_base``, ``--start-weights``, ``--gains``)
 of the baseline re-rankers over first-order lists and with the order-2 column, on the dev
-split and by 3-fold CV over the training lists (docs/rerank.md, "A stable start")::
+split and by 3-fold CV over the training lists (docs/notes/rerank.md, "A stable start")::
 
     PYTHONPATH=. python benchmarks/bench_rerank.py --start-grid --cache DIR --gains 1,3,10,30
 
 ``--base-only``: the base parser alone (``MSTParser(order=...)`` for each of ``--orders``,
-first-order and second-order sibling; docs/rerank.md, "Second-order sibling base parser"):
+first-order and second-order sibling; docs/notes/rerank.md, "Second-order sibling base parser"):
 UAS (no punctuation) and complete match, training CPU-seconds, parsing CPU-seconds and
 sentences/s.  ``--base-split dev`` (the dev split above, one row per ``--base-epochs``),
 ``test`` (whole training part -> test part, ``--epochs``), or with ``--cv N`` N folds of
@@ -230,7 +230,7 @@ def sweep(args, train):
 
 
 # ---------------------------------------------------------------------------------------------
-# --sweep-extra: further development experiments on the same split (docs/rerank.md, "Further
+# --sweep-extra: further development experiments on the same split (docs/notes/rerank.md, "Further
 # attempts"): self-training of the spectral model on parsed raw text, non-negative (one-hot)
 # observations, feature forms of the spectral score, several spectral models at once.  Each
 # setting is scored on the dev split (314 sentences) and by 3-fold cross-validation of the
@@ -476,7 +476,7 @@ def extra_evaluate(args, jack, dev_data, dev_eval, models, gain):
 
 
 # ---------------------------------------------------------------------------------------------
-# --tag-dmv: a diagnostic for the valency question (docs/rerank.md, "STOP events"): observable
+# --tag-dmv: a diagnostic for the valency question (docs/notes/rerank.md, "STOP events"): observable
 # (count-based, no latent states) generative models of the POS tags of a tree, scored on the
 # same lists: arcs p(child tag | head tag, direction), + geometric valency (one stop
 # probability per head tag and direction: what STOP events add per state), + the DMV's
@@ -677,7 +677,7 @@ def sweep_extra(args, train):
 
 def sweep_shag(args, tr, dev, jack, dev_data, dev_correct, dev_tok, keep_dev, dev_eval):
     """``--sweep-extra --shag-models ...``: the SHAG model's tree weight and arc posteriors as
-    re-ranker columns (docs/rerank.md, "SHAG scores"), beside the baseline re-ranker and the
+    re-ranker columns (docs/notes/rerank.md, "SHAG scores"), beside the baseline re-ranker and the
     section-3 model's scores (``--extra-models``, the default model first), dev + 3-fold CV."""
     from fastspectral.rerank.model import _argmax_segments
 
@@ -738,7 +738,7 @@ def within_list_corr(x, correct, data):
 def order2_dev(args, train):
     """Dev split (first 90 % of the training part trains, last 10 % scored): the re-ranker
     with and without the second-order model's score column (``base_order=2``), with and
-    without log p-hat, at each of ``--gains`` (docs/rerank.md, "The second-order score as a
+    without log p-hat, at each of ``--gains`` (docs/notes/rerank.md, "The second-order score as a
     re-ranker feature")."""
     from fastspectral.rerank import RerankDepParser
     from fastspectral.rerank.model import (TrainingLists, _argmax_segments, count_correct,
@@ -830,7 +830,7 @@ def order2_dev(args, train):
 # ---------------------------------------------------------------------------------------------
 # --sweep-order2: the spectral model of the ORDER-2 re-ranker (base_order=2, order2_best, the
 # perceptron started from the order-2 score) chosen on the dev split and by 3-fold CV of the
-# re-ranker over the jack-knifed training lists (docs/rerank.md, "Choosing the spectral model
+# re-ranker over the jack-knifed training lists (docs/notes/rerank.md, "Choosing the spectral model
 # for the order-2 re-ranker").
 
 #: the current default of the order-2 rows: spectral model spec, feature form, gain
@@ -963,7 +963,7 @@ def order2_evaluate(args, lists, dev, dev_data, o2_dev, dev_eval, cv_keep, spec_
 
 
 def order2_select(rows, default=ORDER2_DEFAULT, tie=0.05):
-    """The pre-declared rule of docs/rerank.md ("Choosing the spectral model for the order-2
+    """The pre-declared rule of docs/notes/rerank.md ("Choosing the spectral model for the order-2
     re-ranker"): among the spectral rows whose dev UAS beats the baseline + order-2 row at the
     same gain, the highest CV error reduction over that row (ties: higher dev UAS); the
     default row instead when it is eligible and the best's CV UAS is at most ``tie`` above
@@ -1071,7 +1071,7 @@ def start_grid(args, train):
     """``--start-grid``: the perceptron's start (``fixed_base`` x ``start_weight`` x
     ``dense_gain``) of the baseline re-ranker over first-order lists and of the baseline +
     order-2 column re-ranker, each on the dev split and by 3-fold CV over the jack-knifed
-    training lists (docs/rerank.md, "A stable start for the order-2 re-ranker")."""
+    training lists (docs/notes/rerank.md, "A stable start for the order-2 re-ranker")."""
     from fastspectral.rerank import RerankDepParser
     from fastspectral.rerank.model import TrainingLists, _argmax_segments, count_correct
 

@@ -1,5 +1,5 @@
 """Unlabelled text for the spectral model of the re-ranker (self-training; not in the paper): a
-research harness outside the package, a negative result (docs/rerank.md, "Self-training of the
+research harness outside the package, a negative result (docs/notes/rerank.md, "Self-training of the
 spectral model"), used by ``benchmarks/bench_rerank.py --raw``.
 
 Dhillon et al. (2012) estimate the latent dependency model from ~40,000 gold WSJ trees.  With a

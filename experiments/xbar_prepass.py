@@ -19,7 +19,7 @@ with ``c`` the expected number of nodes of each symbol in a tree of the grammar,
 distribution up to the independence it cannot express.  Unary rules that project onto a self
 loop (``P -> P``) are dropped: the grammar only prunes.
 
-Result (docs/throughput.md): on the dev split (section 22, sentences 1-400) the pre-pass saves
+Result (docs/notes/throughput.md): on the dev split (section 22, sentences 1-400) the pre-pass saves
 time only at ratios that change parses (ratio 1: +30 % sentences per CPU-s for Pivot+EM, 6 % of
 the dev parses changed; <= 0.2: no gain), so the package parses without it.
 :func:`with_xbar_prepass` gives a fitted L-PCFG parser whose coarse pass runs behind the X-bar

@@ -15,7 +15,7 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # OpenBLAS's threads likewise busy-wait (about 2**28 cycles) after they start and after each
 # call before they sleep: on a 16-core machine `fastspectral parse` of one sentence spent
-# 2.5-4.3 CPU-s for 0.5-1.0 s of wall time (docs/throughput.md).  2**4 cycles: they sleep at once.
+# 2.5-4.3 CPU-s for 0.5-1.0 s of wall time (docs/notes/throughput.md).  2**4 cycles: they sleep at once.
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from .errors import FastSpectralError, FormatError, ModelFileError, NotFittedError  # noqa: E402

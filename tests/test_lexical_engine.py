@@ -219,7 +219,7 @@ def test_fast_inflections_equal_the_filtered_shape_guesses(shared_data):
 
 
 # ------------------------------------------------------------------------------------------
-# speed measures that must not change the results (docs/lexical.md, "Speed")
+# speed measures that must not change the results (docs/notes/lexical.md, "Speed")
 # ------------------------------------------------------------------------------------------
 def test_inner_choice_memo_gives_the_results_of_fresh_fits(monkeypatch):
     """The inner choices share design matrices, SVR fits and inner errors whose inputs are

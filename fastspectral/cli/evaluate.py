@@ -41,7 +41,7 @@ def add_eval_command(sub, common, fmt) -> None:
     kit.add_encoding(p, help="encoding of both files (default: utf-8)")
     p.add_argument("--punct", choices=("exclude", "include"), default="exclude",
                    help="dependency scores: headline mode for punctuation (both are printed)")
-    u = p.add_argument_group("unsupervised parsing (Klein & Manning 2002; docs/unsupervised.md)")
+    u = p.add_argument_group("unsupervised parsing (Klein & Manning 2002; docs/notes/unsupervised.md)")
     u.add_argument("--unlabelled", action="store_true",
                    help="unlabelled bracketing F1: punctuation removed, single-word brackets "
                         "not counted, the whole-sentence bracket counted (as in Klein & "

@@ -54,7 +54,7 @@ _OPTIONS = (
     ("--max-vocab", "max_vocab", {"type": positive_int, "metavar": "K"},
      "the hidden-state model sees the K most frequent symbols; the others share <unk>"),
     ("--spectral-init", "spectral_init", {"choices": ("classes", "anchors", "moments", "split")},
-     "spectral-em: the starting point (docs/hmm.md)"),
+     "spectral-em: the starting point (docs/notes/hmm.md)"),
     ("--seed", "random_state", {"type": int, "metavar": "S"}, "random seed"),
 )
 

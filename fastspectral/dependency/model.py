@@ -51,15 +51,15 @@ METHODS = ("det", "det+f", "spectral", "em")
 #: older name of :data:`METHODS`
 MODELS = METHODS
 #: default number of states: the development splits chose 8 / 6 / 8 (WSJ / Spanish / EWT) for
-#: the default spectral model, whose accuracy is flat for larger n (docs/dependency.md)
+#: the default spectral model, whose accuracy is flat for larger n (docs/notes/dependency.md)
 STATES = 8
 #: default interpolation weight of the DET+F back-off automaton (spectral and EM models),
-#: chosen on the development splits (docs/dependency.md)
+#: chosen on the development splits (docs/notes/dependency.md)
 BACKOFF_WEIGHT = 0.3
 #: older name of :data:`BACKOFF_WEIGHT`
 SMOOTHING = BACKOFF_WEIGHT
 #: default ridge of the spectral learner's regularised pseudo-inverse (``learn_spectral``),
-#: chosen on the development splits (docs/dependency.md)
+#: chosen on the development splits (docs/notes/dependency.md)
 RIDGE = 1.0
 LEXICAL = ("none", "lex", "lex+f", "lex+fcp")
 
@@ -467,7 +467,7 @@ class SHAGParser(PartitionedFit, Parser):
         return unpack_square(res.mu, res.pair_off, 0).copy()
 
     def log_weight(self, sents, jobs=None) -> np.ndarray:
-        """log |total weight| (log of the sum over all projective trees) of each sentence
+        """``log |total weight|`` (log of the sum over all projective trees) of each sentence
         (NaN where the model gives a sentence no weight)."""
         self._check_fitted()
         enc = self._encode(self._model_view(list(sents)), False)

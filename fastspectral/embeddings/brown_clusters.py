@@ -359,10 +359,10 @@ class BrownClusters(WordIds, Estimator):
     words_ : list of str, ``words_[0] == "<unk>"``, then by decreasing frequency.
     bits_ : list of str, the bit string of every word (``""`` for ``<unk>``).
     clusters_ : ndarray of int64, every word's cluster (-1 for ``<unk>``).
-    embeddings_ : ndarray (len(words_), dim) (``features="bits+clusters"``: ``dim + C``
+    embeddings_ : ndarray ``(len(words_), dim)`` (``features="bits+clusters"``: ``dim + C``
         columns), the vectors of :meth:`transform`.
     class_bigrams_ : ndarray (C + 1, C + 1), class transition counts (the last class:
-        ``<unk>``); ``word_counts_`` : ndarray (len(words_),), the emission counts; both for
+        ``<unk>``); ``word_counts_`` : ndarray ``(len(words_),)``, the emission counts; both for
         :meth:`log_likelihood`.
     fit_time_ : float
 

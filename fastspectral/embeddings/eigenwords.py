@@ -157,7 +157,7 @@ class Eigenwords(WordIds, Estimator):
     ----------
     words_ : list of str
         The vocabulary (``words_[0] == "<unk>"``), most frequent first.
-    embeddings_ : ndarray of shape (len(words_), d)
+    embeddings_ : ndarray of shape ``(len(words_), d)``
         ``d = min(dim, rank of the whitened co-occurrences)``.
     counts_ : ndarray of int64, the training counts of ``words_``.
     singular_values_ : ndarray of shape (d,), the canonical correlations kept.

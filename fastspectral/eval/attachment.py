@@ -10,10 +10,11 @@ Punctuation rule (CoNLL-X ``eval.pl`` convention, extended to tags)
 A token is punctuation when, in the **gold** sentence,
 
 * its word is non-empty and every character is Unicode punctuation (general category ``P*``:
-  ``, . : ; ! ? ' " ( ) [ ] - -- ... `` `` ``'' # % & * @ /`` ...; note that ``$``, ``+``, ``<``
-  and ``=`` are *symbols*, category ``S*``, hence not punctuation), or
+  ``, . : ; ! ? ' " ( ) [ ] - -- ... # % & * @ /``, quotes ...; note that ``$``, ``+``,
+  ``<`` and ``=`` are *symbols*, category ``S*``, hence not punctuation), or
 * its tag (``tags``) or its ``upos`` is one of the punctuation tags: by default the PTB set
-  ```` `` '' , . : ```` plus the Universal Dependencies tag ``PUNCT``.  ``-LRB-``, ``-RRB-``,
+  ``,`` ``.`` ``:`` and the two quote tags (two backquotes, two apostrophes) plus the Universal
+  Dependencies tag ``PUNCT``.  ``-LRB-``, ``-RRB-``,
   ``#`` and ``$`` are *not* punctuation tags (the brackets are still punctuation by their words).
 
 ``punct_tags`` replaces the tag set (``()`` keeps only the word rule).  With ``punct="exclude"``

@@ -27,7 +27,7 @@ gotten wrong (single words and entire sentences)" were discarded, but their WSJ1
 (UBOUND: precision 78.8, recall 100, F1 88.1) and right-branching baseline (55.1 / 70.0 / 61.7)
 are reproduced only with the whole-sentence bracket counted (Luque's reimplementation gets 78.8
 with its ``count_fullspan_bracket`` option, 74.7 without; on the WSJ sample here: 78.6 and
-74.3).  docs/unsupervised.md has the numbers.
+74.3).  docs/notes/unsupervised.md has the numbers.
 
 Examples
 --------

@@ -65,7 +65,7 @@ class TreeBuilder:
     their label) and rooting the result at ``root_label``, but creates every node once: the
     labels, their chains and the tag flags of the classes are looked up in tables made here.
     This is the part of parsing that runs under the GIL after the kernels, so its cost per
-    sentence bounds the speed-up across cores (docs/throughput.md).
+    sentence bounds the speed-up across cores (docs/notes/throughput.md).
     """
 
     __slots__ = ("info", "root_label")

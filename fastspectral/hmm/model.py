@@ -35,7 +35,7 @@ METHODS = ("spectral", "em", "spectral-em")
 DEFAULT_ITERATIONS = {"spectral": 0, "em": 100, "spectral-em": 20}
 #: interpolation weight of the Kneser-Ney bigram when ``backoff_weight=None`` and ``fit`` has
 #: no ``dev`` sequences: the weights the WSJ-tag development split chose at m = 40
-#: (docs/hmm.md); EM also scores its development perplexity with it to choose the iteration
+#: (docs/notes/hmm.md); EM also scores its development perplexity with it to choose the iteration
 DEFAULT_BACKOFF_WEIGHT = {"spectral": 0.05, "em": 0.2, "spectral-em": 0.2}
 #: the weights tried on ``dev`` sequences when ``backoff_weight=None``
 BACKOFF_GRID = (0.0, 0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -158,7 +158,7 @@ class HMM(PartitionedFit, Estimator):
         EM's converged development perplexity within a fifth of its iterations in 6 of 9
         (m, seed) cases on the WSJ tags, "anchors" in 2, "moments" in 9, "split" in 8-9
         (test: 3, -, 6, 4 of 9; with the start's own CPU counted as EM iterations: 3, -, 0, 3;
-        docs/hmm.md).
+        docs/notes/hmm.md).
 
     Attributes
     ----------

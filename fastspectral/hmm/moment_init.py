@@ -27,7 +27,7 @@ low-order window distribution is closest in KL divergence to the empirical one; 
 composite likelihood, Varin, Reid & Firth 2011), not the observable-operator (SVD) estimate of
 Hsu, Kakade & Zhang 2009, and, like EM, it can stop in a local optimum of its own objective
 (hence the restarts).  It reads only the window table, not the corpus, but it is not free: its
-cost is reported beside the EM iterations it saves (docs/hmm.md).
+cost is reported beside the EM iterations it saves (docs/notes/hmm.md).
 
 Kept as one module (about 830 lines): one method (EM on the window distribution); its
 E-step kernels and plans serve only it.
@@ -558,7 +558,7 @@ def hmm_from_moments(H, n_states: int, random_state=0, length: int = 3, restarts
     the best window likelihood then runs up to ``iterations`` (stopping when an iteration
     gains less than ``tol`` nats per position).  The defaults (trigram windows, the class
     start and 8 random starts, 300 iterations each) were chosen on the WSJ-tag development
-    split (docs/hmm.md).  Every distribution of the result is mixed with the uniform one (weight
+    split (docs/notes/hmm.md).  Every distribution of the result is mixed with the uniform one (weight
     ``floor``).  ``info``, if a dict, receives ``loglik`` (per position, of every start after
     screening), ``chosen``, ``history`` (the chosen start's), ``windows`` (distinct),
     ``positions``, ``iterations`` (window-EM iterations run in all) and ``occupancy`` (the fitted
@@ -717,7 +717,7 @@ def hmm_by_splitting(H, n_states: int, random_state=0, levels: int = 3, length: 
     The defaults (``spectral_init="split"`` of :class:`~fastspectral.hmm.HMM`): three levels
     (``m / 8 .. m``, e.g. 5, 10, 20, 40), the class start at the first size, 100 window-EM
     iterations per size and 300 at ``m``, noise 0.01, the direct class-start fit at ``m``
-    beside it, unscreened; chosen on the WSJ-tag development split (docs/hmm.md), where the
+    beside it, unscreened; chosen on the WSJ-tag development split (docs/notes/hmm.md), where the
     split chain won at m = 10 and the direct fit at m = 20 and 40."""
     m = int(n_states)
     if m < 1:

@@ -100,7 +100,7 @@ def hmm_from_token_classes(H, n_states: int, random_state=0, floor: float = 0.1,
     mixed with the uniform distribution (weight ``floor``).  The spectral step is the
     embedding (a spectral clustering, not a method-of-moments estimate of the HMM);
     ``context_weight`` 0.3, ``temperature`` 2 and ``floor`` 0.1 were chosen on the WSJ-tag
-    development split (docs/hmm.md).  Fewer distinct pairs than states: the classes are split
+    development split (docs/notes/hmm.md).  Fewer distinct pairs than states: the classes are split
     into noisy copies (:func:`_split_states`)."""
     from sklearn.cluster import KMeans
 

@@ -74,7 +74,7 @@ returns ``log |p-hat|`` and, with ``return_sign=True``, the sign; ``p-hat == 0``
 ``log_floor``.  For re-ranking use ``log |p-hat|`` (plus the sign as a second feature).  With
 eigenwords (signed entries) the smoothed emission ``u(x)^T M[:, h]`` is not a per-word constant
 times ``p(x | h)`` and can be negative: on the WSJ sample about half of all trees, gold ones
-included, get a negative estimate (docs/rerank.md).  :meth:`fragment_log_prob` gives local
+included, get a negative estimate (docs/notes/rerank.md).  :meth:`fragment_log_prob` gives local
 scores (each node with its children) whose errors do not compound along the tree.
 
 Kept as one module (about 760 lines): one estimator whose ``fit`` is section 3 of the paper
@@ -117,7 +117,7 @@ class LatentDependencyModel(Parser):
         Weight of the tag block (the eigenwords have unit length).
     ridge : float
         Ridge of the pseudo-inverses of ``Delta_L`` / ``Delta_R``, relative to their largest
-        singular value (0.3: chosen on a WSJ dev split, docs/latentdep.md; a consistent
+        singular value (0.3: chosen on a WSJ dev split, docs/notes/latentdep.md; a consistent
         estimate needs a small one, e.g. 1e-3, as the sample grows).
     stop_events : bool
         Also score valency: a STOP event per node and side (the module docstring, eq. 1s-7s;
@@ -138,9 +138,9 @@ class LatentDependencyModel(Parser):
     Attributes
     ----------
     words_ : list of str -- the vocabulary (``words_[0]`` is the unknown word)
-    leaf_ : ndarray (len(words_), m) -- ``D(x) c_inf = W^T u(x)`` of each word
+    leaf_ : ndarray ``(len(words_), m)`` -- ``D(x) c_inf = W^T u(x)`` of each word
     tags_ : list of str -- the tags (``tags_[0]`` the unknown tag; empty without tags)
-    leaf_tags_ : ndarray (len(tags_), m) -- the tags' part of ``W^T u(x)``
+    leaf_tags_ : ndarray ``(len(tags_), m)`` -- the tags' part of ``W^T u(x)``
     tag_column_ : str or None -- the DepSentence column the tags come from
     E_L_, E_R_ : ndarray (m, m, m) -- the edge operators
     c1_ : ndarray (m,) -- the root functional

@@ -1,7 +1,7 @@
 """The two stages of Shah et al. (2010): compiled counting and SVR-fitted shrinkage.
 
 Notation (the paper's): tokens ``i`` with context features ``x_ij`` (the templates of
-:mod:`.features`); *targets* are the whole label and every label element (LE); for target ``m``
+:mod:`fastspectral.lexical.features`); *targets* are the whole label and every label element (LE); for target ``m``
 and a value ``k`` of it (a label, a lemma, a case ...), ``y_ik = 1`` when token ``i`` has it.
 
 Stage 1 (:class:`Tables`)

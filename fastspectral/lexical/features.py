@@ -3,17 +3,16 @@
 Every *template* maps a token in its sentence to one feature string; a feature space gives each
 string of a template an integer id (``-1``: not seen in training).
 
-===========  =====================================================================================
-``Freq``      the token itself: its stage-1 estimates are the relative frequencies of the token's
-              labels (the paper's *Freq*)
-``PrevWord``  the previous token (``<s>`` at the start of a sentence)
-``NextWord``  the next token (``</s>`` at the end)
-``PrevFirst`` ``PrevLast`` ``NextFirst`` ``NextLast``  the first / last letter of a neighbour
-``Doc``       document-level term frequencies: the words of the token's document (not a
-              template of one string; see :mod:`fastspectral.lexical.engine`)
-``Prefix2`` ``Suffix2`` ``Suffix3``  the first two / last two / last three letters of the
-              token (an extension beyond table 3: they carry the unknown words)
-===========  =====================================================================================
+* ``Freq``: the token itself: its stage-1 estimates are the relative frequencies of the
+  token's labels (the paper's *Freq*);
+* ``PrevWord``: the previous token (``<s>`` at the start of a sentence);
+* ``NextWord``: the next token (``</s>`` at the end);
+* ``PrevFirst``, ``PrevLast``, ``NextFirst``, ``NextLast``: the first / last letter of a
+  neighbour;
+* ``Doc``: document-level term frequencies: the words of the token's document (not a template
+  of one string; see :mod:`fastspectral.lexical.engine`);
+* ``Prefix2``, ``Suffix2``, ``Suffix3``: the first two / last two / last three letters of the
+  token (an extension beyond table 3: they carry the unknown words).
 
 ``features="table3"`` selects the eight templates of the paper, ``"all"`` adds the affix
 templates; any comma-separated list of names is accepted.

@@ -16,7 +16,7 @@ __all__ = ["CHOICE_TOKENS"]
 
 #: stage-2 tokens (both directions together, per weight set) of each fit that chooses
 #: ``known_guesses``, ``graded`` or ``unknown_weights`` on the inner split (a cost bound,
-#: not tuned; 6,000 until the sixth speed session, see docs/lexical.md)
+#: not tuned; 6,000 before the smaller stage-2 fits, see docs/notes/lexical.md)
 CHOICE_TOKENS = 3000
 
 

@@ -109,7 +109,7 @@ class LexicalDisambiguator(Parser):
         models) or ``"unigram"`` (the most frequent label of the token).
     features : str, default "all"
         Context templates: ``"table3"`` (the paper's), ``"all"`` (plus ``Prefix2``,
-        ``Suffix2``, ``Suffix3``) or a comma-separated list (:mod:`.features`).
+        ``Suffix2``, ``Suffix3``) or a comma-separated list (:mod:`fastspectral.lexical.features`).
     vocalised : {"auto", "yes", "no"}, default "auto"
         Whether FORMs are vocalised (Arabic): tokens are then the undiacritised FORMs and the
         label carries the vocalised form.  ``"auto"``: yes when a training FORM holds an

@@ -67,7 +67,7 @@ def _split_point(corpus: Corpus, fraction: float) -> int:
 
 #: stage-2 tokens (both directions together, per weight set) of each ranker's final fit,
 #: drawn with ``random_state`` when there are more (a cost bound, not tuned; 20,000 until
-#: the sixth speed session, see docs/lexical.md)
+#: the smaller stage-2 fits, see docs/notes/lexical.md)
 STAGE2_TOKENS = 10000
 
 

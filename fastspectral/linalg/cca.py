@@ -1,7 +1,7 @@
 """CCA projection of a co-occurrence matrix (the representation ``phi(g)`` of section 5.2).
 
 For a non-negative co-occurrence matrix ``Q`` (rows ``f``, columns ``g``; counts or
-probabilities, sparse or dense) let ``p(f, g) = Q / sum(Q)``, ``p(f)``, ``p(g)`` its marginals and
+probabilities, sparse or dense) let ``p(f, g) = Q / sum(Q)``, ``p(f)``, ``p(g)`` its marginals and ::
 
     Omega = diag(p(f))^-1/2  p(f, g)  diag(p(g))^-1/2  =  Q_fg / sqrt(Q_f. Q_.g)
 

@@ -22,10 +22,12 @@ stops as soon as its gap is ``<= tol`` (or ``<= rtol * f(gamma)``).  Three varia
     algorithm).  Terminates after a few dozen vertex additions even when ``V V^T`` is badly
     conditioned (condition numbers ~1e8 occur for CCA anchor vectors of word co-occurrences),
     where the two variants below need tens of thousands of steps.
+
 ``"away"`` — Frank–Wolfe with away steps (Lacoste-Julien & Jaggi 2015) and exact line search;
     ``G gamma`` and ``gamma^T G gamma`` are updated by rank-one updates, ``O(m)`` per step
     (refreshed exactly every 64 steps).  Linear convergence, with a rate that degrades with
     the conditioning.
+
 ``"plain"`` — the classical algorithm with exact line search (``O(1/k)``).
 
 :func:`mixture_weights_em` is the other convex simplex problem of the paper: for every row of a

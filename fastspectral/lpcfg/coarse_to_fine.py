@@ -175,7 +175,7 @@ class CoarseToFineParser:
     #: skip the PCFG pass when the PCFG is the coarse grammar itself (``v=1, h=0``): the coarse
     #: survivors go to the L-PCFG pass without the second pruning at ``prune_threshold``, and
     #: the PCFG pass runs only for chunks with a sentence whose L-PCFG total is unusable (see
-    #: docs/throughput.md: parses changed and F1).  An attribute of the parse path, not saved.
+    #: docs/notes/throughput.md: parses changed and F1).  An attribute of the parse path, not saved.
     skip_same_pcfg = True
     #: coarse thresholds of the retries, as factors of ``coarse_threshold``, for the sentences
     #: whose pruned PCFG chart has no parse (the last retry is always unpruned).  An attribute

@@ -47,7 +47,7 @@ from .latent import ProbabilisticLPCFGBase, _check_int, resolve_random_state
 from typing import TYPE_CHECKING
 
 # The learners' modules (Numba kernels, SciPy sparse) are imported where they are used, so that
-# loading a model file to parse imports neither (docs/throughput.md, "Loading").
+# loading a model file to parse imports neither (docs/notes/throughput.md, "Loading").
 if TYPE_CHECKING:  # pragma: no cover
     from .latent_params import LatentLayout, LatentParams
     from .pivot import PivotLPCFG

@@ -64,9 +64,9 @@ BASE_ORDERS = (1, 2)
 @dataclass
 class TrainingLists:
     """The re-ranker's training data (:meth:`RerankDepParser.training_lists`): the packed
-    jack-knifed lists, their log |p-hat| (or None), each candidate's correct heads, the tokens
+    jack-knifed lists, their ``log |p-hat|`` (or None), each candidate's correct heads, the tokens
     counted, the seconds taken, the sign of p-hat and the depth-1 fragment scores (sum of
-    log |p-hat| of the fragments, negative fragments; see ``spectral_scores``) or None."""
+    ``log |p-hat|`` of the fragments, negative fragments; see ``spectral_scores``) or None."""
 
     data: RerankData
     logp: np.ndarray | None
@@ -133,7 +133,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         over ``SPECTRAL_DEFAULTS`` (``n_states=16``); without ``embeddings`` it learns
         eigenwords from the training treebank's words.  ``{"stop_events": True}`` (CLI
         ``--stop-events``; ``"stop_adjacency"``, ``"stop_weight"``) makes it also score
-        valency (STOP events; docs/latentdep.md; on WSJ no better than without, docs/rerank.md).
+        valency (STOP events; docs/notes/latentdep.md; on WSJ no better than without, docs/notes/rerank.md).
     logp_norm : {"max", "word", "list"}, default "max"
         log p-hat within its k-best list: minus the list's best; that divided by the
         sentence's words; standardised within the list.
@@ -170,7 +170,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         perceptron learns the other weights, and its updates cannot swamp the base model's
         ranking.  False: every dense weight is updated, the start's too.
         None: True with ``base_order=2``, False otherwise (chosen on the development split
-        and by cross-validation over the training lists: docs/rerank.md, "A stable start").
+        and by cross-validation over the training lists: docs/notes/rerank.md, "A stable start").
     start_weight : float or None, default None
         That weight at the perceptron's start.  The dense columns are scaled to standard
         deviation ``dense_gain``, so the start's share of a score grows as ``start_weight *

@@ -33,7 +33,7 @@ LOGP_NORMS = ("max", "word", "list")
 #: the spectral model's scores used: p-hat of the tree, of its depth-1 fragments, both
 SPECTRAL_SCORES = ("tree", "fragment", "both")
 #: constructor arguments of the latent dependency model unless ``spectral_params`` says
-#: otherwise (16 states: chosen on the WSJ dev split, docs/rerank.md)
+#: otherwise (16 states: chosen on the WSJ dev split, docs/notes/rerank.md)
 SPECTRAL_DEFAULTS = {"n_states": 16}
 #: what the spectral model reads as its words: the words (eigenwords, the paper) or the POS
 #: tags (one-hot vectors: a latent model of the tag tree)
@@ -114,7 +114,7 @@ def add_candidates(data, extra, mst, items, threads, tags=None):
 
 
 def shag_tree_columns(logw, sign, data, how) -> list:
-    """Dense columns of SHAG tree weights (``log |w|`` and its sign per candidate): log |w|
+    """Dense columns of SHAG tree weights (``log |w|`` and its sign per candidate): ``log |w|``
     normalised within its list (``how``: a ``logp_norm``; a zero or non-finite weight gets the
     list's lowest valid value, 0 in a list without one), the 'w is 0 or not finite' and the
     'w < 0' indicators."""
@@ -311,7 +311,7 @@ class ScoreProviders:
             (1 if self._order2 else 0)
 
     def _shag_columns(self, data, shag) -> list:
-        """Dense columns of the SHAG scores ``(log |w|, sign, log posteriors)``: log |w|
+        """Dense columns of the SHAG scores ``(log |w|, sign, log posteriors)``: ``log |w|``
         normalised within the list (``logp_norm``; a zero or non-finite weight gets the list's
         lowest valid value), the 'w is 0 or not finite' and the 'w < 0' indicators; the summed
         log arc posteriors normalised the same way."""

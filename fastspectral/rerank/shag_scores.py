@@ -38,7 +38,7 @@ from ..base import check_jobs
 __all__ = ["SHAG_DEFAULTS", "shag_scores", "jackknife_shag_scores", "new_shag", "tree_weights"]
 
 #: the SHAG model of the re-ranker unless ``shag_params`` says otherwise: the configuration
-#: docs/dependency.md chose for WSJ (spectral, 8 states, with LEX+FCP: 83.40 UAS alone)
+#: docs/notes/dependency.md chose for WSJ (spectral, 8 states, with LEX+FCP: 83.40 UAS alone)
 SHAG_DEFAULTS = {"method": "spectral", "n_states": 8, "lexical": "lex+fcp"}
 #: floor of the arc posteriors in the posterior score
 POSTERIOR_FLOOR = 1e-6
@@ -56,7 +56,7 @@ def new_shag(params: dict | None = None):
 def _tree_kernel(alpha1, beta, A, next_state, hsym, msym, cls, tok_off, lw, ls, pair_off, K,
                  mu, single_root, heads, cand_off, cand_hoff, floor, out_logw, out_sign,
                  out_post):  # pragma: no cover - numba
-    """Tree weight (``out_logw``: log |w|, ``out_sign``: -1 / 0 / +1) and summed clipped log
+    """Tree weight (``out_logw``: ``log |w|``, ``out_sign``: -1 / 0 / +1) and summed clipped log
     arc posteriors (``out_post``) of every candidate.  Sentence ``b`` (positions ``tok_off[b]
     ..``, root first) has candidates ``cand_off[b] .. cand_off[b+1]`` (heads of word ``i`` at
     ``heads[cand_hoff[c] + i]``), arc weights ``lw`` at ``pair_off[b] * K``, stop weights

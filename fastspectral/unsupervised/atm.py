@@ -125,7 +125,7 @@ class ATMParser(PartitionedFit, Parser):
     paper's first rule splits at a comma, semicolon or colon: :func:`paper_top_split`).
 
     Defaults: the paper's kernel and heuristic; ``m`` and ``gamma`` chosen on the dev sets
-    (docs/unsupervised.md).  The paper's own choice, ``m=7, gamma=0.4``, was made for its
+    (docs/notes/unsupervised.md).  The paper's own choice, ``m=7, gamma=0.4``, was made for its
     embeddings (learned on far more text) and is worse with eigenwords learned on the
     training words here.
 

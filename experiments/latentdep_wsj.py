@@ -9,7 +9,7 @@ Pairwise accuracy: for each sentence, ``--perturb`` trees that move one word to 
 (no cycles, one root); the fraction of (gold, perturbed) pairs where log |p-hat(gold)| is
 larger (ties count 1/2).  Chance is 0.5.
 
-    python benchmarks/latentdep_wsj.py [--embeddings FILE] [--states 4 8 16] [--ridge 1e-3 1e-2]
+    python experiments/latentdep_wsj.py [--embeddings FILE] [--states 4 8 16] [--ridge 1e-3 1e-2]
 """
 import argparse
 import resource

@@ -7,7 +7,7 @@ independent of the states).  For M = 10^3, 10^4, 10^5 sampled training trees
 
 * ``one-hot`` words (k = V): the estimate is of p(x | y) itself;
 * ``k-dim`` words (random non-negative k-dimensional vectors F, k < V): the estimate is of the
-  smoothed model whose emission is F F^T O (what eigenwords give; see docs/latentdep.md).
+  smoothed model whose emission is F F^T O (what eigenwords give; see docs/notes/latentdep.md).
 
 We report the median and mean relative error |p_hat - p| / p and the fraction of negative
 estimates.
@@ -16,8 +16,8 @@ estimates.
 [LO, HI], tree shapes drawn by the states; ``LatentDependencyModel(stop_events=True)``
 estimates p(x, valency | y)); ``--max-nodes`` caps the trees (a larger one is drawn again).
 
-    python benchmarks/latentdep_convergence.py [--sizes 1000 10000 100000] [--test 500]
-    python benchmarks/latentdep_convergence.py --stop 0.6 0.9 --max-nodes 60
+    python experiments/latentdep_convergence.py [--sizes 1000 10000 100000] [--test 500]
+    python experiments/latentdep_convergence.py --stop 0.6 0.9 --max-nodes 60
 """
 import argparse
 import sys

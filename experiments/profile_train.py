@@ -1,11 +1,11 @@
-"""CPU seconds of the stages of ``fastspectral train spectral`` (docs/throughput.md, "Training").
+"""CPU seconds of the stages of ``fastspectral train spectral`` (docs/notes/throughput.md, "Training").
 
 Runs the command line in this process (the same code path as the ``fastspectral`` command) with
 the stage functions wrapped by timers of the process's CPU time (``getrusage``: user + sys, all
 threads), then prints one row per stage.  Stages nest: a row is the time inside that function,
 its sub-rows are part of it.
 
-    python benchmarks/profile_train.py ../shared/data/ptb/wsj-sample.mrg --states 16
+    python experiments/profile_train.py ../shared/data/ptb/wsj-sample.mrg --states 16
 
 The whole process (start-up and imports included) is what ``/usr/bin/time`` reports for
 ``fastspectral train spectral FILE -o m.fsm --states 16``; this script adds the import time

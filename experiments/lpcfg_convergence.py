@@ -8,7 +8,7 @@ relative error |p_hat - p| / p.  Samples use a large length/depth limit so that 
 distribution is the model's own (the default limits condition on short trees, which biases every
 estimate by the acceptance probability).
 
-    python benchmarks/lpcfg_convergence.py [--sizes 1000 10000 100000] [--test 500] [--seed 3]
+    python experiments/lpcfg_convergence.py [--sizes 1000 10000 100000] [--test 500] [--seed 3]
 """
 import argparse
 import sys

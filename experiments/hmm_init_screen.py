@@ -40,7 +40,7 @@ seed's perplexity, and "met, start's cost counted": that sum is at most the seed
 (1/5 of its iterations, rounded down); "ppl at the limit - target": the start's perplexity at the seed's limit iteration
 minus the seed's converged perplexity (the margin; negative is met).  EM seed runs are cached in ``--cache`` (they do not depend on the start).
 
-    nice -n 10 python benchmarks/hmm_init_screen.py --splits dev --states 40 \\
+    nice -n 10 python experiments/hmm_init_screen.py --splits dev --states 40 \\
         --starts classes mom:L=3:r=4:it=100
 """
 from __future__ import annotations
@@ -54,7 +54,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
 
 from bench_hmm import _first_at_or_below, _tag_data  # noqa: E402
 from fastspectral.hmm import HMM  # noqa: E402

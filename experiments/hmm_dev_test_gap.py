@@ -8,7 +8,7 @@ and on the test set after every iteration) and on all training sequences (test);
 random seeds 0 / 1 / 2 to convergence (tol 1e-4, at most 500 iterations) on the 90 %, scored on
 dev and test.  The protocol and splits are those of ``bench_hmm.py --init``.
 
-    nice -n 19 python benchmarks/hmm_dev_test_gap.py --states 40 --iterations 150
+    nice -n 19 python experiments/hmm_dev_test_gap.py --states 40 --iterations 150
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
 
 from bench_hmm import _tag_data  # noqa: E402
 from fastspectral.hmm import HMM  # noqa: E402
