@@ -186,6 +186,7 @@ def _have(*names):
     return all(importlib.util.find_spec(n) is not None for n in names)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _have("sphinx", "numpydoc", "furo", "myst_parser"),
                     reason="pip install '.[docs]'")
 def test_sphinx_site_builds_without_warnings(tmp_path):
