@@ -6,7 +6,7 @@
 The kernel sources carry no such directive themselves, so that this switch decides.
 
 After the package is built (``build``: Python files and extensions in the build tree), the
-build runs ``python -m fastspectral._warmup`` there: every command once on toy data, which
+build runs ``python -m fastspectral.cli.warmup`` there: every command once on toy data, which
 compiles the Numba kernels into ``fastspectral/_jitcache`` of the build tree, installed with
 the package (see ``docs/first-run.md``).  ``FASTSPECTRAL_NO_WARMUP=1`` skips it; editable
 installs skip it (their kernels compile on first use, into the source tree).  A failed warm-up
@@ -38,7 +38,7 @@ class build_with_warmup(build):
         env["PYTHONPATH"] = os.pathsep.join([lib] + [p for p in [env.get("PYTHONPATH")] if p])
         print("fastspectral: compiling the Numba kernels into the build (a few minutes; "
               "FASTSPECTRAL_NO_WARMUP=1 skips)", flush=True)
-        rc = subprocess.call([sys.executable, "-m", "fastspectral._warmup", "-q"], env=env,
+        rc = subprocess.call([sys.executable, "-m", "fastspectral.cli.warmup", "-q"], env=env,
                              cwd=lib)
         if rc:
             print("fastspectral: warning: the warm-up failed; kernels compile on first use",

@@ -6,7 +6,7 @@ first among Numba's cache locators, so that the compiled kernels of the package 
 ``fastspectral/_jitcache/<subpackage>/`` inside the installed package:
 
 * ``pip install .`` compiles them once at build time (``setup.py``'s ``build`` runs
-  :mod:`fastspectral._warmup` in the build tree) and installs the cache files with the package,
+  :mod:`fastspectral.cli.warmup` in the build tree) and installs the cache files with the package,
   so a new user's first command loads them instead of compiling for a minute;
 * the source stamp of an entry is the SHA-256 of the source file's contents, not its mtime
   (pip does not keep mtimes), so installed entries are fresh exactly when the installed source

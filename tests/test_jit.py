@@ -1,4 +1,4 @@
-"""The package's Numba cache (fastspectral._jit) and the build's warm-up (fastspectral._warmup).
+"""The package's Numba cache (fastspectral._jit) and the build's warm-up (fastspectral.cli.warmup).
 
 Every module with ``@njit(cache=True)`` kernels takes ``njit`` from ``fastspectral._jit`` (so
 that its kernels are cached in the package's ``_jitcache`` folder, which ``pip install`` ships
@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 import fastspectral
-from fastspectral import _jit, _warmup, models
+from fastspectral import _jit, models
+from fastspectral.cli import warmup as _warmup
 
 PKG = Path(fastspectral.__file__).parent
 

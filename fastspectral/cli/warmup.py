@@ -1,6 +1,6 @@
 """Compile (and cache) the package's Numba kernels by running every command once on toy data.
 
-``python -m fastspectral._warmup`` runs ``fastspectral train NAME`` for every train command of
+``python -m fastspectral.cli.warmup`` runs ``fastspectral train NAME`` for every train command of
 the registry (and the methods and orders that select other kernels), then ``parse`` (or
 ``lm eval``) of each model, in this process, on tiny data generated in code
 (:mod:`fastspectral.synthetic`): no files outside a temporary folder.  Every ``cache=True``
@@ -76,11 +76,11 @@ def write_data(folder: str, n: int = 160, seed: int = 0, n_big: int = 4000) -> d
     (``bigtext``: sentences whose words carry one of ``n_big`` suffixes, a large vocabulary)."""
     import numpy as np
 
-    from .dependency.data import trees_to_dep_sentences
-    from .synthetic import LatentPCFG
-    from .trees.conll import write_conllu, write_malttab
-    from .trees.ptb import write_brackets
-    from .trees.transforms import clean
+    from ..dependency.data import trees_to_dep_sentences
+    from ..synthetic import LatentPCFG
+    from ..trees.conll import write_conllu, write_malttab
+    from ..trees.ptb import write_brackets
+    from ..trees.transforms import clean
 
     g = LatentPCFG.default(n_states=2, seed=seed)
     trees = g.sample(n, seed=seed + 1)
@@ -152,7 +152,7 @@ def run(verbose: bool = True, only=None) -> int:
     import contextlib
     import io
 
-    from .cli import main
+    from . import main
 
     failed = 0
     with tempfile.TemporaryDirectory(prefix="fastspectral-warmup-") as folder:
@@ -182,7 +182,7 @@ def run(verbose: bool = True, only=None) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m fastspectral._warmup",
+    ap = argparse.ArgumentParser(prog="python -m fastspectral.cli.warmup",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--list", action="store_true", help="print the commands and exit")
     ap.add_argument("-q", "--quiet", action="store_true")
@@ -192,7 +192,7 @@ def main(argv=None) -> int:
         for name, data, opts in RUNS:
             print(" ".join(["train", name, f"<{data}>"] + opts))
         return 0
-    from ._jit import CACHE_DIR, cache_files
+    from .._jit import CACHE_DIR, cache_files
 
     t0 = time.perf_counter()
     failed = run(verbose=not args.quiet, only=[n for n in args.only.split(",") if n])
