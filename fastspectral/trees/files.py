@@ -148,31 +148,34 @@ def _block_encoding(encoding: str) -> bool:
     return name in _BLOCK_ENCODINGS
 
 
-def _decode_block(data: bytes, encoding: str, name, first: int) -> list:
-    """The lines of ``data`` (whole lines, the last one with or without its ``\n``), decoded;
-    a decoding error is raised as :func:`iter_lines` raises it (the exact line)."""
+def _decode_block(data: bytes, encoding: str, name, first: int) -> tuple[list, Exception | None]:
+    """The lines of ``data`` (whole lines, the last one with or without its ``\\n``), decoded,
+    and None; or, at a byte that does not decode, the lines before it and the error
+    :func:`iter_lines` raises there (naming the exact line)."""
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError:
         raws = data.split(b"\n")
         if raws and not raws[-1]:
             raws.pop()
-        for k, raw in enumerate(raws):         # find the line and raise the same error
+        lines = []
+        for k, raw in enumerate(raws):
             try:
-                raw.decode(encoding)
+                lines.append(raw.decode(encoding))
             except UnicodeDecodeError as exc:
                 bad = raw[exc.start:exc.start + 1]
-                raise FormatError(
+                return _strip_cr(lines), FormatError(
                     f"invalid {encoding} byte {bad!r} at column {exc.start + 1} (wrong "
-                    f"encoding? pass encoding=..., e.g. encoding='latin-1')",
-                    name, first + k) from None
+                    f"encoding? pass encoding=..., e.g. encoding='latin-1')", name, first + k)
         raise
     lines = text.split("\n")
     if not lines[-1]:
         lines.pop()
-    if "\r" in text:
-        lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
-    return lines
+    return (_strip_cr(lines) if "\r" in text else lines), None
+
+
+def _strip_cr(lines: list) -> list:
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
 def iter_line_blocks(source, encoding: str = "utf-8") -> Iterator[tuple[int, list]]:
@@ -208,24 +211,25 @@ def _read_blocks(fh, encoding: str, name) -> Iterator[tuple[int, list]]:
     rest = b""
     while True:
         data = fh.read(BLOCK_BYTES)
-        if not data:
-            break
-        data = rest + data
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:
-            rest = data
-            continue
-        rest = data[cut:]
-        lines = _decode_block(data[:cut], encoding, name, lineno)
+        if data:
+            data = rest + data
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                rest = data
+                continue
+            data, rest = data[:cut], data[cut:]
+        else:
+            data, rest = rest, b""
+            if not data:
+                return
+        lines, error = _decode_block(data, encoding, name, lineno)
         if lineno == 1 and lines and lines[0].startswith("\ufeff"):
             lines[0] = lines[0][1:]
-        yield lineno, lines
+        if lines:
+            yield lineno, lines
+        if error is not None:
+            raise error
         lineno += len(lines)
-    if rest:
-        lines = _decode_block(rest, encoding, name, lineno)
-        if lineno == 1 and lines and lines[0].startswith("\ufeff"):
-            lines[0] = lines[0][1:]
-        yield lineno, lines
 
 
 @contextlib.contextmanager
