@@ -111,3 +111,15 @@ def test_root_symbol_is_not_looked_up():
     tags = SymbolVocab([ROOT, "X"], unk_id=1)
     enc = encode_sentences([DepSentence(words=["a"], xpos=["X"], heads=[0])], tags)
     assert enc.msym.tolist() == [0, 1] and enc.hsym.tolist() == [0, 2]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.one_of(_WORDS, st.text(max_size=3)),
+                          st.one_of(_TAGS, st.sampled_from(["F", "Fp", "FP", "cc", "c", "``"]),
+                                    st.text(max_size=2))), max_size=40))
+def test_token_classes_are_token_class(pairs):
+    words = [w for w, _ in pairs]
+    tags = [t for _, t in pairs]
+    got = data.token_classes(words, tags)
+    assert got.dtype == np.int32
+    assert got.tolist() == [token_class(w, t) for w, t in pairs]

@@ -150,8 +150,28 @@ def token_class(word: str, tag: str) -> int:
 
 
 def token_classes(words, tags) -> np.ndarray:
-    """Class of each token (see :func:`token_class`) as an int32 array."""
-    return np.fromiter(map(token_class, words, tags), dtype=np.int32, count=len(words))
+    """Class of each token (see :func:`token_class`) as an int32 array: the word tests made
+    once per distinct word, the tag tests once per distinct tag."""
+    n = len(words)
+    if len(tags) != n:
+        raise ValueError(f"{len(tags)} tags for {n} words")
+    word_at, word_of = _codes(words)
+    tag_at, tag_of = _codes(tags)
+    punct_word = np.fromiter(map(_is_punct_word, word_at), dtype=bool, count=len(word_at))
+    punct_tag = np.fromiter((t in _PUNCT_TAGS or (t[:1] == "F" and t[1:].islower())
+                             for t in tag_at), dtype=bool, count=len(tag_at))
+    coord_tag = np.fromiter((t in _COORD_TAGS for t in tag_at), dtype=bool, count=len(tag_at))
+    out = np.where(coord_tag[tag_of], CLASS_COORD, CLASS_OTHER).astype(np.int32)
+    out[punct_tag[tag_of] | punct_word[word_of]] = CLASS_PUNCT
+    return out
+
+
+def _codes(items) -> tuple[list, np.ndarray]:
+    """The distinct ``items`` (in order of first occurrence) and each item's index among them."""
+    distinct = list(dict.fromkeys(items))
+    index = {x: i for i, x in enumerate(distinct)}
+    return distinct, np.fromiter(map(index.__getitem__, items), dtype=np.int64,
+                                 count=len(items))
 
 
 def check_sentence(sent, index: int | None = None, need_heads: bool = True) -> None:
