@@ -14,6 +14,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from ..errors import FormatError
 
 __all__ = ["ROOT", "UNK", "LEFT", "RIGHT", "SymbolVocab", "Encoded", "encode_sentences",
            "SequenceData", "modifier_sequences", "token_class", "token_classes", "N_CLASSES",
+           "check_sentences",
            "CLASS_OTHER", "CLASS_COORD", "CLASS_PUNCT", "is_projective",
            "trees_to_dep_sentences", "check_sentence", "TAGSETS", "UD_UPOS", "choose_tagset",
            "with_tagset"]
@@ -101,8 +103,8 @@ class SymbolVocab:
 
     def ids(self, items) -> np.ndarray:
         """Ids of ``items`` (int32), unknown items mapped to ``unk_id``."""
-        get, unk = self.index.get, self.unk_id
-        return np.fromiter((get(x, unk) for x in items), dtype=np.int32, count=len(items))
+        return np.fromiter(map(self.index.get, items, repeat(self.unk_id)), dtype=np.int32,
+                           count=len(items))
 
 
 def tag_view(sents, tagset: str, tags=None, need_heads: bool = False) -> list:
@@ -126,7 +128,13 @@ def tag_view(sents, tagset: str, tags=None, need_heads: bool = False) -> list:
     return view
 
 
+#: the ASCII characters of the Unicode punctuation categories (P*)
+_ASCII_PUNCT = "".join(c for c in map(chr, range(128)) if unicodedata.category(c)[0] == "P")
+
+
 def _is_punct_word(word: str) -> bool:
+    if word.isascii():
+        return bool(word) and not word.strip(_ASCII_PUNCT)
     return bool(word) and all(unicodedata.category(ch).startswith("P") for ch in word)
 
 
@@ -142,9 +150,28 @@ def token_class(word: str, tag: str) -> int:
 
 
 def token_classes(words, tags) -> np.ndarray:
-    """Class of each token (see :func:`token_class`) as an int32 array."""
-    return np.fromiter((token_class(w, t) for w, t in zip(words, tags)), dtype=np.int32,
-                       count=len(words))
+    """Class of each token (see :func:`token_class`) as an int32 array: the word tests made
+    once per distinct word, the tag tests once per distinct tag."""
+    n = len(words)
+    if len(tags) != n:
+        raise ValueError(f"{len(tags)} tags for {n} words")
+    word_at, word_of = _codes(words)
+    tag_at, tag_of = _codes(tags)
+    punct_word = np.fromiter(map(_is_punct_word, word_at), dtype=bool, count=len(word_at))
+    punct_tag = np.fromiter((t in _PUNCT_TAGS or (t[:1] == "F" and t[1:].islower())
+                             for t in tag_at), dtype=bool, count=len(tag_at))
+    coord_tag = np.fromiter((t in _COORD_TAGS for t in tag_at), dtype=bool, count=len(tag_at))
+    out = np.where(coord_tag[tag_of], CLASS_COORD, CLASS_OTHER).astype(np.int32)
+    out[punct_tag[tag_of] | punct_word[word_of]] = CLASS_PUNCT
+    return out
+
+
+def _codes(items) -> tuple[list, np.ndarray]:
+    """The distinct ``items`` (in order of first occurrence) and each item's index among them."""
+    distinct = list(dict.fromkeys(items))
+    index = {x: i for i, x in enumerate(distinct)}
+    return distinct, np.fromiter(map(index.__getitem__, items), dtype=np.int64,
+                                 count=len(items))
 
 
 def check_sentence(sent, index: int | None = None, need_heads: bool = True) -> None:
@@ -168,6 +195,54 @@ def check_sentence(sent, index: int | None = None, need_heads: bool = True) -> N
 
         if heads_cycle(h.tolist()) is not None:      # every word must reach the root
             raise FormatError(f"{where}: the heads contain a cycle", None, line)
+
+
+def check_sentences(sents, need_heads: bool = True) -> None:
+    """:func:`check_sentence` of every sentence (index ``i`` for ``sents[i]``), the common case
+    (every sentence fine) checked at once with NumPy; the first sentence that is not raises
+    the error :func:`check_sentence` raises for it."""
+    if not _sentences_fine(sents, need_heads):
+        for i, s in enumerate(sents):
+            check_sentence(s, i, need_heads=need_heads)
+
+
+def _sentences_fine(sents, need_heads: bool) -> bool:
+    """Whether :func:`check_sentence` would pass every sentence (False when unsure)."""
+    if not sents:
+        return True
+    try:
+        lens = np.fromiter(map(len, _column(sents, "words")), dtype=np.int64, count=len(sents))
+        if (lens == 0).any() or not np.array_equal(
+                np.fromiter(map(len, _column(sents, "tags")), dtype=np.int64,
+                            count=len(sents)), lens):
+            return False
+        if not need_heads:
+            return True
+        heads_cols = _column(sents, "heads")
+        if not np.array_equal(np.fromiter(map(len, heads_cols), dtype=np.int64,
+                                          count=len(sents)), lens):
+            return False
+        total = int(lens.sum())
+        heads = np.fromiter(chain.from_iterable(heads_cols), dtype=np.int64, count=total)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return False
+    off = np.zeros(len(sents) + 1, dtype=np.int64)
+    np.cumsum(lens + 1, out=off[1:])                # position 0 of every sentence: its root
+    sent_len = np.repeat(lens, lens)
+    pos = np.arange(1, total + 1) - np.repeat(off[:-1] - np.arange(len(sents)), lens)
+    if (heads < 0).any() or (heads > sent_len).any() or (heads == pos).any():
+        return False
+    # every word reaches its root: follow the heads by pointer doubling
+    parent = np.arange(int(off[-1]))
+    words = np.repeat(off[:-1], lens) + pos
+    parent[words] = np.repeat(off[:-1], lens) + heads
+    for _ in range(int(lens.max()).bit_length()):
+        parent = parent[parent]
+    return bool((parent[words] == np.repeat(off[:-1], lens)).all())
+
+
+def _column(sents, name: str) -> list:
+    return [getattr(s, name) for s in sents]
 
 
 def is_projective(heads) -> bool:
@@ -216,33 +291,36 @@ class Encoded:
 def encode_sentences(sents, tags: SymbolVocab, words: SymbolVocab | None = None,
                      with_heads: bool = True) -> Encoded:
     """Encode sentences (objects with ``.words``, ``.tags`` and, if ``with_heads``, ``.heads``)."""
-    lens = np.fromiter((len(s.words) for s in sents), dtype=np.int64, count=len(sents))
+    word_cols = _column(sents, "words")
+    tag_cols = _column(sents, "tags")
+    lens = np.fromiter(map(len, word_cols), dtype=np.int64, count=len(sents))
     tok_off = np.zeros(len(sents) + 1, dtype=np.int64)
     np.cumsum(lens + 1, out=tok_off[1:])
     total = int(tok_off[-1])
-    all_tags: list[str] = []
-    all_words: list[str] = []
-    heads = np.full(total, -1, dtype=np.int64)
-    cls = np.zeros(total, dtype=np.int32)
-    for b, s in enumerate(sents):
-        o = tok_off[b]
-        n = len(s.words)
-        all_tags.append(ROOT)
-        all_tags.extend(s.tags)
-        all_words.append(ROOT)
-        all_words.extend(s.words)
-        cls[o + 1:o + 1 + n] = token_classes(s.words, s.tags)
-        if with_heads:
-            heads[o + 1:o + 1 + n] = np.asarray(s.heads, dtype=np.int64)
-    tid = tags.ids(all_tags)
+    n_words = total - len(sents)
+    all_words = list(chain.from_iterable(word_cols))
+    all_tags = list(chain.from_iterable(tag_cols))
+    if len(all_tags) != n_words:
+        for s in sents:
+            if len(s.tags) != len(s.words):
+                raise ValueError(f"a sentence has {len(s.tags)} tags for {len(s.words)} words")
     is_root = np.zeros(total, dtype=bool)
     is_root[tok_off[:-1]] = True
-    msym = np.where(is_root, 0, tid).astype(np.int32)
-    hsym = np.where(is_root, 0, tid + 1).astype(np.int32)
+    at = np.flatnonzero(~is_root)                   # the positions of the words
+    heads = np.full(total, -1, dtype=np.int64)
+    if with_heads:
+        heads[at] = np.fromiter(chain.from_iterable(_column(sents, "heads")), dtype=np.int64,
+                                count=n_words)
+    cls = np.zeros(total, dtype=np.int32)
+    cls[at] = token_classes(all_words, all_tags)
+    tid = tags.ids(all_tags)
+    msym = np.zeros(total, dtype=np.int32)
+    msym[at] = tid
+    hsym = np.zeros(total, dtype=np.int32)
+    hsym[at] = tid + 1
+    wid = np.full(total, -1, dtype=np.int32)
     if words is not None:
-        wid = np.where(is_root, -1, words.ids(all_words)).astype(np.int32)
-    else:
-        wid = np.full(total, -1, dtype=np.int32)
+        wid[at] = words.ids(all_words)
     return Encoded(tok_off, hsym, msym, cls, wid, heads)
 
 

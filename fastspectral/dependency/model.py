@@ -31,6 +31,8 @@ import dataclasses
 import time
 from collections import Counter
 from dataclasses import dataclass
+from itertools import chain
+from operator import countOf
 
 import numpy as np
 
@@ -38,7 +40,7 @@ from ..base import Parser, PartitionedFit, check_jobs
 from ..base import check_int as _check_int, check_float as _check_float
 from ..errors import FormatError, ModelFileError
 from .backoff import _LEX_STATES, BackoffSHAG
-from .data import (ROOT, TAGSETS, SymbolVocab, check_sentence, choose_tagset,
+from .data import (ROOT, TAGSETS, SymbolVocab, check_sentences, choose_tagset,
                    encode_sentences, modifier_sequences, tag_view, with_tagset)
 from .inference import ArcMarginals, arc_marginals, mbr_decode, unpack_square
 from .spectral import OperatorSHAG, learn_spectral
@@ -237,8 +239,7 @@ class SHAGParser(PartitionedFit, Parser):
         tag column (``tagset_``) and checked; for learners called directly (benchmarks)."""
         self._check_fitted()
         sents = with_tagset(list(sents), self.tagset_)
-        for i, s in enumerate(sents):
-            check_sentence(s, i, need_heads=with_heads)
+        check_sentences(sents, need_heads=with_heads)
         return self._encode(sents, with_heads)
 
     # ------------------------------------------------------------------ training
@@ -253,22 +254,21 @@ class SHAGParser(PartitionedFit, Parser):
             raise ValueError("cannot fit a SHAGParser on an empty treebank")
         tagset = choose_tagset(sents) if self.tagset == "auto" else self.tagset
         sents = with_tagset(sents, tagset)
-        for i, s in enumerate(sents):
-            check_sentence(s, i, need_heads=True)
+        check_sentences(sents, need_heads=True)
         t0 = time.perf_counter()
-        tag_counts = Counter(t for s in sents for t in s.tags)
+        tag_counts = Counter(chain.from_iterable(s.tags for s in sents))
         tag_list = sorted(tag_counts, key=lambda t: (-tag_counts[t], t))
         if ROOT in tag_counts:
             raise FormatError(f"the tag {ROOT!r} is reserved", None, None)
         self.tagset_ = tagset
         self.tags_ = SymbolVocab(tag_list, unk_id=0)   # unseen tags -> most frequent tag
         if self.lexical != "none":
-            word_list = sorted({w for s in sents for w in s.words})
+            word_list = sorted(set(chain.from_iterable(s.words for s in sents)))
             self.words_ = SymbolVocab(word_list, unk_id=len(word_list))
         else:
             self.words_ = None
         if self.single_root is None:
-            self.single_root_ = all(sum(1 for h in s.heads if h == 0) == 1 for s in sents)
+            self.single_root_ = all(countOf(s.heads, 0) == 1 for s in sents)
         else:
             self.single_root_ = bool(self.single_root)
         enc = self._encode(sents, True)

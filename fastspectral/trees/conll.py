@@ -38,10 +38,14 @@ import numbers
 import operator
 import sys
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Iterable, Iterator
 
+import numpy as np
+
+from .. import _gc
 from ..errors import FormatError
-from .files import iter_lines, open_output, source_name
+from .files import iter_line_blocks, iter_lines, open_output, source_name
 
 __all__ = [
     "DepSentence",
@@ -468,6 +472,97 @@ def read_malttab(source, encoding: str = "utf-8",
     ``word<TAB>tag`` lines and a head of ``_``, read as ``-1``.
     """
     name = source_name(source)
+    carry: list[str] = []           # the lines of a sentence not finished in the last block
+    carry_first = 1
+    for first, lines in iter_line_blocks(source, encoding):
+        lines = list(map(str.rstrip, lines))
+        if carry:
+            lines = carry + lines
+            first = carry_first
+        try:
+            last_blank = len(lines) - 1 - lines[::-1].index("")
+        except ValueError:                  # no blank line: the sentence goes on
+            carry, carry_first = lines, first
+            continue
+        carry, carry_first = lines[last_blank + 1:], first + last_blank + 1
+        yield from _malttab_block(lines[:last_blank], first, name, heads_optional)
+    if carry:
+        yield from _malttab_block(carry, carry_first, name, heads_optional)
+
+
+def _malttab_block(lines: list, first: int, name, heads_optional: bool) -> Iterator[DepSentence]:
+    """The sentences of whole Malt-TAB ``lines`` (trailing whitespace removed; line ``first``
+    first), column by column with ``str`` and NumPy operations; a block that is not the common
+    case (columns of varying number, heads to check one by one, an error) is read line by line
+    by :func:`_malttab_lines`, which raises the errors."""
+    words = list(filter(None, lines))
+    if not words:
+        return
+    n_tabs = words[0].count("\t")
+    k = n_tabs + 1
+    fast = (k in (3, 4) or (k == 2 and heads_optional)) \
+        and list(map(str.count, words, repeat("\t"))).count(n_tabs) == len(words)
+    if fast:
+        fields = "\t".join(words).split("\t")
+        n_tok = len(words)
+        if k >= 3:
+            head_text = fields[2::k]
+            joined = "".join(head_text)
+            fast = joined.isascii() and joined.isdigit()
+            if fast:
+                try:                        # "" (ValueError), too large for int64 (Overflow)
+                    heads = np.fromiter(map(int, head_text), dtype=np.int64, count=n_tok)
+                except (ValueError, OverflowError):
+                    fast = False
+    if not fast:
+        yield from _malttab_lines(zip(range(first, first + len(lines)), lines), name,
+                                  heads_optional)
+        return
+    blank = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines)) == 0
+    pos = np.flatnonzero(~blank)                       # the lines of the tokens
+    starts = np.ones(n_tok, dtype=bool)
+    starts[1:] = np.diff(pos) > 1
+    bounds = np.append(np.flatnonzero(starts), n_tok)
+    lengths = np.diff(bounds)
+    if k >= 3:
+        if (heads > np.repeat(lengths, lengths)).any():
+            yield from _malttab_lines(zip(range(first, first + len(lines)), lines), name,
+                                      heads_optional)
+            return
+        heads = heads.tolist()
+    else:
+        heads = [-1] * n_tok
+    words, tags = fields[0::k], fields[1::k]
+    rels = fields[3::k] if k == 4 else None
+    starts_line = (pos[bounds[:-1]] + first).tolist()
+    bounds = bounds.tolist()
+    # the block's sentences are made with the cyclic GC off (they are acyclic: see
+    # fastspectral._gc), and yielded with it back on
+    with _gc.paused():
+        sents = [_new_sentence(words[a:b], tags[a:b], heads[a:b],
+                               rels[a:b] if rels is not None else ["_"] * (b - a), line)
+                 for a, b, line in zip(bounds, bounds[1:], starts_line)]
+    yield from sents
+
+
+_IDS: list[str] = []
+
+
+def _new_sentence(words: list, xpos: list, heads: list, rels: list, line: int) -> DepSentence:
+    """``DepSentence(words=words, xpos=xpos, heads=heads, rels=rels, line=line)`` for columns
+    known to be right (lists of ``n`` strings, int heads), without the checks."""
+    n = len(words)
+    if n > len(_IDS):
+        _IDS.extend(str(i) for i in range(len(_IDS) + 1, 2 * n + 1))
+    sent = object.__new__(DepSentence)
+    sent.__dict__.update(ids=_IDS[:n], words=words, lemmas=["_"] * n, upos=["_"] * n,
+                         xpos=xpos, feats=["_"] * n, heads=heads, rels=rels, deps=["_"] * n,
+                         misc=["_"] * n, comments=[], extra_lines=[], line=line)
+    return sent
+
+
+def _malttab_lines(numbered, name, heads_optional: bool) -> Iterator[DepSentence]:
+    """The sentences of ``(line_number, line)`` pairs of a Malt-TAB file, line by line."""
     words: list[str] = []
     tags: list[str] = []
     heads: list[int] = []
@@ -483,7 +578,7 @@ def read_malttab(source, encoding: str = "utf-8",
                                   name, ln)
         return DepSentence(words=words, xpos=tags, heads=heads, rels=rels, line=start)
 
-    for lineno, line in iter_lines(source, encoding):
+    for lineno, line in numbered:
         line = line.rstrip()
         if not line or line.isspace():
             if start:

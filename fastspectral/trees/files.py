@@ -13,6 +13,8 @@ file (wrapped, flushed and detached, never closed).
 
 * :func:`iter_lines` — ``(line_number, text)`` pairs, decoded line by line so that a decoding
   error is a :class:`~fastspectral.errors.FormatError` naming the file and the exact line;
+* :func:`iter_line_blocks` — the same lines as lists of many lines at a time (a plain file is
+  read and decoded in large blocks, split into lines by ``str`` methods in C);
 * :func:`raw_lines` — the undecoded lines of a source; :func:`open_binary` — a path opened for
   reading bytes, decompressed when it is gzip;
 * :func:`open_output` — a context manager giving a text file for a destination;
@@ -22,6 +24,7 @@ file (wrapped, flushed and detached, never closed).
 """
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gzip
 import io
@@ -32,8 +35,8 @@ from typing import Iterator
 
 from ..errors import FormatError
 
-__all__ = ["source_name", "is_path", "open_binary", "raw_lines", "iter_lines", "open_output",
-           "is_stdio", "read_stdin", "STDIN_NAME"]
+__all__ = ["source_name", "is_path", "open_binary", "raw_lines", "iter_lines", "iter_line_blocks",
+           "open_output", "is_stdio", "read_stdin", "STDIN_NAME"]
 
 #: The name standard input has in error messages.
 STDIN_NAME = "<stdin>"
@@ -127,6 +130,106 @@ def iter_lines(source, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
         raise FormatError(f"cannot decode the file as {exc.encoding} ({exc.reason}; wrong "
                           f"encoding? reopen it with the right encoding)",
                           name, lineno + 1) from None
+
+
+#: encodings in which the byte ``\n`` is always the character ``\n`` and never part of another
+#: character, so that a block of bytes cut after a ``\n`` decodes to whole lines
+_BLOCK_ENCODINGS = frozenset({"utf-8", "ascii", "latin-1", "iso8859-1", "cp1252"})
+
+#: bytes read at a time by :func:`iter_line_blocks`
+BLOCK_BYTES = 1 << 23
+
+
+def _block_encoding(encoding: str) -> bool:
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return False
+    return name in _BLOCK_ENCODINGS
+
+
+def _decode_block(data: bytes, encoding: str, name, first: int) -> tuple[list, Exception | None]:
+    """The lines of ``data`` (whole lines, the last one with or without its ``\\n``), decoded,
+    and None; or, at a byte that does not decode, the lines before it and the error
+    :func:`iter_lines` raises there (naming the exact line)."""
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError:
+        raws = data.split(b"\n")
+        if raws and not raws[-1]:
+            raws.pop()
+        lines = []
+        for k, raw in enumerate(raws):
+            try:
+                lines.append(raw.decode(encoding))
+            except UnicodeDecodeError as exc:
+                bad = raw[exc.start:exc.start + 1]
+                return _strip_cr(lines), FormatError(
+                    f"invalid {encoding} byte {bad!r} at column {exc.start + 1} (wrong "
+                    f"encoding? pass encoding=..., e.g. encoding='latin-1')", name, first + k)
+        raise
+    lines = text.split("\n")
+    if not lines[-1]:
+        lines.pop()
+    return (_strip_cr(lines) if "\r" in text else lines), None
+
+
+def _strip_cr(lines: list) -> list:
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+def iter_line_blocks(source, encoding: str = "utf-8") -> Iterator[tuple[int, list]]:
+    """Yield ``(first_line_number, lines)``: the lines of :func:`iter_lines` (the same text,
+    the same errors), many at a time.
+
+    A plain (not gzip-compressed) file given by its path, in an encoding where ``\n`` is one
+    byte of its own (UTF-8, ASCII, Latin-1, cp1252), is read in blocks of about
+    :data:`BLOCK_BYTES` bytes cut after a line end, each decoded at once and split into lines
+    by ``str`` methods; any other source is :func:`iter_lines` gathered into lists."""
+    if is_path(source) and _block_encoding(encoding):
+        path = os.fspath(source)
+        with open(path, "rb") as fh:
+            if fh.read(2) != _GZIP_MAGIC:
+                fh.seek(0)
+                yield from _read_blocks(fh, encoding, path)
+                return
+    block: list = []
+    first = 1
+    for lineno, line in iter_lines(source, encoding):
+        if not block:
+            first = lineno
+        block.append(line)
+        if len(block) >= 1 << 16:
+            yield first, block
+            block = []
+    if block:
+        yield first, block
+
+
+def _read_blocks(fh, encoding: str, name) -> Iterator[tuple[int, list]]:
+    lineno = 1
+    rest = b""
+    while True:
+        data = fh.read(BLOCK_BYTES)
+        if data:
+            data = rest + data
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                rest = data
+                continue
+            data, rest = data[:cut], data[cut:]
+        else:
+            data, rest = rest, b""
+            if not data:
+                return
+        lines, error = _decode_block(data, encoding, name, lineno)
+        if lineno == 1 and lines and lines[0].startswith("\ufeff"):
+            lines[0] = lines[0][1:]
+        if lines:
+            yield lineno, lines
+        if error is not None:
+            raise error
+        lineno += len(lines)
 
 
 @contextlib.contextmanager
