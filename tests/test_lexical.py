@@ -261,7 +261,7 @@ def test_parameter_and_input_errors(synth):
                       ({"C": -1.0}, "C"), ({"C": True}, "C"), ({"epsilon": -0.5}, "epsilon"),
                       ({"frequency_classes": 31}, "frequency_classes"),
                       ({"frequency_classes": 2.0}, "frequency_classes"),
-                      ({"max_iter": 0}, "max_iter"), ({"max_iter": True}, "max_iter")):
+                      ({"iterations": 0}, "iterations"), ({"iterations": True}, "iterations")):
         with pytest.raises(ValueError, match=f"^{name} must be") as err:
             LexicalDisambiguator(**bad)._validate()
         assert "\n" not in str(err.value)

@@ -121,7 +121,7 @@ class SHAGParser(PartitionedFit, Parser):
         automaton, ``(1 - backoff_weight) * model + backoff_weight * DET+F``, which gives every
         tag sequence a positive weight (the operator model then has ``n_states + 2`` states);
         0 is the paper's unsmoothed model; in [0, 1).  Ignored by ``det`` / ``det+f``.
-    tagset : {"auto", "upos", "xpos"}, default "auto"
+    tag_column : {"auto", "upos", "xpos"}, default "auto"
         The tag column read as POS tags: ``"xpos"`` (the sentences' ``tags``: XPOS, or UPOS
         when they have no XPOS), ``"upos"``, or ``"auto"``: UPOS for Universal Dependencies
         treebanks (every UPOS tag one of the 17 universal ones), XPOS otherwise.
@@ -131,7 +131,7 @@ class SHAGParser(PartitionedFit, Parser):
 
     Attributes
     ----------
-    tagset_ : str
+    tag_column_ : str
         The tag column used (``"upos"`` or ``"xpos"``).
     tags_ : SymbolVocab
         The POS tags, most frequent first (unseen tags read as the most frequent one).
@@ -174,12 +174,12 @@ class SHAGParser(PartitionedFit, Parser):
     input_kind = "dependency"
     #: names of model files written by older versions
     _renamed_params = {"model": "method", "states": "n_states", "seed": "random_state",
-                       "smoothing": "backoff_weight"}
+                       "smoothing": "backoff_weight", "tagset": "tag_column"}
 
     def __init__(self, method: str = "spectral", n_states: int = STATES, lexical: str = "none",
                  iterations: int = 25, lex_weight: float = 1.0, random_state: int | None = 0,
                  single_root: bool | None = None, batch_size: int = 512, basis: int = 2,
-                 backoff_weight: float = BACKOFF_WEIGHT, tagset: str = "auto",
+                 backoff_weight: float = BACKOFF_WEIGHT, tag_column: str = "auto",
                  ridge: float = RIDGE):
         self.method = method
         self.n_states = n_states
@@ -191,7 +191,7 @@ class SHAGParser(PartitionedFit, Parser):
         self.batch_size = batch_size
         self.basis = basis
         self.backoff_weight = backoff_weight
-        self.tagset = tagset
+        self.tag_column = tag_column
         self.ridge = ridge
 
     # ------------------------------------------------------------------ helpers
@@ -201,8 +201,9 @@ class SHAGParser(PartitionedFit, Parser):
         if self.lexical not in LEXICAL:
             raise ValueError(f"lexical must be one of {', '.join(LEXICAL)}, not "
                              f"{self.lexical!r}")
-        if self.tagset not in TAGSETS:
-            raise ValueError(f"tagset must be one of {', '.join(TAGSETS)}, not {self.tagset!r}")
+        if self.tag_column not in TAGSETS:
+            raise ValueError(f"tag_column must be one of {', '.join(TAGSETS)}, not "
+                             f"{self.tag_column!r}")
         _check_int("n_states", self.n_states, 1)
         _check_int("iterations", self.iterations, 0)
         _check_int("batch_size", self.batch_size, 1)
@@ -230,13 +231,13 @@ class SHAGParser(PartitionedFit, Parser):
     def _model_view(self, sents, tags=None) -> list:
         """``sents`` seen through the model's tag column, or with the given ``tags`` (one list
         per sentence; a None entry keeps that sentence's own column), checked."""
-        return tag_view(sents, self.tagset_, tags)
+        return tag_view(sents, self.tag_column_, tags)
 
     def encode(self, sents, with_heads: bool = True):
         """The fitted model's flat encoding (``data.Encoded``) of ``sents``, read through its
-        tag column (``tagset_``) and checked; for learners called directly (benchmarks)."""
+        tag column (``tag_column_``) and checked; for learners called directly (benchmarks)."""
         self._check_fitted()
-        sents = with_tagset(list(sents), self.tagset_)
+        sents = with_tagset(list(sents), self.tag_column_)
         for i, s in enumerate(sents):
             check_sentence(s, i, need_heads=with_heads)
         return self._encode(sents, with_heads)
@@ -251,7 +252,7 @@ class SHAGParser(PartitionedFit, Parser):
         sents = check_dep_sentences(sents, "sentences")
         if not sents:
             raise ValueError("cannot fit a SHAGParser on an empty treebank")
-        tagset = choose_tagset(sents) if self.tagset == "auto" else self.tagset
+        tagset = choose_tagset(sents) if self.tag_column == "auto" else self.tag_column
         sents = with_tagset(sents, tagset)
         for i, s in enumerate(sents):
             check_sentence(s, i, need_heads=True)
@@ -260,7 +261,7 @@ class SHAGParser(PartitionedFit, Parser):
         tag_list = sorted(tag_counts, key=lambda t: (-tag_counts[t], t))
         if ROOT in tag_counts:
             raise FormatError(f"the tag {ROOT!r} is reserved", None, None)
-        self.tagset_ = tagset
+        self.tag_column_ = tagset
         self.tags_ = SymbolVocab(tag_list, unk_id=0)   # unseen tags -> most frequent tag
         if self.lexical != "none":
             word_list = sorted({w for s in sents for w in s.words})
@@ -303,7 +304,7 @@ class SHAGParser(PartitionedFit, Parser):
     # ------------------------------------------------------------------ learning from partitions
     def sufficient_statistics(self, items, context=None):
         """The mergeable counts of a partition of dependency sentences (string keys; with
-        ``tagset="auto"`` a first pass chooses the tag column; see
+        ``tag_column="auto"`` a first pass chooses the tag column; see
         :mod:`fastspectral.dependency.stats`)."""
         from .stats import shag_statistics
 
@@ -311,7 +312,7 @@ class SHAGParser(PartitionedFit, Parser):
 
     def fit_statistics(self, stats, context=None):
         """Estimate from merged statistics (the model ``fit`` gives on the concatenated
-        partitions); returns the tag column after the first pass of ``tagset="auto"``, then
+        partitions); returns the tag column after the first pass of ``tag_column="auto"``, then
         None (fitted)."""
         from .stats import shag_fit_statistics
 
@@ -430,7 +431,7 @@ class SHAGParser(PartitionedFit, Parser):
         tags : list of lists of str, optional
             POS tags to parse with, one list per sentence (a None entry keeps that sentence's
             own tags); they replace the sentences' tags in the model's tag column
-            (``tagset_``).  The returned sentences keep their own tags.
+            (``tag_column_``).  The returned sentences keep their own tags.
         jobs : int, optional
             Threads (None: every core available).
         progress : callable, optional
@@ -477,7 +478,7 @@ class SHAGParser(PartitionedFit, Parser):
 
     # ------------------------------------------------------------------ model files
     def _model_file(self):
-        meta = {"params": self.get_params(), "tagset_": self.tagset_,
+        meta = {"params": self.get_params(), "tagset_": self.tag_column_,
                 "single_root_": self.single_root_, "tags": self.tags_.symbols,
                 "words": self.words_.symbols if self.words_ is not None else None,
                 "fit_time": self.fit_time_, "n_sentences": self.fit_info_.n_sentences}
@@ -502,7 +503,7 @@ class SHAGParser(PartitionedFit, Parser):
         params = {name: meta[name] for name in ("model", "states", "lexical", "iterations",
                                                 "lex_weight", "seed", "single_root")}
         params.update(basis=int(meta.get("basis", 1)), smoothing=float(meta.get("smoothing", 0.0)),
-                      tagset=meta.get("tagset", "xpos"), ridge=float(meta.get("ridge", 0.0)))
+                      tag_column=meta.get("tagset", "xpos"), ridge=float(meta.get("ridge", 0.0)))
         return params
 
     @classmethod
@@ -524,9 +525,9 @@ class SHAGParser(PartitionedFit, Parser):
                 n_sentences = int(old_info.get("n_sentences", 0))
             p = cls(**cls._params_from_file(params))
             p._validate_params()
-            p.tagset_ = meta.get("tagset_", "xpos")
-            if p.tagset_ not in TAGSETS[1:]:
-                raise ValueError(f"unknown tagset {p.tagset_!r}")
+            p.tag_column_ = meta.get("tagset_", "xpos")
+            if p.tag_column_ not in TAGSETS[1:]:
+                raise ValueError(f"unknown tagset {p.tag_column_!r}")
             p.single_root_ = bool(meta["single_root_"])
             p.tags_ = SymbolVocab(V.meta_list(meta, "tags", str), unk_id=0)
             p.words_ = None

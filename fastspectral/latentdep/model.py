@@ -109,7 +109,7 @@ class LatentDependencyModel(Parser):
         dimension ``dim`` learned from the training sentences' words.
     dim : int
         Dimension of the eigenwords learned when ``embeddings`` is None.
-    tags : None, "upos", "xpos" or "auto"
+    tag_column : None, "upos", "xpos" or "auto"
         None: each word is its eigenword (the paper).  Otherwise the part-of-speech tag of that
         column (``auto``: XPOS when the treebank has them, else UPOS) is appended to the word's
         vector as a one-hot block weighted by ``tag_weight``.
@@ -171,8 +171,10 @@ class LatentDependencyModel(Parser):
 
     kind = "latent-dep"
     input_kind = "dependency"
+    #: names of model files written by older versions
+    _renamed_params = {"tags": "tag_column"}
 
-    def __init__(self, n_states=8, embeddings=None, dim=30, tags=None, tag_weight=1.0,
+    def __init__(self, n_states=8, embeddings=None, dim=30, tag_column=None, tag_weight=1.0,
                  ridge=0.3, stop_events=False, stop_weight=1.0, stop_adjacency=False,
                  log_floor=-1e4, random_state=0, jobs=None):
         self.n_states = n_states
@@ -180,7 +182,7 @@ class LatentDependencyModel(Parser):
         self.stop_weight = stop_weight
         self.stop_adjacency = stop_adjacency
         self.embeddings = embeddings
-        self.tags = tags
+        self.tag_column = tag_column
         self.tag_weight = tag_weight
         self.dim = dim
         self.ridge = ridge
@@ -503,12 +505,13 @@ class LatentDependencyModel(Parser):
 
     def _tag_column(self, sentences):
         """The DepSentence column of the tags used (None: words only)."""
-        if self.tags is None:
+        if self.tag_column is None:
             return None
-        if self.tags not in ("upos", "xpos", "auto"):
-            raise ValueError(f"tags must be None, 'upos', 'xpos' or 'auto', got {self.tags!r}")
-        if self.tags != "auto":
-            return self.tags
+        if self.tag_column not in ("upos", "xpos", "auto"):
+            raise ValueError(f"tag_column must be None, 'upos', 'xpos' or 'auto', got "
+                             f"{self.tag_column!r}")
+        if self.tag_column != "auto":
+            return self.tag_column
         filled = lambda col: any(t != "_" for s in sentences[:200] for t in getattr(s, col))
         return "xpos" if filled("xpos") else "upos"
 

@@ -158,8 +158,8 @@ class LexicalDisambiguator(Parser):
 "squared_epsilon_insensitive"
         The SVR loss: liblinear's L2-loss epsilon-SVR (solved in the primal by trust-region
         Newton: fast and converged) or the L1-loss epsilon-SVR (dual coordinate descent).
-    max_iter : int, default 1000
-        Iterations of liblinear.
+    iterations : int, default 1000
+        Iterations of liblinear (its ``max_iter``).
     random_state : int or None, default 0
         Seed of liblinear's coordinate order.
 
@@ -224,12 +224,14 @@ class LexicalDisambiguator(Parser):
 
     kind = "lexical"
     input_kind = "dependency"
+    #: names of model files written by older versions
+    _renamed_params = {"max_iter": "iterations"}
 
     def __init__(self, variant="full", features="all", vocalised="auto", split=0.5,
                  refit=True, cross_fit=True, C=None, epsilon=None, frequency_classes=5,
                  unknown="suffix", known_guesses="inner", graded="inner",
                  unknown_weights="inner", analyser=None,
-                 loss="squared_epsilon_insensitive", max_iter=1000, random_state=0):
+                 loss="squared_epsilon_insensitive", iterations=1000, random_state=0):
         self.variant = variant
         self.features = features
         self.vocalised = vocalised
@@ -245,7 +247,7 @@ class LexicalDisambiguator(Parser):
         self.unknown_weights = unknown_weights
         self.analyser = analyser
         self.loss = loss
-        self.max_iter = max_iter
+        self.iterations = iterations
         self.random_state = random_state
 
     # -- fitting -----------------------------------------------------------------------------
@@ -278,7 +280,7 @@ class LexicalDisambiguator(Parser):
         if self.analyser is not None and not callable(self.analyser):
             raise TypeError(f"analyser must be callable (token -> analyses) or None, not "
                             f"{type(self.analyser).__name__}")
-        check_int("max_iter", self.max_iter, 1)
+        check_int("iterations", self.iterations, 1)
         if self.random_state is not None and (isinstance(self.random_state, bool) or
                                               not isinstance(self.random_state,
                                                              (int, np.integer))):
@@ -309,7 +311,7 @@ class LexicalDisambiguator(Parser):
             frequency_classes=int(self.frequency_classes), unknown=self.unknown,
             known_guesses=self.known_guesses, graded=self.graded,
             unknown_weights=self.unknown_weights,
-            analyser=self.analyser, loss=self.loss, max_iter=int(self.max_iter),
+            analyser=self.analyser, loss=self.loss, max_iter=int(self.iterations),
             random_state=seed,
             with_morph=self.variant == "ind")
 

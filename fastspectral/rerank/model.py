@@ -116,9 +116,9 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         with ``"base+spectral+shag"`` both.
     folds : int, default 3
         Jack-knife folds of the training lists.
-    epochs : int, default 10
+    iterations : int, default 10
         Perceptron epochs of the base parser.
-    rerank_epochs : int, default 5
+    rerank_iterations : int, default 5
         Perceptron epochs of the re-ranker.
     minibatch : int, default 8
         Base parser's perceptron batch (see :class:`~fastspectral.rerank.mst.MSTParser`).
@@ -157,8 +157,8 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         same way), or both.
     base_order : {1, 2}, default 1
         2: a second-order (sibling) :class:`~fastspectral.rerank.mst.MSTParser` (same
-        ``epochs``, ``bits``, ``minibatch``, ``tagset``, ``random_state``), jack-knifed on the
-        same folds, rescores every candidate of the first-order k-best lists; its score minus
+        ``iterations``, ``bits``, ``minibatch``, ``tag_column``, ``random_state``),
+        jack-knifed on the same folds, rescores every candidate of the first-order k-best lists; its score minus
         the list's best is one more dense feature.  1: no second-order model.
     order2_best : bool, default True
         With ``base_order=2``: each k-best list also gets the second-order model's best tree
@@ -176,7 +176,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         deviation ``dense_gain``, so the start's share of a score grows as ``start_weight *
         dense_gain`` and one perceptron update's as ``dense_gain**2``.  None: 1000 when the
         base weight is fixed, else 1.
-    tagset : {"auto", "upos", "xpos"}, default "auto"
+    tag_column : {"auto", "upos", "xpos"}, default "auto"
         The POS column.
     random_state : int or None, default 0
         Seed of the perceptrons' orders.
@@ -214,7 +214,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
     >>> from fastspectral.rerank import RerankDepParser
     >>> from fastspectral.trees.conll import DepSentence, toy_treebank
     >>> train = toy_treebank()
-    >>> model = RerankDepParser(k=5, features="base", epochs=5, bits=16,
+    >>> model = RerankDepParser(k=5, features="base", iterations=5, bits=16,
     ...                         rerank_bits=16).fit(train)
     >>> model.parse([DepSentence.from_tagged("a/DT big/JJ cat/NN barks/VBZ")])[0].heads
     [3, 3, 4, 0]
@@ -225,20 +225,24 @@ class RerankDepParser(ScoreProviders, HeadsParser):
     #: parse with the re-ranker (False: the base parser's best tree); not a hyperparameter
     rerank = True
 
+    #: names of model files written by older versions
+    _renamed_params = {"epochs": "iterations", "rerank_epochs": "rerank_iterations",
+                       "tagset": "tag_column"}
+
     def __init__(self, k: int = 50, features: str = "base+spectral", folds: int = 3,
-                 epochs: int = 10, rerank_epochs: int = 5, minibatch: int = 8,
+                 iterations: int = 10, rerank_iterations: int = 5, minibatch: int = 8,
                  bits: int = 22, rerank_bits: int = 20, spectral_params: dict | None = None,
                  dense_gain: float = 10.0, logp_norm: str = "max", logp_sign: bool = True,
                  spectral_scores: str = "both", spectral_input: str = "words",
                  shag_params: dict | None = None, shag_scores: str = "both",
-                 tagset: str = "auto", random_state: int | None = 0,
+                 tag_column: str = "auto", random_state: int | None = 0,
                  jobs: int | None = None, base_order: int = 1, order2_best: bool = True,
                  fixed_base: bool | None = None, start_weight: float | None = None):
         self.k = k
         self.features = features
         self.folds = folds
-        self.epochs = epochs
-        self.rerank_epochs = rerank_epochs
+        self.iterations = iterations
+        self.rerank_iterations = rerank_iterations
         self.minibatch = minibatch
         self.bits = bits
         self.rerank_bits = rerank_bits
@@ -250,7 +254,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         self.spectral_input = spectral_input
         self.shag_params = shag_params
         self.shag_scores = shag_scores
-        self.tagset = tagset
+        self.tag_column = tag_column
         self.random_state = random_state
         self.jobs = jobs
         self.base_order = base_order
@@ -262,7 +266,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
     def _validate_params(self) -> None:
         _check_int("k", self.k, 1)
         _check_int("folds", self.folds, 2)
-        _check_int("rerank_epochs", self.rerank_epochs, 1)
+        _check_int("rerank_iterations", self.rerank_iterations, 1)
         if not 16 <= _check_int("rerank_bits", self.rerank_bits, 16) <= 28:
             raise ValueError(f"rerank_bits must be in 16..28, not {self.rerank_bits!r}")
         if self.features not in FEATURES:
@@ -416,7 +420,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         fixed = int(np.flatnonzero(v)[0]) if self._fixed_base else -1
         rng = np.random.default_rng(self.random_state)
         c = 1.0
-        for _ in range(int(self.rerank_epochs)):
+        for _ in range(int(self.rerank_iterations)):
             order = rng.permutation(len(data.lengths)).astype(np.int64)
             c, mistakes = rerank_epoch(w, u, v, uv, c, order, data.P, data.tok_off,
                                        data.lengths, data.heads, data.cand_off, data.cand_hoff,

@@ -6,14 +6,14 @@ from ..trees.tree import Tree, as_tree
 from ..trees.universal_tags import is_punctuation_tag, to_universal
 
 __all__ = ["tagged_sentences", "map_tags", "strip_punctuation", "build_tree", "gold_top_split",
-           "check_tagset"]
+           "check_tag_map"]
 
 TAGSETS = ("universal", "as-is")
 
 
-def check_tagset(tagset):
-    if tagset not in TAGSETS:
-        raise ValueError(f"tagset must be one of {TAGSETS}, got {tagset!r}")
+def check_tag_map(tag_map):
+    if tag_map not in TAGSETS:
+        raise ValueError(f"tag_map must be one of {TAGSETS}, got {tag_map!r}")
 
 
 def tagged_sentences(items) -> list:
