@@ -243,39 +243,39 @@ class SHAGParser(PartitionedFit, Parser):
         return self._encode(sents, with_heads)
 
     # ------------------------------------------------------------------ training
-    def fit(self, sents) -> "SHAGParser":
+    def fit(self, X) -> "SHAGParser":
         """Learn the model from dependency sentences (objects with ``words``, ``tags``,
         ``heads``, e.g. :class:`~fastspectral.trees.conll.DepSentence`).  Returns self."""
         from ..base import check_dep_sentences
 
         self._validate_params()
-        sents = check_dep_sentences(sents, "sentences")
-        if not sents:
+        X = check_dep_sentences(X, "sentences")
+        if not X:
             raise ValueError("cannot fit a SHAGParser on an empty treebank")
-        tagset = choose_tagset(sents) if self.tag_column == "auto" else self.tag_column
-        sents = with_tagset(sents, tagset)
-        for i, s in enumerate(sents):
+        tagset = choose_tagset(X) if self.tag_column == "auto" else self.tag_column
+        X = with_tagset(X, tagset)
+        for i, s in enumerate(X):
             check_sentence(s, i, need_heads=True)
         t0 = time.perf_counter()
-        tag_counts = Counter(t for s in sents for t in s.tags)
+        tag_counts = Counter(t for s in X for t in s.tags)
         tag_list = sorted(tag_counts, key=lambda t: (-tag_counts[t], t))
         if ROOT in tag_counts:
             raise FormatError(f"the tag {ROOT!r} is reserved", None, None)
         self.tag_column_ = tagset
         self.tags_ = SymbolVocab(tag_list, unk_id=0)   # unseen tags -> most frequent tag
         if self.lexical != "none":
-            word_list = sorted({w for s in sents for w in s.words})
+            word_list = sorted({w for s in X for w in s.words})
             self.words_ = SymbolVocab(word_list, unk_id=len(word_list))
         else:
             self.words_ = None
         if self.single_root is None:
-            self.single_root_ = all(sum(1 for h in s.heads if h == 0) == 1 for s in sents)
+            self.single_root_ = all(sum(1 for h in s.heads if h == 0) == 1 for s in X)
         else:
             self.single_root_ = bool(self.single_root)
-        enc = self._encode(sents, True)
+        enc = self._encode(X, True)
         seqs = modifier_sequences(enc)
         H, M = self._H, self._M
-        info = SHAGFitInfo(n_sentences=len(sents))
+        info = SHAGFitInfo(n_sentences=len(X))
         weight = float(self.backoff_weight)
         if self.method == "spectral":
             self.op_ = learn_spectral(enc, seqs, H, M, int(self.n_states), basis=int(self.basis),

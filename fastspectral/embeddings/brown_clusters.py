@@ -405,9 +405,9 @@ class BrownClusters(WordIds, Estimator):
         if self.features not in FEATURES:
             raise ValueError(f"features must be one of {FEATURES}, got {self.features!r}")
 
-    def fit(self, sentences):
-        """Cluster the words of ``sentences`` (lists of words, or trees: their words)."""
-        sents = sentences_of(sentences)
+    def fit(self, X):
+        """Cluster the words of ``X`` (lists of words, or trees: their words)."""
+        sents = sentences_of(X)
         self._check_params()
         counts = word_counts(sents, self.lowercase)
         words = brown_vocabulary(counts, self.min_count, self.vocabulary)

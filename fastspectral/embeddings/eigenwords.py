@@ -200,12 +200,12 @@ class Eigenwords(WordIds, Estimator):
         for name in ("dim", "window", "vocabulary", "context_vocabulary", "min_count"):
             check_int(name, getattr(self, name), 1)
 
-    def fit(self, sentences):
-        """Learn the dictionary from ``sentences`` (lists of words, or trees: their words)."""
+    def fit(self, X):
+        """Learn the dictionary from ``X`` (lists of words, or trees: their words)."""
         t0 = time.perf_counter()
         self._check_params()
         fold = str.lower if self.lowercase else (lambda w: w)
-        sents = [[fold(w) for w in s] for s in sentences_of(sentences)]
+        sents = [[fold(w) for w in s] for s in sentences_of(X)]
         counts = Counter(w for s in sents for w in s)
         if not counts:
             raise ValueError("no words to learn from")

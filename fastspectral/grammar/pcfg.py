@@ -251,11 +251,11 @@ class PCFG(PartitionedFit, Parser):
         return self.prune_threshold is not None and (self.v > 1 or self.h != 0 or self.tag_parent)
 
     # -- learning ------------------------------------------------------------------------------
-    def fit(self, trees):
+    def fit(self, X):
         """Estimate from an iterable of treebank trees (raw or cleaned). Returns self."""
         self._validate_params()
         t0 = time.perf_counter()
-        raw = training_trees(trees, "a PCFG")
+        raw = training_trees(X, "a PCFG")
         fine = [prepare(t, self.v, self.h, self.tag_parent) for t in raw]
         coarse = None
         if self._uses_coarse:

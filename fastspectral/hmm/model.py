@@ -276,12 +276,12 @@ class HMM(PartitionedFit, Estimator):
             raise ValueError(f"spectral_init must be one of {', '.join(SPECTRAL_INITS)}, "
                              f"not {self.spectral_init!r}")
 
-    def fit(self, sequences, dev=None):
-        """Learn the model from ``sequences`` (lists of strings, or their encoding).
+    def fit(self, X, dev=None):
+        """Learn the model from ``X`` (lists of strings, or their encoding).
 
         Parameters
         ----------
-        sequences : list of list of str, or Encoded
+        X : list of list of str, or Encoded
             Training sequences (e.g. from :func:`fastspectral.trees.corpus.read_sequences`), or
             those sequences encoded once (:meth:`encode`, ``Encoded.from_sequences``, or
             integer ids with their vocabulary: ``Encoded.from_ids(ids, lengths, symbols)``):
@@ -297,7 +297,7 @@ class HMM(PartitionedFit, Estimator):
         """
         t_start = time.perf_counter()
         self._validate()
-        n_seqs, table, full, counts = _training_input(sequences, int(self.min_count),
+        n_seqs, table, full, counts = _training_input(X, int(self.min_count),
                                                       bool(self.lowercase))
         if not n_seqs:
             raise ValueError("no training sequences")

@@ -291,14 +291,14 @@ class LatentDependencyModel(Parser):
         raise ValueError(f"sentence {bad + 1} is not a dependency tree: {why}")
 
     # ------------------------------------------------------------------------------------------
-    def fit(self, sentences):
+    def fit(self, X):
         """Estimate the observable parameters from dependency trees (DepSentence objects)."""
         from ..linalg.svd import randomized_svd
         from .kernels import check_trees
 
         t0 = time.perf_counter()
         self._check_params()
-        sentences = self._check_sentences(sentences)
+        sentences = self._check_sentences(X)
         if not sentences or not any(len(s.words) for s in sentences):
             raise ValueError("no training trees")
         m = int(self.n_states)

@@ -287,16 +287,16 @@ class LexicalDisambiguator(Parser):
             raise ValueError(f"random_state must be an integer or None, not "
                              f"{self.random_state!r}")
 
-    def fit(self, sentences, y=None):
+    def fit(self, X, y=None):
         """Learn from labelled dependency sentences (CoNLL-U: FORM, LEMMA, UPOS, XPOS, FEATS;
         any of them may be ``_`` but not all); returns self."""
         self._validate()
-        sentences = check_sentences(sentences, labelled=True)
+        X = check_sentences(X, labelled=True)
         t0 = time.perf_counter()
         seed = self.random_state if self.random_state is not None else \
             int(np.random.SeedSequence().generate_state(1)[0] >> 1)
         with gc_paused():
-            self.learned_ = self._train(sentences, seed)
+            self.learned_ = self._train(X, seed)
         self._set_attributes()
         self.fit_time_ = time.perf_counter() - t0
         return self

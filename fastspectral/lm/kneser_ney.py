@@ -111,12 +111,12 @@ class KneserNeyBigramLM(PartitionedFit, Estimator):
             raise ValueError(f"min_count must be an integer >= 1, got {self.min_count!r}")
 
     # ---------------------------------------------------------------- training
-    def fit(self, sentences):
+    def fit(self, X):
         """Estimate the model from training sentences (lists of words or ``(word, tag)``).
         Returns self."""
         self._validate_params()
         t0 = time.perf_counter()
-        sents = list(_as_word_lists(sentences))
+        sents = list(_as_word_lists(X))
         if not sents:
             raise ValueError("no training sentences")
         self.vocab_ = Vocabulary.build(sents, int(self.min_count), bool(self.lowercase))

@@ -305,16 +305,16 @@ class LatentBigramLM(PartitionedFit, Estimator):
             raise ValueError(f"init_smoothing must be in [0, 1], got {self.init_smoothing!r}")
 
     # ------------------------------------------------------------------ training
-    def fit(self, sentences, dev=None, vocab: Vocabulary | None = None):
-        """Train on ``sentences`` (lists of words or ``(word, tag)`` pairs).  Returns self.
+    def fit(self, X, dev=None, vocab: Vocabulary | None = None):
+        """Train on ``X`` (lists of words or ``(word, tag)`` pairs).  Returns self.
 
         ``dev``: optional held-out sentences; their perplexity is tracked after every EM
         iteration and the best iteration's parameters are kept.  ``vocab``: reuse a vocabulary
-        (default: built from ``sentences`` with ``min_count`` / ``lowercase``).
+        (default: built from ``X`` with ``min_count`` / ``lowercase``).
         """
         self._validate_params()
         t_start = time.perf_counter()
-        sents = list(_as_word_lists(sentences))
+        sents = list(_as_word_lists(X))
         if not sents:
             raise ValueError("no training sentences")
         self.vocab_ = vocab if vocab is not None else Vocabulary.build(

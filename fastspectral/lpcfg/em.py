@@ -271,12 +271,12 @@ class EMLPCFG(ProbabilisticLPCFGBase):
             prev = ll
         return _EMRun(params, history)
 
-    def fit(self, trees, callback=None):
+    def fit(self, X, callback=None):
         """Fit the model on treebank trees by EM.
 
         Parameters
         ----------
-        trees : iterable of Tree
+        X : iterable of Tree
             Training trees (raw or cleaned).
         callback : callable, optional
             ``callback(iteration, model, loglik)`` after every EM iteration, with the model
@@ -287,7 +287,7 @@ class EMLPCFG(ProbabilisticLPCFGBase):
         EMLPCFG
             self, fitted.
         """
-        return super().fit(trees, callback=callback)
+        return super().fit(X, callback=callback)
 
     def _learn_prepared(self, prep, seed: int, callback=None):
         from .latent_params import latent_arrays, model_layout

@@ -245,12 +245,12 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
         return False
 
     # -- learning ----------------------------------------------------------------------------
-    def fit(self, trees, **fit_params):
+    def fit(self, X, **fit_params):
         """Estimate the model from treebank trees.
 
         Parameters
         ----------
-        trees : iterable of Tree
+        X : iterable of Tree
             Training trees (raw or cleaned).
         **fit_params
             Passed to the learner's step (:class:`EMLPCFG` takes ``callback``).
@@ -270,7 +270,7 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
         # and SciPy's BLAS); the cyclic GC would re-traverse the (acyclic) prepared trees again
         # and again
         with blas_single_thread(), _gc.paused():
-            prep = self._prepare_treebank(trees, t0)
+            prep = self._prepare_treebank(X, t0)
             arrays = self._learn_prepared(prep, seed, **fit_params)
         self._install(prep.pcfg, arrays)
         self.n_train_trees_ = prep.n_trees

@@ -315,35 +315,35 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         self._new_mst()._validate_params()
 
     # ------------------------------------------------------------------ training
-    def fit(self, sents) -> "RerankDepParser":
+    def fit(self, X) -> "RerankDepParser":
         """Train the base parser, its jack-knifed k-best lists, the spectral model (with
         ``features="base+spectral"``), the SHAG model (``"base+shag"``) and the re-ranker;
         returns self."""
         from ..base import check_dep_sentences
 
         self._validate_params()
-        sents = check_dep_sentences(sents, "sentences")
+        X = check_dep_sentences(X, "sentences")
         t_start = time.perf_counter()
-        lists = self.training_lists(sents)
+        lists = self.training_lists(X)
         self.fit_lists(lists)
         info = self.fit_info_
         t0 = time.perf_counter()
-        self.mst_ = self._new_mst().fit(sents)
+        self.mst_ = self._new_mst().fit(X)
         info.seconds["mst"] = time.perf_counter() - t0
         self.spectral_ = None
         if self._spectral:
             t0 = time.perf_counter()
-            self.spectral_ = self._new_spectral().fit(self._spectral_view(sents))
+            self.spectral_ = self._new_spectral().fit(self._spectral_view(X))
             info.seconds["spectral"] += time.perf_counter() - t0
         self.shag_ = None
         if self._shag:
             t0 = time.perf_counter()
-            self.shag_ = self._new_shag().fit(sents)
+            self.shag_ = self._new_shag().fit(X)
             info.seconds["shag"] = info.seconds.get("shag", 0.0) + time.perf_counter() - t0
         self.mst2_ = None
         if self._order2:
             t0 = time.perf_counter()
-            self.mst2_ = self._new_mst2().fit(sents)
+            self.mst2_ = self._new_mst2().fit(X)
             info.seconds["mst2"] = info.seconds.get("mst2", 0.0) + time.perf_counter() - t0
         self.fit_time_ = time.perf_counter() - t_start
         return self

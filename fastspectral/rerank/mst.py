@@ -373,19 +373,19 @@ class MSTParser(HeadsParser):
         return check_jobs(jobs if jobs is not None else self.jobs)
 
     # ------------------------------------------------------------------ training
-    def fit(self, sents) -> "MSTParser":
+    def fit(self, X) -> "MSTParser":
         """Learn the weights from dependency sentences (``words``, tags, ``heads``); returns
         self."""
         from ..base import check_dep_sentences
         from ..dependency.data import choose_tagset
 
         self._validate_params()
-        sents = check_dep_sentences(sents, "sentences")
-        if not sents:
+        X = check_dep_sentences(X, "sentences")
+        if not X:
             raise ValueError("cannot fit an MSTParser on an empty treebank")
         t0 = time.perf_counter()
-        self.tag_column_ = choose_tagset(sents) if self.tag_column == "auto" else self.tag_column
-        view = self._view(sents, need_heads=True)
+        self.tag_column_ = choose_tagset(X) if self.tag_column == "auto" else self.tag_column
+        view = self._view(X, need_heads=True)
         words = list(itertools.chain.from_iterable(s.words for s in view))
         self.words_ = _vocabulary(words)
         self.tags_ = _vocabulary(itertools.chain.from_iterable(s.tags for s in view))

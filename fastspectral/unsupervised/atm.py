@@ -246,13 +246,13 @@ class ATMParser(PartitionedFit, Parser):
             raise ValueError(f"top_bracket must be one of {TOP_BRACKETS}, got "
                              f"{self.top_bracket!r}")
 
-    def fit(self, items):
+    def fit(self, X):
         """Learn the anchor distances from tagged sentences: trees (their words and tags only)
         or ``(words, tags)`` pairs.  The same passes as :meth:`fit_partitions` on one
         partition (:meth:`sufficient_statistics`, :meth:`fit_statistics`)."""
         t0 = time.perf_counter()
         self._check_params()
-        part = self.prepare_partition(items)
+        part = self.prepare_partition(X)
         context = None
         while True:
             context = self.fit_statistics(self.sufficient_statistics(part, context), context)

@@ -122,7 +122,7 @@ class CCMParser(Parser):
             offsets.append(len(ids))
         return np.asarray(offsets, np.int64), np.asarray(ids, np.int64)
 
-    def fit(self, items):
+    def fit(self, X):
         """Learn from tagged sentences: trees (their words and tags only) or
         ``(words, tags)`` pairs."""
         t0 = time.perf_counter()
@@ -130,7 +130,7 @@ class CCMParser(Parser):
         from ._ccm_kernels import estep, span_hashes, split_uniform_posteriors
 
         tag_lists = []
-        for words, tags in tagged_sentences(items):
+        for words, tags in tagged_sentences(X):
             keep = strip_punctuation(tags)
             u = map_tags(tags, self.tag_map)
             kt = [u[i] for i in keep]
