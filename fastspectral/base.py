@@ -43,9 +43,9 @@ from typing import ClassVar
 from ._threads import check_jobs  # noqa: F401  (re-exported: the thread-count check)
 from .errors import NotFittedError
 
-__all__ = ["Estimator", "Parser", "clone", "check_jobs", "Statistics", "Partition",
-           "PartitionedFit", "check_sequences", "check_words", "check_dep_sentences",
-           "check_trees"]
+__all__ = ["Estimator", "Parser", "clone", "check_jobs", "check_int", "check_float", "Interval",
+           "Statistics", "Partition", "PartitionedFit", "check_sequences", "check_words",
+           "check_dep_sentences", "check_trees"]
 
 
 class Estimator:
@@ -62,6 +62,32 @@ class Estimator:
     input_kind: ClassVar[str] = "sentences"
     #: parameter names of model files written by older versions -> today's names
     _renamed_params: ClassVar[dict] = {}
+    #: the declarative checks of the hyperparameters, ``{name: constraint}``, merged along the
+    #: class hierarchy (a subclass adds or replaces entries).  A constraint is an
+    #: :class:`Interval`, a ``set`` of allowed values (``None`` among them when allowed), the
+    #: string ``"boolean"`` or ``"callable"`` (None allowed when written ``"callable or None"``)
+    _parameter_constraints: ClassVar[dict] = {}
+
+    # -- validation ----------------------------------------------------------------------------
+    @classmethod
+    def _all_constraints(cls) -> dict:
+        out: dict = {}
+        for klass in reversed(cls.__mro__):
+            out.update(vars(klass).get("_parameter_constraints", {}))
+        return out
+
+    def _validate_params(self) -> None:
+        """Check every hyperparameter: the table :attr:`_parameter_constraints` (a one-line
+        ``ValueError`` / ``TypeError`` naming the parameter), then :meth:`_check_params`.
+        ``fit`` calls it, and so do the partitioned / statistics paths and the model-file
+        readers."""
+        for name, constraint in self._all_constraints().items():
+            check_constraint(name, getattr(self, name), constraint)
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """The checks the table cannot express (relations between parameters, nested
+        settings); a learner overrides it (calling ``super()._check_params()``)."""
 
     # -- the scikit-learn contract -----------------------------------------------------------
     @classmethod
@@ -349,6 +375,72 @@ def check_float(name: str, value, low: float, high: float | None = None) -> floa
         interval = f">= {low}" if high is None else f"in [{low}, {high})"
         raise ValueError(f"{name} must be a number {interval}, got {value!r}")
     return x
+
+
+class Interval:
+    """A numeric hyperparameter constraint (scikit-learn's ``Interval``, smaller).
+
+    ``Interval(int, 1, None)``: an integer >= 1 (:func:`check_int`); ``Interval(float, 0, 1)``:
+    a number in ``[0, 1)`` (:func:`check_float`); ``closed="both"`` includes ``high``;
+    ``allow_none`` lets None pass.  Bools are refused.
+    """
+
+    def __init__(self, kind, low, high=None, *, closed: str = "left", allow_none: bool = False):
+        if kind not in (int, float) or closed not in ("left", "both"):
+            raise ValueError("Interval(kind, low, high, closed): kind int or float, closed "
+                             "'left' or 'both'")
+        self.kind, self.low, self.high = kind, low, high
+        self.closed, self.allow_none = closed, allow_none
+
+    def check(self, name: str, value):
+        if value is None and self.allow_none:
+            return None
+        if self.kind is int:
+            if self.high is not None:
+                raise ValueError("an integer Interval has no upper bound")
+            return check_int(name, value, self.low, self.allow_none)
+        import numbers
+
+        x = float(value) if isinstance(value, numbers.Real) else float("nan")
+        above = x >= self.low
+        below = self.high is None or x < self.high or self.closed == "both" and x <= self.high
+        if isinstance(value, bool) or not (above and below):
+            right = "]" if self.closed == "both" else ")"
+            interval = f">= {self.low}" if self.high is None else \
+                f"in [{self.low}, {self.high}{right}"
+            raise ValueError(f"{name} must be a number {interval}"
+                             f"{' or None' if self.allow_none else ''}, got {value!r}")
+        return x
+
+    def __repr__(self) -> str:
+        return f"Interval({self.kind.__name__}, {self.low}, {self.high}, closed={self.closed!r})"
+
+
+def check_constraint(name: str, value, constraint) -> None:
+    """Check ``value`` of the hyperparameter ``name`` against one entry of
+    :attr:`Estimator._parameter_constraints`; a one-line error naming ``name`` otherwise."""
+    import numpy as np
+
+    if isinstance(constraint, Interval):
+        constraint.check(name, value)
+    elif isinstance(constraint, (set, frozenset)):
+        try:
+            ok = value in constraint
+        except TypeError:                   # unhashable
+            ok = False
+        if not ok or isinstance(value, bool) and not any(isinstance(c, bool)
+                                                         for c in constraint):
+            shown = ", ".join(sorted(repr(c) for c in constraint))
+            raise ValueError(f"{name} must be one of {shown}, got {value!r}")
+    elif constraint == "boolean":
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
+    elif constraint in ("callable", "callable or None"):
+        if not (callable(value) or value is None and constraint.endswith("None")):
+            raise TypeError(f"{name} must be {constraint.replace('callable', 'a callable')}, "
+                            f"got {value!r}")
+    else:
+        raise TypeError(f"unknown constraint {constraint!r} of {name}")
 
 
 def clone(estimator, *, safe: bool = True):

@@ -195,7 +195,7 @@ class SHAGParser(PartitionedFit, Parser):
         self.ridge = ridge
 
     # ------------------------------------------------------------------ helpers
-    def _validate_params(self) -> None:
+    def _check_params(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
         if self.lexical not in LEXICAL:

@@ -408,7 +408,7 @@ class BrownClusters(WordIds, Estimator):
     def fit(self, X):
         """Cluster the words of ``X`` (lists of words, or trees: their words)."""
         sents = sentences_of(X)
-        self._check_params()
+        self._validate_params()
         counts = word_counts(sents, self.lowercase)
         words = brown_vocabulary(counts, self.min_count, self.vocabulary)
         index = {w: i for i, w in enumerate(words)}
@@ -418,7 +418,7 @@ class BrownClusters(WordIds, Estimator):
         """Cluster from merged statistics: ``words`` (:func:`brown_vocabulary`) and their
         :func:`bigram_counts`."""
         t0 = time.perf_counter()
-        self._check_params()
+        self._validate_params()
         V = len(words)
         if V < 2:
             raise ValueError("no words to cluster (all rarer than min_count)")

@@ -203,7 +203,7 @@ class Eigenwords(WordIds, Estimator):
     def fit(self, X):
         """Learn the dictionary from ``X`` (lists of words, or trees: their words)."""
         t0 = time.perf_counter()
-        self._check_params()
+        self._validate_params()
         fold = str.lower if self.lowercase else (lambda w: w)
         sents = [[fold(w) for w in s] for s in sentences_of(X)]
         counts = Counter(w for s in sents for w in s)

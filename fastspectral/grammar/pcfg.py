@@ -228,7 +228,7 @@ class PCFG(PartitionedFit, Parser):
         self.max_memory = value
 
     # -- validation ----------------------------------------------------------------------------
-    def _validate_params(self):
+    def _check_params(self):
         if not isinstance(self.v, (int, np.integer)) or self.v < 1:
             raise ValueError(f"v must be an integer >= 1, got {self.v!r}")
         if self.h is not None and (not isinstance(self.h, (int, np.integer)) or self.h < 0):

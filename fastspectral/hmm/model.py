@@ -247,7 +247,7 @@ class HMM(PartitionedFit, Estimator):
         self.spectral_init = spectral_init
 
     # ------------------------------------------------------------------ training
-    def _validate(self):
+    def _check_params(self):
         _check_int("n_states", self.n_states, 1)
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
@@ -296,7 +296,7 @@ class HMM(PartitionedFit, Estimator):
         self
         """
         t_start = time.perf_counter()
-        self._validate()
+        self._validate_params()
         n_seqs, table, full, counts = _training_input(X, int(self.min_count),
                                                       bool(self.lowercase))
         if not n_seqs:
@@ -578,7 +578,7 @@ class HMM(PartitionedFit, Estimator):
                 "operators": S.operator_counts}[context.stage](part, context)
 
     def _check_partitioned(self):
-        self._validate()
+        self._validate_params()
         if self.method != "spectral":
             raise ValueError(f"partitioned learning is implemented for method='spectral', "
                              f"not {self.method!r}")

@@ -297,7 +297,7 @@ class LatentDependencyModel(Parser):
         from .kernels import check_trees
 
         t0 = time.perf_counter()
-        self._check_params()
+        self._validate_params()
         sentences = self._check_sentences(X)
         if not sentences or not any(len(s.words) for s in sentences):
             raise ValueError("no training trees")

@@ -251,7 +251,7 @@ class LexicalDisambiguator(Parser):
         self.random_state = random_state
 
     # -- fitting -----------------------------------------------------------------------------
-    def _validate(self):
+    def _check_params(self):
         _check_choice("variant", self.variant, VARIANTS)
         parse_features(self.features)
         _check_choice("vocalised", self.vocalised, _VOCALISED)
@@ -290,7 +290,7 @@ class LexicalDisambiguator(Parser):
     def fit(self, X, y=None):
         """Learn from labelled dependency sentences (CoNLL-U: FORM, LEMMA, UPOS, XPOS, FEATS;
         any of them may be ``_`` but not all); returns self."""
-        self._validate()
+        self._validate_params()
         X = check_sentences(X, labelled=True)
         t0 = time.perf_counter()
         seed = self.random_state if self.random_state is not None else \
@@ -444,7 +444,7 @@ class LexicalDisambiguator(Parser):
 
         from .features import STRING_TEMPLATES
 
-        model = V.from_params(cls, meta, "_validate")
+        model = V.from_params(cls, meta)
         try:
             sm = V.meta_dict(meta, "scheme")
             V.meta_bool(sm, "vocalised", "meta 'scheme'")

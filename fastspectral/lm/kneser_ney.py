@@ -103,7 +103,7 @@ class KneserNeyBigramLM(PartitionedFit, Estimator):
         self.lowercase = lowercase
         self.discount = discount
 
-    def _validate_params(self) -> None:
+    def _check_params(self) -> None:
         if self.discount not in ("modified", "absolute"):
             raise ValueError(f"discount must be 'modified' or 'absolute', got {self.discount!r}")
         if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) \

@@ -283,7 +283,7 @@ class LatentBigramLM(PartitionedFit, Estimator):
         self.floor = floor
         self.random_state = random_state
 
-    def _validate_params(self) -> None:
+    def _check_params(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}; got {self.method!r}")
         _check_int("n_states", self.n_states, 1)

@@ -263,7 +263,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         self.start_weight = start_weight
 
     # ------------------------------------------------------------------ helpers
-    def _validate_params(self) -> None:
+    def _check_params(self) -> None:
         _check_int("k", self.k, 1)
         _check_int("folds", self.folds, 2)
         _check_int("rerank_iterations", self.rerank_iterations, 1)
@@ -573,7 +573,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         from ..io import validate as V
 
         try:
-            p = V.from_params(cls, meta, "_validate_params")
+            p = V.from_params(cls, meta)
             p.mst_ = _load_nested(MSTParser, meta, "mst", arrays, _MST)
             p.spectral_ = None
             if p._spectral:

@@ -264,7 +264,7 @@ class MSTParser(HeadsParser):
         self.order = order
 
     # ------------------------------------------------------------------ helpers
-    def _validate_params(self) -> None:
+    def _check_params(self) -> None:
         from ..dependency.data import TAGSETS
 
         _check_int("iterations", self.iterations, 1)
@@ -556,7 +556,7 @@ class MSTParser(HeadsParser):
         from ..io import validate as V
 
         try:
-            p = V.from_params(cls, meta, "_validate_params")
+            p = V.from_params(cls, meta)
             p.tag_column_ = meta["tagset_"]
             if p.tag_column_ not in TAGSETS[1:]:
                 raise ValueError(f"unknown tagset {p.tag_column_!r}")

@@ -251,7 +251,7 @@ class ATMParser(PartitionedFit, Parser):
         or ``(words, tags)`` pairs.  The same passes as :meth:`fit_partitions` on one
         partition (:meth:`sufficient_statistics`, :meth:`fit_statistics`)."""
         t0 = time.perf_counter()
-        self._check_params()
+        self._validate_params()
         part = self.prepare_partition(X)
         context = None
         while True:
@@ -278,7 +278,7 @@ class ATMParser(PartitionedFit, Parser):
         pass 1 counts words, tags and (word, tag) pairs; pass 2 the co-occurrences of the
         observed vectors' learner (eigenwords: word-context counts; Brown: bigram counts) and
         the word pairs per anchor; pass 3 the sums ``x_j x_k^T`` per anchor."""
-        self._check_params()
+        self._validate_params()
         part = self._as_partition(items)
         sents, mapped = part.data
         return _vectors.atm_statistics(self, sents, mapped, part.cache, context)
@@ -286,7 +286,7 @@ class ATMParser(PartitionedFit, Parser):
     def fit_statistics(self, stats, context=None):
         """Estimate from merged statistics; returns the context of the next pass, or None
         when fitted."""
-        self._check_params()
+        self._validate_params()
         return _vectors.atm_fit_statistics(self, stats, context)
 
     def _distances(self, N, Nd, slot, S, A, B, Sd, Ad):

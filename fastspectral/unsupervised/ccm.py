@@ -126,7 +126,7 @@ class CCMParser(Parser):
         """Learn from tagged sentences: trees (their words and tags only) or
         ``(words, tags)`` pairs."""
         t0 = time.perf_counter()
-        self._check_params()
+        self._validate_params()
         from ._ccm_kernels import estep, span_hashes, split_uniform_posteriors
 
         tag_lists = []
