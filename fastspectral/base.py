@@ -64,8 +64,9 @@ class Estimator:
     _renamed_params: ClassVar[dict] = {}
     #: the declarative checks of the hyperparameters, ``{name: constraint}``, merged along the
     #: class hierarchy (a subclass adds or replaces entries).  A constraint is an
-    #: :class:`Interval`, a ``set`` of allowed values (``None`` among them when allowed), the
-    #: string ``"boolean"`` or ``"callable"`` (None allowed when written ``"callable or None"``)
+    #: :class:`Interval`, a ``set`` of allowed values (``None`` among them when allowed), or
+    #: one of the strings ``"boolean"``, ``"callable"``, ``"dict"`` (each may end in
+    #: ``" or None"``)
     _parameter_constraints: ClassVar[dict] = {}
 
     # -- validation ----------------------------------------------------------------------------
@@ -380,15 +381,21 @@ def check_float(name: str, value, low: float, high: float | None = None) -> floa
 class Interval:
     """A numeric hyperparameter constraint (scikit-learn's ``Interval``, smaller).
 
-    ``Interval(int, 1, None)``: an integer >= 1 (:func:`check_int`); ``Interval(float, 0, 1)``:
-    a number in ``[0, 1)`` (:func:`check_float`); ``closed="both"`` includes ``high``;
-    ``allow_none`` lets None pass.  Bools are refused.
+    ``Interval(int, 1, None)``: an integer >= 1 (:func:`check_int`); ``Interval(int, 16, 28,
+    closed="both")``: an integer in 16..28; ``Interval(float, 0, 1)``:
+    a number in ``[0, 1)`` (:func:`check_float`); ``closed`` says which ends belong to it:
+    ``"left"`` (the default), ``"right"``, ``"both"`` or ``"neither"`` (``Interval(float, 0,
+    None, closed="neither")``: a number > 0); ``allow_none`` lets None pass.  Bools, strings
+    and NaN are refused.
     """
 
     def __init__(self, kind, low, high=None, *, closed: str = "left", allow_none: bool = False):
-        if kind not in (int, float) or closed not in ("left", "both"):
+        if kind not in (int, float) or closed not in ("left", "right", "both", "neither"):
             raise ValueError("Interval(kind, low, high, closed): kind int or float, closed "
-                             "'left' or 'both'")
+                             "'left', 'right', 'both' or 'neither'")
+        if kind is int and closed != ("left" if high is None else "both"):
+            raise ValueError("an integer Interval includes its bounds: closed='left' without "
+                             "high, 'both' with it")
         self.kind, self.low, self.high = kind, low, high
         self.closed, self.allow_none = closed, allow_none
 
@@ -396,18 +403,22 @@ class Interval:
         if value is None and self.allow_none:
             return None
         if self.kind is int:
-            if self.high is not None:
-                raise ValueError("an integer Interval has no upper bound")
-            return check_int(name, value, self.low, self.allow_none)
+            v = check_int(name, value, self.low, self.allow_none)
+            if self.high is not None and v > self.high:
+                raise ValueError(f"{name} must be an integer in {self.low}..{self.high}, got "
+                                 f"{value!r}")
+            return v
         import numbers
 
         x = float(value) if isinstance(value, numbers.Real) else float("nan")
-        above = x >= self.low
-        below = self.high is None or x < self.high or self.closed == "both" and x <= self.high
+        low_open, high_closed = self.closed in ("right", "neither"), self.closed in ("right",
+                                                                                      "both")
+        above = x > self.low if low_open else x >= self.low
+        below = self.high is None or x < self.high or high_closed and x <= self.high
         if isinstance(value, bool) or not (above and below):
-            right = "]" if self.closed == "both" else ")"
-            interval = f">= {self.low}" if self.high is None else \
-                f"in [{self.low}, {self.high}{right}"
+            left, right = "(" if low_open else "[", "]" if high_closed else ")"
+            interval = f"{'>' if low_open else '>='} {self.low}" if self.high is None else \
+                f"in {left}{self.low}, {self.high}{right}"
             raise ValueError(f"{name} must be a number {interval}"
                              f"{' or None' if self.allow_none else ''}, got {value!r}")
         return x
@@ -432,9 +443,14 @@ def check_constraint(name: str, value, constraint) -> None:
                                                          for c in constraint):
             shown = ", ".join(sorted(repr(c) for c in constraint))
             raise ValueError(f"{name} must be one of {shown}, got {value!r}")
-    elif constraint == "boolean":
-        if not isinstance(value, (bool, np.bool_)):
-            raise ValueError(f"{name} must be True or False, got {value!r}")
+    elif constraint in ("boolean", "boolean or None"):
+        if not (isinstance(value, (bool, np.bool_)) or value is None and "None" in constraint):
+            none = "None, " if "None" in constraint else ""
+            raise ValueError(f"{name} must be {none}True or False, got {value!r}")
+    elif constraint in ("dict", "dict or None"):
+        if not (isinstance(value, dict) or value is None and constraint.endswith("None")):
+            raise ValueError(f"{name} must be a dict{' or None' if 'None' in constraint else ''}"
+                             f", got {value!r}")
     elif constraint in ("callable", "callable or None"):
         if not (callable(value) or value is None and constraint.endswith("None")):
             raise TypeError(f"{name} must be {constraint.replace('callable', 'a callable')}, "

@@ -177,3 +177,72 @@ def test_every_package_of_a_kind_is_a_listed_submodule():
 def test_all_names_exist():
     for name in fastspectral.__all__:
         assert getattr(fastspectral, name) is not None, name
+
+
+# ---------------------------------------------------------------------------- the table
+def _bad_values(constraint):
+    from fastspectral.base import Interval
+
+    if isinstance(constraint, Interval):
+        out = ["x", True, constraint.low - 1]
+        if constraint.kind is int:
+            out.append(constraint.low + 0.5)
+        if constraint.high is not None:
+            out.append(constraint.high + 1)
+        if constraint.closed in ("right", "neither"):
+            out.append(constraint.low)
+        return out
+    if isinstance(constraint, (set, frozenset)):
+        return ["__not-an-option__", 2.5]
+    return [3] if constraint.startswith(("callable", "dict")) else ["maybe"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_constraint_table_names_parameters_and_refuses_bad_values(kind):
+    cls = models.model_class(kind)
+    table = cls._all_constraints()
+    assert set(table) <= set(cls._get_param_names())
+    cls()._validate_params()                           # the defaults pass
+    for name, constraint in table.items():
+        for bad in _bad_values(constraint):
+            with pytest.raises((ValueError, TypeError), match=name) as exc:
+                cls(**{name: bad})._validate_params()
+            assert "\n" not in str(exc.value)
+
+
+def test_interval_and_option_checks():
+    from fastspectral.base import Interval, check_constraint
+
+    check_constraint("a", 3, Interval(int, 1))
+    check_constraint("a", None, Interval(int, 1, allow_none=True))
+    check_constraint("p", 1.0, Interval(float, 0.0, 1.0, closed="both"))
+    check_constraint("b", 28, Interval(int, 16, 28, closed="both"))
+    check_constraint("o", 2, {1, 2})
+    check_constraint("f", None, "callable or None")
+    for value, constraint, message in [
+            (0, Interval(int, 1), "a must be an integer >= 1, got 0"),
+            (1.0, Interval(float, 0.0, 1.0), r"a must be a number in \[0.0, 1.0\), got 1.0"),
+            (0.0, Interval(float, 0.0, closed="neither"), "a must be a number > 0.0, got 0.0"),
+            (float("nan"), Interval(float, 0.0), "a must be a number >= 0.0"),
+            ("1", Interval(float, 0.0), "a must be a number"),
+            (29, Interval(int, 16, 28, closed="both"), "a must be an integer in 16..28"),
+            (True, {1, 2}, "a must be one of 1, 2, got True"),
+            ([1], {1, 2}, "a must be one of"), ("yes", "boolean", "a must be True or False"),
+            (3, "dict or None", "a must be a dict or None")]:
+        with pytest.raises(ValueError, match=message):
+            check_constraint("a", value, constraint)
+    with pytest.raises(TypeError, match="a must be a callable"):
+        check_constraint("a", 3, "callable")
+    with pytest.raises(ValueError):
+        Interval(int, 1, 5)                            # an integer range includes its ends
+
+
+def test_one_validation_hook():
+    """``_validate_params`` is the base's alone; learners add ``_check_params`` only."""
+    from fastspectral.base import Estimator
+
+    for kind in KINDS:
+        cls = models.model_class(kind)
+        assert cls._validate_params is Estimator._validate_params
+        for retired in ("_validate", "_check_common_params", "_check_probabilistic_params"):
+            assert not hasattr(cls, retired), (kind, retired)

@@ -34,8 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..base import Parser, PartitionedFit, check_jobs
-from ..base import check_int as _check_int, check_float as _check_float
+from ..base import Interval, Parser, PartitionedFit, check_jobs
 from ..errors import FormatError, ModelFileError
 from .backoff import _LEX_STATES, BackoffSHAG
 from .data import (ROOT, TAGSETS, SymbolVocab, check_sentence, choose_tagset,
@@ -175,6 +174,13 @@ class SHAGParser(PartitionedFit, Parser):
     #: names of model files written by older versions
     _renamed_params = {"model": "method", "states": "n_states", "seed": "random_state",
                        "smoothing": "backoff_weight", "tagset": "tag_column"}
+    _parameter_constraints = {
+        "method": set(METHODS), "lexical": set(LEXICAL), "tag_column": set(TAGSETS),
+        "n_states": Interval(int, 1), "iterations": Interval(int, 0),
+        "batch_size": Interval(int, 1), "random_state": Interval(int, 0, allow_none=True),
+        "basis": {1, 2}, "backoff_weight": Interval(float, 0.0, 1.0),
+        "ridge": Interval(float, 0.0), "lex_weight": Interval(float, 0.0),
+        "single_root": {None, True, False}}
 
     def __init__(self, method: str = "spectral", n_states: int = STATES, lexical: str = "none",
                  iterations: int = 25, lex_weight: float = 1.0, random_state: int | None = 0,
@@ -195,27 +201,6 @@ class SHAGParser(PartitionedFit, Parser):
         self.ridge = ridge
 
     # ------------------------------------------------------------------ helpers
-    def _check_params(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
-        if self.lexical not in LEXICAL:
-            raise ValueError(f"lexical must be one of {', '.join(LEXICAL)}, not "
-                             f"{self.lexical!r}")
-        if self.tag_column not in TAGSETS:
-            raise ValueError(f"tag_column must be one of {', '.join(TAGSETS)}, not "
-                             f"{self.tag_column!r}")
-        _check_int("n_states", self.n_states, 1)
-        _check_int("iterations", self.iterations, 0)
-        _check_int("batch_size", self.batch_size, 1)
-        _check_int("random_state", self.random_state, 0, allow_none=True)
-        if self.basis not in (1, 2):
-            raise ValueError(f"basis must be 1 or 2, not {self.basis!r}")
-        _check_float("backoff_weight", self.backoff_weight, 0.0, 1.0)
-        _check_float("ridge", self.ridge, 0.0)
-        _check_float("lex_weight", self.lex_weight, 0.0)
-        if self.single_root not in (None, True, False):
-            raise ValueError(f"single_root must be None, True or False, not {self.single_root!r}")
-
     @property
     def _H(self) -> int:
         return len(self.tags_) + 1

@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..base import check_jobs
+from ..base import Interval, check_jobs
 from ..errors import ModelFileError
-from .mst import HeadsParser, MSTParser, _check_int, numba_threads
+from .mst import HeadsParser, MSTParser, numba_threads
 from . import providers as _providers
 from .providers import (LOGP_NORMS, SHAG_SCORES, SPECTRAL_DEFAULTS,  # noqa: F401
                         SPECTRAL_DEFAULTS_POS, SPECTRAL_INPUTS, SPECTRAL_SCORES, ScoreProviders,
@@ -59,6 +59,7 @@ _MST, _SPEC, _SHAG, _MST2 = "mst.", "spec.", "shag.", "mst2."
 #: orders of the base parser whose tree score the re-ranker reads (1: the first-order k-best
 #: parser's own score; 2: also the second-order model's)
 BASE_ORDERS = (1, 2)
+INF = float("inf")
 
 
 @dataclass
@@ -228,6 +229,16 @@ class RerankDepParser(ScoreProviders, HeadsParser):
     #: names of model files written by older versions
     _renamed_params = {"epochs": "iterations", "rerank_epochs": "rerank_iterations",
                        "tagset": "tag_column"}
+    _parameter_constraints = {
+        "k": Interval(int, 1), "folds": Interval(int, 2),
+        "rerank_iterations": Interval(int, 1), "rerank_bits": Interval(int, 16, 28, closed="both"),
+        "features": set(FEATURES), "dense_gain": Interval(float, 0.0, INF, closed="neither"),
+        "logp_norm": set(LOGP_NORMS), "spectral_scores": set(SPECTRAL_SCORES),
+        "spectral_input": set(SPECTRAL_INPUTS), "logp_sign": "boolean",
+        "spectral_params": "dict or None", "shag_scores": set(SHAG_SCORES),
+        "shag_params": "dict or None", "base_order": set(BASE_ORDERS),
+        "order2_best": "boolean", "fixed_base": "boolean or None",
+        "start_weight": Interval(float, 0.0, INF, closed="neither", allow_none=True)}
 
     def __init__(self, k: int = 50, features: str = "base+spectral", folds: int = 3,
                  iterations: int = 10, rerank_iterations: int = 5, minibatch: int = 8,
@@ -264,52 +275,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
 
     # ------------------------------------------------------------------ helpers
     def _check_params(self) -> None:
-        _check_int("k", self.k, 1)
-        _check_int("folds", self.folds, 2)
-        _check_int("rerank_iterations", self.rerank_iterations, 1)
-        if not 16 <= _check_int("rerank_bits", self.rerank_bits, 16) <= 28:
-            raise ValueError(f"rerank_bits must be in 16..28, not {self.rerank_bits!r}")
-        if self.features not in FEATURES:
-            raise ValueError(f"features must be one of {', '.join(FEATURES)}, not "
-                             f"{self.features!r}")
-        try:
-            gain = float(self.dense_gain)
-        except (TypeError, ValueError):
-            gain = float("nan")
-        if isinstance(self.dense_gain, bool) or not gain > 0 or gain == float("inf"):
-            raise ValueError(f"dense_gain must be a positive number, not {self.dense_gain!r}")
-        if self.logp_norm not in LOGP_NORMS:
-            raise ValueError(f"logp_norm must be one of {', '.join(LOGP_NORMS)}, not "
-                             f"{self.logp_norm!r}")
-        if self.spectral_scores not in SPECTRAL_SCORES:
-            raise ValueError(f"spectral_scores must be one of {', '.join(SPECTRAL_SCORES)}, "
-                             f"not {self.spectral_scores!r}")
-        if self.spectral_input not in SPECTRAL_INPUTS:
-            raise ValueError(f"spectral_input must be one of {', '.join(SPECTRAL_INPUTS)}, "
-                             f"not {self.spectral_input!r}")
-        if not isinstance(self.logp_sign, (bool, np.bool_)):
-            raise ValueError(f"logp_sign must be True or False, not {self.logp_sign!r}")
-        if self.spectral_params is not None and not isinstance(self.spectral_params, dict):
-            raise ValueError("spectral_params must be a dict of constructor arguments or None")
-        if self.shag_scores not in SHAG_SCORES:
-            raise ValueError(f"shag_scores must be one of {', '.join(SHAG_SCORES)}, not "
-                             f"{self.shag_scores!r}")
-        if self.shag_params is not None and not isinstance(self.shag_params, dict):
-            raise ValueError("shag_params must be a dict of constructor arguments or None")
-        if isinstance(self.base_order, (bool, np.bool_)) or self.base_order not in BASE_ORDERS:
-            raise ValueError(f"base_order must be 1 or 2, not {self.base_order!r}")
-        if not isinstance(self.order2_best, (bool, np.bool_)):
-            raise ValueError(f"order2_best must be True or False, not {self.order2_best!r}")
-        if self.fixed_base is not None and not isinstance(self.fixed_base, (bool, np.bool_)):
-            raise ValueError(f"fixed_base must be None, True or False, not {self.fixed_base!r}")
-        if self.start_weight is not None:
-            try:
-                sw = float(self.start_weight)
-            except (TypeError, ValueError):
-                sw = float("nan")
-            if isinstance(self.start_weight, bool) or not 0 < sw < float("inf"):
-                raise ValueError(f"start_weight must be None or a positive number, not "
-                                 f"{self.start_weight!r}")
+        """The nested models' checks (the table has the re-ranker's own)."""
         if self._shag:
             self._new_shag()._validate_params()
         self._new_mst()._validate_params()

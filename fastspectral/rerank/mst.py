@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..base import Parser
-from ..base import check_int as _check_int
+from ..base import Interval, Parser
+from ..dependency.data import TAGSETS
 from ..errors import ModelFileError
 from .features import (FIRST_ID, ROOT_ID, UNK_ID, arc_scores, perceptron_update,
                        sibling_scores, sibling_update)
@@ -250,6 +250,11 @@ class MSTParser(HeadsParser):
     input_kind = "dependency"
     #: names of model files written by older versions
     _renamed_params = {"epochs": "iterations", "tagset": "tag_column"}
+    _parameter_constraints = {
+        "iterations": Interval(int, 1), "minibatch": Interval(int, 1),
+        "bits": Interval(int, 16, 28, closed="both"), "tag_column": set(TAGSETS),
+        "single_root": {None, True, False}, "random_state": Interval(int, 0, allow_none=True),
+        "jobs": Interval(int, 1, allow_none=True), "order": {1, 2}}
 
     def __init__(self, iterations: int = 10, minibatch: int = 8, bits: int = 22,
                  tag_column: str = "auto", single_root: bool | None = None,
@@ -264,25 +269,6 @@ class MSTParser(HeadsParser):
         self.order = order
 
     # ------------------------------------------------------------------ helpers
-    def _check_params(self) -> None:
-        from ..dependency.data import TAGSETS
-
-        _check_int("iterations", self.iterations, 1)
-        _check_int("minibatch", self.minibatch, 1)
-        if _check_int("bits", self.bits, 16) > 28:
-            raise ValueError(f"bits must be an integer in 16..28, not {self.bits!r}")
-        if self.tag_column not in TAGSETS:
-            raise ValueError(f"tag_column must be one of {', '.join(TAGSETS)}, not "
-                             f"{self.tag_column!r}")
-        if self.single_root not in (None, True, False):
-            raise ValueError(f"single_root must be None, True or False, not {self.single_root!r}")
-        if self.random_state is not None:
-            _check_int("random_state", self.random_state, 0)
-        if self.jobs is not None:
-            _check_int("jobs", self.jobs, 1)
-        if isinstance(self.order, bool) or self.order not in (1, 2):
-            raise ValueError(f"order must be 1 or 2, not {self.order!r}")
-
     def _view(self, sents, tags=None, need_heads=False) -> list:
         """``sents`` seen through the model's tag column (or the given ``tags``), checked."""
         from ..dependency.data import tag_view

@@ -7,11 +7,11 @@ import time
 
 import numpy as np
 
-from ..base import Parser, PartitionedFit, check_int
+from ..base import Interval, Parser, PartitionedFit
 from ..trees.universal_tags import is_punctuation_tag
 from . import _vectors
 from ._vectors import MAX_DISTANCE  # noqa: F401  (the anchors' distance cap, documented here)
-from .common import (build_tree, check_tag_map, map_tags, strip_punctuation, tagged_sentences)
+from .common import (TAG_MAPS, build_tree, map_tags, strip_punctuation, tagged_sentences)
 
 __all__ = ["ATMParser"]
 
@@ -207,6 +207,11 @@ class ATMParser(PartitionedFit, Parser):
     input_kind = "sentences"
     #: names of model files written by older versions
     _renamed_params = {"dim": "rank", "tagset": "tag_map"}
+    _parameter_constraints = {
+        "rank": Interval(int, 1), "bandwidth": Interval(float, 0.0, closed="neither"),
+        "kernel": set(KERNELS), "tag_map": set(TAG_MAPS),
+        "vectors": set(_vectors.VECTORS), "embedding_dim": Interval(int, 1),
+        "brown_clusters": Interval(int, 1), "top_bracket": set(TOP_BRACKETS)}
 
     def __init__(self, rank=2, bandwidth=0.7, kernel="relative", embeddings=None,
                  embedding_dim=30, vectors="eigenwords", brown_clusters=100,
@@ -227,24 +232,10 @@ class ATMParser(PartitionedFit, Parser):
 
     # ------------------------------------------------------------------------------------------
     def _check_params(self):
-        check_int("rank", self.rank, 1)
-        if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)) or \
-                not self.bandwidth > 0:
-            raise ValueError(f"bandwidth must be a number > 0, got {self.bandwidth!r}")
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
-        from ..embeddings.brown_clusters import FEATURES
+        from ..embeddings.brown_clusters import FEATURES   # numba: imported when needed
         if self.brown_features not in FEATURES:
             raise ValueError(f"brown_features must be one of {FEATURES}, got "
                              f"{self.brown_features!r}")
-        check_tag_map(self.tag_map)
-        if self.vectors not in _vectors.VECTORS:
-            raise ValueError(f"vectors must be one of {_vectors.VECTORS}, got {self.vectors!r}")
-        for name in ("embedding_dim", "brown_clusters"):
-            check_int(name, getattr(self, name), 1)
-        if self.top_bracket not in TOP_BRACKETS:
-            raise ValueError(f"top_bracket must be one of {TOP_BRACKETS}, got "
-                             f"{self.top_bracket!r}")
 
     def fit(self, X):
         """Learn the anchor distances from tagged sentences: trees (their words and tags only)

@@ -6,7 +6,8 @@ import time
 import numpy as np
 
 from ..base import Parser
-from .common import build_tree, check_tag_map, map_tags, strip_punctuation, tagged_sentences
+from ..base import Interval
+from .common import TAG_MAPS, build_tree, map_tags, strip_punctuation, tagged_sentences
 
 __all__ = ["CCMParser", "branching_tree", "random_tree", "empty_span_contexts"]
 
@@ -76,6 +77,11 @@ class CCMParser(Parser):
     input_kind = "sentences"
     #: names of model files written by older versions
     _renamed_params = {"tagset": "tag_map"}
+    _parameter_constraints = {
+        "iterations": Interval(int, 0), "init": set(INITS),
+        "pseudo_count": Interval(float, 0.0, closed="neither"),
+        "distituent_pseudo_count": Interval(float, 0.0, closed="neither", allow_none=True),
+        "tag_map": set(TAG_MAPS), "max_length": Interval(int, 1, allow_none=True)}
 
     def __init__(self, iterations=40, init="split-uniform", pseudo_count=1.0,
                  distituent_pseudo_count=4.0, empty_spans=True, tag_map="as-is", max_length=10,
@@ -88,25 +94,6 @@ class CCMParser(Parser):
         self.tag_map = tag_map
         self.max_length = max_length
         self.random_state = random_state
-
-    def _check_params(self):
-        it = self.iterations
-        if isinstance(it, bool) or not isinstance(it, (int, np.integer)) or it < 0:
-            raise ValueError(f"iterations must be an integer >= 0, got {it!r}")
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
-        if isinstance(self.pseudo_count, bool) or not isinstance(self.pseudo_count, (int, float)) or \
-                not self.pseudo_count > 0:
-            raise ValueError(f"pseudo_count must be a number > 0, got {self.pseudo_count!r}")
-        dp = self.distituent_pseudo_count
-        if dp is not None and (isinstance(dp, bool) or not isinstance(dp, (int, float)) or
-                               not dp > 0):
-            raise ValueError(f"distituent_pseudo_count must be a number > 0 or None, got {dp!r}")
-        check_tag_map(self.tag_map)
-        ml = self.max_length
-        if ml is not None and (isinstance(ml, bool) or not isinstance(ml, (int, np.integer))
-                               or ml < 1):
-            raise ValueError(f"max_length must be an integer >= 1 or None, got {ml!r}")
 
     # ------------------------------------------------------------------------------------------
     def _encode(self, tag_lists, tindex, grow):
