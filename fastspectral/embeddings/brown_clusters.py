@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ..base import Estimator, check_int
+from ..base import Estimator, Interval
 from .eigenwords import WordIds, sentences_of
 
 __all__ = ["BrownClusters", "word_counts", "bigram_counts", "brown_vocabulary"]
@@ -387,6 +387,9 @@ class BrownClusters(WordIds, Estimator):
 
     kind = "brown"
     input_kind = "sequences"
+    _parameter_constraints = {"n_clusters": Interval(int, 1), "min_count": Interval(int, 1),
+                              "vocabulary": Interval(int, 1, allow_none=True),
+                              "dim": Interval(int, 1, allow_none=True), "features": set(FEATURES)}
 
     def __init__(self, n_clusters=100, min_count=2, vocabulary=None, dim=None, lowercase=True,
                  features="bits"):
@@ -396,14 +399,6 @@ class BrownClusters(WordIds, Estimator):
         self.dim = dim
         self.lowercase = lowercase
         self.features = features
-
-    def _check_params(self):
-        for name in ("n_clusters", "min_count"):
-            check_int(name, getattr(self, name), 1)
-        for name in ("vocabulary", "dim"):
-            check_int(name, getattr(self, name), 1, allow_none=True)
-        if self.features not in FEATURES:
-            raise ValueError(f"features must be one of {FEATURES}, got {self.features!r}")
 
     def fit(self, X):
         """Cluster the words of ``X`` (lists of words, or trees: their words)."""

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Estimator, check_int, check_sequences, check_words
+from ..base import Estimator, Interval, check_sequences, check_words
 
 __all__ = ["Eigenwords", "load_embeddings", "eigenword_vocabulary", "eigenword_cooccurrence"]
 
@@ -183,6 +183,8 @@ class Eigenwords(WordIds, Estimator):
 
     kind = "eigenwords"
     input_kind = "sequences"
+    _parameter_constraints = {name: Interval(int, 1) for name in
+                              ("dim", "window", "vocabulary", "context_vocabulary", "min_count")}
 
     def __init__(self, dim=50, window=2, vocabulary=50000, context_vocabulary=5000, min_count=2,
                  lowercase=True, normalize=True, random_state=0):
@@ -196,10 +198,6 @@ class Eigenwords(WordIds, Estimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------------------------------
-    def _check_params(self):
-        for name in ("dim", "window", "vocabulary", "context_vocabulary", "min_count"):
-            check_int(name, getattr(self, name), 1)
-
     def fit(self, X):
         """Learn the dictionary from ``X`` (lists of words, or trees: their words)."""
         t0 = time.perf_counter()

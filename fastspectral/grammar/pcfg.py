@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._threads import map_groups, python_workers
-from ..base import Parser, PartitionedFit, check_jobs
+from ..base import Interval, Parser, PartitionedFit, check_jobs
 from ..errors import ModelFileError
 from ..trees.transforms import base_label, prepare
 from ..trees.tree import Tree
@@ -202,6 +202,9 @@ class PCFG(PartitionedFit, Parser):
 
     kind = "pcfg"
     input_kind = "sentences"
+    _parameter_constraints = {"v": Interval(int, 1), "h": Interval(int, 0, allow_none=True),
+                              "decode": set(_DECODERS),
+                              "prune_threshold": Interval(float, 0.0, 1.0, allow_none=True)}
 
     def __init__(self, v=2, h=1, tag_parent=True, decode="max-recall", prune_threshold=1e-4,
                  rare_threshold=1, lex_smoothing=0.5, sig_smoothing=1.0, jobs=None):
@@ -229,14 +232,6 @@ class PCFG(PartitionedFit, Parser):
 
     # -- validation ----------------------------------------------------------------------------
     def _check_params(self):
-        if not isinstance(self.v, (int, np.integer)) or self.v < 1:
-            raise ValueError(f"v must be an integer >= 1, got {self.v!r}")
-        if self.h is not None and (not isinstance(self.h, (int, np.integer)) or self.h < 0):
-            raise ValueError(f"h must be an integer >= 0 or None, got {self.h!r}")
-        if self.decode not in _DECODERS:
-            raise ValueError(f"decode must be one of {sorted(_DECODERS)}, got {self.decode!r}")
-        if self.prune_threshold is not None and not (0.0 <= self.prune_threshold < 1.0):
-            raise ValueError(f"prune_threshold must be in [0, 1) or None, got {self.prune_threshold!r}")
         if self.jobs is not None:
             check_jobs(self.jobs)
 

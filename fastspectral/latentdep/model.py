@@ -88,7 +88,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Parser, check_int
+from ..base import Interval, Parser
 
 __all__ = ["LatentDependencyModel"]
 
@@ -173,6 +173,12 @@ class LatentDependencyModel(Parser):
     input_kind = "dependency"
     #: names of model files written by older versions
     _renamed_params = {"tags": "tag_column"}
+    _parameter_constraints = {
+        "n_states": Interval(int, 1), "dim": Interval(int, 1), "ridge": Interval(float, 0.0),
+        "tag_column": {None, "upos", "xpos", "auto"}, "stop_events": "boolean",
+        "stop_adjacency": "boolean",
+        "stop_weight": Interval(float, 0.0, float("inf"), closed="neither"),
+        "log_floor": Interval(float, -float("inf"), float("inf"), closed="neither")}
 
     def __init__(self, n_states=8, embeddings=None, dim=30, tag_column=None, tag_weight=1.0,
                  ridge=0.3, stop_events=False, stop_weight=1.0, stop_adjacency=False,
@@ -192,24 +198,8 @@ class LatentDependencyModel(Parser):
 
     # ------------------------------------------------------------------------------------------
     def _check_params(self):
-        for name in ("n_states", "dim"):
-            check_int(name, getattr(self, name), 1)
-        if not isinstance(self.ridge, (int, float)) or isinstance(self.ridge, bool) or \
-                not self.ridge >= 0:
-            raise ValueError(f"ridge must be a number >= 0, got {self.ridge!r}")
-        if not isinstance(self.stop_events, (bool, np.bool_)):
-            raise ValueError(f"stop_events must be True or False, got {self.stop_events!r}")
-        if not isinstance(self.stop_adjacency, (bool, np.bool_)):
-            raise ValueError(f"stop_adjacency must be True or False, got "
-                             f"{self.stop_adjacency!r}")
         if self.stop_adjacency and not self.stop_events:
             raise ValueError("stop_adjacency=True needs stop_events=True")
-        if isinstance(self.stop_weight, bool) or \
-                not isinstance(self.stop_weight, (int, float, np.floating)) or \
-                not (np.isfinite(self.stop_weight) and self.stop_weight > 0):
-            raise ValueError(f"stop_weight must be a number > 0, got {self.stop_weight!r}")
-        if not isinstance(self.log_floor, (int, float)) or not np.isfinite(self.log_floor):
-            raise ValueError(f"log_floor must be a finite number, got {self.log_floor!r}")
 
     @staticmethod
     def _check_sentences(sentences, what="fit"):
