@@ -8,6 +8,9 @@ derive from :class:`Parser`.  The base gives
   scikit-learn's ``BaseEstimator`` does, so ``sklearn.base.clone(model)``, grid searches and
   pipelines work, and :func:`clone` does the same without scikit-learn;
 * a fitted check (:meth:`Estimator._check_fitted`) naming the real class;
+* one validation of the hyperparameters (:meth:`Estimator._validate_params`): the declarative
+  table :attr:`Estimator._parameter_constraints` (:class:`Interval`, sets of options) and the
+  one hook ``_check_params`` for what a table cannot say;
 * ``save(path)`` / ``cls.load(path)`` through the versioned model files of :mod:`fastspectral.io`
   (a subclass implements ``_model_file() -> (meta, arrays)`` and the classmethod
   ``_from_model_file(meta, arrays)``), and an upgrade of parameter names read from files written
@@ -26,9 +29,13 @@ The vocabulary shared by every learner (one name, one meaning):
 ================  ===============================================================================
 ``n_states``      number of latent states
 ``random_state``  seed of every random choice of ``fit`` (an int; ``None``: fresh entropy)
-``iterations``    EM (or other training) iterations of the learner
+``iterations``    training iterations (EM, perceptron epochs, liblinear) of the learner
+``tag_column``    the CoNLL POS column a dependency model reads (``"auto"``, ``"upos"``, ``"xpos"``)
+``tag_map``       a mapping of the tags (``"universal"`` or ``"as-is"``)
+``dim``           an embedding size (``rank``: a spectral rank)
 ``method``        the estimation algorithm of a family (``"spectral"``, ``"em"``, ``"pivot"``...)
 ``jobs``          default number of parsing threads (``None``: the cores available)
+``X``             the training data argument of ``fit``
 ``fit_time_``     seconds spent in the last ``fit``
 ``kind``          class attribute: the model kind (registry key and model-file kind)
 ================  ===============================================================================

@@ -246,3 +246,30 @@ def test_one_validation_hook():
         assert cls._validate_params is Estimator._validate_params
         for retired in ("_validate", "_check_common_params", "_check_probabilistic_params"):
             assert not hasattr(cls, retired), (kind, retired)
+
+
+# ---------------------------------------------------------------------------- log_likelihood
+def test_log_likelihood_is_always_the_pair_total_and_count():
+    """Every model with ``log_likelihood`` returns ``(total log-probability, events)``."""
+    from fastspectral.embeddings.brown_clusters import BrownClusters
+    from fastspectral.embeddings.eigenwords import Eigenwords
+    from fastspectral.latentdep.model import LatentDependencyModel
+    from fastspectral.lpcfg.em import EMLPCFG
+    from fastspectral.synthetic import LatentPCFG
+
+    g = LatentPCFG.default(n_states=2, seed=0)
+    trees, test = g.sample(120, seed=3), g.sample(4, seed=4)
+    words = [t.leaves() for t in test]
+    n_words = sum(len(w) for w in words)
+    train_deps, test_deps = _dep_train()
+    cases = [
+        (Eigenwords(dim=2, min_count=1).fit([t.leaves() for t in trees]), words, n_words),
+        (BrownClusters(n_clusters=3).fit([t.leaves() for t in trees]), words, n_words),
+        (EMLPCFG(n_states=2, iterations=1, min_count=5, jobs=1).fit(trees), test, n_words),
+        (LatentDependencyModel(n_states=2, dim=2, jobs=1).fit(train_deps), test_deps,
+         sum(len(s.words) for s in test_deps)),
+    ]
+    for model, items, n in cases:
+        ll = model.log_likelihood(items)
+        assert isinstance(ll, tuple) and len(ll) == 2, type(model).__name__
+        assert isinstance(ll[0], float) and ll[0] < 0 and ll[1] == n, type(model).__name__

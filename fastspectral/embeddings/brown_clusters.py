@@ -459,12 +459,14 @@ class BrownClusters(WordIds, Estimator):
         self.fit_time_ = time.perf_counter() - t0
         return self
 
-    def log_likelihood(self, sentences) -> float:
-        """Log-probability (nats) of ``sentences`` (lists of words) under the class bigram model
+    def log_likelihood(self, sentences) -> tuple[float, int]:
+        """``(log-probability (nats), number of words)`` of ``sentences`` (lists of words) under
+        the class bigram model
         of Brown et al. (1992) that the clustering maximises: ``P(c_1) P(w_1|c_1) prod
         P(c_i|c_{i-1}) P(w_i|c_i)``, add-one smoothed, the emission counts taken from the
         bigram marginals (each token counted once per neighbour in its sentence); unknown
-        words are ``<unk>``, a class of their own (the sequence-model interface)."""
+        words are ``<unk>``, a class of their own (the pair of the sequence-model
+        interface)."""
         self._check_fitted()
         sentences = sentences_of(sentences)
         CB = self.class_bigrams_
@@ -477,7 +479,7 @@ class BrownClusters(WordIds, Estimator):
         log_trans = np.log((CB + 1.0) / (CB.sum(axis=1, keepdims=True) + K))
         start = CB.sum(axis=0)
         log_start = np.log((start + 1.0) / (start.sum() + K))
-        total = 0.0
+        total, n = 0.0, 0
         for sent in sentences:
             words = sent.leaves() if hasattr(sent, "leaves") else list(sent)
             if not words:
@@ -485,7 +487,8 @@ class BrownClusters(WordIds, Estimator):
             ids = self.ids(words)
             c = cls[ids]
             total += log_start[c[0]] + log_emit[ids].sum() + log_trans[c[:-1], c[1:]].sum()
-        return float(total)
+            n += len(ids)
+        return float(total), n
 
     def transform(self, words) -> np.ndarray:
         """The bit vectors of ``words``: an array ``(len(words), dim)``."""

@@ -233,14 +233,16 @@ class Eigenwords(WordIds, Estimator):
         top = np.argsort(-cos)[:k]
         return [(self.words_[i], float(cos[i])) for i in top]
 
-    def log_likelihood(self, sentences) -> float:
-        """Log-probability (nats) of ``sentences`` under the dictionary's add-one unigram
-        distribution over ``words_`` (unknown words: ``<unk>``).  A coverage score of the
-        dictionary for a corpus (the sequence-model interface); not a language model."""
+    def log_likelihood(self, sentences) -> tuple[float, int]:
+        """``(log-probability (nats), number of words)`` of ``sentences`` under the
+        dictionary's add-one unigram distribution over ``words_`` (unknown words: ``<unk>``).
+        A coverage score of the dictionary for a corpus (the pair of the sequence-model
+        interface); not a language model."""
         self._check_fitted()
         c = self.counts_.astype(np.float64) + 1.0
         logp = np.log(c / c.sum())
-        return float(sum(logp[self.ids(s)].sum() for s in sentences_of(sentences)))
+        ids = [self.ids(s) for s in sentences_of(sentences)]
+        return float(sum(logp[i].sum() for i in ids)), sum(len(i) for i in ids)
 
     # ------------------------------------------------------------------------------------------
     def _model_file(self):

@@ -610,9 +610,12 @@ class LatentDependencyModel(Parser):
         """``(S_L, S_R)`` of the model with stop events, ``(None, None)`` without."""
         return getattr(self, "stop_L_", None), getattr(self, "stop_R_", None)
 
-    def log_likelihood(self, sentences) -> float:
-        """Sum of ``log |p-hat|`` over ``sentences`` (their own trees)."""
-        return float(self.log_prob(sentences).sum())
+    def log_likelihood(self, sentences) -> tuple[float, int]:
+        """``(sum of log |p-hat| over sentences (their own trees), number of words)``: the pair
+        every model's ``log_likelihood`` returns."""
+        self._check_fitted()
+        sentences = self._check_sentences(sentences, "log_likelihood")
+        return float(self.log_prob(sentences).sum()), sum(len(s.words) for s in sentences)
 
     def _kernel_inputs(self, sentences, heads, what):
         """``(sentences, heads, offsets, parent, words, leaf)`` of the scoring kernels."""

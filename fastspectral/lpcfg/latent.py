@@ -495,11 +495,14 @@ class ProbabilisticLPCFGBase(LatentPCFGBase):
     _parameter_constraints = {"rare_threshold": Interval(int, 0),
                               "parent_smoothing": Interval(float, 0.0, 1.0)}
 
-    def log_likelihood(self, trees) -> float:
-        """Total log-probability of treebank ``trees`` under the model (prepared and scored as
-        :meth:`tree_probability`: the PCFG's smoothed ``P(w | p)`` times the latent ratios)."""
+    def log_likelihood(self, trees) -> tuple[float, int]:
+        """``(total log-probability, number of words)`` of treebank ``trees`` under the model
+        (prepared and scored as :meth:`tree_probability`: the PCFG's smoothed ``P(w | p)``
+        times the latent ratios; the words of the cleaned trees), the pair every model's
+        ``log_likelihood`` returns."""
         self._check_fitted()
-        return self._log_likelihood(trees)
+        trees = list(trees)
+        return self._log_likelihood(trees), sum(len(clean(t).leaves()) for t in trees)
 
 
 def _validated_lexical(meta: dict, arrays: dict, m: np.ndarray) -> dict:
