@@ -300,7 +300,7 @@ def test_parse_with_a_thousand_jobs(work, tmp_path, capsys):
 
 def test_train_mst_with_a_thousand_jobs(work, tmp_path, capsys):
     rc, _, err = run(["train", "mst", work / "deps.conllu", "-o", tmp_path / "m.mst", "--jobs",
-                      "1000", "--epochs", "1", "-q"], capsys)
+                      "1000", "--iterations", "1", "-q"], capsys)
     assert rc == 0, err
 
 

@@ -216,7 +216,7 @@ def test_tagged_log_prob_of_a_shared_sentence_equals_copies():
     train = g.sample(600)
     for s in train:
         s.xpos = ["T" + w[-1] for w in s.words]
-    m = LatentDependencyModel(n_states=3, dim=6, tags="xpos", random_state=0).fit(train)
+    m = LatentDependencyModel(n_states=3, dim=6, tag_column="xpos", random_state=0).fit(train)
     assert m.tag_column_ == "xpos" and len(m.tags_) > 2
     s, t = train[0], train[1]
     perturbed = [list(s.heads), [0] + [1] * (len(s.words) - 1)]
