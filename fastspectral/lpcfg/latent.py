@@ -500,8 +500,10 @@ class ProbabilisticLPCFGBase(LatentPCFGBase):
         (prepared and scored as :meth:`tree_probability`: the PCFG's smoothed ``P(w | p)``
         times the latent ratios; the words of the cleaned trees), the pair every model's
         ``log_likelihood`` returns."""
+        from ..base import check_trees
+
         self._check_fitted()
-        trees = list(trees)
+        trees = check_trees(trees)
         return self._log_likelihood(trees), sum(len(clean(t).leaves()) for t in trees)
 
 
