@@ -340,8 +340,8 @@ def test_library_keywords_become_options():
     assert kit.describe(ValueError("bad header; pass format=..."), opts) == \
         "bad header; pass --format"
     opts = _options(["train", "atm", "x", "-o", "y"])
-    assert kit.describe(ValueError("(use tagset='as-is' for other tagsets)"), opts) == \
-        "(use --tagset as-is for other tagsets)"
+    assert kit.describe(ValueError("(use tag_map='as-is' for other tagsets)"), opts) == \
+        "(use --tag-map as-is for other tagsets)"
     # a keyword the command has no option for stays as it is
     assert kit.describe(ValueError("needs frobnicate=3"), opts) == "needs frobnicate=3"
 
