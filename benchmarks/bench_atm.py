@@ -18,7 +18,7 @@ second time under the other convention, for reference.
 
     python benchmarks/bench_atm.py [--restarts 10] [--embeddings FILE] [--split test|dev|sample]
         [--vectors eigenwords|brown] [--dim M] [--bandwidth GAMMA] [--learn-brown]
-        [--no-sentence-bracket] [--grid '[{"dim": 2, "bandwidth": 0.7}, ...]']
+        [--no-sentence-bracket] [--grid '[{"rank": 2, "bandwidth": 0.7}, ...]']
         [--ccm-grid '[{"pseudo_count": 2, "distituent_pseudo_count": 8}, ...]']
 """
 from __future__ import annotations
@@ -67,7 +67,7 @@ def main():
                          "shown in brackets in the grids, as a second table otherwise)")
     a = ap.parse_args()
     sb = a.sentence_bracket
-    kw = {k: v for k, v in (("vectors", a.vectors), ("dim", a.dim),
+    kw = {k: v for k, v in (("vectors", a.vectors), ("rank", a.dim),
                             ("bandwidth", a.bandwidth)) if v is not None}
     if a.embeddings is not None:
         kw["embeddings"] = a.embeddings

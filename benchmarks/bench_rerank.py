@@ -90,7 +90,7 @@ def timed(fn):
 
 
 def spectral_params(emb, tags, states, ridge=0.3):
-    p = {"n_states": int(states), "tags": None if tags == "none" else tags,
+    p = {"n_states": int(states), "tag_column": None if tags == "none" else tags,
          "ridge": float(ridge)}
     if emb == "pos":                      # the POS-tag model: one-hot tags, no tag block
         p.update(embeddings="one-hot", tags=None)
@@ -123,7 +123,7 @@ def sweep(args, train):
     ndev = int(0.9 * len(train))
     tr, dev = train[:ndev], train[ndev:]
     keep_dev = keep_counts(dev)
-    base_m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs, features="base")
+    base_m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs, features="base")
     cache = os.path.join(args.cache, f"dev_lists_k{args.k}_e{args.epochs}.pkl") \
         if args.cache else None
     if cache and os.path.exists(cache):
@@ -148,7 +148,7 @@ def sweep(args, train):
     print("dev base", res["dev_base"], "oracle", res["dev_oracle"], flush=True)
 
     def rerank(features, lp=None, **kw):
-        m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs, features=features,
+        m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs, features=features,
                             **kw)
         trs = lp[0] if lp else (None,) * 4
         L = TrainingLists(jack.data, trs[0], jack.correct, jack.n_tokens, {}, *trs[1:])
@@ -163,7 +163,7 @@ def sweep(args, train):
     for g, e in itertools.product(gains, epochs):
         if args.skip_base:
             break
-        r = rerank("base", dense_gain=g, rerank_epochs=e)
+        r = rerank("base", dense_gain=g, rerank_iterations=e)
         rows.append({"features": "base", "gain": g, "rerank_epochs": e, "dev": r})
         print(json.dumps(rows[-1]), flush=True)
     # stage 1: the spectral model (default re-ranker settings); log p-hat alone as a diagnostic
@@ -176,7 +176,7 @@ def sweep(args, train):
             continue
         emb_file = args.embeddings if emb == "file" else (emb if emb == "pos" else None)
         sp = spectral_params(emb_file, tags, st, ridge)
-        m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs,
+        m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs,
                             features="base+spectral", spectral_params=sp,
                             spectral_scores="both",
                             spectral_input="pos" if emb == "pos" else "words")
@@ -199,7 +199,7 @@ def sweep(args, train):
         best_r = None
         for which in ("tree", "fragment", "both"):
             r = rerank("base+spectral", lp, dense_gain=gains[len(gains) // 2],
-                       rerank_epochs=epochs[-1], spectral_scores=which)
+                       rerank_iterations=epochs[-1], spectral_scores=which)
             best_r = r if best_r is None or r[0] > best_r[0] else best_r
             rows.append({"features": "base+spectral", "embeddings": emb, "tags": tags,
                          "states": st, "ridge": ridge, "spectral_scores": which,
@@ -219,7 +219,7 @@ def sweep(args, train):
                 epochs):
             if which == "fragment" and not sign:
                 continue            # the sign only enters with the tree's p-hat
-            r = rerank("base+spectral", lp, dense_gain=g, rerank_epochs=e, logp_norm=norm,
+            r = rerank("base+spectral", lp, dense_gain=g, rerank_iterations=e, logp_norm=norm,
                        logp_sign=sign, spectral_scores=which)
             rows.append({"features": "base+spectral", "embeddings": key[0], "tags": key[1],
                          "states": key[2], "ridge": key[3], "spectral_scores": which,
@@ -240,7 +240,7 @@ def dev_lists(args, tr, dev):
     """The jack-knifed lists of ``tr`` and the dev lists (cached in --cache)."""
     from fastspectral.rerank import RerankDepParser
 
-    base_m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs, features="base")
+    base_m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs, features="base")
     cache = os.path.join(args.cache, f"dev_lists_k{args.k}_e{args.epochs}.pkl") \
         if args.cache else None
     if cache and os.path.exists(cache):
@@ -269,7 +269,7 @@ def raw_parses(args, tr):
     if path and os.path.exists(path):
         with open(path, "rb") as fh:
             return raw, pickle.load(fh)
-    m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs, features="base")
+    m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs, features="base")
     cuts = m._cuts(len(tr))
     heads = []
     for f in range(len(cuts)):
@@ -336,7 +336,7 @@ def extra_scores(args, spec, tr, dev, jack, dev_data, raw):
         adj = stop.startswith("adj")
         sp.update(stop_events=True, stop_adjacency=adj,
                   stop_weight=float(stop[3 if adj else 4:] or 1.0))
-    m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs,
+    m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs,
                         features="base+spectral", spectral_params=sp, spectral_scores="both")
 
     def auto(f):
@@ -447,7 +447,7 @@ def extra_evaluate(args, jack, dev_data, dev_eval, models, gain):
                                                  self.columns(data), axis=1))
 
     def fit(data, correct, cols):
-        r = Extra(k=args.k, features="base", dense_gain=gain, rerank_epochs=5,
+        r = Extra(k=args.k, features="base", dense_gain=gain, rerank_iterations=5,
                   jobs=args.jobs)
         r.columns = cols
         r.fit_lists(TrainingLists(data, None, correct, 1, {}))
@@ -760,7 +760,7 @@ def order2_dev(args, train):
     res = {"train_sentences": len(tr), "dev_sentences": len(dev),
            "load_avg_start": os.getloadavg()}
     sp = spectral_params(args.embeddings, args.tags, args.states, args.ridge)
-    m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs, features="base+spectral",
+    m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs, features="base+spectral",
                         spectral_params=sp, base_order=2)
     (jack, dev_data), t, c = timed(lambda: dev_lists(args, tr, dev))
     res["cpu_s"] = {"lists": c}
@@ -804,10 +804,10 @@ def order2_dev(args, train):
                                        (2, True, "first"), (2, False, "second"),
                                        (2, True, "second")):
                 cls = RerankDepParser if start == "second" or order == 1 else StartFirst
-                r = cls(k=args.k, epochs=args.epochs, jobs=args.jobs,
+                r = cls(k=args.k, iterations=args.epochs, jobs=args.jobs,
                         features=feats, spectral_params=sp, base_order=order,
                         order2_best=best, dense_gain=g,
-                        rerank_epochs=args.final_rerank_epochs)
+                        rerank_iterations=args.final_rerank_epochs)
                 if best:
                     L, D, lp, o2, cor = aug, dev_aug, spec_dev_aug, o2_dev_aug, aug_correct
                 else:
@@ -853,7 +853,7 @@ def order2_lists(args, tr, dev):
     if path and os.path.exists(path):
         with open(path, "rb") as fh:
             return pickle.load(fh)
-    m = RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs, features="base",
+    m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs, features="base",
                         base_order=2, order2_best=True)
     lists, _, c_lists = timed(lambda: m.training_lists(tr))
     (mst, mst2), _, c_dev = timed(lambda: (m._new_mst().fit(tr), m._new_mst2().fit(tr)))
@@ -924,10 +924,10 @@ def order2_evaluate(args, lists, dev, dev_data, o2_dev, dev_eval, cv_keep, spec_
     from fastspectral.rerank.model import TrainingLists, _argmax_segments
 
     def new():
-        return RerankDepParser(k=args.k, epochs=args.epochs, jobs=args.jobs,
+        return RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs,
                                features="base" if spec_scores is None else "base+spectral",
                                base_order=2, order2_best=True, dense_gain=gain,
-                               rerank_epochs=args.final_rerank_epochs, logp_norm="max",
+                               rerank_iterations=args.final_rerank_epochs, logp_norm="max",
                                logp_sign=True, spectral_scores=FORM_SCORES[form or "tree"],
                                fixed_base=FIXED_BASE[getattr(args, "fixed_base", "auto")],
                                start_weight=getattr(args, "start_weight", None))
@@ -1095,7 +1095,7 @@ def start_grid(args, train):
                                       mst2=None if tr2 is None else tr2[c]), c
 
         def fit_score(kw):
-            new = dict(features="base", base_order=order, rerank_epochs=5, **kw)
+            new = dict(features="base", base_order=order, rerank_iterations=5, **kw)
             m = RerankDepParser(**new).fit_lists(
                 TrainingLists(D, None, L.correct, 1, {}, None, None, None, mst2=tr2))
             pick = _argmax_segments(m.rerank_scores(None, dev_data, threads=args.jobs,
@@ -1146,8 +1146,8 @@ def final(args, train, test):
         sp.update(stop_events=True, stop_adjacency=args.stop_adjacency,
                   stop_weight=args.stop_weight)
     out["spectral_params"] = sp
-    kw = dict(k=args.k, epochs=args.epochs, jobs=args.jobs, dense_gain=args.gain,
-              rerank_epochs=args.final_rerank_epochs, logp_norm=args.norm,
+    kw = dict(k=args.k, iterations=args.epochs, jobs=args.jobs, dense_gain=args.gain,
+              rerank_iterations=args.final_rerank_epochs, logp_norm=args.norm,
               logp_sign=not args.no_sign, spectral_params=sp,
               spectral_scores=args.spectral_scores, spectral_input=args.spectral_input,
               shag_params={"method": args.shag_method, "n_states": args.shag_states,
@@ -1247,13 +1247,13 @@ def base_only(args, train, test, epochs_list, label):
 
     orders = [int(x) for x in args.orders.split(",")]
     for o in orders:     # load the compiled kernels (Numba cache) before any timing
-        MSTParser(order=o, epochs=1, bits=16, jobs=1).fit(train[:20]).predict_heads(test[:5])
+        MSTParser(order=o, iterations=1, bits=16, jobs=1).fit(train[:20]).predict_heads(test[:5])
     rows = []
     for ep in epochs_list:
         models = {}
         for o in orders:
             load0 = os.getloadavg()
-            m, t, c = timed(lambda: MSTParser(order=o, epochs=ep, jobs=args.jobs).fit(train))
+            m, t, c = timed(lambda: MSTParser(order=o, iterations=ep, jobs=args.jobs).fit(train))
             models[o] = m
             pred = m.parse(test, jobs=args.jobs)
             uas, cm = scores(test, pred)

@@ -56,7 +56,7 @@ TAGSET = "auto"          # --tagset: the tag column of every parser
 
 def _parser(**kw):
     """A SHAGParser reading the ``--tagset`` tag column."""
-    return SHAGParser(tagset=TAGSET, **kw)
+    return SHAGParser(tag_column=TAGSET, **kw)
 
 
 def load_splits(name):

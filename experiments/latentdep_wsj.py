@@ -98,7 +98,7 @@ def main(argv=None):
         for r in args.ridge:
             for tw in weights:
                 model = LatentDependencyModel(n_states=m, embeddings=args.embeddings,
-                                              dim=args.dim, ridge=r, tags=args.tags,
+                                              dim=args.dim, ridge=r, tag_column=args.tags,
                                               tag_weight=tw).fit(sub)
                 acc = pairwise(model, dev, seed=1, k=args.perturb)
                 print(f"| {m} | {r:g} | {tw:g} | {acc:.3f} |", flush=True)
@@ -108,7 +108,7 @@ def main(argv=None):
     c0, w0 = cpu(), time.perf_counter()
     with threadpool_limits(limits=1):
         model = LatentDependencyModel(n_states=m, embeddings=args.embeddings, dim=args.dim,
-                                      ridge=r, tags=args.tags, tag_weight=tw).fit(train)
+                                      ridge=r, tag_column=args.tags, tag_weight=tw).fit(train)
     fit_cpu, fit_wall = cpu() - c0, time.perf_counter() - w0
     acc = pairwise(model, test, seed=2, k=args.perturb)
     alt, owner = perturbations(test, 50, 3)

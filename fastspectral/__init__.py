@@ -21,7 +21,8 @@ _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 from .errors import FastSpectralError, FormatError, ModelFileError, NotFittedError  # noqa: E402
 
 _SUBMODULES = ("models", "base", "io", "trees", "grammar", "lpcfg", "dependency", "lm", "hmm",
-               "lexical", "linalg", "eval", "cli", "synthetic", "dask")
+               "lexical", "embeddings", "unsupervised", "rerank", "latentdep", "linalg", "eval",
+               "cli", "synthetic", "dask")
 _OTHER = {"Tree": "fastspectral.trees.tree:Tree", "load": "fastspectral.io.modelfile:load",
           "clone": "fastspectral.base:clone"}
 
@@ -54,4 +55,6 @@ def __dir__():
 
 __all__ = ["FastSpectralError", "FormatError", "ModelFileError", "NotFittedError", "Tree",
            "load", "clone", "__version__", "PCFG", "SpectralLPCFG", "PivotLPCFG", "EMLPCFG",
-           "SHAGParser", "LatentBigramLM", "KneserNeyBigramLM"]
+           "SHAGParser", "LatentBigramLM", "KneserNeyBigramLM", "HMM", "LexicalDisambiguator",
+           "Eigenwords", "BrownClusters", "ATMParser", "CCMParser", "MSTParser",
+           "RerankDepParser", "LatentDependencyModel"]

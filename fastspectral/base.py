@@ -8,6 +8,9 @@ derive from :class:`Parser`.  The base gives
   scikit-learn's ``BaseEstimator`` does, so ``sklearn.base.clone(model)``, grid searches and
   pipelines work, and :func:`clone` does the same without scikit-learn;
 * a fitted check (:meth:`Estimator._check_fitted`) naming the real class;
+* one validation of the hyperparameters (:meth:`Estimator._validate_params`): the declarative
+  table :attr:`Estimator._parameter_constraints` (:class:`Interval`, sets of options) and the
+  one hook ``_check_params`` for what a table cannot say;
 * ``save(path)`` / ``cls.load(path)`` through the versioned model files of :mod:`fastspectral.io`
   (a subclass implements ``_model_file() -> (meta, arrays)`` and the classmethod
   ``_from_model_file(meta, arrays)``), and an upgrade of parameter names read from files written
@@ -26,9 +29,13 @@ The vocabulary shared by every learner (one name, one meaning):
 ================  ===============================================================================
 ``n_states``      number of latent states
 ``random_state``  seed of every random choice of ``fit`` (an int; ``None``: fresh entropy)
-``iterations``    EM (or other training) iterations of the learner
+``iterations``    training iterations (EM, perceptron epochs, liblinear) of the learner
+``tag_column``    the CoNLL POS column a dependency model reads (``"auto"``, ``"upos"``, ``"xpos"``)
+``tag_map``       a mapping of the tags (``"universal"`` or ``"as-is"``)
+``dim``           an embedding size (``rank``: a spectral rank)
 ``method``        the estimation algorithm of a family (``"spectral"``, ``"em"``, ``"pivot"``...)
 ``jobs``          default number of parsing threads (``None``: the cores available)
+``X``             the training data argument of ``fit``
 ``fit_time_``     seconds spent in the last ``fit``
 ``kind``          class attribute: the model kind (registry key and model-file kind)
 ================  ===============================================================================
@@ -43,9 +50,9 @@ from typing import ClassVar
 from ._threads import check_jobs  # noqa: F401  (re-exported: the thread-count check)
 from .errors import NotFittedError
 
-__all__ = ["Estimator", "Parser", "clone", "check_jobs", "Statistics", "Partition",
-           "PartitionedFit", "check_sequences", "check_words", "check_dep_sentences",
-           "check_trees"]
+__all__ = ["Estimator", "Parser", "clone", "check_jobs", "check_int", "check_float", "Interval",
+           "Statistics", "Partition", "PartitionedFit", "check_sequences", "check_words",
+           "check_dep_sentences", "check_trees"]
 
 
 class Estimator:
@@ -62,6 +69,33 @@ class Estimator:
     input_kind: ClassVar[str] = "sentences"
     #: parameter names of model files written by older versions -> today's names
     _renamed_params: ClassVar[dict] = {}
+    #: the declarative checks of the hyperparameters, ``{name: constraint}``, merged along the
+    #: class hierarchy (a subclass adds or replaces entries).  A constraint is an
+    #: :class:`Interval`, a ``set`` of allowed values (``None`` among them when allowed), or
+    #: one of the strings ``"boolean"``, ``"callable"``, ``"dict"`` (each may end in
+    #: ``" or None"``)
+    _parameter_constraints: ClassVar[dict] = {}
+
+    # -- validation ----------------------------------------------------------------------------
+    @classmethod
+    def _all_constraints(cls) -> dict:
+        out: dict = {}
+        for klass in reversed(cls.__mro__):
+            out.update(vars(klass).get("_parameter_constraints", {}))
+        return out
+
+    def _validate_params(self) -> None:
+        """Check every hyperparameter: the table :attr:`_parameter_constraints` (a one-line
+        ``ValueError`` / ``TypeError`` naming the parameter), then :meth:`_check_params`.
+        ``fit`` calls it, and so do the partitioned / statistics paths and the model-file
+        readers."""
+        for name, constraint in self._all_constraints().items():
+            check_constraint(name, getattr(self, name), constraint)
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """The checks the table cannot express (relations between parameters, nested
+        settings); a learner overrides it (calling ``super()._check_params()``)."""
 
     # -- the scikit-learn contract -----------------------------------------------------------
     @classmethod
@@ -349,6 +383,87 @@ def check_float(name: str, value, low: float, high: float | None = None) -> floa
         interval = f">= {low}" if high is None else f"in [{low}, {high})"
         raise ValueError(f"{name} must be a number {interval}, got {value!r}")
     return x
+
+
+class Interval:
+    """A numeric hyperparameter constraint (scikit-learn's ``Interval``, smaller).
+
+    ``Interval(int, 1, None)``: an integer >= 1 (:func:`check_int`); ``Interval(int, 16, 28,
+    closed="both")``: an integer in 16..28; ``Interval(float, 0, 1)``:
+    a number in ``[0, 1)`` (:func:`check_float`); ``closed`` says which ends belong to it:
+    ``"left"`` (the default), ``"right"``, ``"both"`` or ``"neither"`` (``Interval(float, 0,
+    None, closed="neither")``: a number > 0); ``allow_none`` lets None pass.  Bools, strings
+    and NaN are refused.
+    """
+
+    def __init__(self, kind, low, high=None, *, closed: str = "left", allow_none: bool = False):
+        if kind not in (int, float) or closed not in ("left", "right", "both", "neither"):
+            raise ValueError("Interval(kind, low, high, closed): kind int or float, closed "
+                             "'left', 'right', 'both' or 'neither'")
+        if kind is int and closed != ("left" if high is None else "both"):
+            raise ValueError("an integer Interval includes its bounds: closed='left' without "
+                             "high, 'both' with it")
+        self.kind, self.low, self.high = kind, low, high
+        self.closed, self.allow_none = closed, allow_none
+
+    def check(self, name: str, value):
+        if value is None and self.allow_none:
+            return None
+        if self.kind is int:
+            v = check_int(name, value, self.low, self.allow_none)
+            if self.high is not None and v > self.high:
+                raise ValueError(f"{name} must be an integer in {self.low}..{self.high}, got "
+                                 f"{value!r}")
+            return v
+        import numbers
+
+        x = float(value) if isinstance(value, numbers.Real) else float("nan")
+        low_open, high_closed = self.closed in ("right", "neither"), self.closed in ("right",
+                                                                                      "both")
+        above = x > self.low if low_open else x >= self.low
+        below = self.high is None or x < self.high or high_closed and x <= self.high
+        if isinstance(value, bool) or not (above and below):
+            left, right = "(" if low_open else "[", "]" if high_closed else ")"
+            interval = f"{'>' if low_open else '>='} {self.low}" if self.high is None else \
+                f"in {left}{self.low}, {self.high}{right}"
+            raise ValueError(f"{name} must be a number {interval}"
+                             f"{' or None' if self.allow_none else ''}, got {value!r}")
+        return x
+
+    def __repr__(self) -> str:
+        return f"Interval({self.kind.__name__}, {self.low}, {self.high}, closed={self.closed!r})"
+
+
+def check_constraint(name: str, value, constraint) -> None:
+    """Check ``value`` of the hyperparameter ``name`` against one entry of
+    :attr:`Estimator._parameter_constraints`; a one-line error naming ``name`` otherwise."""
+    import numpy as np
+
+    if isinstance(constraint, Interval):
+        constraint.check(name, value)
+    elif isinstance(constraint, (set, frozenset)):
+        try:
+            ok = value in constraint
+        except TypeError:                   # unhashable
+            ok = False
+        if not ok or isinstance(value, bool) and not any(isinstance(c, bool)
+                                                         for c in constraint):
+            shown = ", ".join(sorted(repr(c) for c in constraint))
+            raise ValueError(f"{name} must be one of {shown}, got {value!r}")
+    elif constraint in ("boolean", "boolean or None"):
+        if not (isinstance(value, (bool, np.bool_)) or value is None and "None" in constraint):
+            none = "None, " if "None" in constraint else ""
+            raise ValueError(f"{name} must be {none}True or False, got {value!r}")
+    elif constraint in ("dict", "dict or None"):
+        if not (isinstance(value, dict) or value is None and constraint.endswith("None")):
+            raise ValueError(f"{name} must be a dict{' or None' if 'None' in constraint else ''}"
+                             f", got {value!r}")
+    elif constraint in ("callable", "callable or None"):
+        if not (callable(value) or value is None and constraint.endswith("None")):
+            raise TypeError(f"{name} must be {constraint.replace('callable', 'a callable')}, "
+                            f"got {value!r}")
+    else:
+        raise TypeError(f"unknown constraint {constraint!r} of {name}")
 
 
 def clone(estimator, *, safe: bool = True):

@@ -95,7 +95,7 @@ def synthetic(synthetic_grammar):
 
 def test_fit_parse_and_round_trip(synthetic, tmp_path):
     train, test = synthetic
-    m = ATMParser(dim=2, embedding_dim=8).fit(train)
+    m = ATMParser(rank=2, embedding_dim=8).fit(train)
     assert m.distances_.shape[:2] == (len(m.tags_), len(m.tags_))
     assert np.isfinite(m.distances_).all()
     words = [t.leaves() for t in test]
@@ -119,8 +119,8 @@ def test_fit_parse_and_round_trip(synthetic, tmp_path):
 
 def test_bad_parameters_and_input(synthetic):
     train, _ = synthetic
-    with pytest.raises(ValueError, match="dim"):
-        ATMParser(dim=0).fit(train)
+    with pytest.raises(ValueError, match="rank"):
+        ATMParser(rank=0).fit(train)
     with pytest.raises(ValueError, match="bandwidth"):
         ATMParser(bandwidth=-1).fit(train)
     with pytest.raises(ValueError, match="top_bracket"):
@@ -148,7 +148,7 @@ def test_cli_train_parse_eval(tmp_path, synthetic):
         assert r.returncode == 0, r.stderr
         return r.stdout
 
-    run("train", "atm", tb, "-o", model, "--dim", "2", "--bandwidth", "3",
+    run("train", "atm", tb, "-o", model, "--rank", "2", "--bandwidth", "3",
         "--embedding-dim", "8")
     run("parse", model, tagged, "-o", out)
     report = run("eval", gold, out, "--unlabelled", "--max-length", "10", "--by-length")

@@ -38,7 +38,7 @@ def _same_model(a, b):
 @pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 2, 7])
 @pytest.mark.parametrize("kw", [{}, {"vectors": "brown", "brown_clusters": 20},
-                                {"center": True, "tagset": "as-is"}])
+                                {"center": True, "tag_map": "as-is"}])
 def test_partitions_give_the_fitted_model(wsj, k, kw):
     a = ATMParser(embedding_dim=10, **kw).fit(wsj)
     b = ATMParser(embedding_dim=10, **kw).fit_partitions(split(wsj, k))
@@ -73,11 +73,11 @@ def test_partitions_with_given_embeddings_and_manual_passes(wsj):
 
 
 def test_statistics_refuse_other_settings_and_passes(wsj):
-    a = ATMParser(dim=2).sufficient_statistics(wsj[:10])
-    b = ATMParser(dim=3).sufficient_statistics(wsj[10:20])
+    a = ATMParser(rank=2).sufficient_statistics(wsj[:10])
+    b = ATMParser(rank=3).sufficient_statistics(wsj[10:20])
     with pytest.raises(ValueError, match="settings"):
         Statistics.merge_all([a, b])
-    m = ATMParser(dim=2)
+    m = ATMParser(rank=2)
     with pytest.raises(ValueError, match="other ATM settings"):
         m.fit_statistics(b)
     ctx = m.fit_statistics(a)

@@ -96,8 +96,8 @@ def test_harness_equals_fit_and_parse(bench, synthetic_grammar):
             features="base+spectral", spectral_input="pos",
             spectral_scores=bench.FORM_SCORES[form],
             spectral_params=bench.spectral_params("pos", "none", 3, 0.3))
-        m = RerankDepParser(k=5, epochs=2, jobs=1, base_order=2, dense_gain=10.0,
-                            rerank_epochs=3, **{"features": "base", **kw}).fit(tr)
+        m = RerankDepParser(k=5, iterations=2, jobs=1, base_order=2, dense_gain=10.0,
+                            rerank_iterations=3, **{"features": "base", **kw}).fit(tr)
         assert got["dev"] == bench.scores(dev, m.parse(dev, jobs=1))
         assert 0 < got["cv"][0] <= 100
 

@@ -210,14 +210,15 @@ def test_class_bigram_log_likelihood_is_a_distribution(tmp_path):
              ["a", "dog", "sleeps"], ["odd"]] * 20
     bc = BrownClusters(n_clusters=4, min_count=2).fit(sents + [["rare", "dog"]])
     # one-word sentences: the probabilities of the vocabulary (with <unk>) sum to one
-    total = sum(np.exp(bc.log_likelihood([[w]])) for w in bc.words_)
+    total = sum(np.exp(bc.log_likelihood([[w]])[0]) for w in bc.words_)
     assert total == pytest.approx(1.0)
     # the class transitions are learned: a seen order beats its reverse
-    assert bc.log_likelihood([["the", "dog", "runs"]]) > \
-        bc.log_likelihood([["runs", "dog", "the"]])
+    assert bc.log_likelihood([["the", "dog", "runs"]])[0] > \
+        bc.log_likelihood([["runs", "dog", "the"]])[0]
     bc.save(tmp_path / "b.brown")
     back = BrownClusters.load(tmp_path / "b.brown")
     assert back.log_likelihood(sents[:4]) == pytest.approx(bc.log_likelihood(sents[:4]))
+    assert bc.log_likelihood(sents[:4])[1] == sum(len(s) for s in sents[:4])
 
 
 def test_cli_train_brown_options_and_tree_input(tmp_path, capsys, synthetic_grammar):

@@ -41,7 +41,7 @@ def models(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("models")
     PCFG(jobs=1).fit(coordination_treebank(40)).save(d / "toy.pcfg")
-    MSTParser(epochs=2, bits=16, jobs=1).fit(dep_treebank()).save(d / "toy.mst")
+    MSTParser(iterations=2, bits=16, jobs=1).fit(dep_treebank()).save(d / "toy.mst")
     LatentDependencyModel(n_states=2, dim=3, jobs=1).fit(dep_treebank_svo()).save(d / "toy.ldep")
     return d
 
@@ -329,10 +329,10 @@ def test_latent_dep_scores_need_a_format_with_comments(capsys, models, tmp_path)
 def test_latent_dep_tags_of_an_empty_column_are_refused(capsys, tmp_path):
     f = tmp_path / "t.dp"
     write_malttab(dep_treebank_svo(), f)
-    rc, _, err = run(["train", "latent-dep", f, "-o", tmp_path / "m", "--tags", "upos",
+    rc, _, err = run(["train", "latent-dep", f, "-o", tmp_path / "m", "--tag-column", "upos",
                       "--states", "2", "--dim", "3"], capsys)
     assert one_line_error(rc, err) and err.startswith(f"fastspectral: error: {f}")
-    assert "--tags upos" in err and "--tags xpos" in err
+    assert "--tag-column upos" in err and "--tag-column xpos" in err
     assert not (tmp_path / "m").exists()
 
 

@@ -301,7 +301,7 @@ def test_parse_with_a_thousand_jobs(work, tmp_path, capsys):
 
 def test_train_mst_with_a_thousand_jobs(work, tmp_path, capsys):
     rc, _, err = run(["train", "mst", work / "deps.conllu", "-o", tmp_path / "m.mst", "--jobs",
-                      "1000", "--epochs", "1", "-q"], capsys)
+                      "1000", "--iterations", "1", "-q"], capsys)
     assert rc == 0, err
 
 
@@ -341,8 +341,8 @@ def test_library_keywords_become_options():
     assert kit.describe(ValueError("bad header; pass format=..."), opts) == \
         "bad header; pass --format"
     opts = _options(["train", "atm", "x", "-o", "y"])
-    assert kit.describe(ValueError("(use tagset='as-is' for other tagsets)"), opts) == \
-        "(use --tagset as-is for other tagsets)"
+    assert kit.describe(ValueError("(use tag_map='as-is' for other tagsets)"), opts) == \
+        "(use --tag-map as-is for other tagsets)"
     # a keyword the command has no option for stays as it is
     assert kit.describe(ValueError("needs frobnicate=3"), opts) == "needs frobnicate=3"
 

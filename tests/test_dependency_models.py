@@ -324,21 +324,21 @@ def test_tagset_choice_and_errors(tmp_path):
     assert choose_tagset(wsj) == "xpos"         # Malt-TAB: one tag column
     assert with_tagset(wsj, "xpos") is wsj
     p = SHAGParser(method="spectral", n_states=3).fit(ud[:250])
-    assert p.tagset_ == "upos" and "AUX" in p.tags_.symbols and "VBZ" not in p.tags_.symbols
-    q = SHAGParser(method="spectral", n_states=3, tagset="xpos").fit(ud[:250])
-    assert q.tagset_ == "xpos" and "VBZ" in q.tags_.symbols
+    assert p.tag_column_ == "upos" and "AUX" in p.tags_.symbols and "VBZ" not in p.tags_.symbols
+    q = SHAGParser(method="spectral", n_states=3, tag_column="xpos").fit(ud[:250])
+    assert q.tag_column_ == "xpos" and "VBZ" in q.tags_.symbols
     pred = p.parse(ud[250:])
     assert all(s.is_tree() and s.xpos == g.xpos for s, g in zip(pred, ud[250:]))
     assert p.arc_posteriors(ud[260]).shape == (len(ud[260].words) + 1,) * 2
     path = tmp_path / "ud.npz"
     p.save(path)
     r = SHAGParser.load(path)
-    assert r.tagset_ == "upos"
+    assert r.tag_column_ == "upos"
     assert [s.heads for s in r.parse(ud[250:])] == [s.heads for s in pred]
     with pytest.raises(FormatError, match="UPOS"):      # a Malt-TAB sentence has no UPOS
         p.parse(wsj[:2])
-    with pytest.raises(ValueError, match="tagset"):
-        SHAGParser(tagset="fine").fit(ud[:5])
+    with pytest.raises(ValueError, match="tag_column"):
+        SHAGParser(tag_column="fine").fit(ud[:5])
     # given tags replace the sentences' tags in the model's column: a Malt-TAB sentence (no
     # UPOS) parses with UPOS tags given, and the result equals parsing a UD copy of it
     tags = [list(s.upos) for s in ud[250:260]]

@@ -50,5 +50,5 @@ def test_cli_and_reuse_by_atm(tmp_path, synthetic_grammar):
     assert r.returncode == 0, r.stderr
     from fastspectral.unsupervised import ATMParser
 
-    m = ATMParser(dim=2, embeddings=str(out)).fit(trees)
+    m = ATMParser(rank=2, embeddings=str(out)).fit(trees)
     assert np.isfinite(m.distances_).all()

@@ -224,11 +224,11 @@ def newer_models(synthetic_grammar):
         (deps[16], [3, 3, 0, 3, 4]), (deps[17], [3, 1, 0, 5, 6, 3]), (deps[3], [2, 4, 4, 0]))]
     words = [s.words for s in deps] + token_corpus(60, 1)
     spectral = {"n_states": 2, "embeddings": "one-hot", "ridge": 1e-3}
-    rr = dict(k=3, epochs=2, bits=16, rerank_bits=16, rerank_epochs=2, jobs=1)
+    rr = dict(k=3, iterations=2, bits=16, rerank_bits=16, rerank_iterations=2, jobs=1)
     trees = synthetic_grammar.sample(60, seed=1)
     return [
-        ("mst", MSTParser(epochs=2, bits=16, jobs=1).fit(deps)),
-        ("mst2", MSTParser(epochs=2, bits=16, jobs=1, order=2).fit(deps)),
+        ("mst", MSTParser(iterations=2, bits=16, jobs=1).fit(deps)),
+        ("mst2", MSTParser(iterations=2, bits=16, jobs=1, order=2).fit(deps)),
         ("rerank", RerankDepParser(features="base", **rr).fit(deps + alt * 2)),
         ("rerank-spectral", RerankDepParser(features="base+spectral", spectral_params=spectral,
                                             **rr).fit(deps + alt * 2)),
@@ -236,11 +236,11 @@ def newer_models(synthetic_grammar):
                                           **rr).fit(deps + alt * 2)),
         ("latent-dep", LatentDependencyModel(n_states=2, dim=3, jobs=1).fit(deps)),
         ("latent-dep-stop", LatentDependencyModel(
-            n_states=2, embeddings="one-hot", tags="xpos", ridge=1e-3, stop_events=True,
+            n_states=2, embeddings="one-hot", tag_column="xpos", ridge=1e-3, stop_events=True,
             stop_adjacency=True, jobs=1).fit(deps)),
         ("eigenwords", Eigenwords(dim=2, window=1, min_count=1).fit(words)),
         ("brown", BrownClusters(n_clusters=3, min_count=1).fit(words)),
-        ("atm", ATMParser(dim=2, embedding_dim=5).fit(trees)),
+        ("atm", ATMParser(rank=2, embedding_dim=5).fit(trees)),
         ("ccm", CCMParser(iterations=2).fit(trees)),
         ("lexical", LexicalDisambiguator(C=1.0).fit(lexical_corpus())),
     ]

@@ -91,7 +91,7 @@ def test_mst_trains_and_parses_a_1mb_token_in_small_memory(tmp_path):
     model = {}
 
     def train_and_parse():
-        model["m"] = m = MSTParser(epochs=2, bits=16, jobs=1).fit(sents)
+        model["m"] = m = MSTParser(iterations=2, bits=16, jobs=1).fit(sents)
         out = m.parse(sents, jobs=1)
         assert [s.heads for s in out][-1] in ([2, 0], [0, 1])
 
@@ -110,7 +110,7 @@ def test_mst_vocabulary_order_and_unknown_words_unchanged():
     from fastspectral.rerank import MSTParser
     from fastspectral.rerank.features import FIRST_ID, UNK_ID
 
-    m = MSTParser(epochs=1, bits=16, jobs=1).fit(TOY)
+    m = MSTParser(iterations=1, bits=16, jobs=1).fit(TOY)
     words = sorted({w for s in TOY for w in s.words})
     assert m.words_.tolist() == words
     assert m.prefixes_.tolist() == sorted({w[:5] for w in words})

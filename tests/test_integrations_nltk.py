@@ -84,8 +84,8 @@ def _kinds(input_kind):
 
 SMALL = {"spectral-lpcfg": {"n_states": 2}, "pivot-lpcfg": {"n_states": 2},
          "em-lpcfg": {"n_states": 2, "iterations": 1}, "shag": {"n_states": 2},
-         "rerank-dep": {"features": "base", "k": 4, "folds": 2, "epochs": 1},
-         "mst": {"epochs": 1},
+         "rerank-dep": {"features": "base", "k": 4, "folds": 2, "iterations": 1},
+         "mst": {"iterations": 1},
          "latent-dep": {"n_states": 2}}
 
 

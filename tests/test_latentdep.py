@@ -133,7 +133,7 @@ def test_pos_tags_appended_to_the_word_vectors(gen, tmp_path):
         s.xpos = ["N" if w in ("w0", "w1", "w2") else "V" for w in s.words]
     test = copy.deepcopy(train[:50])
     words_only = LatentDependencyModel(n_states=3, dim=4).fit(train)
-    tagged = LatentDependencyModel(n_states=3, dim=4, tags="auto").fit(train)
+    tagged = LatentDependencyModel(n_states=3, dim=4, tag_column="auto").fit(train)
     assert tagged.tag_column_ == "xpos" and tagged.tags_ == ["<unk>", "N", "V"]
     assert tagged.E_L_.shape == (3, 3, 3)
     lp = tagged.log_prob(test)
@@ -143,8 +143,8 @@ def test_pos_tags_appended_to_the_word_vectors(gen, tmp_path):
     tagged.save(tmp_path / "t.ldep")
     back = LatentDependencyModel.load(tmp_path / "t.ldep")
     np.testing.assert_array_equal(back.log_prob(test), tagged.log_prob(test))
-    with pytest.raises(ValueError, match="tags must be"):
-        LatentDependencyModel(tags="pos").fit(train)
+    with pytest.raises(ValueError, match="tag_column must be"):
+        LatentDependencyModel(tag_column="pos").fit(train)
 
 
 def test_bad_input(gen):

@@ -280,7 +280,7 @@ def test_rerank_dep_passes_the_option(tmp_path, capsys):
         write_conllu(sents[:220], f)
     with open(inp, "w") as f:
         write_conllu(sents[220:], f)
-    args = ["train", "rerank-dep", str(train), "-o", str(model), "--k", "5", "--epochs", "1",
+    args = ["train", "rerank-dep", str(train), "-o", str(model), "--k", "5", "--iterations", "1",
             "--bits", "16", "--rerank-bits", "16", "--states", "2", "--spectral-input", "pos",
             "--stop-events", "--stop-adjacency", "-q"]
     assert cli.main(args) == 0
@@ -290,7 +290,7 @@ def test_rerank_dep_passes_the_option(tmp_path, capsys):
     out = tmp_path / "o.conllu"
     assert cli.main(["parse", str(model), str(inp), "-o", str(out), "-q"]) == 0
     assert len(list(read_conllu(out))) == 40
-    p = RerankDepParser(k=5, epochs=1, bits=16, rerank_bits=16, spectral_input="pos",
+    p = RerankDepParser(k=5, iterations=1, bits=16, rerank_bits=16, spectral_input="pos",
                         spectral_params={"n_states": 2, "stop_events": True})
     assert p._new_spectral().stop_events is True
     rc = cli.main(["train", "rerank-dep", str(train), "-o", str(tmp_path / "b"),

@@ -69,8 +69,8 @@ def test_legacy_shag(dep, tmp_path):
     assert isinstance(old, SHAGParser)
     # the old positional meta fields, under today's names
     assert (old.method, old.n_states, old.random_state, old.backoff_weight, old.iterations,
-            old.basis, old.ridge, old.tagset) == ("spectral", 4, 0, 0.3, 25, 2, 1.0, "auto")
-    assert old.tagset_ == "xpos" and old.single_root_ is True
+            old.basis, old.ridge, old.tag_column) == ("spectral", 4, 0, 0.3, 25, 2, 1.0, "auto")
+    assert old.tag_column_ == "xpos" and old.single_root_ is True
     assert old.fit_info_.n_sentences == 250 and old.fit_time_ > 0
     assert _shag_digest(old, dep[250:]) == EXPECTED["shag"]
     old.save(tmp_path / "again.fsm")
@@ -92,8 +92,8 @@ def test_old_shag_meta_defaults(tmp_path):
         del meta[key]
     save_model_file(tmp_path / "older.fsm", "shag", meta, arrays)
     m = SHAGParser.load(tmp_path / "older.fsm")
-    assert (m.basis, m.backoff_weight, m.tagset, m.ridge, m.tagset_) == (1, 0.0, "xpos", 0.0,
-                                                                         "xpos")
+    assert (m.basis, m.backoff_weight, m.tag_column, m.ridge, m.tag_column_) == \
+        (1, 0.0, "xpos", 0.0, "xpos")
 
 
 # ------------------------------------------------------------------------------ LMs

@@ -261,11 +261,11 @@ def test_parameter_and_input_errors(synth):
                       ({"C": -1.0}, "C"), ({"C": True}, "C"), ({"epsilon": -0.5}, "epsilon"),
                       ({"frequency_classes": 31}, "frequency_classes"),
                       ({"frequency_classes": 2.0}, "frequency_classes"),
-                      ({"max_iter": 0}, "max_iter"), ({"max_iter": True}, "max_iter")):
+                      ({"iterations": 0}, "iterations"), ({"iterations": True}, "iterations")):
         with pytest.raises(ValueError, match=f"^{name} must be") as err:
-            LexicalDisambiguator(**bad)._validate()
+            LexicalDisambiguator(**bad)._validate_params()
         assert "\n" not in str(err.value)
-    LexicalDisambiguator(C=None, epsilon=None, frequency_classes=np.int64(30))._validate()
+    LexicalDisambiguator(C=None, epsilon=None, frequency_classes=np.int64(30))._validate_params()
     blank = [DepSentence(words=["a", "b"], heads=[0, 1], line=7)]
     with pytest.raises(FormatError, match="line 7: word 1 .* no LEMMA"):
         LexicalDisambiguator().fit(blank)

@@ -51,7 +51,7 @@ def test_features_depend_on_direction_distance_and_between_tags():
 def test_perceptron_update_moves_weights_towards_the_gold_arc():
     from fastspectral.rerank.features import arc_scores
 
-    p = MSTParser(bits=16, epochs=1).fit(TOY[:4])
+    p = MSTParser(bits=16, iterations=1).fit(TOY[:4])
     enc = p.encode(TOY[:1])
     w, u = np.zeros(2 ** 16), np.zeros(2 ** 16)
     gold = np.array([2, 3, 0], np.int32)
@@ -68,7 +68,7 @@ def test_perceptron_update_moves_weights_towards_the_gold_arc():
 
 
 def test_learns_the_toy_treebank_and_round_trips(tmp_path):
-    p = MSTParser(epochs=5, bits=16).fit(TOY)
+    p = MSTParser(iterations=5, bits=16).fit(TOY)
     assert [s.heads for s in p.parse(TOY[:4])] == [s.heads for s in TOY[:4]]
     assert p.fit_info_.errors[-1] <= p.fit_info_.errors[0]
     p.save(tmp_path / "m.fsm")
@@ -82,14 +82,14 @@ def test_learns_the_toy_treebank_and_round_trips(tmp_path):
 def test_synthetic_accuracy(synthetic):
     from fastspectral.eval.attachment import attachment_scores
 
-    p = MSTParser(epochs=5, bits=18, jobs=2).fit(synthetic[:300])
+    p = MSTParser(iterations=5, bits=18, jobs=2).fit(synthetic[:300])
     r = attachment_scores(synthetic[300:], p.parse(synthetic[300:]))
     assert r.uas > 85, r.uas
 
 
 def test_bad_parameters_and_data():
-    with pytest.raises(ValueError, match="epochs"):
-        MSTParser(epochs=0).fit(TOY)
+    with pytest.raises(ValueError, match="iterations"):
+        MSTParser(iterations=0).fit(TOY)
     with pytest.raises(ValueError, match="bits"):
         MSTParser(bits=40).fit(TOY)
     with pytest.raises(ValueError, match="empty"):
@@ -100,7 +100,7 @@ def test_bad_parameters_and_data():
 
 
 def test_corrupt_model_file(tmp_path):
-    p = MSTParser(epochs=1, bits=16).fit(TOY)
+    p = MSTParser(iterations=1, bits=16).fit(TOY)
     meta, arrays = p._model_file()
     arrays = dict(arrays, weight_index=arrays["weight_index"] + 2 ** 16)
     with pytest.raises(ModelFileError, match="weight_index"):
@@ -112,7 +112,7 @@ def test_cli_train_and_parse_conllu_without_heads(tmp_path, capsys):
                                                      "out.conllu"))
     write_conllu(train, TOY)
     write_conllu(inp, TOY[:4], heads=False)
-    assert cli.main(["train", "mst", str(train), "-o", str(model), "--epochs", "5",
+    assert cli.main(["train", "mst", str(train), "-o", str(model), "--iterations", "5",
                      "--bits", "16", "-q"]) == 0
     assert cli.main(["parse", str(model), str(inp), "-o", str(out), "-q"]) == 0
     parsed = list(read_conllu(out))
@@ -138,7 +138,7 @@ def test_wsj_sample_accuracy():
     from fastspectral.trees.readers import read_treebank
 
     sents = list(read_treebank(need(data_path("dep", "wsj-sample.dp"))))
-    p = MSTParser(epochs=2, jobs=2).fit(sents[:800])
+    p = MSTParser(iterations=2, jobs=2).fit(sents[:800])
     r = attachment_scores(sents[-200:], p.parse(sents[-200:]))
     assert r.uas > 75, r.uas       # SHAG DET+F, on 3131 sentences, is 73.17
 
@@ -153,10 +153,10 @@ def test_upos_tagset_fits_and_reads_the_upos_column():
     data = [ud("the/DT/DET dog/NN/NOUN barks/VBZ/VERB", [2, 3, 0]),
             ud("dogs/NNS/NOUN bark/VBP/VERB", [2, 0])] * 4
     for tagset in ("upos", "auto"):
-        m = MSTParser(epochs=2, bits=16, tagset=tagset).fit(data)
-        assert m.tagset_ == "upos" and "NOUN" in set(m.tags_) and "NN" not in set(m.tags_)
+        m = MSTParser(iterations=2, bits=16, tag_column=tagset).fit(data)
+        assert m.tag_column_ == "upos" and "NOUN" in set(m.tags_) and "NN" not in set(m.tags_)
         assert [list(s.heads) for s in m.parse(data[:2])] == [[2, 3, 0], [2, 0]]
-    m = MSTParser(epochs=2, bits=16, tagset="xpos").fit(data)
+    m = MSTParser(iterations=2, bits=16, tag_column="xpos").fit(data)
     assert "NN" in set(m.tags_) and "NOUN" not in set(m.tags_)
 
 

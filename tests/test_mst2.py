@@ -183,7 +183,7 @@ def test_order2_parser_trains_parses_and_round_trips(tmp_path):
     from fastspectral.io.modelfile import load as load_model
     from fastspectral.rerank import MSTParser
 
-    p = MSTParser(order=2, epochs=5, bits=16, jobs=1).fit(TRAIN)
+    p = MSTParser(order=2, iterations=5, bits=16, jobs=1).fit(TRAIN)
     test = [_sent("a/DT big/JJ cat/NN barks/VBZ", [-1, -1, -1, -1])]
     assert p.parse(test)[0].heads == [3, 3, 4, 0]
     gold = [s.heads for s in TRAIN]
@@ -204,7 +204,7 @@ def test_order_is_checked_and_old_files_load_as_first_order(tmp_path):
 
     with pytest.raises(ValueError, match="order"):
         MSTParser(order=3).fit(TRAIN)
-    p = MSTParser(epochs=2, bits=16, jobs=1).fit(TRAIN)
+    p = MSTParser(iterations=2, bits=16, jobs=1).fit(TRAIN)
     meta, arrays = p._model_file()
     del meta["params"]["order"]          # a file written before the order parameter
     q = MSTParser._from_model_file(meta, arrays)
@@ -223,7 +223,7 @@ def test_cli_train_order2_and_parse(tmp_path, capsys):
                                                      "out.conllu"))
     write_conllu(train, TRAIN)
     write_conllu(inp, TRAIN[:4], heads=False)
-    assert cli.main(["train", "mst", str(train), "-o", str(model), "--epochs", "5",
+    assert cli.main(["train", "mst", str(train), "-o", str(model), "--iterations", "5",
                      "--bits", "16", "--order", "2", "-q"]) == 0
     assert load_model(model).order == 2
     assert cli.main(["parse", str(model), str(inp), "-o", str(out), "-q"]) == 0
@@ -246,7 +246,7 @@ def test_sentence_over_the_memory_budget_is_decoded_first_order(caplog):
     from fastspectral import _memory
     from fastspectral.rerank import MSTParser
 
-    p = MSTParser(order=2, epochs=5, bits=16, jobs=1).fit(TRAIN)
+    p = MSTParser(order=2, iterations=5, bits=16, jobs=1).fit(TRAIN)
     tags = ["DT", "JJ", "NN", "VBZ", "NNS", "VBP"]
     long = _sent(" ".join(f"w{i}/{tags[i % 6]}" for i in range(40)), [-1] * 40)
     short = [_sent("a/DT big/JJ cat/NN barks/VBZ", [-1] * 4), TRAIN[2]]
@@ -300,7 +300,7 @@ def test_training_sentences_over_the_budget_are_decoded_first_order(caplog):
         else:
             heads.append(0 if i == 2 else 3)
     long = _sent(" ".join(f"w{i}/{['DT', 'NN', 'VBZ'][i % 3]}" for i in range(30)), heads)
-    p = MSTParser(order=2, epochs=5, bits=16, jobs=1)
+    p = MSTParser(order=2, iterations=5, bits=16, jobs=1)
     p.max_memory = _memory.mst2_chart_bytes(29)
     with caplog.at_level(logging.WARNING, logger="fastspectral"):
         p.fit(TRAIN + [long])

@@ -295,7 +295,7 @@ def test_pivot_alignment_of_unanchored_states_is_canonical():
 
 SHAG_SETTINGS = [{}, {"method": "em", "iterations": 3}, {"method": "det+f"},
                  {"lexical": "lex+fcp"}, {"method": "det", "lexical": "lex"},
-                 {"basis": 1, "tagset": "xpos"}]
+                 {"basis": 1, "tag_column": "xpos"}]
 
 
 @pytest.mark.parametrize("kw", SHAG_SETTINGS, ids=lambda kw: ",".join(map(str, kw.values())))

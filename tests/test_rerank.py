@@ -76,7 +76,7 @@ def test_tree_features_are_the_papers_templates():
 
 
 def test_rerank_off_is_the_base_parser_and_save_load(synthetic, tmp_path):
-    m = RerankDepParser(k=10, features="base", epochs=3, bits=18, rerank_bits=16,
+    m = RerankDepParser(k=10, features="base", iterations=3, bits=18, rerank_bits=16,
                         jobs=2).fit(synthetic[:300])
     test = synthetic[300:]
     base = [s.heads for s in m.mst_.parse(test)]
@@ -102,7 +102,7 @@ def test_log_p_hat_feature_is_learnt(synthetic, monkeypatch, tmp_path):
 
     monkeypatch.setattr(providers, "_spectral_class", lambda: GoldOracle)
     train, test = synthetic[:300], synthetic[300:]
-    kw = dict(k=20, epochs=2, bits=18, rerank_bits=16, jobs=2)
+    kw = dict(k=20, iterations=2, bits=18, rerank_bits=16, jobs=2)
     base = RerankDepParser(features="base", **kw).fit(train)
     spec = RerankDepParser(features="base+spectral", **kw).fit(train)
     assert isinstance(spec.spectral_, GoldOracle) and spec.dense_weights_.shape == (6,)
@@ -131,7 +131,7 @@ def test_cli_train_rerank_dep_and_parse_no_rerank(synthetic, tmp_path):
     write_conllu(train, synthetic[:200])
     write_conllu(inp, synthetic[300:], heads=False)
     assert cli.main(["train", "rerank-dep", str(train), "-o", str(model), "--features", "base",
-                     "--k", "10", "--epochs", "2", "--bits", "18", "--rerank-bits", "16",
+                     "--k", "10", "--iterations", "2", "--bits", "18", "--rerank-bits", "16",
                      "-q"]) == 0
     m = RerankDepParser.load(model)
     outs = {}
@@ -216,7 +216,7 @@ def test_tagged_log_prob_of_a_shared_sentence_equals_copies():
     train = g.sample(600)
     for s in train:
         s.xpos = ["T" + w[-1] for w in s.words]
-    m = LatentDependencyModel(n_states=3, dim=6, tags="xpos", random_state=0).fit(train)
+    m = LatentDependencyModel(n_states=3, dim=6, tag_column="xpos", random_state=0).fit(train)
     assert m.tag_column_ == "xpos" and len(m.tags_) > 2
     s, t = train[0], train[1]
     perturbed = [list(s.heads), [0] + [1] * (len(s.words) - 1)]
@@ -266,7 +266,7 @@ def test_cli_spectral_options(synthetic, tmp_path, capsys):
     write_conllu(train, synthetic[:200])
     write_conllu(inp, synthetic[300:320], heads=False)
     assert cli.main(["train", "rerank-dep", str(train), "-o", str(model), "--k", "5",
-                     "--epochs", "1", "--bits", "16", "--rerank-bits", "16", "--states", "2",
+                     "--iterations", "1", "--bits", "16", "--rerank-bits", "16", "--states", "2",
                      "--spectral-scores", "fragment", "--dense-gain", "4", "--logp-norm",
                      "word", "--spectral-ridge", "0.1", "-q"]) == 0
     m = RerankDepParser.load(model)
@@ -293,7 +293,7 @@ def test_pos_input_spectral_model(synthetic, tmp_path):
     from fastspectral.latentdep import LatentDependencyModel
 
     train, test = synthetic[:200], synthetic[300:330]
-    m = RerankDepParser(k=5, epochs=1, bits=16, rerank_bits=16, spectral_input="pos",
+    m = RerankDepParser(k=5, iterations=1, bits=16, rerank_bits=16, spectral_input="pos",
                         spectral_params={"n_states": 2}, jobs=2).fit(train)
     assert isinstance(m.spectral_, LatentDependencyModel)
     assert m.spectral_.embeddings == "one-hot" and m.spectral_.n_states == 2
@@ -318,7 +318,7 @@ def test_sentences_over_the_kbest_budget_get_the_base_parse(synthetic, caplog, m
 
     kbest_mod = importlib.import_module("fastspectral.rerank.kbest")
 
-    m = RerankDepParser(k=10, features="base", epochs=3, bits=18, rerank_bits=16,
+    m = RerankDepParser(k=10, features="base", iterations=3, bits=18, rerank_bits=16,
                         jobs=1).fit(synthetic[:300])
     test = synthetic[300:330]
     lengths = [len(s.words) for s in test]
@@ -362,7 +362,7 @@ def test_rerank_data_subset():
              sent("dogs/NNS bark/VBP", [2, 0])] * 4
     from fastspectral.rerank.reranker import RerankData
 
-    mst = MSTParser(epochs=2, bits=16).fit(train)
+    mst = MSTParser(iterations=2, bits=16).fit(train)
     enc = mst.encode(train[:3])
     data = RerankData(mst.kbest_encoded(enc, 5, 1), enc)
     sub, cand = data.subset([2, 0])

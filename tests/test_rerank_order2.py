@@ -16,7 +16,7 @@ from fastspectral.rerank.reranker import RerankData
 
 from _conll_files import write_conllu
 
-KW = dict(k=8, features="base", epochs=2, bits=18, rerank_bits=16, rerank_epochs=3, jobs=2)
+KW = dict(k=8, features="base", iterations=2, bits=18, rerank_bits=16, rerank_iterations=3, jobs=2)
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +179,7 @@ def test_cli_base_order_2(synthetic, tmp_path):
     write_conllu(train, synthetic[:150])
     write_conllu(inp, synthetic[240:], heads=False)
     assert cli.main(["train", "rerank-dep", str(train), "-o", str(model), "--features", "base",
-                     "--k", "5", "--epochs", "2", "--bits", "18", "--rerank-bits", "16",
+                     "--k", "5", "--iterations", "2", "--bits", "18", "--rerank-bits", "16",
                      "--base-order", "2", "-q"]) == 0
     m = RerankDepParser.load(model)
     assert m.base_order == 2 and m.mst2_.order == 2 and m.order2_best
@@ -187,7 +187,7 @@ def test_cli_base_order_2(synthetic, tmp_path):
     assert cli.main(["parse", str(model), str(inp), "-o", str(out), "-q"]) == 0
     assert out.read_text().strip()
     assert cli.main(["train", "rerank-dep", str(train), "-o", str(model), "--features", "base",
-                     "--k", "5", "--epochs", "2", "--bits", "18", "--rerank-bits", "16",
+                     "--k", "5", "--iterations", "2", "--bits", "18", "--rerank-bits", "16",
                      "--base-order", "2", "--no-order2-best", "-q"]) == 0
     assert not RerankDepParser.load(model).order2_best
 
@@ -261,7 +261,7 @@ def test_cli_fixed_base_and_start_weight(synthetic, tmp_path):
     write_conllu(synthetic[:60], train)
     model = tmp_path / "m.fsm"
     base = ["train", "rerank-dep", str(train), "-o", str(model), "--features", "base", "--k",
-            "4", "--epochs", "1", "--bits", "16", "--rerank-bits", "16", "-q"]
+            "4", "--iterations", "1", "--bits", "16", "--rerank-bits", "16", "-q"]
     assert cli.main(base + ["--fixed-base", "--start-weight", "5"]) == 0
     m = RerankDepParser.load(model)
     assert m.fixed_base is True and m.start_weight == 5.0 and m.dense_weights_.tolist() == [5.0]

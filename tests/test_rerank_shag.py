@@ -139,7 +139,7 @@ def test_jackknife_uses_no_folds_own_trees(synthetic):
     """Each fold's lists are scored by a model fitted on the other folds' sentences only,
     and the scores are those of that model."""
     sents = synthetic[:90]
-    m = RerankDepParser(k=4, features="base", epochs=1, bits=16, rerank_bits=16, jobs=1)
+    m = RerankDepParser(k=4, features="base", iterations=1, bits=16, rerank_bits=16, jobs=1)
     data = m.training_lists(sents).data
     cuts = m._cuts(len(sents))
     seen = []
@@ -171,7 +171,7 @@ def test_jackknife_uses_no_folds_own_trees(synthetic):
 @pytest.mark.slow
 def test_base_shag_reranker_save_load_and_cli(synthetic, tmp_path):
     train, test = synthetic[:240], synthetic[300:]
-    kw = dict(k=8, epochs=2, bits=18, rerank_bits=16, jobs=2,
+    kw = dict(k=8, iterations=2, bits=18, rerank_bits=16, jobs=2,
               shag_params={"n_states": 3})
     m = RerankDepParser(features="base+shag", **kw).fit(train)
     assert isinstance(m.shag_, SHAGParser) and m.shag_.lexical == "lex+fcp"
@@ -203,7 +203,7 @@ def test_base_shag_reranker_save_load_and_cli(synthetic, tmp_path):
     write_conllu(tr_file, train[:150])
     write_conllu(inp, test, heads=False)
     assert cli.main(["train", "rerank-dep", str(tr_file), "-o", str(model), "--features",
-                     "base+shag", "--k", "5", "--epochs", "1", "--bits", "16",
+                     "base+shag", "--k", "5", "--iterations", "1", "--bits", "16",
                      "--rerank-bits", "16", "-q"]) == 0
     loaded = RerankDepParser.load(model)
     assert loaded.features == "base+shag" and loaded.shag_ is not None

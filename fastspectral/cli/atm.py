@@ -11,7 +11,7 @@ DESCRIPTION = ("unsupervised constituency parser with spectral additive tree met
 EPILOG = """\
 input: PTB trees (only their words and tags are used) or tagged text, one sentence a line
 of word/TAG tokens; several files are read as one corpus.  Penn Treebank tags are mapped to
-the universal tagset (--tagset as-is keeps them).  Punctuation is removed before parsing.
+the universal tagset (--tag-map as-is keeps them).  Punctuation is removed before parsing.
 
 examples:
   fastspectral train eigenwords brown-tagged.txt wsj-sample.mrg -o en.eigenwords --dim 30
@@ -29,8 +29,9 @@ def add_arguments(parser, cls) -> None:
 
     add_unsupervised_input(parser)
     g = parser.add_argument_group("ATM options")
-    kit.option(g, "--dim", cls, "dim", type=positive_int, metavar="M",
+    kit.option(g, "--rank", cls, "rank", type=positive_int, metavar="M",
                help="m: singular values in the spectral distance (eq. 5)")
+    kit.renamed_flag(g, "--dim", "--rank")
     kit.option(g, "--bandwidth", cls, "bandwidth",
                type=float_in(0.0, lo_open=True, what="a positive number"), metavar="GAMMA",
                help="gamma: bandwidth of the anchor kernel (--kernel relative: a fraction of "
@@ -52,7 +53,8 @@ def add_arguments(parser, cls) -> None:
                     "or the bits alone")
     kit.option(g, "--brown-clusters", cls, "brown_clusters", type=positive_int, metavar="C",
                help="clusters of the Brown vectors learned with --vectors brown")
-    kit.option(g, "--tagset", cls, "tagset", choices=("universal", "as-is"),
+    kit.renamed_flag(g, "--tagset", "--tag-map")
+    kit.option(g, "--tag-map", cls, "tag_map", choices=("universal", "as-is"),
                help="map Penn tags to the universal tagset, or keep the tags")
     kit.option(g, "--top-bracket", cls, "top_bracket", choices=TOP_BRACKETS,
                help="rooting heuristic: the paper's three rules of section 4.1, the first "

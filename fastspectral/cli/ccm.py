@@ -32,7 +32,8 @@ def add_arguments(parser, cls) -> None:
                metavar="L", help="pseudo-count of every distituent yield and context")
     kit.switch(g, "--no-empty-spans", "empty_spans", value=False,
                help="do not count the empty spans as distituents")
-    kit.option(g, "--tagset", cls, "tagset", choices=("universal", "as-is"),
+    kit.renamed_flag(g, "--tagset", "--tag-map")
+    kit.option(g, "--tag-map", cls, "tag_map", choices=("universal", "as-is"),
                help="map Penn tags to the universal tagset, or keep the tags")
     kit.option(g, "--max-length", cls, "max_length", type=positive_int, metavar="N",
                help="learn from sentences of at most N words (punctuation removed)",

@@ -21,7 +21,7 @@ examples:
   fastspectral train eigenwords brown-tagged.txt wsj-sample.mrg -o en.eigenwords --dim 30
   fastspectral train latent-dep wsj-train.dp -o wsj.ldep --embeddings en.eigenwords --states 16
   fastspectral train latent-dep wsj-train.dp -o wsj-pos.ldep --embeddings en.eigenwords \\
-      --states 30 --tags auto
+      --states 30 --tag-column auto
   fastspectral train latent-dep wsj-train.dp -o wsj-stop.ldep --embeddings en.eigenwords \\
       --states 16 --stop-events
   fastspectral parse wsj.ldep candidates.conllx -o scored.conllx
@@ -37,7 +37,8 @@ def add_arguments(parser, cls) -> None:
                          show_default="eigenwords learned on the training words"), regular=True)
     kit.option(g, "--dim", cls, "dim", type=positive_int, metavar="K",
                help="dimension of the eigenwords learned without --embeddings")
-    kit.option(g, "--tags", cls, "tags", choices=("upos", "xpos", "auto"),
+    kit.renamed_flag(g, "--tags", "--tag-column")
+    kit.option(g, "--tag-column", cls, "tag_column", choices=("upos", "xpos", "auto"),
                help="append one-hot part-of-speech tags of this column to the word vectors",
                show_default="words only")
     kit.option(g, "--tag-weight", cls, "tag_weight", type=float, metavar="W",
@@ -68,16 +69,16 @@ _COLUMN_NAMES = {"upos": "UPOS", "xpos": "XPOS"}
 
 
 def read(args):
-    """The training sentences (:func:`kit.read_training_data`); ``--tags upos`` / ``xpos``
+    """The training sentences (:func:`kit.read_training_data`); ``--tag-column upos`` / ``xpos``
     needs that column filled: Malt-TAB has no UPOS column, PTB trees give XPOS only."""
     from ..errors import FormatError
 
     data = kit.read_training_data(args, "dependency")
-    column = getattr(args, "tags", None)
+    column = getattr(args, "tag_column", None)
     if column in _COLUMN_NAMES and all(t == "_" for s in data for t in getattr(s, column)):
         other = "xpos" if column == "upos" else "upos"
         filled = any(t != "_" for s in data for t in getattr(s, other))
-        hint = f": use --tags {other} or auto" if filled else ""
-        raise FormatError(f"--tags {column}: the {_COLUMN_NAMES[column]} column is empty "
+        hint = f": use --tag-column {other} or auto" if filled else ""
+        raise FormatError(f"--tag-column {column}: the {_COLUMN_NAMES[column]} column is empty "
                           f"('_' in every sentence){hint}", args.treebank)
     return data

@@ -82,8 +82,9 @@ def _model_options(g, cls, variant: bool = True) -> None:
     kit.option(g, "--unknown-weights", cls, "unknown_weights", choices=("inner", "yes", "no"),
                help="a second set of shrinkage weights for tokens outside the lexicon (inner: "
                     "chosen by M_full's E1 on an inner split of the training data)")
-    kit.option(g, "--max-iter", cls, "max_iter", type=positive_int, metavar="N",
+    kit.option(g, "--iterations", cls, "iterations", type=positive_int, metavar="N",
                help="liblinear iterations")
+    kit.renamed_flag(g, "--max-iter", "--iterations")
     kit.add_seed(g, cls)
 
 
@@ -326,9 +327,11 @@ def _cv(args) -> int:
     params = {}
     for name in ("features", "vocalised", "split", "refit", "cross_fit", "C", "epsilon", "loss",
                  "frequency_classes", "unknown", "known_guesses", "graded", "unknown_weights",
-                 "max_iter", "random_state"):
+                 "iterations", "random_state"):
         if hasattr(args, name):
             params[name] = getattr(args, name)
+    if "iterations" in params:                  # the training function's name of it
+        params["max_iter"] = params.pop("iterations")
     if len(sents) < args.folds:
         raise kit.CommandError(f"{args.treebank}: {len(sents)} sentences cannot make "
                                f"{args.folds} folds")

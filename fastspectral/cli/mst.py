@@ -11,8 +11,8 @@ DESCRIPTION = ("arc-factored (first-order) or sibling (second-order) discriminat
 
 EPILOG = """\
 examples:
-  fastspectral train mst wsj.dp -o wsj.mst --epochs 10
-  fastspectral train mst wsj.dp -o wsj2.mst --epochs 10 --order 2
+  fastspectral train mst wsj.dp -o wsj.mst --iterations 10
+  fastspectral train mst wsj.dp -o wsj2.mst --iterations 10 --order 2
   fastspectral parse wsj.mst test.conllu -o parsed.conllu
 """
 
@@ -21,15 +21,17 @@ def add_common(g, cls) -> None:
     """Options shared with ``train rerank-dep`` (the base parser's)."""
     from ..dependency.data import TAGSETS
 
-    kit.option(g, "--epochs", cls, "epochs", type=positive_int, metavar="N",
-               help="averaged-perceptron epochs of the base parser")
+    kit.option(g, "--iterations", cls, "iterations", type=positive_int, metavar="N",
+               help="averaged-perceptron iterations (epochs) of the base parser")
+    kit.renamed_flag(g, "--epochs", "--iterations")
     kit.option(g, "--minibatch", cls, "minibatch", type=positive_int, metavar="B",
                help="sentences decoded in parallel with the same weights before each update "
                     "(1: online perceptron)")
     kit.option(g, "--bits", cls, "bits", type=positive_int, metavar="B",
                help="hash the features into 2**B weights (16..28)")
-    kit.option(g, "--tagset", cls, "tagset", choices=TAGSETS,
+    kit.option(g, "--tag-column", cls, "tag_column", choices=TAGSETS,
                help="POS tag column: upos, xpos or auto (UPOS for Universal Dependencies)")
+    kit.renamed_flag(g, "--tagset", "--tag-column")
     kit.add_seed(g, cls)
     kit.add_jobs(g, cls)
 

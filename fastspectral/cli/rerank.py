@@ -81,8 +81,9 @@ def add_arguments(parser, cls) -> None:
                show_default="1000 when fixed, else 1")
     kit.option(g, "--folds", cls, "folds", type=positive_int, metavar="F",
                help="jack-knife folds of the training lists")
-    kit.option(g, "--rerank-epochs", cls, "rerank_epochs", type=positive_int, metavar="N",
-               help="averaged-perceptron epochs of the re-ranker")
+    kit.option(g, "--rerank-iterations", cls, "rerank_iterations", type=positive_int,
+               metavar="N", help="averaged-perceptron iterations (epochs) of the re-ranker")
+    kit.renamed_flag(g, "--rerank-epochs", "--rerank-iterations")
     kit.option(g, "--rerank-bits", cls, "rerank_bits", type=positive_int, metavar="B",
                help="hash the re-ranker's features into 2**B weights (16..28)")
     kit.reads(g.add_argument("--embeddings", metavar="FILE", default=None,

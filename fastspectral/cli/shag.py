@@ -43,6 +43,7 @@ def add_arguments(parser, cls) -> None:
     kit.option(g, "--ridge", cls, "ridge", type=nonneg_float, metavar="C",
                help="spectral: regularise the operators' pseudo-inverse with lambda = C / "
                     "sqrt(#sequences); 0 = the paper's plain pseudo-inverse")
-    kit.option(g, "--tagset", cls, "tagset", choices=TAGSETS,
+    kit.renamed_flag(g, "--tagset", "--tag-column")
+    kit.option(g, "--tag-column", cls, "tag_column", choices=TAGSETS,
                help="POS tag column: upos, xpos (XPOS / CoNLL-X POSTAG / Malt-TAB tag) or auto "
                     "(UPOS for Universal Dependencies treebanks, else xpos)")

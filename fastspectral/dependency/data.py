@@ -84,7 +84,7 @@ def with_tagset(sents, tagset: str) -> list:
         upos = getattr(s, "upos", None)
         if not upos or all(t == "_" for t in upos):
             raise FormatError(f"sentence {i + 1}: no UPOS tags (this model reads the UPOS column; "
-                              "train with tagset='xpos' to use the other tags)", None,
+                              "train with tag_column='xpos' to use the other tags)", None,
                               getattr(s, "line", None))
         out.append(_TagView(s.words, upos, getattr(s, "heads", None), getattr(s, "line", None)))
     return out

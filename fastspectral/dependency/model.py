@@ -36,8 +36,7 @@ from operator import countOf
 
 import numpy as np
 
-from ..base import Parser, PartitionedFit, check_jobs
-from ..base import check_int as _check_int, check_float as _check_float
+from ..base import Interval, Parser, PartitionedFit, check_jobs
 from ..errors import FormatError, ModelFileError
 from .backoff import _LEX_STATES, BackoffSHAG
 from .data import (ROOT, TAGSETS, SymbolVocab, check_sentences, choose_tagset,
@@ -123,7 +122,7 @@ class SHAGParser(PartitionedFit, Parser):
         automaton, ``(1 - backoff_weight) * model + backoff_weight * DET+F``, which gives every
         tag sequence a positive weight (the operator model then has ``n_states + 2`` states);
         0 is the paper's unsmoothed model; in [0, 1).  Ignored by ``det`` / ``det+f``.
-    tagset : {"auto", "upos", "xpos"}, default "auto"
+    tag_column : {"auto", "upos", "xpos"}, default "auto"
         The tag column read as POS tags: ``"xpos"`` (the sentences' ``tags``: XPOS, or UPOS
         when they have no XPOS), ``"upos"``, or ``"auto"``: UPOS for Universal Dependencies
         treebanks (every UPOS tag one of the 17 universal ones), XPOS otherwise.
@@ -133,7 +132,7 @@ class SHAGParser(PartitionedFit, Parser):
 
     Attributes
     ----------
-    tagset_ : str
+    tag_column_ : str
         The tag column used (``"upos"`` or ``"xpos"``).
     tags_ : SymbolVocab
         The POS tags, most frequent first (unseen tags read as the most frequent one).
@@ -176,12 +175,19 @@ class SHAGParser(PartitionedFit, Parser):
     input_kind = "dependency"
     #: names of model files written by older versions
     _renamed_params = {"model": "method", "states": "n_states", "seed": "random_state",
-                       "smoothing": "backoff_weight"}
+                       "smoothing": "backoff_weight", "tagset": "tag_column"}
+    _parameter_constraints = {
+        "method": set(METHODS), "lexical": set(LEXICAL), "tag_column": set(TAGSETS),
+        "n_states": Interval(int, 1), "iterations": Interval(int, 0),
+        "batch_size": Interval(int, 1), "random_state": Interval(int, 0, allow_none=True),
+        "basis": {1, 2}, "backoff_weight": Interval(float, 0.0, 1.0),
+        "ridge": Interval(float, 0.0), "lex_weight": Interval(float, 0.0),
+        "single_root": {None, True, False}}
 
     def __init__(self, method: str = "spectral", n_states: int = STATES, lexical: str = "none",
                  iterations: int = 25, lex_weight: float = 1.0, random_state: int | None = 0,
                  single_root: bool | None = None, batch_size: int = 512, basis: int = 2,
-                 backoff_weight: float = BACKOFF_WEIGHT, tagset: str = "auto",
+                 backoff_weight: float = BACKOFF_WEIGHT, tag_column: str = "auto",
                  ridge: float = RIDGE):
         self.method = method
         self.n_states = n_states
@@ -193,30 +199,10 @@ class SHAGParser(PartitionedFit, Parser):
         self.batch_size = batch_size
         self.basis = basis
         self.backoff_weight = backoff_weight
-        self.tagset = tagset
+        self.tag_column = tag_column
         self.ridge = ridge
 
     # ------------------------------------------------------------------ helpers
-    def _validate_params(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
-        if self.lexical not in LEXICAL:
-            raise ValueError(f"lexical must be one of {', '.join(LEXICAL)}, not "
-                             f"{self.lexical!r}")
-        if self.tagset not in TAGSETS:
-            raise ValueError(f"tagset must be one of {', '.join(TAGSETS)}, not {self.tagset!r}")
-        _check_int("n_states", self.n_states, 1)
-        _check_int("iterations", self.iterations, 0)
-        _check_int("batch_size", self.batch_size, 1)
-        _check_int("random_state", self.random_state, 0, allow_none=True)
-        if self.basis not in (1, 2):
-            raise ValueError(f"basis must be 1 or 2, not {self.basis!r}")
-        _check_float("backoff_weight", self.backoff_weight, 0.0, 1.0)
-        _check_float("ridge", self.ridge, 0.0)
-        _check_float("lex_weight", self.lex_weight, 0.0)
-        if self.single_root not in (None, True, False):
-            raise ValueError(f"single_root must be None, True or False, not {self.single_root!r}")
-
     @property
     def _H(self) -> int:
         return len(self.tags_) + 1
@@ -232,49 +218,49 @@ class SHAGParser(PartitionedFit, Parser):
     def _model_view(self, sents, tags=None) -> list:
         """``sents`` seen through the model's tag column, or with the given ``tags`` (one list
         per sentence; a None entry keeps that sentence's own column), checked."""
-        return tag_view(sents, self.tagset_, tags)
+        return tag_view(sents, self.tag_column_, tags)
 
     def encode(self, sents, with_heads: bool = True):
         """The fitted model's flat encoding (``data.Encoded``) of ``sents``, read through its
-        tag column (``tagset_``) and checked; for learners called directly (benchmarks)."""
+        tag column (``tag_column_``) and checked; for learners called directly (benchmarks)."""
         self._check_fitted()
-        sents = with_tagset(list(sents), self.tagset_)
+        sents = with_tagset(list(sents), self.tag_column_)
         check_sentences(sents, need_heads=with_heads)
         return self._encode(sents, with_heads)
 
     # ------------------------------------------------------------------ training
-    def fit(self, sents) -> "SHAGParser":
+    def fit(self, X) -> "SHAGParser":
         """Learn the model from dependency sentences (objects with ``words``, ``tags``,
         ``heads``, e.g. :class:`~fastspectral.trees.conll.DepSentence`).  Returns self."""
         from ..base import check_dep_sentences
 
         self._validate_params()
-        sents = check_dep_sentences(sents, "sentences")
-        if not sents:
+        X = check_dep_sentences(X, "sentences")
+        if not X:
             raise ValueError("cannot fit a SHAGParser on an empty treebank")
-        tagset = choose_tagset(sents) if self.tagset == "auto" else self.tagset
-        sents = with_tagset(sents, tagset)
-        check_sentences(sents, need_heads=True)
+        tagset = choose_tagset(X) if self.tag_column == "auto" else self.tag_column
+        X = with_tagset(X, tagset)
+        check_sentences(X, need_heads=True)
         t0 = time.perf_counter()
-        tag_counts = Counter(chain.from_iterable(s.tags for s in sents))
+        tag_counts = Counter(chain.from_iterable(s.tags for s in X))
         tag_list = sorted(tag_counts, key=lambda t: (-tag_counts[t], t))
         if ROOT in tag_counts:
             raise FormatError(f"the tag {ROOT!r} is reserved", None, None)
-        self.tagset_ = tagset
+        self.tag_column_ = tagset
         self.tags_ = SymbolVocab(tag_list, unk_id=0)   # unseen tags -> most frequent tag
         if self.lexical != "none":
-            word_list = sorted(set(chain.from_iterable(s.words for s in sents)))
+            word_list = sorted(set(chain.from_iterable(s.words for s in X)))
             self.words_ = SymbolVocab(word_list, unk_id=len(word_list))
         else:
             self.words_ = None
         if self.single_root is None:
-            self.single_root_ = all(countOf(s.heads, 0) == 1 for s in sents)
+            self.single_root_ = all(countOf(s.heads, 0) == 1 for s in X)
         else:
             self.single_root_ = bool(self.single_root)
-        enc = self._encode(sents, True)
+        enc = self._encode(X, True)
         seqs = modifier_sequences(enc)
         H, M = self._H, self._M
-        info = SHAGFitInfo(n_sentences=len(sents))
+        info = SHAGFitInfo(n_sentences=len(X))
         weight = float(self.backoff_weight)
         if self.method == "spectral":
             self.op_ = learn_spectral(enc, seqs, H, M, int(self.n_states), basis=int(self.basis),
@@ -303,7 +289,7 @@ class SHAGParser(PartitionedFit, Parser):
     # ------------------------------------------------------------------ learning from partitions
     def sufficient_statistics(self, items, context=None):
         """The mergeable counts of a partition of dependency sentences (string keys; with
-        ``tagset="auto"`` a first pass chooses the tag column; see
+        ``tag_column="auto"`` a first pass chooses the tag column; see
         :mod:`fastspectral.dependency.stats`)."""
         from .stats import shag_statistics
 
@@ -311,7 +297,7 @@ class SHAGParser(PartitionedFit, Parser):
 
     def fit_statistics(self, stats, context=None):
         """Estimate from merged statistics (the model ``fit`` gives on the concatenated
-        partitions); returns the tag column after the first pass of ``tagset="auto"``, then
+        partitions); returns the tag column after the first pass of ``tag_column="auto"``, then
         None (fitted)."""
         from .stats import shag_fit_statistics
 
@@ -430,7 +416,7 @@ class SHAGParser(PartitionedFit, Parser):
         tags : list of lists of str, optional
             POS tags to parse with, one list per sentence (a None entry keeps that sentence's
             own tags); they replace the sentences' tags in the model's tag column
-            (``tagset_``).  The returned sentences keep their own tags.
+            (``tag_column_``).  The returned sentences keep their own tags.
         jobs : int, optional
             Threads (None: every core available).
         progress : callable, optional
@@ -477,7 +463,7 @@ class SHAGParser(PartitionedFit, Parser):
 
     # ------------------------------------------------------------------ model files
     def _model_file(self):
-        meta = {"params": self.get_params(), "tagset_": self.tagset_,
+        meta = {"params": self.get_params(), "tagset_": self.tag_column_,
                 "single_root_": self.single_root_, "tags": self.tags_.symbols,
                 "words": self.words_.symbols if self.words_ is not None else None,
                 "fit_time": self.fit_time_, "n_sentences": self.fit_info_.n_sentences}
@@ -502,7 +488,7 @@ class SHAGParser(PartitionedFit, Parser):
         params = {name: meta[name] for name in ("model", "states", "lexical", "iterations",
                                                 "lex_weight", "seed", "single_root")}
         params.update(basis=int(meta.get("basis", 1)), smoothing=float(meta.get("smoothing", 0.0)),
-                      tagset=meta.get("tagset", "xpos"), ridge=float(meta.get("ridge", 0.0)))
+                      tag_column=meta.get("tagset", "xpos"), ridge=float(meta.get("ridge", 0.0)))
         return params
 
     @classmethod
@@ -524,9 +510,9 @@ class SHAGParser(PartitionedFit, Parser):
                 n_sentences = int(old_info.get("n_sentences", 0))
             p = cls(**cls._params_from_file(params))
             p._validate_params()
-            p.tagset_ = meta.get("tagset_", "xpos")
-            if p.tagset_ not in TAGSETS[1:]:
-                raise ValueError(f"unknown tagset {p.tagset_!r}")
+            p.tag_column_ = meta.get("tagset_", "xpos")
+            if p.tag_column_ not in TAGSETS[1:]:
+                raise ValueError(f"unknown tagset {p.tag_column_!r}")
             p.single_root_ = bool(meta["single_root_"])
             p.tags_ = SymbolVocab(V.meta_list(meta, "tags", str), unk_id=0)
             p.words_ = None

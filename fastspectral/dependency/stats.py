@@ -3,7 +3,7 @@ statistics protocol of :mod:`fastspectral.base`).
 
 Everything ``fit`` estimates is a function of counts over the training sentences:
 
-* the tag column (``tagset="auto"``: UPOS when *every* sentence has Universal POS tags), the
+* the tag column (``tag_column="auto"``: UPOS when *every* sentence has Universal POS tags), the
   tag list (by frequency), the word list (lexical models) and ``single_root``;
 * the multiset of head-outwards modifier sequences ``(head tag, direction, modifier tags)``:
   the spectral learner (Hankel blocks, basis, back-off automaton) and EM only read these
@@ -15,7 +15,7 @@ Everything ``fit`` estimates is a function of counts over the training sentences
 A partition counts them keyed by *strings*; the merged counts give the symbol tables and the
 integer arrays ``fit`` builds (the distinct sequences in the same order, so that the floating-
 point sums of the spectral learner and EM are the same), and the estimate runs once.  With
-``tagset="auto"`` a first pass decides the tag column.
+``tag_column="auto"`` a first pass decides the tag column.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ class SHAGFitInfo:
 
 
 class TagsetVote(Statistics):
-    """Pass 0 of ``tagset="auto"``: sentences read and those without Universal POS tags."""
+    """Pass 0 of ``tag_column="auto"``: sentences read and those without Universal POS tags."""
 
     def __init__(self, n_sentences: int, not_upos: int):
         self.n_sentences = n_sentences
@@ -83,14 +83,14 @@ def shag_statistics(model, items, context):
     """The statistics of a partition of dependency sentences for the pass of ``context``."""
     model._validate_params()
     sents = list(items.data if isinstance(items, Partition) else items)
-    if context is None and model.tagset == "auto":
+    if context is None and model.tag_column == "auto":
         bad = 0
         for s in sents:
             upos = getattr(s, "upos", None)
             if not upos or len(upos) != len(s.words) or not UD_UPOS.issuperset(upos):
                 bad += 1
         return TagsetVote(len(sents), bad)
-    tagset = model.tagset if context is None else context
+    tagset = model.tag_column if context is None else context
     sents = with_tagset(sents, tagset)
     for i, s in enumerate(sents):
         check_sentence(s, i, need_heads=True)
@@ -263,7 +263,7 @@ def _lexicalised(model, stats: SHAGCounts, tags: SymbolVocab, words: SymbolVocab
 
 
 def shag_fit_statistics(model, stats, context):
-    """The estimate of the merged statistics: the tag column (pass 0 of ``tagset="auto"``,
+    """The estimate of the merged statistics: the tag column (pass 0 of ``tag_column="auto"``,
     returned as the next context), then the model (None: fitted)."""
     from .._blas import blas_single_thread
     from .spectral import OperatorSHAG, spectral_from_distinct
@@ -271,14 +271,14 @@ def shag_fit_statistics(model, stats, context):
     model._validate_params()
     t0 = time.perf_counter()
     if isinstance(stats, TagsetVote):
-        if context is not None or model.tagset != "auto":
+        if context is not None or model.tag_column != "auto":
             raise ValueError("unexpected tag-column statistics")
         if stats.n_sentences == 0:
             raise ValueError("cannot fit a SHAGParser on an empty treebank")
         return "xpos" if stats.not_upos else "upos"
     if not isinstance(stats, SHAGCounts):
         raise TypeError(f"expected SHAGCounts, got {type(stats).__name__}")
-    tagset = model.tagset if context is None else context
+    tagset = model.tag_column if context is None else context
     if stats.settings != _settings(model, tagset):
         raise ValueError(f"these statistics were computed with other settings "
                          f"({stats.settings} != {_settings(model, tagset)})")
@@ -288,7 +288,7 @@ def shag_fit_statistics(model, stats, context):
     if ROOT in tc:
         raise FormatError(f"the tag {ROOT!r} is reserved", None, None)
     tag_list = sorted(tc, key=lambda t: (-tc[t], t))
-    model.tagset_ = tagset
+    model.tag_column_ = tagset
     model.tags_ = SymbolVocab(tag_list, unk_id=0)
     if model.lexical != "none":
         word_list = sorted(stats.words)

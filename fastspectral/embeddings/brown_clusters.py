@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from .._jit import njit
 
-from ..base import Estimator, check_int
+from ..base import Estimator, Interval
 from .eigenwords import WordIds, sentences_of
 
 __all__ = ["BrownClusters", "word_counts", "bigram_counts", "brown_vocabulary"]
@@ -387,6 +387,9 @@ class BrownClusters(WordIds, Estimator):
 
     kind = "brown"
     input_kind = "sequences"
+    _parameter_constraints = {"n_clusters": Interval(int, 1), "min_count": Interval(int, 1),
+                              "vocabulary": Interval(int, 1, allow_none=True),
+                              "dim": Interval(int, 1, allow_none=True), "features": set(FEATURES)}
 
     def __init__(self, n_clusters=100, min_count=2, vocabulary=None, dim=None, lowercase=True,
                  features="bits"):
@@ -397,18 +400,10 @@ class BrownClusters(WordIds, Estimator):
         self.lowercase = lowercase
         self.features = features
 
-    def _check_params(self):
-        for name in ("n_clusters", "min_count"):
-            check_int(name, getattr(self, name), 1)
-        for name in ("vocabulary", "dim"):
-            check_int(name, getattr(self, name), 1, allow_none=True)
-        if self.features not in FEATURES:
-            raise ValueError(f"features must be one of {FEATURES}, got {self.features!r}")
-
-    def fit(self, sentences):
-        """Cluster the words of ``sentences`` (lists of words, or trees: their words)."""
-        sents = sentences_of(sentences)
-        self._check_params()
+    def fit(self, X):
+        """Cluster the words of ``X`` (lists of words, or trees: their words)."""
+        sents = sentences_of(X)
+        self._validate_params()
         counts = word_counts(sents, self.lowercase)
         words = brown_vocabulary(counts, self.min_count, self.vocabulary)
         index = {w: i for i, w in enumerate(words)}
@@ -418,7 +413,7 @@ class BrownClusters(WordIds, Estimator):
         """Cluster from merged statistics: ``words`` (:func:`brown_vocabulary`) and their
         :func:`bigram_counts`."""
         t0 = time.perf_counter()
-        self._check_params()
+        self._validate_params()
         V = len(words)
         if V < 2:
             raise ValueError("no words to cluster (all rarer than min_count)")
@@ -464,12 +459,14 @@ class BrownClusters(WordIds, Estimator):
         self.fit_time_ = time.perf_counter() - t0
         return self
 
-    def log_likelihood(self, sentences) -> float:
-        """Log-probability (nats) of ``sentences`` (lists of words) under the class bigram model
+    def log_likelihood(self, sentences) -> tuple[float, int]:
+        """``(log-probability (nats), number of words)`` of ``sentences`` (lists of words) under
+        the class bigram model
         of Brown et al. (1992) that the clustering maximises: ``P(c_1) P(w_1|c_1) prod
         P(c_i|c_{i-1}) P(w_i|c_i)``, add-one smoothed, the emission counts taken from the
         bigram marginals (each token counted once per neighbour in its sentence); unknown
-        words are ``<unk>``, a class of their own (the sequence-model interface)."""
+        words are ``<unk>``, a class of their own (the pair of the sequence-model
+        interface)."""
         self._check_fitted()
         sentences = sentences_of(sentences)
         CB = self.class_bigrams_
@@ -482,7 +479,7 @@ class BrownClusters(WordIds, Estimator):
         log_trans = np.log((CB + 1.0) / (CB.sum(axis=1, keepdims=True) + K))
         start = CB.sum(axis=0)
         log_start = np.log((start + 1.0) / (start.sum() + K))
-        total = 0.0
+        total, n = 0.0, 0
         for sent in sentences:
             words = sent.leaves() if hasattr(sent, "leaves") else list(sent)
             if not words:
@@ -490,7 +487,8 @@ class BrownClusters(WordIds, Estimator):
             ids = self.ids(words)
             c = cls[ids]
             total += log_start[c[0]] + log_emit[ids].sum() + log_trans[c[:-1], c[1:]].sum()
-        return float(total)
+            n += len(ids)
+        return float(total), n
 
     def transform(self, words) -> np.ndarray:
         """The bit vectors of ``words``: an array ``(len(words), dim)``."""

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Estimator, check_int, check_sequences, check_words
+from ..base import Estimator, Interval, check_sequences, check_words
 
 __all__ = ["Eigenwords", "load_embeddings", "eigenword_vocabulary", "eigenword_cooccurrence"]
 
@@ -183,6 +183,8 @@ class Eigenwords(WordIds, Estimator):
 
     kind = "eigenwords"
     input_kind = "sequences"
+    _parameter_constraints = {name: Interval(int, 1) for name in
+                              ("dim", "window", "vocabulary", "context_vocabulary", "min_count")}
 
     def __init__(self, dim=50, window=2, vocabulary=50000, context_vocabulary=5000, min_count=2,
                  lowercase=True, normalize=True, random_state=0):
@@ -196,16 +198,12 @@ class Eigenwords(WordIds, Estimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------------------------------
-    def _check_params(self):
-        for name in ("dim", "window", "vocabulary", "context_vocabulary", "min_count"):
-            check_int(name, getattr(self, name), 1)
-
-    def fit(self, sentences):
-        """Learn the dictionary from ``sentences`` (lists of words, or trees: their words)."""
+    def fit(self, X):
+        """Learn the dictionary from ``X`` (lists of words, or trees: their words)."""
         t0 = time.perf_counter()
-        self._check_params()
+        self._validate_params()
         fold = str.lower if self.lowercase else (lambda w: w)
-        sents = [[fold(w) for w in s] for s in sentences_of(sentences)]
+        sents = [[fold(w) for w in s] for s in sentences_of(X)]
         counts = Counter(w for s in sents for w in s)
         if not counts:
             raise ValueError("no words to learn from")
@@ -235,14 +233,16 @@ class Eigenwords(WordIds, Estimator):
         top = np.argsort(-cos)[:k]
         return [(self.words_[i], float(cos[i])) for i in top]
 
-    def log_likelihood(self, sentences) -> float:
-        """Log-probability (nats) of ``sentences`` under the dictionary's add-one unigram
-        distribution over ``words_`` (unknown words: ``<unk>``).  A coverage score of the
-        dictionary for a corpus (the sequence-model interface); not a language model."""
+    def log_likelihood(self, sentences) -> tuple[float, int]:
+        """``(log-probability (nats), number of words)`` of ``sentences`` under the
+        dictionary's add-one unigram distribution over ``words_`` (unknown words: ``<unk>``).
+        A coverage score of the dictionary for a corpus (the pair of the sequence-model
+        interface); not a language model."""
         self._check_fitted()
         c = self.counts_.astype(np.float64) + 1.0
         logp = np.log(c / c.sum())
-        return float(sum(logp[self.ids(s)].sum() for s in sentences_of(sentences)))
+        ids = [self.ids(s) for s in sentences_of(sentences)]
+        return float(sum(logp[i].sum() for i in ids)), sum(len(i) for i in ids)
 
     # ------------------------------------------------------------------------------------------
     def _model_file(self):

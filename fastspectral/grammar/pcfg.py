@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._threads import map_groups, python_workers
-from ..base import Parser, PartitionedFit, check_jobs
+from ..base import Interval, Parser, PartitionedFit, check_jobs
 from ..errors import ModelFileError
 from ..trees.transforms import base_label, prepare
 from ..trees.tree import Tree
@@ -202,6 +202,9 @@ class PCFG(PartitionedFit, Parser):
 
     kind = "pcfg"
     input_kind = "sentences"
+    _parameter_constraints = {"v": Interval(int, 1), "h": Interval(int, 0, allow_none=True),
+                              "decode": set(_DECODERS),
+                              "prune_threshold": Interval(float, 0.0, 1.0, allow_none=True)}
 
     def __init__(self, v=2, h=1, tag_parent=True, decode="max-recall", prune_threshold=1e-4,
                  rare_threshold=1, lex_smoothing=0.5, sig_smoothing=1.0, jobs=None):
@@ -228,15 +231,7 @@ class PCFG(PartitionedFit, Parser):
         self.max_memory = value
 
     # -- validation ----------------------------------------------------------------------------
-    def _validate_params(self):
-        if not isinstance(self.v, (int, np.integer)) or self.v < 1:
-            raise ValueError(f"v must be an integer >= 1, got {self.v!r}")
-        if self.h is not None and (not isinstance(self.h, (int, np.integer)) or self.h < 0):
-            raise ValueError(f"h must be an integer >= 0 or None, got {self.h!r}")
-        if self.decode not in _DECODERS:
-            raise ValueError(f"decode must be one of {sorted(_DECODERS)}, got {self.decode!r}")
-        if self.prune_threshold is not None and not (0.0 <= self.prune_threshold < 1.0):
-            raise ValueError(f"prune_threshold must be in [0, 1) or None, got {self.prune_threshold!r}")
+    def _check_params(self):
         if self.jobs is not None:
             check_jobs(self.jobs)
 
@@ -251,11 +246,11 @@ class PCFG(PartitionedFit, Parser):
         return self.prune_threshold is not None and (self.v > 1 or self.h != 0 or self.tag_parent)
 
     # -- learning ------------------------------------------------------------------------------
-    def fit(self, trees):
+    def fit(self, X):
         """Estimate from an iterable of treebank trees (raw or cleaned). Returns self."""
         self._validate_params()
         t0 = time.perf_counter()
-        raw = training_trees(trees, "a PCFG")
+        raw = training_trees(X, "a PCFG")
         fine = [prepare(t, self.v, self.h, self.tag_parent) for t in raw]
         coarse = None
         if self._uses_coarse:

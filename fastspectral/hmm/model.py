@@ -16,8 +16,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Estimator, PartitionedFit
-from ..base import check_int as _check_int, check_float as _check_float
+from ..base import Estimator, Interval, PartitionedFit
 from ..errors import ModelFileError
 from .._blas import blas_single_thread
 from . import em as _em
@@ -220,6 +219,16 @@ class HMM(PartitionedFit, Estimator):
 
     kind = "hmm"
     input_kind = "sequences"
+    _parameter_constraints = {
+        "n_states": Interval(int, 1), "method": set(METHODS), "field": set(FIELDS),
+        "iterations": Interval(int, 0, allow_none=True),
+        "tol": Interval(float, 0.0, allow_none=True),
+        "backoff_weight": Interval(float, 0.0, 1.0, allow_none=True),
+        "ridge": Interval(float, 0.0, allow_none=True),
+        "state_mixing": Interval(float, 0.0, 1.0, allow_none=True), "negative": set(NEGATIVE),
+        "max_basis": Interval(int, 0), "min_count": Interval(int, 1),
+        "max_vocab": Interval(int, 1, allow_none=True), "lowercase": "boolean",
+        "random_state": Interval(int, 0, allow_none=True), "spectral_init": set(SPECTRAL_INITS)}
     #: a language model: ``log_likelihood`` gives ``(nats, predicted events)`` (``lm eval``)
     language_model = True
 
@@ -247,41 +256,12 @@ class HMM(PartitionedFit, Estimator):
         self.spectral_init = spectral_init
 
     # ------------------------------------------------------------------ training
-    def _validate(self):
-        _check_int("n_states", self.n_states, 1)
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
-        if self.field not in FIELDS:
-            raise ValueError(f"field must be one of {', '.join(FIELDS)}, not {self.field!r}")
-        _check_int("iterations", self.iterations, 0, allow_none=True)
-        if self.tol is not None:
-            _check_float("tol", self.tol, 0.0)
-        if self.backoff_weight is not None:
-            _check_float("backoff_weight", self.backoff_weight, 0.0, 1.0)
-        if self.ridge is not None:
-            _check_float("ridge", self.ridge, 0.0)
-        if self.state_mixing is not None:
-            _check_float("state_mixing", self.state_mixing, 0.0, 1.0)
-        if self.negative not in NEGATIVE:
-            raise ValueError(f"negative must be one of {', '.join(NEGATIVE)}, "
-                             f"not {self.negative!r}")
-        _check_int("max_basis", self.max_basis, 0)
-        _check_int("min_count", self.min_count, 1)
-        _check_int("max_vocab", self.max_vocab, 1, allow_none=True)
-        if not isinstance(self.lowercase, (bool, np.bool_)):
-            raise ValueError(f"lowercase must be True or False, not {self.lowercase!r}")
-        if self.random_state is not None:
-            _check_int("random_state", self.random_state, 0)
-        if self.spectral_init not in SPECTRAL_INITS:
-            raise ValueError(f"spectral_init must be one of {', '.join(SPECTRAL_INITS)}, "
-                             f"not {self.spectral_init!r}")
-
-    def fit(self, sequences, dev=None):
-        """Learn the model from ``sequences`` (lists of strings, or their encoding).
+    def fit(self, X, dev=None):
+        """Learn the model from ``X`` (lists of strings, or their encoding).
 
         Parameters
         ----------
-        sequences : list of list of str, or Encoded
+        X : list of list of str, or Encoded
             Training sequences (e.g. from :func:`fastspectral.trees.corpus.read_sequences`), or
             those sequences encoded once (:meth:`encode`, ``Encoded.from_sequences``, or
             integer ids with their vocabulary: ``Encoded.from_ids(ids, lengths, symbols)``):
@@ -296,8 +276,8 @@ class HMM(PartitionedFit, Estimator):
         self
         """
         t_start = time.perf_counter()
-        self._validate()
-        n_seqs, table, full, counts = _training_input(sequences, int(self.min_count),
+        self._validate_params()
+        n_seqs, table, full, counts = _training_input(X, int(self.min_count),
                                                       bool(self.lowercase))
         if not n_seqs:
             raise ValueError("no training sequences")
@@ -578,7 +558,7 @@ class HMM(PartitionedFit, Estimator):
                 "operators": S.operator_counts}[context.stage](part, context)
 
     def _check_partitioned(self):
-        self._validate()
+        self._validate_params()
         if self.method != "spectral":
             raise ValueError(f"partitioned learning is implemented for method='spectral', "
                              f"not {self.method!r}")

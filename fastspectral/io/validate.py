@@ -209,7 +209,7 @@ def meta_strings(meta: dict, key: str, where: str = "meta") -> list:
     return meta_list(meta, key, str, where)
 
 
-def from_params(cls, meta: dict, check: str | None = "_check_params"):
+def from_params(cls, meta: dict, check: str | None = "_validate_params"):
     """An unfitted ``cls`` built from ``meta["params"]`` (the hyperparameters a model file
     records), checked by its method ``check``: a missing or malformed entry, or a value the
     class refuses, is a :class:`ModelFileError` naming ``params`` (the loaded model would

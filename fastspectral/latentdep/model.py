@@ -88,7 +88,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Parser, check_int
+from ..base import Interval, Parser
 
 __all__ = ["LatentDependencyModel"]
 
@@ -109,7 +109,7 @@ class LatentDependencyModel(Parser):
         dimension ``dim`` learned from the training sentences' words.
     dim : int
         Dimension of the eigenwords learned when ``embeddings`` is None.
-    tags : None, "upos", "xpos" or "auto"
+    tag_column : None, "upos", "xpos" or "auto"
         None: each word is its eigenword (the paper).  Otherwise the part-of-speech tag of that
         column (``auto``: XPOS when the treebank has them, else UPOS) is appended to the word's
         vector as a one-hot block weighted by ``tag_weight``.
@@ -171,8 +171,16 @@ class LatentDependencyModel(Parser):
 
     kind = "latent-dep"
     input_kind = "dependency"
+    #: names of model files written by older versions
+    _renamed_params = {"tags": "tag_column"}
+    _parameter_constraints = {
+        "n_states": Interval(int, 1), "dim": Interval(int, 1), "ridge": Interval(float, 0.0),
+        "tag_column": {None, "upos", "xpos", "auto"}, "stop_events": "boolean",
+        "stop_adjacency": "boolean",
+        "stop_weight": Interval(float, 0.0, float("inf"), closed="neither"),
+        "log_floor": Interval(float, -float("inf"), float("inf"), closed="neither")}
 
-    def __init__(self, n_states=8, embeddings=None, dim=30, tags=None, tag_weight=1.0,
+    def __init__(self, n_states=8, embeddings=None, dim=30, tag_column=None, tag_weight=1.0,
                  ridge=0.3, stop_events=False, stop_weight=1.0, stop_adjacency=False,
                  log_floor=-1e4, random_state=0, jobs=None):
         self.n_states = n_states
@@ -180,7 +188,7 @@ class LatentDependencyModel(Parser):
         self.stop_weight = stop_weight
         self.stop_adjacency = stop_adjacency
         self.embeddings = embeddings
-        self.tags = tags
+        self.tag_column = tag_column
         self.tag_weight = tag_weight
         self.dim = dim
         self.ridge = ridge
@@ -190,24 +198,8 @@ class LatentDependencyModel(Parser):
 
     # ------------------------------------------------------------------------------------------
     def _check_params(self):
-        for name in ("n_states", "dim"):
-            check_int(name, getattr(self, name), 1)
-        if not isinstance(self.ridge, (int, float)) or isinstance(self.ridge, bool) or \
-                not self.ridge >= 0:
-            raise ValueError(f"ridge must be a number >= 0, got {self.ridge!r}")
-        if not isinstance(self.stop_events, (bool, np.bool_)):
-            raise ValueError(f"stop_events must be True or False, got {self.stop_events!r}")
-        if not isinstance(self.stop_adjacency, (bool, np.bool_)):
-            raise ValueError(f"stop_adjacency must be True or False, got "
-                             f"{self.stop_adjacency!r}")
         if self.stop_adjacency and not self.stop_events:
             raise ValueError("stop_adjacency=True needs stop_events=True")
-        if isinstance(self.stop_weight, bool) or \
-                not isinstance(self.stop_weight, (int, float, np.floating)) or \
-                not (np.isfinite(self.stop_weight) and self.stop_weight > 0):
-            raise ValueError(f"stop_weight must be a number > 0, got {self.stop_weight!r}")
-        if not isinstance(self.log_floor, (int, float)) or not np.isfinite(self.log_floor):
-            raise ValueError(f"log_floor must be a finite number, got {self.log_floor!r}")
 
     @staticmethod
     def _check_sentences(sentences, what="fit"):
@@ -289,14 +281,14 @@ class LatentDependencyModel(Parser):
         raise ValueError(f"sentence {bad + 1} is not a dependency tree: {why}")
 
     # ------------------------------------------------------------------------------------------
-    def fit(self, sentences):
+    def fit(self, X):
         """Estimate the observable parameters from dependency trees (DepSentence objects)."""
         from ..linalg.svd import randomized_svd
         from .kernels import check_trees
 
         t0 = time.perf_counter()
-        self._check_params()
-        sentences = self._check_sentences(sentences)
+        self._validate_params()
+        sentences = self._check_sentences(X)
         if not sentences or not any(len(s.words) for s in sentences):
             raise ValueError("no training trees")
         m = int(self.n_states)
@@ -503,12 +495,13 @@ class LatentDependencyModel(Parser):
 
     def _tag_column(self, sentences):
         """The DepSentence column of the tags used (None: words only)."""
-        if self.tags is None:
+        if self.tag_column is None:
             return None
-        if self.tags not in ("upos", "xpos", "auto"):
-            raise ValueError(f"tags must be None, 'upos', 'xpos' or 'auto', got {self.tags!r}")
-        if self.tags != "auto":
-            return self.tags
+        if self.tag_column not in ("upos", "xpos", "auto"):
+            raise ValueError(f"tag_column must be None, 'upos', 'xpos' or 'auto', got "
+                             f"{self.tag_column!r}")
+        if self.tag_column != "auto":
+            return self.tag_column
         filled = lambda col: any(t != "_" for s in sentences[:200] for t in getattr(s, col))
         return "xpos" if filled("xpos") else "upos"
 
@@ -617,9 +610,12 @@ class LatentDependencyModel(Parser):
         """``(S_L, S_R)`` of the model with stop events, ``(None, None)`` without."""
         return getattr(self, "stop_L_", None), getattr(self, "stop_R_", None)
 
-    def log_likelihood(self, sentences) -> float:
-        """Sum of ``log |p-hat|`` over ``sentences`` (their own trees)."""
-        return float(self.log_prob(sentences).sum())
+    def log_likelihood(self, sentences) -> tuple[float, int]:
+        """``(sum of log |p-hat| over sentences (their own trees), number of words)``: the pair
+        every model's ``log_likelihood`` returns."""
+        self._check_fitted()
+        sentences = self._check_sentences(sentences, "log_likelihood")
+        return float(self.log_prob(sentences).sum()), sum(len(s.words) for s in sentences)
 
     def _kernel_inputs(self, sentences, heads, what):
         """``(sentences, heads, offsets, parent, words, leaf)`` of the scoring kernels."""

@@ -158,8 +158,8 @@ class LexicalDisambiguator(Parser):
 "squared_epsilon_insensitive"
         The SVR loss: liblinear's L2-loss epsilon-SVR (solved in the primal by trust-region
         Newton: fast and converged) or the L1-loss epsilon-SVR (dual coordinate descent).
-    max_iter : int, default 1000
-        Iterations of liblinear.
+    iterations : int, default 1000
+        Iterations of liblinear (its ``max_iter``).
     random_state : int or None, default 0
         Seed of liblinear's coordinate order.
 
@@ -224,12 +224,14 @@ class LexicalDisambiguator(Parser):
 
     kind = "lexical"
     input_kind = "dependency"
+    #: names of model files written by older versions
+    _renamed_params = {"max_iter": "iterations"}
 
     def __init__(self, variant="full", features="all", vocalised="auto", split=0.5,
                  refit=True, cross_fit=True, C=None, epsilon=None, frequency_classes=5,
                  unknown="suffix", known_guesses="inner", graded="inner",
                  unknown_weights="inner", analyser=None,
-                 loss="squared_epsilon_insensitive", max_iter=1000, random_state=0):
+                 loss="squared_epsilon_insensitive", iterations=1000, random_state=0):
         self.variant = variant
         self.features = features
         self.vocalised = vocalised
@@ -245,11 +247,11 @@ class LexicalDisambiguator(Parser):
         self.unknown_weights = unknown_weights
         self.analyser = analyser
         self.loss = loss
-        self.max_iter = max_iter
+        self.iterations = iterations
         self.random_state = random_state
 
     # -- fitting -----------------------------------------------------------------------------
-    def _validate(self):
+    def _check_params(self):
         _check_choice("variant", self.variant, VARIANTS)
         parse_features(self.features)
         _check_choice("vocalised", self.vocalised, _VOCALISED)
@@ -278,23 +280,23 @@ class LexicalDisambiguator(Parser):
         if self.analyser is not None and not callable(self.analyser):
             raise TypeError(f"analyser must be callable (token -> analyses) or None, not "
                             f"{type(self.analyser).__name__}")
-        check_int("max_iter", self.max_iter, 1)
+        check_int("iterations", self.iterations, 1)
         if self.random_state is not None and (isinstance(self.random_state, bool) or
                                               not isinstance(self.random_state,
                                                              (int, np.integer))):
             raise ValueError(f"random_state must be an integer or None, not "
                              f"{self.random_state!r}")
 
-    def fit(self, sentences, y=None):
+    def fit(self, X, y=None):
         """Learn from labelled dependency sentences (CoNLL-U: FORM, LEMMA, UPOS, XPOS, FEATS;
         any of them may be ``_`` but not all); returns self."""
-        self._validate()
-        sentences = check_sentences(sentences, labelled=True)
+        self._validate_params()
+        X = check_sentences(X, labelled=True)
         t0 = time.perf_counter()
         seed = self.random_state if self.random_state is not None else \
             int(np.random.SeedSequence().generate_state(1)[0] >> 1)
         with gc_paused():
-            self.learned_ = self._train(sentences, seed)
+            self.learned_ = self._train(X, seed)
         self._set_attributes()
         self.fit_time_ = time.perf_counter() - t0
         return self
@@ -309,7 +311,7 @@ class LexicalDisambiguator(Parser):
             frequency_classes=int(self.frequency_classes), unknown=self.unknown,
             known_guesses=self.known_guesses, graded=self.graded,
             unknown_weights=self.unknown_weights,
-            analyser=self.analyser, loss=self.loss, max_iter=int(self.max_iter),
+            analyser=self.analyser, loss=self.loss, max_iter=int(self.iterations),
             random_state=seed,
             with_morph=self.variant == "ind")
 
@@ -442,7 +444,7 @@ class LexicalDisambiguator(Parser):
 
         from .features import STRING_TEMPLATES
 
-        model = V.from_params(cls, meta, "_validate")
+        model = V.from_params(cls, meta)
         try:
             sm = V.meta_dict(meta, "scheme")
             V.meta_bool(sm, "vocalised", "meta 'scheme'")

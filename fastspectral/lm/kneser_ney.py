@@ -32,7 +32,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Estimator, PartitionedFit
+from ..base import Estimator, Interval, PartitionedFit
 from ..errors import ModelFileError
 from .vocabulary import BOS, EOS, UNK, Vocabulary, _as_word_lists, bigram_ids, bigram_matrix
 
@@ -95,6 +95,7 @@ class KneserNeyBigramLM(PartitionedFit, Estimator):
 
     kind = "kneser-ney-bigram-lm"
     input_kind = "sequences"
+    _parameter_constraints = {"discount": {"modified", "absolute"}, "min_count": Interval(int, 1)}
     #: a language model: ``log_likelihood`` gives ``(nats, predicted events)`` (``lm eval``)
     language_model = True
 
@@ -103,20 +104,13 @@ class KneserNeyBigramLM(PartitionedFit, Estimator):
         self.lowercase = lowercase
         self.discount = discount
 
-    def _validate_params(self) -> None:
-        if self.discount not in ("modified", "absolute"):
-            raise ValueError(f"discount must be 'modified' or 'absolute', got {self.discount!r}")
-        if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) \
-                or self.min_count < 1:
-            raise ValueError(f"min_count must be an integer >= 1, got {self.min_count!r}")
-
     # ---------------------------------------------------------------- training
-    def fit(self, sentences):
+    def fit(self, X):
         """Estimate the model from training sentences (lists of words or ``(word, tag)``).
         Returns self."""
         self._validate_params()
         t0 = time.perf_counter()
-        sents = list(_as_word_lists(sentences))
+        sents = list(_as_word_lists(X))
         if not sents:
             raise ValueError("no training sentences")
         self.vocab_ = Vocabulary.build(sents, int(self.min_count), bool(self.lowercase))

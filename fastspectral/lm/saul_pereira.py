@@ -43,8 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 from .._jit import njit, prange
 
-from ..base import Estimator, PartitionedFit
-from ..base import check_int as _check_int
+from ..base import Estimator, Interval, PartitionedFit
 from ..errors import ModelFileError
 from ..linalg import mdp2, mixture_weights_em
 from .vocabulary import Vocabulary, _as_word_lists, bigram_ids, bigram_matrix
@@ -264,6 +263,13 @@ class LatentBigramLM(PartitionedFit, Estimator):
     language_model = True
     #: names of model files written by older versions
     _renamed_params = {"em_iterations": "iterations"}
+    _parameter_constraints = {
+        "method": set(METHODS), "n_states": Interval(int, 1),
+        "iterations": Interval(int, 0, allow_none=True), "min_count": Interval(int, 1),
+        "anchor_min_count": Interval(int, 0), "anchor_top": Interval(int, 1, allow_none=True),
+        "r_iterations": Interval(int, 1), "svd_iterations": Interval(int, 0),
+        "random_state": Interval(int, 0, allow_none=True), "floor": Interval(float, 0.0, 1.0),
+        "init_smoothing": Interval(float, 0.0, 1.0, closed="both")}
 
     def __init__(self, n_states: int = 8, method: str = "pivot", iterations: int | None = None,
                  min_count: int = 2, lowercase: bool = True, anchor_min_count: int = 20,
@@ -283,38 +289,17 @@ class LatentBigramLM(PartitionedFit, Estimator):
         self.floor = floor
         self.random_state = random_state
 
-    def _validate_params(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(METHODS)}; got {self.method!r}")
-        _check_int("n_states", self.n_states, 1)
-        _check_int("iterations", self.iterations, 0, allow_none=True)
-        _check_int("min_count", self.min_count, 1)
-        _check_int("anchor_min_count", self.anchor_min_count, 0)
-        _check_int("anchor_top", self.anchor_top, 1, allow_none=True)
-        _check_int("r_iterations", self.r_iterations, 1)
-        _check_int("svd_iterations", self.svd_iterations, 0)
-        _check_int("random_state", self.random_state, 0, allow_none=True)
-        try:
-            floor_ok = 0.0 <= float(self.floor) < 1.0
-            smooth_ok = 0.0 <= float(self.init_smoothing) <= 1.0
-        except (TypeError, ValueError):
-            floor_ok = smooth_ok = False
-        if not floor_ok:
-            raise ValueError(f"floor must be in [0, 1), got {self.floor!r}")
-        if not smooth_ok:
-            raise ValueError(f"init_smoothing must be in [0, 1], got {self.init_smoothing!r}")
-
     # ------------------------------------------------------------------ training
-    def fit(self, sentences, dev=None, vocab: Vocabulary | None = None):
-        """Train on ``sentences`` (lists of words or ``(word, tag)`` pairs).  Returns self.
+    def fit(self, X, dev=None, vocab: Vocabulary | None = None):
+        """Train on ``X`` (lists of words or ``(word, tag)`` pairs).  Returns self.
 
         ``dev``: optional held-out sentences; their perplexity is tracked after every EM
         iteration and the best iteration's parameters are kept.  ``vocab``: reuse a vocabulary
-        (default: built from ``sentences`` with ``min_count`` / ``lowercase``).
+        (default: built from ``X`` with ``min_count`` / ``lowercase``).
         """
         self._validate_params()
         t_start = time.perf_counter()
-        sents = list(_as_word_lists(sentences))
+        sents = list(_as_word_lists(X))
         if not sents:
             raise ValueError("no training sentences")
         self.vocab_ = vocab if vocab is not None else Vocabulary.build(

@@ -43,7 +43,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .latent import ProbabilisticLPCFGBase, _check_int, resolve_random_state
+from ..base import Interval
+from .latent import ProbabilisticLPCFGBase, resolve_random_state
 from typing import TYPE_CHECKING
 
 # The learners' modules (Numba kernels, SciPy sparse) are imported where they are used, so that
@@ -171,6 +172,10 @@ class EMLPCFG(ProbabilisticLPCFGBase):
 
     kind = "em-lpcfg"
     _renamed_params = {"seed": "random_state", "smoothing": "parent_smoothing"}
+    _parameter_constraints = {
+        "iterations": Interval(int, 0, allow_none=True), "init": {"random", "pivot"},
+        "init_mix": Interval(float, 0.0, 1.0, closed="both"), "noise": Interval(float, 0.0),
+        "tol": Interval(float, 0.0)}
 
     def __init__(self, n_states=16, iterations=None, init="random", noise=0.2, init_mix=0.01,
                  parent_smoothing=0.1, tol=0.0, pivot_options=None, n_states_pre=None, v=1, h=0,
@@ -196,18 +201,8 @@ class EMLPCFG(ProbabilisticLPCFGBase):
         self.jobs = jobs
         self.state_map = state_map
 
-    def _validate(self):
-        self._check_probabilistic_params()
-        _check_int("iterations", self.iterations, 0, allow_none=True)
-        if self.init not in ("random", "pivot"):
-            raise ValueError(f"init must be 'random' or 'pivot', got {self.init!r}")
-        num = (int, float, np.integer, np.floating)
-        if not (isinstance(self.init_mix, num) and 0.0 <= self.init_mix <= 1.0):
-            raise ValueError(f"init_mix must be in [0, 1], got {self.init_mix!r}")
-        for name in ("noise", "tol"):
-            value = getattr(self, name)
-            if not (isinstance(value, num) and value >= 0):
-                raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+    def _check_params(self):
+        super()._check_params()
         if self.pivot_options is not None and not isinstance(self.pivot_options, dict):
             raise TypeError(f"pivot_options must be None or a dict, got {self.pivot_options!r}")
         unknown = sorted(set(self.pivot_options or {}) - set(PIVOT_OPTIONS))
@@ -215,7 +210,7 @@ class EMLPCFG(ProbabilisticLPCFGBase):
             raise ValueError(f"pivot_options: unknown option(s) {', '.join(unknown)} (valid: "
                              f"{', '.join(PIVOT_OPTIONS)})")
         if self.init == "pivot":
-            self._pivot_model(0)._validate()
+            self._pivot_model(0)._validate_params()
 
     @property
     def n_iterations(self) -> int:
@@ -271,12 +266,12 @@ class EMLPCFG(ProbabilisticLPCFGBase):
             prev = ll
         return _EMRun(params, history)
 
-    def fit(self, trees, callback=None):
+    def fit(self, X, callback=None):
         """Fit the model on treebank trees by EM.
 
         Parameters
         ----------
-        trees : iterable of Tree
+        X : iterable of Tree
             Training trees (raw or cleaned).
         callback : callable, optional
             ``callback(iteration, model, loglik)`` after every EM iteration, with the model
@@ -287,7 +282,7 @@ class EMLPCFG(ProbabilisticLPCFGBase):
         EMLPCFG
             self, fitted.
         """
-        return super().fit(trees, callback=callback)
+        return super().fit(X, callback=callback)
 
     def _learn_prepared(self, prep, seed: int, callback=None):
         from .latent_params import latent_arrays, model_layout
@@ -327,7 +322,7 @@ class EMLPCFG(ProbabilisticLPCFGBase):
 
         t0 = time.perf_counter()
         if self.init == "pivot" and context is None:       # next: the pivot counts
-            self._validate()
+            self._validate_params()
             base, G = em_layout(self, stats, t0)
             return pivot_context(base, G, self._pivot_model(base.seed))
         if isinstance(context, PivotContext):              # the pivot start (_initial_params)

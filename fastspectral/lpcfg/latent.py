@@ -30,8 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..base import Parser, Partition, PartitionedFit, check_jobs
-from ..base import check_int as _check_int
+from ..base import Interval, Parser, Partition, PartitionedFit, check_jobs
 from ..grammar.grammar import check_trees
 from ..trees.transforms import binarize, clean, collapse_unary, drop_empty_trees, prepare
 from .coarse_to_fine import CoarseToFineParser, ParseStats
@@ -221,19 +220,18 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
     """
 
     input_kind = "sentences"
+    #: the hyperparameters every L-PCFG has
+    _parameter_constraints = {
+        "n_states": Interval(int, 1), "n_states_pre": Interval(int, 1, allow_none=True),
+        "v": Interval(int, 1), "h": Interval(int, 0, allow_none=True),
+        "min_count": Interval(int, 1),
+        "prune_threshold": Interval(float, 0.0, 1.0, allow_none=True),
+        "coarse_threshold": Interval(float, 0.0, 1.0, allow_none=True),
+    }
+
     # -- shared checks -----------------------------------------------------------------------
-    def _check_common_params(self) -> None:
-        """Validate the hyperparameters every L-PCFG has (called by ``fit``)."""
-        _check_int("n_states", self.n_states, 1)
-        _check_int("n_states_pre", self.n_states_pre, 1, allow_none=True)
-        _check_int("v", self.v, 1)
-        _check_int("h", self.h, 0, allow_none=True)
-        _check_int("min_count", self.min_count, 1)
-        for name in ("prune_threshold", "coarse_threshold"):
-            t = getattr(self, name)
-            if t is not None and not (isinstance(t, (int, float, np.integer, np.floating))
-                                      and 0.0 <= t < 1.0):
-                raise ValueError(f"{name} must be in [0, 1) or None, got {t!r}")
+    def _check_params(self) -> None:
+        """The checks of every L-PCFG beyond the table: threads and seed."""
         if self.jobs is not None:
             check_jobs(self.jobs)
         if self.random_state is not None:
@@ -245,12 +243,12 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
         return False
 
     # -- learning ----------------------------------------------------------------------------
-    def fit(self, trees, **fit_params):
+    def fit(self, X, **fit_params):
         """Estimate the model from treebank trees.
 
         Parameters
         ----------
-        trees : iterable of Tree
+        X : iterable of Tree
             Training trees (raw or cleaned).
         **fit_params
             Passed to the learner's step (:class:`EMLPCFG` takes ``callback``).
@@ -263,14 +261,14 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
         from .. import _gc
         from .._blas import blas_single_thread
 
-        self._validate()
+        self._validate_params()
         seed = resolve_random_state(self.random_state)
         t0 = time.perf_counter()
         # the learners' products and SVDs are small: BLAS threads only add contention (NumPy's
         # and SciPy's BLAS); the cyclic GC would re-traverse the (acyclic) prepared trees again
         # and again
         with blas_single_thread(), _gc.paused():
-            prep = self._prepare_treebank(trees, t0)
+            prep = self._prepare_treebank(X, t0)
             arrays = self._learn_prepared(prep, seed, **fit_params)
         self._install(prep.pcfg, arrays)
         self.n_train_trees_ = prep.n_trees
@@ -323,7 +321,7 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
         Partition
             The binarised trees that have a word, and the number of trees read.
         """
-        self._validate()
+        self._validate_params()
         raw = check_trees(items)
         return Partition(self._binarized(drop_empty_trees(raw)), len(raw))
 
@@ -469,7 +467,7 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
 
         try:
             model = cls(**cls._params_from_file(meta["params"]))
-            model._check_common_params()
+            model._validate_params()
             pcfg = PCFG.from_state(meta["pcfg"], arrays, "pcfg_")
             if pcfg.coarse_ is None:   # every L-PCFG parse prunes with the coarse grammar
                 raise ModelFileError("meta 'pcfg': the coarse grammar ('coarse') is missing")
@@ -494,20 +492,19 @@ class ProbabilisticLPCFGBase(LatentPCFGBase):
     the hyperparameters both have (``rare_threshold``, ``parent_smoothing``); not a learner
     itself."""
 
-    def _check_probabilistic_params(self) -> None:
-        """Validate the hyperparameters of :class:`LatentPCFGBase` and ``rare_threshold``
-        (an integer >= 0) and ``parent_smoothing`` (in [0, 1))."""
-        self._check_common_params()
-        _check_int("rare_threshold", self.rare_threshold, 0)
-        if not (isinstance(self.parent_smoothing, (int, float, np.integer, np.floating))
-                and 0.0 <= self.parent_smoothing < 1.0):
-            raise ValueError(f"parent_smoothing must be in [0, 1), got {self.parent_smoothing!r}")
+    _parameter_constraints = {"rare_threshold": Interval(int, 0),
+                              "parent_smoothing": Interval(float, 0.0, 1.0)}
 
-    def log_likelihood(self, trees) -> float:
-        """Total log-probability of treebank ``trees`` under the model (prepared and scored as
-        :meth:`tree_probability`: the PCFG's smoothed ``P(w | p)`` times the latent ratios)."""
+    def log_likelihood(self, trees) -> tuple[float, int]:
+        """``(total log-probability, number of words)`` of treebank ``trees`` under the model
+        (prepared and scored as :meth:`tree_probability`: the PCFG's smoothed ``P(w | p)``
+        times the latent ratios; the words of the cleaned trees), the pair every model's
+        ``log_likelihood`` returns."""
+        from ..base import check_trees
+
         self._check_fitted()
-        return self._log_likelihood(trees)
+        trees = check_trees(trees)
+        return self._log_likelihood(trees), sum(len(clean(t).leaves()) for t in trees)
 
 
 def _validated_lexical(meta: dict, arrays: dict, m: np.ndarray) -> dict:

@@ -60,8 +60,8 @@ import scipy.sparse as sp
 from .._jit import njit, prange
 
 from .._blas import blas_single_thread
-from ..base import Statistics
-from .latent import ProbabilisticLPCFGBase, _check_int, resolve_random_state
+from ..base import Interval, Statistics
+from .latent import ProbabilisticLPCFGBase, resolve_random_state
 from .latent_params import (LatentLayout, LatentParams, latent_arrays, m_step, model_layout,
                             set_threads, uniform_counts)
 
@@ -718,7 +718,7 @@ class PivotContext:
 def pivot_context(base, G, pivot) -> PivotContext:
     """The :class:`PivotContext` of pass 0's context ``base`` and layout ``G`` with the options
     (and seed, resolved once) of the :class:`PivotLPCFG` ``pivot``."""
-    pivot._validate()
+    pivot._validate_params()
     return PivotContext(base, G, pivot, resolve_random_state(pivot.random_state))
 
 
@@ -773,7 +773,7 @@ def pivot_fit_statistics(model, stats, context, t0: float):
     from .stats import em_layout
 
     if context is None:
-        model._validate()
+        model._validate_params()
         return pivot_context(*em_layout(model, stats, t0), model)
     if not isinstance(context, PivotContext):
         raise TypeError(f"expected a PivotContext, got {type(context).__name__}")
@@ -884,6 +884,9 @@ class PivotLPCFG(ProbabilisticLPCFGBase):
     kind = "pivot-lpcfg"
     _renamed_params = {"seed": "random_state", "smoothing": "parent_smoothing",
                        "em_iterations": "mixture_iterations", "em_tol": "mixture_tol"}
+    _parameter_constraints = {"anchor_min_count": Interval(int, 1),
+                              "mixture_iterations": Interval(int, 1),
+                              "mdp_em_iterations": Interval(int, 1)}
 
     def __init__(self, n_states=16, feature_pairs=((1, 1), (0, 0), (3, 3)), anchor_min_count=10,
                  mixture_iterations=30, mixture_tol=1e-5, mdp_em_iterations=100,
@@ -909,8 +912,8 @@ class PivotLPCFG(ProbabilisticLPCFGBase):
         self.jobs = jobs
         self.state_map = state_map
 
-    def _validate(self):
-        self._check_probabilistic_params()
+    def _check_params(self):
+        super()._check_params()
         try:
             pairs = [tuple(p) for p in self.feature_pairs]
             ok = bool(pairs) and all(len(p) == 2 and all(0 <= int(x) < 6 for x in p)
@@ -920,8 +923,6 @@ class PivotLPCFG(ProbabilisticLPCFGBase):
         if not ok:
             raise ValueError(f"feature_pairs must be a non-empty list of (inside, outside) "
                              f"template indices in 0..5, got {self.feature_pairs!r}")
-        for name in ("anchor_min_count", "mixture_iterations", "mdp_em_iterations"):
-            _check_int(name, getattr(self, name), 1)
         if not isinstance(self.mixture_tol, (int, float, np.integer, np.floating)):
             raise ValueError(f"mixture_tol must be a number, got {self.mixture_tol!r}")
 
@@ -952,7 +953,7 @@ class PivotLPCFG(ProbabilisticLPCFGBase):
 
         part = self._as_partition(items)
         if context is None:
-            self._validate()
+            self._validate_params()
             return latent_counts(self, part)
         return pivot_statistics(self, part, context)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..base import Interval
 from .features import default_feature_keys, feature_matrices, nodes_by_rule
 from .latent import LatentArrays, LatentPCFGBase, log_rule_per_word
 from .params import LatentGrammar
@@ -136,6 +137,11 @@ class SpectralLPCFG(LatentPCFGBase):
     kind = "spectral-lpcfg"
     _renamed_params = {"smoothing": "moment_smoothing", "seed": "random_state",
                        "svd_iter": "svd_iterations", "svd_oversample": "svd_oversamples"}
+    _parameter_constraints = {
+        "kappa": Interval(float, 0.0), "moment_smoothing": Interval(float, 0.0),
+        "word_smoothing": Interval(float, 0.0), "lexicon": {"pcfg", "mle"},
+        "features": "callable or None", "svd_oversamples": Interval(int, 0),
+        "svd_iterations": Interval(int, 0)}
 
     def __init__(self, n_states=8, n_states_pre=None, v=2, h=1, tag_parent=False, kappa=5.0,
                  min_count=20, rank_tol=1e-7, moment_smoothing=30.0, word_smoothing=1.0,
@@ -159,22 +165,6 @@ class SpectralLPCFG(LatentPCFGBase):
         self.svd_iterations = svd_iterations
         self.random_state = random_state
         self.jobs = jobs
-
-    def _validate(self):
-        self._check_common_params()
-        for name in ("kappa", "moment_smoothing", "word_smoothing"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
-                                                                 np.floating)) or value < 0:
-                raise ValueError(f"{name} must be a number >= 0, got {value!r}")
-        if self.lexicon not in ("pcfg", "mle"):
-            raise ValueError(f"lexicon must be 'pcfg' or 'mle', got {self.lexicon!r}")
-        if self.features is not None and not callable(self.features):
-            raise TypeError(f"features must be None or a callable, got {self.features!r}")
-        for name in ("svd_oversamples", "svd_iterations"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
 
     def _uses_mle_lexicon(self) -> bool:
         return self.lexicon == "mle"

@@ -430,7 +430,7 @@ def spectral_statistics(model, part: Partition, context):
 
     settings = _spectral_settings(model)
     if context is None:
-        model._validate()
+        model._validate_params()
         return latent_counts(model, part)
     with threadpool_limits(limits=1):
         if isinstance(context, LatentContext):
@@ -581,7 +581,7 @@ def spectral_fit_statistics(model, stats, context, t0: float):
 
     settings = _spectral_settings(model)
     if context is None:
-        model._validate()
+        model._validate_params()
         return latent_context(model, stats, t0)
     with threadpool_limits(limits=1):
         if isinstance(context, LatentContext):
@@ -869,7 +869,7 @@ def em_statistics(model, part: Partition, context):
     from .latent_params import LatentParams, e_step
 
     if context is None:
-        model._validate()
+        model._validate_params()
         return latent_counts(model, part)
     with threadpool_limits(limits=1):
         lay, lidx = _partition_layout(model, part, context)
@@ -902,7 +902,7 @@ def em_fit_statistics(model, stats, context, t0: float):
     from .latent_params import LatentParams, m_step, uniform_counts
 
     if context is None:
-        model._validate()
+        model._validate_params()
         base, G = em_layout(model, stats, t0)
         with threadpool_limits(limits=1):
             params = m_step(G, uniform_counts(G, model.noise, base.seed))

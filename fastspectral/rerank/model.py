@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..base import check_jobs
+from ..base import Interval, check_jobs
 from ..errors import ModelFileError
-from .mst import HeadsParser, MSTParser, _check_int, numba_threads
+from .mst import HeadsParser, MSTParser, numba_threads
 from . import providers as _providers
 from .providers import (LOGP_NORMS, SHAG_SCORES, SPECTRAL_DEFAULTS,  # noqa: F401
                         SPECTRAL_DEFAULTS_POS, SPECTRAL_INPUTS, SPECTRAL_SCORES, ScoreProviders,
@@ -59,6 +59,7 @@ _MST, _SPEC, _SHAG, _MST2 = "mst.", "spec.", "shag.", "mst2."
 #: orders of the base parser whose tree score the re-ranker reads (1: the first-order k-best
 #: parser's own score; 2: also the second-order model's)
 BASE_ORDERS = (1, 2)
+INF = float("inf")
 
 
 @dataclass
@@ -116,9 +117,9 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         with ``"base+spectral+shag"`` both.
     folds : int, default 3
         Jack-knife folds of the training lists.
-    epochs : int, default 10
+    iterations : int, default 10
         Perceptron epochs of the base parser.
-    rerank_epochs : int, default 5
+    rerank_iterations : int, default 5
         Perceptron epochs of the re-ranker.
     minibatch : int, default 8
         Base parser's perceptron batch (see :class:`~fastspectral.rerank.mst.MSTParser`).
@@ -157,8 +158,8 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         same way), or both.
     base_order : {1, 2}, default 1
         2: a second-order (sibling) :class:`~fastspectral.rerank.mst.MSTParser` (same
-        ``epochs``, ``bits``, ``minibatch``, ``tagset``, ``random_state``), jack-knifed on the
-        same folds, rescores every candidate of the first-order k-best lists; its score minus
+        ``iterations``, ``bits``, ``minibatch``, ``tag_column``, ``random_state``),
+        jack-knifed on the same folds, rescores every candidate of the first-order k-best lists; its score minus
         the list's best is one more dense feature.  1: no second-order model.
     order2_best : bool, default True
         With ``base_order=2``: each k-best list also gets the second-order model's best tree
@@ -176,7 +177,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         deviation ``dense_gain``, so the start's share of a score grows as ``start_weight *
         dense_gain`` and one perceptron update's as ``dense_gain**2``.  None: 1000 when the
         base weight is fixed, else 1.
-    tagset : {"auto", "upos", "xpos"}, default "auto"
+    tag_column : {"auto", "upos", "xpos"}, default "auto"
         The POS column.
     random_state : int or None, default 0
         Seed of the perceptrons' orders.
@@ -214,7 +215,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
     >>> from fastspectral.rerank import RerankDepParser
     >>> from fastspectral.trees.conll import DepSentence, toy_treebank
     >>> train = toy_treebank()
-    >>> model = RerankDepParser(k=5, features="base", epochs=5, bits=16,
+    >>> model = RerankDepParser(k=5, features="base", iterations=5, bits=16,
     ...                         rerank_bits=16).fit(train)
     >>> model.parse([DepSentence.from_tagged("a/DT big/JJ cat/NN barks/VBZ")])[0].heads
     [3, 3, 4, 0]
@@ -225,20 +226,34 @@ class RerankDepParser(ScoreProviders, HeadsParser):
     #: parse with the re-ranker (False: the base parser's best tree); not a hyperparameter
     rerank = True
 
+    #: names of model files written by older versions
+    _renamed_params = {"epochs": "iterations", "rerank_epochs": "rerank_iterations",
+                       "tagset": "tag_column"}
+    _parameter_constraints = {
+        "k": Interval(int, 1), "folds": Interval(int, 2),
+        "rerank_iterations": Interval(int, 1), "rerank_bits": Interval(int, 16, 28, closed="both"),
+        "features": set(FEATURES), "dense_gain": Interval(float, 0.0, INF, closed="neither"),
+        "logp_norm": set(LOGP_NORMS), "spectral_scores": set(SPECTRAL_SCORES),
+        "spectral_input": set(SPECTRAL_INPUTS), "logp_sign": "boolean",
+        "spectral_params": "dict or None", "shag_scores": set(SHAG_SCORES),
+        "shag_params": "dict or None", "base_order": set(BASE_ORDERS),
+        "order2_best": "boolean", "fixed_base": "boolean or None",
+        "start_weight": Interval(float, 0.0, INF, closed="neither", allow_none=True)}
+
     def __init__(self, k: int = 50, features: str = "base+spectral", folds: int = 3,
-                 epochs: int = 10, rerank_epochs: int = 5, minibatch: int = 8,
+                 iterations: int = 10, rerank_iterations: int = 5, minibatch: int = 8,
                  bits: int = 22, rerank_bits: int = 20, spectral_params: dict | None = None,
                  dense_gain: float = 10.0, logp_norm: str = "max", logp_sign: bool = True,
                  spectral_scores: str = "both", spectral_input: str = "words",
                  shag_params: dict | None = None, shag_scores: str = "both",
-                 tagset: str = "auto", random_state: int | None = 0,
+                 tag_column: str = "auto", random_state: int | None = 0,
                  jobs: int | None = None, base_order: int = 1, order2_best: bool = True,
                  fixed_base: bool | None = None, start_weight: float | None = None):
         self.k = k
         self.features = features
         self.folds = folds
-        self.epochs = epochs
-        self.rerank_epochs = rerank_epochs
+        self.iterations = iterations
+        self.rerank_iterations = rerank_iterations
         self.minibatch = minibatch
         self.bits = bits
         self.rerank_bits = rerank_bits
@@ -250,7 +265,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         self.spectral_input = spectral_input
         self.shag_params = shag_params
         self.shag_scores = shag_scores
-        self.tagset = tagset
+        self.tag_column = tag_column
         self.random_state = random_state
         self.jobs = jobs
         self.base_order = base_order
@@ -259,87 +274,42 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         self.start_weight = start_weight
 
     # ------------------------------------------------------------------ helpers
-    def _validate_params(self) -> None:
-        _check_int("k", self.k, 1)
-        _check_int("folds", self.folds, 2)
-        _check_int("rerank_epochs", self.rerank_epochs, 1)
-        if not 16 <= _check_int("rerank_bits", self.rerank_bits, 16) <= 28:
-            raise ValueError(f"rerank_bits must be in 16..28, not {self.rerank_bits!r}")
-        if self.features not in FEATURES:
-            raise ValueError(f"features must be one of {', '.join(FEATURES)}, not "
-                             f"{self.features!r}")
-        try:
-            gain = float(self.dense_gain)
-        except (TypeError, ValueError):
-            gain = float("nan")
-        if isinstance(self.dense_gain, bool) or not gain > 0 or gain == float("inf"):
-            raise ValueError(f"dense_gain must be a positive number, not {self.dense_gain!r}")
-        if self.logp_norm not in LOGP_NORMS:
-            raise ValueError(f"logp_norm must be one of {', '.join(LOGP_NORMS)}, not "
-                             f"{self.logp_norm!r}")
-        if self.spectral_scores not in SPECTRAL_SCORES:
-            raise ValueError(f"spectral_scores must be one of {', '.join(SPECTRAL_SCORES)}, "
-                             f"not {self.spectral_scores!r}")
-        if self.spectral_input not in SPECTRAL_INPUTS:
-            raise ValueError(f"spectral_input must be one of {', '.join(SPECTRAL_INPUTS)}, "
-                             f"not {self.spectral_input!r}")
-        if not isinstance(self.logp_sign, (bool, np.bool_)):
-            raise ValueError(f"logp_sign must be True or False, not {self.logp_sign!r}")
-        if self.spectral_params is not None and not isinstance(self.spectral_params, dict):
-            raise ValueError("spectral_params must be a dict of constructor arguments or None")
-        if self.shag_scores not in SHAG_SCORES:
-            raise ValueError(f"shag_scores must be one of {', '.join(SHAG_SCORES)}, not "
-                             f"{self.shag_scores!r}")
-        if self.shag_params is not None and not isinstance(self.shag_params, dict):
-            raise ValueError("shag_params must be a dict of constructor arguments or None")
-        if isinstance(self.base_order, (bool, np.bool_)) or self.base_order not in BASE_ORDERS:
-            raise ValueError(f"base_order must be 1 or 2, not {self.base_order!r}")
-        if not isinstance(self.order2_best, (bool, np.bool_)):
-            raise ValueError(f"order2_best must be True or False, not {self.order2_best!r}")
-        if self.fixed_base is not None and not isinstance(self.fixed_base, (bool, np.bool_)):
-            raise ValueError(f"fixed_base must be None, True or False, not {self.fixed_base!r}")
-        if self.start_weight is not None:
-            try:
-                sw = float(self.start_weight)
-            except (TypeError, ValueError):
-                sw = float("nan")
-            if isinstance(self.start_weight, bool) or not 0 < sw < float("inf"):
-                raise ValueError(f"start_weight must be None or a positive number, not "
-                                 f"{self.start_weight!r}")
+    def _check_params(self) -> None:
+        """The nested models' checks (the table has the re-ranker's own)."""
         if self._shag:
             self._new_shag()._validate_params()
         self._new_mst()._validate_params()
 
     # ------------------------------------------------------------------ training
-    def fit(self, sents) -> "RerankDepParser":
+    def fit(self, X) -> "RerankDepParser":
         """Train the base parser, its jack-knifed k-best lists, the spectral model (with
         ``features="base+spectral"``), the SHAG model (``"base+shag"``) and the re-ranker;
         returns self."""
         from ..base import check_dep_sentences
 
         self._validate_params()
-        sents = check_dep_sentences(sents, "sentences")
+        X = check_dep_sentences(X, "sentences")
         t_start = time.perf_counter()
-        lists = self.training_lists(sents)
+        lists = self.training_lists(X)
         self.fit_lists(lists)
         info = self.fit_info_
         t0 = time.perf_counter()
-        self.mst_ = self._new_mst().fit(sents)
+        self.mst_ = self._new_mst().fit(X)
         info.seconds["mst"] = time.perf_counter() - t0
         self.spectral_ = None
         if self._spectral:
             t0 = time.perf_counter()
-            self.spectral_ = self._new_spectral().fit(self._spectral_view(sents))
+            self.spectral_ = self._new_spectral().fit(self._spectral_view(X))
             info.seconds["spectral"] += time.perf_counter() - t0
         self.shag_ = None
         if self._shag:
             t0 = time.perf_counter()
-            self.shag_ = self._new_shag().fit(sents)
+            self.shag_ = self._new_shag().fit(X)
             info.seconds["shag"] = info.seconds.get("shag", 0.0) + time.perf_counter() - t0
         self.mst2_ = None
         if self._order2:
             t0 = time.perf_counter()
-            self.mst2_ = self._new_mst2().fit(sents)
+            self.mst2_ = self._new_mst2().fit(X)
             info.seconds["mst2"] = info.seconds.get("mst2", 0.0) + time.perf_counter() - t0
         self.fit_time_ = time.perf_counter() - t_start
         return self
@@ -416,7 +386,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         fixed = int(np.flatnonzero(v)[0]) if self._fixed_base else -1
         rng = np.random.default_rng(self.random_state)
         c = 1.0
-        for _ in range(int(self.rerank_epochs)):
+        for _ in range(int(self.rerank_iterations)):
             order = rng.permutation(len(data.lengths)).astype(np.int64)
             c, mistakes = rerank_epoch(w, u, v, uv, c, order, data.P, data.tok_off,
                                        data.lengths, data.heads, data.cand_off, data.cand_hoff,
@@ -569,7 +539,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         from ..io import validate as V
 
         try:
-            p = V.from_params(cls, meta, "_validate_params")
+            p = V.from_params(cls, meta)
             p.mst_ = _load_nested(MSTParser, meta, "mst", arrays, _MST)
             p.spectral_ = None
             if p._spectral:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..base import Parser
-from ..base import check_int as _check_int
+from ..base import Interval, Parser
+from ..dependency.data import TAGSETS
 from ..errors import ModelFileError
 from .features import (FIRST_ID, ROOT_ID, UNK_ID, arc_scores, perceptron_update,
                        sibling_scores, sibling_update)
@@ -188,14 +188,14 @@ class MSTParser(HeadsParser):
 
     Parameters
     ----------
-    epochs : int, default 10
+    iterations : int, default 10
         Passes of the perceptron over the training data.
     minibatch : int, default 8
         Sentences decoded in parallel with the same weights before each update (1: the online
         perceptron).
     bits : int, default 22
         The features are hashed into ``2**bits`` weights (16..28).
-    tagset : {"auto", "upos", "xpos"}, default "auto"
+    tag_column : {"auto", "upos", "xpos"}, default "auto"
         The POS column (as :class:`~fastspectral.dependency.SHAGParser`): UPOS for Universal
         Dependencies treebanks, else the fine tags.
     single_root : bool or None, default None
@@ -217,7 +217,7 @@ class MSTParser(HeadsParser):
         The averaged feature weights (``2**bits``).
     words_, tags_, prefixes_ : ndarray of object (str)
         The sorted vocabularies of the training words, tags and 5-character prefixes.
-    tagset_ : str
+    tag_column_ : str
         The tag column used.
     single_root_ : bool
         Whether parses have exactly one root child.
@@ -241,50 +241,39 @@ class MSTParser(HeadsParser):
     >>> from fastspectral.rerank import MSTParser
     >>> from fastspectral.trees.conll import DepSentence, toy_treebank
     >>> train = toy_treebank()
-    >>> parser = MSTParser(epochs=5, bits=16).fit(train)
+    >>> parser = MSTParser(iterations=5, bits=16).fit(train)
     >>> parser.parse([DepSentence.from_tagged("a/DT big/JJ cat/NN barks/VBZ")])[0].heads
     [3, 3, 4, 0]
     """
 
     kind = "mst"
     input_kind = "dependency"
+    #: names of model files written by older versions
+    _renamed_params = {"epochs": "iterations", "tagset": "tag_column"}
+    _parameter_constraints = {
+        "iterations": Interval(int, 1), "minibatch": Interval(int, 1),
+        "bits": Interval(int, 16, 28, closed="both"), "tag_column": set(TAGSETS),
+        "single_root": {None, True, False}, "random_state": Interval(int, 0, allow_none=True),
+        "jobs": Interval(int, 1, allow_none=True), "order": {1, 2}}
 
-    def __init__(self, epochs: int = 10, minibatch: int = 8, bits: int = 22,
-                 tagset: str = "auto", single_root: bool | None = None,
+    def __init__(self, iterations: int = 10, minibatch: int = 8, bits: int = 22,
+                 tag_column: str = "auto", single_root: bool | None = None,
                  random_state: int | None = 0, jobs: int | None = None, order: int = 1):
-        self.epochs = epochs
+        self.iterations = iterations
         self.minibatch = minibatch
         self.bits = bits
-        self.tagset = tagset
+        self.tag_column = tag_column
         self.single_root = single_root
         self.random_state = random_state
         self.jobs = jobs
         self.order = order
 
     # ------------------------------------------------------------------ helpers
-    def _validate_params(self) -> None:
-        from ..dependency.data import TAGSETS
-
-        _check_int("epochs", self.epochs, 1)
-        _check_int("minibatch", self.minibatch, 1)
-        if _check_int("bits", self.bits, 16) > 28:
-            raise ValueError(f"bits must be an integer in 16..28, not {self.bits!r}")
-        if self.tagset not in TAGSETS:
-            raise ValueError(f"tagset must be one of {', '.join(TAGSETS)}, not {self.tagset!r}")
-        if self.single_root not in (None, True, False):
-            raise ValueError(f"single_root must be None, True or False, not {self.single_root!r}")
-        if self.random_state is not None:
-            _check_int("random_state", self.random_state, 0)
-        if self.jobs is not None:
-            _check_int("jobs", self.jobs, 1)
-        if isinstance(self.order, bool) or self.order not in (1, 2):
-            raise ValueError(f"order must be 1 or 2, not {self.order!r}")
-
     def _view(self, sents, tags=None, need_heads=False) -> list:
         """``sents`` seen through the model's tag column (or the given ``tags``), checked."""
         from ..dependency.data import tag_view
 
-        return tag_view(sents, self.tagset_, tags, need_heads=need_heads)
+        return tag_view(sents, self.tag_column_, tags, need_heads=need_heads)
 
     def _encode_view(self, view) -> Encoded:
         """Token ids of sentences already seen through the tag column (vectorised)."""
@@ -370,19 +359,19 @@ class MSTParser(HeadsParser):
         return check_jobs(jobs if jobs is not None else self.jobs)
 
     # ------------------------------------------------------------------ training
-    def fit(self, sents) -> "MSTParser":
+    def fit(self, X) -> "MSTParser":
         """Learn the weights from dependency sentences (``words``, tags, ``heads``); returns
         self."""
         from ..base import check_dep_sentences
         from ..dependency.data import choose_tagset
 
         self._validate_params()
-        sents = check_dep_sentences(sents, "sentences")
-        if not sents:
+        X = check_dep_sentences(X, "sentences")
+        if not X:
             raise ValueError("cannot fit an MSTParser on an empty treebank")
         t0 = time.perf_counter()
-        self.tagset_ = choose_tagset(sents) if self.tagset == "auto" else self.tagset
-        view = self._view(sents, need_heads=True)
+        self.tag_column_ = choose_tagset(X) if self.tag_column == "auto" else self.tag_column
+        view = self._view(X, need_heads=True)
         words = list(itertools.chain.from_iterable(s.words for s in view))
         self.words_ = _vocabulary(words)
         self.tags_ = _vocabulary(itertools.chain.from_iterable(s.tags for s in view))
@@ -407,7 +396,7 @@ class MSTParser(HeadsParser):
         c = 1.0
         info = MSTFitInfo(n_sentences=len(view))
         self.weights_ = w
-        for _ in range(int(self.epochs)):
+        for _ in range(int(self.iterations)):
             order = rng.permutation(len(view))
             wrong = 0
             for a in range(0, len(order), B):
@@ -540,7 +529,7 @@ class MSTParser(HeadsParser):
     # ------------------------------------------------------------------ model files
     def _model_file(self):
         nz = np.flatnonzero(self.weights_)
-        meta = {"params": self.get_params(), "tagset_": self.tagset_,
+        meta = {"params": self.get_params(), "tagset_": self.tag_column_,
                 "single_root_": bool(self.single_root_), "words": self.words_.tolist(),
                 "tags": self.tags_.tolist(), "prefixes": self.prefixes_.tolist(),
                 "fit_time": self.fit_time_, "n_sentences": self.fit_info_.n_sentences,
@@ -553,10 +542,10 @@ class MSTParser(HeadsParser):
         from ..io import validate as V
 
         try:
-            p = V.from_params(cls, meta, "_validate_params")
-            p.tagset_ = meta["tagset_"]
-            if p.tagset_ not in TAGSETS[1:]:
-                raise ValueError(f"unknown tagset {p.tagset_!r}")
+            p = V.from_params(cls, meta)
+            p.tag_column_ = meta["tagset_"]
+            if p.tag_column_ not in TAGSETS[1:]:
+                raise ValueError(f"unknown tagset {p.tag_column_!r}")
             p.single_root_ = bool(meta["single_root_"])
             for name in ("words", "tags", "prefixes"):
                 vocab = _object_array(V.meta_list(meta, name, str))

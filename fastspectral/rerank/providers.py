@@ -171,13 +171,13 @@ class ScoreProviders:
     :class:`~fastspectral.rerank.model.RerankDepParser`."""
 
     def _new_mst(self) -> MSTParser:
-        return MSTParser(epochs=self.epochs, minibatch=self.minibatch, bits=self.bits,
-                         tagset=self.tagset, random_state=self.random_state, jobs=self.jobs)
+        return MSTParser(iterations=self.iterations, minibatch=self.minibatch, bits=self.bits,
+                         tag_column=self.tag_column, random_state=self.random_state, jobs=self.jobs)
 
     def _new_mst2(self) -> MSTParser:
         """The second-order model of ``base_order=2`` (the base parser's settings)."""
-        return MSTParser(epochs=self.epochs, minibatch=self.minibatch, bits=self.bits,
-                         tagset=self.tagset, random_state=self.random_state, jobs=self.jobs,
+        return MSTParser(iterations=self.iterations, minibatch=self.minibatch, bits=self.bits,
+                         tag_column=self.tag_column, random_state=self.random_state, jobs=self.jobs,
                          order=2)
 
     @property
@@ -228,7 +228,9 @@ class ScoreProviders:
         names = cls._get_param_names() if hasattr(cls, "_get_param_names") else ()
         base = SPECTRAL_DEFAULTS_POS if self.spectral_input == "pos" else SPECTRAL_DEFAULTS
         defaults = {k: v for k, v in base.items() if k in names}
-        return cls(**{**defaults, **(self.spectral_params or {})})
+        renamed = getattr(cls, "_renamed_params", {})
+        given = {renamed.get(k, k): v for k, v in (self.spectral_params or {}).items()}
+        return cls(**{**defaults, **given})
 
     @property
     def _spectral(self) -> bool:

@@ -65,7 +65,7 @@ def to_universal(tags, strict: bool = True) -> list:
                 u = t
             elif strict:
                 raise ValueError(f"tag {t!r} is neither a Penn Treebank nor a universal tag "
-                                 "(use tagset='as-is' for other tagsets)")
+                                 "(use tag_map='as-is' for other tagsets)")
             else:
                 u = "X"
         out.append(u)

@@ -7,11 +7,11 @@ import time
 
 import numpy as np
 
-from ..base import Parser, PartitionedFit, check_int
+from ..base import Interval, Parser, PartitionedFit
 from ..trees.universal_tags import is_punctuation_tag
 from . import _vectors
 from ._vectors import MAX_DISTANCE  # noqa: F401  (the anchors' distance cap, documented here)
-from .common import (build_tree, check_tagset, map_tags, strip_punctuation, tagged_sentences)
+from .common import (TAG_MAPS, build_tree, map_tags, strip_punctuation, tagged_sentences)
 
 __all__ = ["ATMParser"]
 
@@ -112,7 +112,7 @@ class ATMParser(PartitionedFit, Parser):
 
         d(j, k) = -log L_m(Sigma(j, k)) + 1/2 log L_m(Sigma(j, j)) + 1/2 log L_m(Sigma(k, k))
 
-    where ``L_m`` is the product of the top ``m`` (``dim``) singular values.  Parsing (section
+    where ``L_m`` is the product of the top ``m`` (``rank``) singular values.  Parsing (section
     3.3) finds the projective binary latent tree ``u`` minimising ``c(u)``, the sum of its edge
     lengths, the leaf edges by eq. 3 and the internal edges by eq. 4, each averaged over every
     choice of leaves in the subtrees (a dynamic program over (span, parent span), compiled;
@@ -131,7 +131,7 @@ class ATMParser(PartitionedFit, Parser):
 
     Parameters
     ----------
-    dim : int
+    rank : int
         ``m``: the singular values in the spectral distance.
     bandwidth : float
         ``gamma`` of the kernel: with ``kernel="relative"`` a fraction (the paper: 0.4; 1 or
@@ -156,7 +156,7 @@ class ATMParser(PartitionedFit, Parser):
     brown_features : {"bits+clusters", "bits"}
         Those Brown vectors: the paper's (section 4.1: ``log2 C`` path bits and the one-hot
         cluster) or ``embedding_dim`` +-1 path bits.
-    tagset : {"universal", "as-is"}
+    tag_map : {"universal", "as-is"}
         Tags mapped to the universal tagset of Petrov et al. (Penn tags expected), or kept.
     center : bool
         Subtract the smoothed means (covariances) instead of raw second moments.
@@ -194,7 +194,7 @@ class ATMParser(PartitionedFit, Parser):
     --------
     >>> from fastspectral.synthetic import LatentPCFG
     >>> trees = LatentPCFG.default(n_states=2, seed=0).sample(200, seed=1)
-    >>> atm = ATMParser(dim=2, embedding_dim=5).fit(trees)
+    >>> atm = ATMParser(rank=2, embedding_dim=5).fit(trees)
     >>> tree = atm.parse([["the", "dog", "saw", "a", "cat"]],
     ...                  tags=[["DT", "NN", "VBD", "DT", "NN"]])[0]
     >>> tree.leaves()
@@ -205,12 +205,19 @@ class ATMParser(PartitionedFit, Parser):
 
     kind = "atm"
     input_kind = "sentences"
+    #: names of model files written by older versions
+    _renamed_params = {"dim": "rank", "tagset": "tag_map"}
+    _parameter_constraints = {
+        "rank": Interval(int, 1), "bandwidth": Interval(float, 0.0, closed="neither"),
+        "kernel": set(KERNELS), "tag_map": set(TAG_MAPS),
+        "vectors": set(_vectors.VECTORS), "embedding_dim": Interval(int, 1),
+        "brown_clusters": Interval(int, 1), "top_bracket": set(TOP_BRACKETS)}
 
-    def __init__(self, dim=2, bandwidth=0.7, kernel="relative", embeddings=None,
+    def __init__(self, rank=2, bandwidth=0.7, kernel="relative", embeddings=None,
                  embedding_dim=30, vectors="eigenwords", brown_clusters=100,
-                 brown_features="bits+clusters", tagset="universal", center=False,
+                 brown_features="bits+clusters", tag_map="universal", center=False,
                  top_bracket="paper", random_state=0):
-        self.dim = dim
+        self.rank = rank
         self.brown_features = brown_features
         self.kernel = kernel
         self.vectors = vectors
@@ -218,39 +225,25 @@ class ATMParser(PartitionedFit, Parser):
         self.bandwidth = bandwidth
         self.embeddings = embeddings
         self.embedding_dim = embedding_dim
-        self.tagset = tagset
+        self.tag_map = tag_map
         self.center = center
         self.top_bracket = top_bracket
         self.random_state = random_state
 
     # ------------------------------------------------------------------------------------------
     def _check_params(self):
-        check_int("dim", self.dim, 1)
-        if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, (int, float)) or \
-                not self.bandwidth > 0:
-            raise ValueError(f"bandwidth must be a number > 0, got {self.bandwidth!r}")
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
-        from ..embeddings.brown_clusters import FEATURES
+        from ..embeddings.brown_clusters import FEATURES   # numba: imported when needed
         if self.brown_features not in FEATURES:
             raise ValueError(f"brown_features must be one of {FEATURES}, got "
                              f"{self.brown_features!r}")
-        check_tagset(self.tagset)
-        if self.vectors not in _vectors.VECTORS:
-            raise ValueError(f"vectors must be one of {_vectors.VECTORS}, got {self.vectors!r}")
-        for name in ("embedding_dim", "brown_clusters"):
-            check_int(name, getattr(self, name), 1)
-        if self.top_bracket not in TOP_BRACKETS:
-            raise ValueError(f"top_bracket must be one of {TOP_BRACKETS}, got "
-                             f"{self.top_bracket!r}")
 
-    def fit(self, items):
+    def fit(self, X):
         """Learn the anchor distances from tagged sentences: trees (their words and tags only)
         or ``(words, tags)`` pairs.  The same passes as :meth:`fit_partitions` on one
         partition (:meth:`sufficient_statistics`, :meth:`fit_statistics`)."""
         t0 = time.perf_counter()
-        self._check_params()
-        part = self.prepare_partition(items)
+        self._validate_params()
+        part = self.prepare_partition(X)
         context = None
         while True:
             context = self.fit_statistics(self.sufficient_statistics(part, context), context)
@@ -265,7 +258,7 @@ class ATMParser(PartitionedFit, Parser):
         from ..base import Partition
 
         sents = tagged_sentences(items)
-        mapped = [map_tags(tags, self.tagset) for _, tags in sents]   # bad tags fail here
+        mapped = [map_tags(tags, self.tag_map) for _, tags in sents]   # bad tags fail here
         return Partition((sents, mapped), len(sents))
 
     def _learns_vectors(self):
@@ -276,7 +269,7 @@ class ATMParser(PartitionedFit, Parser):
         pass 1 counts words, tags and (word, tag) pairs; pass 2 the co-occurrences of the
         observed vectors' learner (eigenwords: word-context counts; Brown: bigram counts) and
         the word pairs per anchor; pass 3 the sums ``x_j x_k^T`` per anchor."""
-        self._check_params()
+        self._validate_params()
         part = self._as_partition(items)
         sents, mapped = part.data
         return _vectors.atm_statistics(self, sents, mapped, part.cache, context)
@@ -284,14 +277,14 @@ class ATMParser(PartitionedFit, Parser):
     def fit_statistics(self, stats, context=None):
         """Estimate from merged statistics; returns the context of the next pass, or None
         when fitted."""
-        self._check_params()
+        self._validate_params()
         return _vectors.atm_fit_statistics(self, stats, context)
 
     def _distances(self, N, Nd, slot, S, A, B, Sd, Ad):
         """The spectral distance (eq. 5) of every anchor from the smoothed sums."""
         T, _, D1 = N.shape
         p = S.shape[1]
-        m = min(int(self.dim), p)
+        m = min(int(self.rank), p)
         W = kernel_weights(D1, float(self.bandwidth), self.kernel)     # W[d, d']
         # per-tag terms: log L_m(Sigma(j, j))
         diag = np.zeros(T)
@@ -355,7 +348,7 @@ class ATMParser(PartitionedFit, Parser):
             return utags, utags
         if len(tags) != len(words):
             raise ValueError(f"{len(words)} words but {len(tags)} tags")
-        return list(tags), map_tags(tags, self.tagset) if self.tagset == "universal" else \
+        return list(tags), map_tags(tags, self.tag_map) if self.tag_map == "universal" else \
             list(tags)
 
     def _top_split(self, orig_tags, keep, utags) -> int:

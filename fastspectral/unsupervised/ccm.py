@@ -6,7 +6,8 @@ import time
 import numpy as np
 
 from ..base import Parser
-from .common import build_tree, check_tagset, map_tags, strip_punctuation, tagged_sentences
+from ..base import Interval
+from .common import TAG_MAPS, build_tree, map_tags, strip_punctuation, tagged_sentences
 
 __all__ = ["CCMParser", "branching_tree", "random_tree", "empty_span_contexts"]
 
@@ -44,7 +45,7 @@ class CCMParser(Parser):
         2002): their contexts, the tag pairs around each gap, are fixed distituent context
         counts in every M-step (the empty yield's own probability is the same factor in every
         bracketing and cancels).
-    tagset : {"universal", "as-is"}
+    tag_map : {"universal", "as-is"}
     max_length : int or None
         Learn from the sentences of at most this many words (after punctuation removal; 10:
         Klein & Manning's WSJ10).  Longer sentences are still parsed.
@@ -74,37 +75,25 @@ class CCMParser(Parser):
 
     kind = "ccm"
     input_kind = "sentences"
+    #: names of model files written by older versions
+    _renamed_params = {"tagset": "tag_map"}
+    _parameter_constraints = {
+        "iterations": Interval(int, 0), "init": set(INITS),
+        "pseudo_count": Interval(float, 0.0, closed="neither"),
+        "distituent_pseudo_count": Interval(float, 0.0, closed="neither", allow_none=True),
+        "tag_map": set(TAG_MAPS), "max_length": Interval(int, 1, allow_none=True)}
 
     def __init__(self, iterations=40, init="split-uniform", pseudo_count=1.0,
-                 distituent_pseudo_count=4.0, empty_spans=True, tagset="as-is", max_length=10,
+                 distituent_pseudo_count=4.0, empty_spans=True, tag_map="as-is", max_length=10,
                  random_state=0):
         self.iterations = iterations
         self.init = init
         self.pseudo_count = pseudo_count
         self.distituent_pseudo_count = distituent_pseudo_count
         self.empty_spans = empty_spans
-        self.tagset = tagset
+        self.tag_map = tag_map
         self.max_length = max_length
         self.random_state = random_state
-
-    def _check_params(self):
-        it = self.iterations
-        if isinstance(it, bool) or not isinstance(it, (int, np.integer)) or it < 0:
-            raise ValueError(f"iterations must be an integer >= 0, got {it!r}")
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
-        if isinstance(self.pseudo_count, bool) or not isinstance(self.pseudo_count, (int, float)) or \
-                not self.pseudo_count > 0:
-            raise ValueError(f"pseudo_count must be a number > 0, got {self.pseudo_count!r}")
-        dp = self.distituent_pseudo_count
-        if dp is not None and (isinstance(dp, bool) or not isinstance(dp, (int, float)) or
-                               not dp > 0):
-            raise ValueError(f"distituent_pseudo_count must be a number > 0 or None, got {dp!r}")
-        check_tagset(self.tagset)
-        ml = self.max_length
-        if ml is not None and (isinstance(ml, bool) or not isinstance(ml, (int, np.integer))
-                               or ml < 1):
-            raise ValueError(f"max_length must be an integer >= 1 or None, got {ml!r}")
 
     # ------------------------------------------------------------------------------------------
     def _encode(self, tag_lists, tindex, grow):
@@ -120,17 +109,17 @@ class CCMParser(Parser):
             offsets.append(len(ids))
         return np.asarray(offsets, np.int64), np.asarray(ids, np.int64)
 
-    def fit(self, items):
+    def fit(self, X):
         """Learn from tagged sentences: trees (their words and tags only) or
         ``(words, tags)`` pairs."""
         t0 = time.perf_counter()
-        self._check_params()
+        self._validate_params()
         from ._ccm_kernels import estep, span_hashes, split_uniform_posteriors
 
         tag_lists = []
-        for words, tags in tagged_sentences(items):
+        for words, tags in tagged_sentences(X):
             keep = strip_punctuation(tags)
-            u = map_tags(tags, self.tagset)
+            u = map_tags(tags, self.tag_map)
             kt = [u[i] for i in keep]
             if kt and (self.max_length is None or len(kt) <= self.max_length):
                 tag_lists.append(kt)
@@ -201,7 +190,7 @@ class CCMParser(Parser):
             if len(orig) != len(words):
                 raise ValueError(f"sentence {s + 1}: {len(words)} words but {len(orig)} tags")
             keep = strip_punctuation(orig)
-            u = map_tags(orig, self.tagset) if tags is not None else orig
+            u = map_tags(orig, self.tag_map) if tags is not None else orig
             tag_lists.append([u[i] for i in keep])
             rows.append((words, orig, keep))
         offsets, ids = self._encode(tag_lists, tindex, False)

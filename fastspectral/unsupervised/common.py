@@ -6,14 +6,10 @@ from ..trees.tree import Tree, as_tree
 from ..trees.universal_tags import is_punctuation_tag, to_universal
 
 __all__ = ["tagged_sentences", "map_tags", "strip_punctuation", "build_tree", "gold_top_split",
-           "check_tagset"]
+           "TAG_MAPS"]
 
-TAGSETS = ("universal", "as-is")
-
-
-def check_tagset(tagset):
-    if tagset not in TAGSETS:
-        raise ValueError(f"tagset must be one of {TAGSETS}, got {tagset!r}")
+#: the ``tag_map`` of the unsupervised parsers: Penn tags mapped to the universal tags, or kept
+TAG_MAPS = ("universal", "as-is")
 
 
 def tagged_sentences(items) -> list:
