@@ -356,7 +356,7 @@ def test_cli_messages(work, tmp_path, capsys):
     tagged = tmp_path / "tagged.txt"
     tagged.write_text("a/X b/Y\n")
     rc, _, err = run(["train", "atm", tagged, "-o", tmp_path / "a.fsm"], capsys)
-    assert rc == 2 and "--tagset as-is" in one_error(err) and "tagset='" not in err
+    assert rc == 2 and "--tag-map as-is" in one_error(err) and "tag_map='" not in err
 
     rc, _, err = run(["train", "latent-dep", work / "deps.conllu", "-o", tmp_path / "l.fsm",
                       "--stop-adjacency"], capsys)
