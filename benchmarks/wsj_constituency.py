@@ -3,7 +3,7 @@
     python benchmarks/wsj_constituency.py [--rows spectral:8 spectral:16 pivot:8 ...]
         [--train wsj02-21.trees] [--dev wsj22.trees] [--dev-limit N]
         [--work DIR] [--results FILE.jsonl] [--em-iterations 40] [--pivot-em-iterations 8]
-        [--jobs 1] [--keep-models] [--table]
+        [--jobs 1] [--float32-tensors] [--keep-models] [--table]
 
 Every row (PCFG; spectral, pivot, Pivot+EM and EM with m = 8, 16, 24, 32 by default) is run as a
 user meets it, as whole processes under ``/usr/bin/time -v``: ``fastspectral train`` on the
@@ -11,6 +11,7 @@ training treebank, ``fastspectral parse`` of the words of the development sectio
 default), ``fastspectral eval`` (EVALB, COLLINS.prm). A row prints F1 beside the paper's figure,
 training CPU-seconds (user + sys), wall seconds and peak RSS, the model file's size and parsing
 sentences per CPU-second (the parse process's user + sys, model loading included).
+``--float32-tensors`` trains the L-PCFG rows with ``train --float32-tensors`` (rows ``KIND:M+f32``).
 
 EM and Pivot+EM rows train once to ``--em-iterations`` / ``--pivot-em-iterations`` in one
 process that saves the model after every iteration (``EMLPCFG.fit(callback=...)``; the CPU time
@@ -198,6 +199,8 @@ def run_plain(kind, m, args, words, gold, results):
     cmd = ["train", kind, *args.train, "-o", model, "-q"]
     if m is not None:
         cmd += ["--states", str(m)]
+        if args.float32_tensors:
+            cmd.append("--float32-tensors")
     cmd += ["--jobs", str(args.jobs)]
     t = timed(fastspectral_cmd(*cmd), stem + ".train.log")
     if t["rc"] != 0:
@@ -231,7 +234,8 @@ def run_em(kind, m, args, words, gold, results):
         if os.path.exists(trace):
             os.remove(trace)
         cmd = [sys.executable, os.path.abspath(__file__), "--em-child", kind, str(m),
-               str(iterations), stem, str(args.jobs), *args.train]
+               str(iterations), stem, str(args.jobs), str(int(args.float32_tensors)),
+               *args.train]
         t = timed(cmd, stem + ".train.log")
         if t["rc"] != 0:
             raise RuntimeError(f"{key}: training failed, see {stem}.train.log")
@@ -278,7 +282,7 @@ def run_em(kind, m, args, words, gold, results):
                 os.remove(path)
 
 
-def em_child(kind, m, iterations, stem, jobs, train):
+def em_child(kind, m, iterations, stem, jobs, float32, train):
     """Train EM / Pivot+EM in this process, saving the model after every iteration; the CPU
     time (user + sys of this process), wall time and peak RSS up to each iteration (saving
     excluded) go to ``STEM.iterations.jsonl``."""
@@ -308,6 +312,8 @@ def em_child(kind, m, iterations, stem, jobs, train):
         est.n_iter_ = it
         est.n_train_trees_ = len(trees)
         est.fit_time_ = rec["wall_s"]
+        if float32:
+            est.float32_tensors()     # this iteration's tensors (the next one installs anew)
         est.save(f"{stem}.it{it}.model")
         saving[0] += cpu() - c
         saving[1] += time.perf_counter() - w
@@ -360,8 +366,8 @@ def table(results):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--em-child"]:
-        kind, m, iterations, stem, jobs, *train = argv[1:]
-        em_child(kind, int(m), int(iterations), stem, int(jobs), train)
+        kind, m, iterations, stem, jobs, float32, *train = argv[1:]
+        em_child(kind, int(m), int(iterations), stem, int(jobs), bool(int(float32)), train)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", nargs="+", type=parse_row, default=None,
@@ -375,6 +381,8 @@ def main(argv=None):
     ap.add_argument("--em-iterations", type=int, default=40)
     ap.add_argument("--pivot-em-iterations", type=int, default=8)
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--float32-tensors", action="store_true",
+                    help="train the L-PCFG rows with --float32-tensors (rows KIND:M+f32)")
     ap.add_argument("--keep-models", action="store_true")
     ap.add_argument("--table", action="store_true", help="print the table of --results and exit")
     args = ap.parse_args(argv)
@@ -402,9 +410,12 @@ def main(argv=None):
             g.write(str(t) + "\n")
             w.write(" ".join(t.leaves()) + "\n")
     args.dev_desc = f"{os.path.basename(args.dev)}[:{len(dev_trees)}]"
-    args.tag = f"/dev{args.dev_limit}" if args.dev_limit else ""
+    args.tag = ("+f32" if args.float32_tensors else "") + \
+        (f"/dev{args.dev_limit}" if args.dev_limit else "")
     results = read_results(args.results)
     for kind, m in rows:
+        if args.float32_tensors and m is None:
+            continue                    # the PCFG has no tensors
         if kind in EM_KINDS:
             run_em(kind, m, args, words, gold, results)
         else:
