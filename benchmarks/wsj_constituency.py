@@ -23,6 +23,14 @@ Results are JSON lines appended to ``--results`` (default ``results/wsj_constitu
 ``results/`` is ignored by git), one per finished row or EM iteration; a row already there is
 skipped, so an interrupted run continues where it stopped. ``--table`` prints the Markdown table
 of what the results file holds and exits.
+
+    python benchmarks/wsj_constituency.py --side-by-side MODEL [MODEL ...] [--dev-limit 400]
+        [--berkeley-grammar ../shared/peers/berkeley-wsj02-21-sm3.gr]
+
+parses the same development sentences with the Berkeley parser (its 1.7 jar, one thread, the
+JVM's start and the grammar's loading included) and with each fastspectral MODEL, alternating
+(model, Berkeley, model, ...) so that the ratio of sentences per CPU-second is measured within
+one run on a shared machine, and appends one ``side-by-side`` record per parser run.
 """
 from __future__ import annotations
 
@@ -324,6 +332,47 @@ def em_child(kind, m, iterations, stem, jobs, float32, train):
     model.fit(trees, callback=callback)
 
 
+def side_by_side(args, words, gold, results):
+    """Berkeley parser and fastspectral models on the same sentences, alternating."""
+    jar = os.path.join(os.path.dirname(args.berkeley_grammar), "BerkeleyParser-1.7.jar")
+    n = count_lines(words)
+
+    def berkeley(rep):
+        out = os.path.join(args.work, f"berkeley{rep}.out")
+        t = timed(["java", "-Xmx8g", "-jar", jar, "-gr", args.berkeley_grammar,
+                   "-inputFile", words, "-outputFile", out], out + ".log")
+        if t["rc"] != 0:
+            raise RuntimeError(f"the Berkeley parser failed: see {out}.log")
+        trees = out + ".trees"
+        with open(out, encoding="utf-8") as fh, open(trees, "w", encoding="utf-8") as w:
+            for line in fh:       # its root is "( ... )"; eval wants (TOP ...)
+                line = line.strip()
+                w.write(("(TOP " + line[2:] if line.startswith("( ") else line) + "\n")
+        return {"f1": evalb_f1(gold, trees, out + ".eval.log"), "parse_cpu_s": t["cpu_s"],
+                "parse_wall_s": t["wall_s"], "parse_max_rss_mb": t["max_rss_mb"],
+                "sentences": n, "sentences_per_cpu_s": round(n / max(t["cpu_s"], 1e-9), 2)}
+
+    order = []
+    for model in args.side_by_side:
+        order += [("fastspectral", model), ("berkeley", args.berkeley_grammar)]
+    order.append(("fastspectral", args.side_by_side[0]))
+    for rep, (who, what) in enumerate(order):
+        if who == "berkeley":
+            got = berkeley(rep)
+        else:
+            got = parse_and_score(what, words, gold,
+                                  os.path.join(args.work, f"side{rep}.trees"), args.work,
+                                  args.jobs)
+        rec = {"type": "side-by-side", "key": f"{who}:{os.path.basename(what)}#{rep}",
+               "parser": who, "model": what, "run": rep, **got, "dev": args.dev_desc,
+               "when": time.strftime("%Y-%m-%d %H:%M:%S")}
+        append_result(args.results, rec)
+        results.append(rec)
+        print(f"{rec['key']}: F1 {rec['f1']:.2f}  {rec['sentences_per_cpu_s']:.1f} sentences "
+              f"per CPU-s ({rec['parse_cpu_s']:.1f} CPU-s, {rec['parse_wall_s']:.0f} s, "
+              f"{_gb(rec['parse_max_rss_mb'])})", flush=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # output
 
@@ -385,6 +434,11 @@ def main(argv=None):
                     help="train the L-PCFG rows with --float32-tensors (rows KIND:M+f32)")
     ap.add_argument("--keep-models", action="store_true")
     ap.add_argument("--table", action="store_true", help="print the table of --results and exit")
+    ap.add_argument("--side-by-side", nargs="+", metavar="MODEL", default=None,
+                    help="instead of rows: the Berkeley parser and these models, alternating")
+    ap.add_argument("--berkeley-grammar",
+                    default=os.path.join(ROOT, "..", "shared", "peers",
+                                         "berkeley-wsj02-21-sm3.gr"))
     args = ap.parse_args(argv)
     if args.table:
         print(table(read_results(args.results)))
@@ -400,8 +454,9 @@ def main(argv=None):
             ap.error(f"{path}: no such file")
     from fastspectral.trees.readers import read_treebank
 
-    gold = os.path.join(args.work, "dev.gold")
-    words = os.path.join(args.work, "dev.words")
+    suffix = str(args.dev_limit) if args.dev_limit else ""
+    gold = os.path.join(args.work, f"dev{suffix}.gold")
+    words = os.path.join(args.work, f"dev{suffix}.words")
     dev_trees = list(read_treebank(args.dev))
     if args.dev_limit:
         dev_trees = dev_trees[:args.dev_limit]
@@ -413,6 +468,9 @@ def main(argv=None):
     args.tag = ("+f32" if args.float32_tensors else "") + \
         (f"/dev{args.dev_limit}" if args.dev_limit else "")
     results = read_results(args.results)
+    if args.side_by_side:
+        side_by_side(args, words, gold, results)
+        return 0
     for kind, m in rows:
         if args.float32_tensors and m is None:
             continue                    # the PCFG has no tensors
