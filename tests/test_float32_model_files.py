@@ -118,3 +118,20 @@ def test_train_float32_tensors_flag(kind, sample, tmp_path):
     np.testing.assert_array_equal(fastspectral.load(out[0])._tensors_f32(), a32["lpcfg_T"])
     assert [str(t) for t in fastspectral.load(out[1]).parse(test)] == \
         [str(t) for t in fastspectral.load(out[0]).parse(test)]
+
+
+def test_memory_mapped_lexicon_loads_the_same_tables(sample, tmp_path, monkeypatch):
+    """The lexicon's tables from memory-mapped arrays: the fitted model's dicts, Python ints."""
+    trees, _ = sample
+    model = _learners()[0].fit(trees)
+    model.save(tmp_path / "m.fsm")
+    monkeypatch.setattr(modelfile, "MMAP_MIN_BYTES", 0)
+    loaded = fastspectral.load(tmp_path / "m.fsm")
+    for grammar in ("grammar_", "coarse_"):
+        a = getattr(model.pcfg_, grammar).lexicon
+        b = getattr(loaded.pcfg_, grammar).lexicon
+        for table in ("tag_word", "word_count", "tag_count", "rare_tag_sig", "rare_tag"):
+            got = getattr(b, table)
+            assert got == getattr(a, table)
+            assert all(type(v) is int for v in got.values())
+            assert all(type(k) in (int, str) or type(k[0]) is int for k in got)
