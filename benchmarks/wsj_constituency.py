@@ -3,7 +3,7 @@
     python benchmarks/wsj_constituency.py [--rows spectral:8 spectral:16 pivot:8 ...]
         [--train wsj02-21.trees] [--dev wsj22.trees] [--dev-limit N]
         [--work DIR] [--results FILE.jsonl] [--em-iterations 40] [--pivot-em-iterations 8]
-        [--jobs 1] [--float32-tensors] [--keep-models] [--table]
+        [--eval-every 1] [--jobs 1] [--float32-tensors] [--keep-models] [--table]
 
 Every row (PCFG; spectral, pivot, Pivot+EM and EM with m = 8, 16, 24, 32 by default) is run as a
 user meets it, as whole processes under ``/usr/bin/time -v``: ``fastspectral train`` on the
@@ -18,6 +18,7 @@ process that saves the model after every iteration (``EMLPCFG.fit(callback=...)`
 and peak RSS up to each iteration are recorded there, saving excluded); each saved model is then
 parsed and scored like any other row, which gives the development curve; the row's F1 is the
 best iteration's (ties: the earliest), chosen on the development section as in the paper.
+``--eval-every N`` saves and scores only every N-th iteration (and the last).
 
 Results are JSON lines appended to ``--results`` (default ``results/wsj_constituency.jsonl``;
 ``results/`` is ignored by git), one per finished row or EM iteration; a row already there is
@@ -235,15 +236,16 @@ def run_em(kind, m, args, words, gold, results):
     iterations = args.em_iterations if kind == "em" else args.pivot_em_iterations
     stem = os.path.join(args.work, key.replace(":", "-").replace("/", "-"))
     trace = stem + ".iterations.jsonl"
+    scored = eval_iterations(iterations, args.eval_every)
     have = {r["iteration"] for r in read_results(trace)}
     if not all(os.path.exists(f"{stem}.it{k}.model") or
-               done(results, f"{key}@{k}", "iteration") for k in range(1, iterations + 1)) \
-            or len(have) < iterations:
+               done(results, f"{key}@{k}", "iteration") for k in scored) \
+            or not set(scored) <= have:
         if os.path.exists(trace):
             os.remove(trace)
         cmd = [sys.executable, os.path.abspath(__file__), "--em-child", kind, str(m),
                str(iterations), stem, str(args.jobs), str(int(args.float32_tensors)),
-               *args.train]
+               str(args.eval_every), *args.train]
         t = timed(cmd, stem + ".train.log")
         if t["rc"] != 0:
             raise RuntimeError(f"{key}: training failed, see {stem}.train.log")
@@ -253,6 +255,8 @@ def run_em(kind, m, args, words, gold, results):
     curve = []
     for it in read_results(trace):
         k = it["iteration"]
+        if k not in scored:
+            continue
         ikey = f"{key}@{k}"
         prev = done(results, ikey, "iteration")
         if prev is None:
@@ -290,7 +294,12 @@ def run_em(kind, m, args, words, gold, results):
                 os.remove(path)
 
 
-def em_child(kind, m, iterations, stem, jobs, float32, train):
+def eval_iterations(iterations, every):
+    """The EM iterations saved and scored: every ``every``-th and the last."""
+    return [k for k in range(1, iterations + 1) if k % every == 0 or k == iterations]
+
+
+def em_child(kind, m, iterations, stem, jobs, float32, every, train):
     """Train EM / Pivot+EM in this process, saving the model after every iteration; the CPU
     time (user + sys of this process), wall time and peak RSS up to each iteration (saving
     excluded) go to ``STEM.iterations.jsonl``."""
@@ -311,6 +320,8 @@ def em_child(kind, m, iterations, stem, jobs, float32, train):
     model = EMLPCFG(n_states=m, iterations=iterations,
                     init="random" if kind == "em" else "pivot", jobs=jobs)
 
+    scored = set(eval_iterations(iterations, every))
+
     def callback(it, est, loglik):
         c, w = cpu(), time.perf_counter()
         rec = {"iteration": it, "cpu_s": round(c - saving[0], 2),
@@ -320,9 +331,10 @@ def em_child(kind, m, iterations, stem, jobs, float32, train):
         est.n_iter_ = it
         est.n_train_trees_ = len(trees)
         est.fit_time_ = rec["wall_s"]
-        if float32:
-            est.float32_tensors()     # this iteration's tensors (the next one installs anew)
-        est.save(f"{stem}.it{it}.model")
+        if it in scored:
+            if float32:
+                est.float32_tensors()     # this iteration's tensors (the next one installs anew)
+            est.save(f"{stem}.it{it}.model")
         saving[0] += cpu() - c
         saving[1] += time.perf_counter() - w
         with open(stem + ".iterations.jsonl", "a", encoding="utf-8") as fh:
@@ -415,8 +427,9 @@ def table(results):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--em-child"]:
-        kind, m, iterations, stem, jobs, float32, *train = argv[1:]
-        em_child(kind, int(m), int(iterations), stem, int(jobs), bool(int(float32)), train)
+        kind, m, iterations, stem, jobs, float32, every, *train = argv[1:]
+        em_child(kind, int(m), int(iterations), stem, int(jobs), bool(int(float32)), int(every),
+                 train)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", nargs="+", type=parse_row, default=None,
@@ -429,6 +442,8 @@ def main(argv=None):
     ap.add_argument("--results", default=os.path.join(ROOT, "results", "wsj_constituency.jsonl"))
     ap.add_argument("--em-iterations", type=int, default=40)
     ap.add_argument("--pivot-em-iterations", type=int, default=8)
+    ap.add_argument("--eval-every", type=int, default=1,
+                    help="EM rows: save and score every N-th iteration and the last")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--float32-tensors", action="store_true",
                     help="train the L-PCFG rows with --float32-tensors (rows KIND:M+f32)")

@@ -33,6 +33,8 @@ def test_rows(bench):
     assert rows[0] == "pcfg" and len(rows) == 17 and "em:32" in rows
     assert bench._wall_seconds("1:02:03.5") == pytest.approx(3723.5)
     assert bench._wall_seconds("0:07.25") == pytest.approx(7.25)
+    assert bench.eval_iterations(7, 3) == [3, 6, 7]
+    assert bench.eval_iterations(2, 1) == [1, 2]
 
 
 @pytest.mark.skipif(shutil.which("/usr/bin/time") is None and not os.path.exists("/usr/bin/time"),
