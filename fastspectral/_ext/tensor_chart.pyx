@@ -388,6 +388,14 @@ cdef int _build_level(const TensorGrammar* g, Work* wk, const i32* item_sym,
     return 0
 
 
+cdef inline double _scalar(const TensorGrammar* g, int r) noexcept nogil:
+    """The weight of the 1x1x1 rule ``r`` (from the float32 tensors when there is no float64
+    ``T``)."""
+    if g.T != NULL:
+        return g.T[g.toff[r]]
+    return <double> g.Tf[g.toff[r]]
+
+
 cdef inline void _contract_in(const TensorGrammar* g, Work* wk, i64 gi) noexcept nogil:
     """Inside step of group ``gi``: ``alpha^a += T (sum over its edges of alpha^b (x) alpha^c)``
     (the outer products summed first: one tensor product per group, not per split point)."""
@@ -405,7 +413,7 @@ cdef inline void _contract_in(const TensorGrammar* g, Work* wk, i64 gi) noexcept
         acc = 0.0
         for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
             acc = acc + alpha[voff[edges[2 * e]]] * alpha[voff[edges[2 * e + 1]]]
-        alpha[voff[jt]] += g.T[g.toff[r]] * acc
+        alpha[voff[jt]] += _scalar(g, r) * acc
         return
     memset(wk.M, 0, mb * mc * sizeof(double))
     for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
@@ -458,7 +466,7 @@ cdef inline void _contract_out(const TensorGrammar* g, Work* wk, i64 gi) noexcep
     cdef i64* voff = wk.voff
     cdef i32* edges = wk.edges
     if ma == 1 and mb == 1 and mc == 1:
-        w = g.T[g.toff[r]] * beta[voff[jt]]
+        w = _scalar(g, r) * beta[voff[jt]]
         if w != 0.0:
             for e in range(wk.grp[4 * gi + 2], wk.grp[4 * gi + 3]):
                 it = edges[2 * e]
@@ -845,7 +853,7 @@ cdef int _items_bad(const i64[::1] lens, const i64[::1] ptr, const i32[::1] ii,
 
 def inside_outside_batch(int S, const i32[::1] m,
                          const i32[::1] bin_parent, const i32[::1] bin_left, const i32[::1] bin_right,
-                         const i64[::1] toff, const double[::1] T,
+                         const i64[::1] toff, T,
                          const i32[::1] rl_ptr, const i32[::1] rl_rule,
                          const i32[::1] un_parent, const i32[::1] un_child,
                          const i64[::1] uoff, const double[::1] U,
@@ -864,7 +872,9 @@ def inside_outside_batch(int S, const i32[::1] m,
     chart would pass ``max_bytes``; 0: no limit); a sentence whose chart cannot be allocated is
     a ``MemoryError`` naming it.  ``T32``: an optional float32 copy of ``T``
     (same layout) that the tensor products then read instead (half the memory traffic; the
-    inside / outside vectors and every sum stay float64).  Every index of the grammar and the
+    inside / outside vectors and every sum stay float64).  ``T`` itself may be float32 (a model
+    file with float32 tensors): every product and the scalar rules then read it, and no
+    float64 copy is made.  Every index of the grammar and the
     items is checked here, once, before the kernel runs (``ValueError`` otherwise).
     """
     cdef Py_ssize_t nsent = sent_len.shape[0]
@@ -885,6 +895,15 @@ def inside_outside_batch(int S, const i32[::1] m,
         raise ValueError("inconsistent item array lengths")
     if m.shape[0] != S or rl_ptr.shape[0] != S + 1 or uc_ptr.shape[0] != S + 1 or c1off.shape[0] != S:
         raise ValueError("inconsistent grammar array lengths")
+    cdef const double[::1] t_v
+    cdef const float[::1] tf_v
+    cdef bint only32 = isinstance(T, np.ndarray) and T.dtype == np.float32
+    if only32:
+        if T32 is not None and T32 is not T:
+            raise ValueError("T is float32: pass no separate float32 copy")
+        T32 = T
+    else:
+        t_v = T
     check_tensor_grammar(S, m, bin_parent, bin_left, bin_right, toff, T, rl_ptr, rl_rule,
                          un_parent, un_child, uoff, U, uc_ptr, uc_rule, c1, c1off)
     _check_items(sent_len, item_ptr, item_i, item_j, item_sym, S)
@@ -900,12 +919,11 @@ def inside_outside_batch(int S, const i32[::1] m,
     g.bin_left = &bin_left[0] if g.R > 0 else &dummy_i
     g.bin_right = &bin_right[0] if g.R > 0 else &dummy_i
     g.toff = &toff[0] if toff.shape[0] > 0 else &dummy_l
-    g.T = &T[0] if T.shape[0] > 0 else &dummy_d
+    g.T = NULL if only32 else (&t_v[0] if t_v.shape[0] > 0 else &dummy_d)
     g.Tf = NULL
-    cdef const float[::1] tf_v
     if T32 is not None:
         tf_v = T32
-        if tf_v.shape[0] != T.shape[0]:
+        if tf_v.shape[0] != (<object> T).shape[0]:
             raise ValueError("the float32 tensor copy differs in length from T")
         if tf_v.shape[0] > 0:
             g.Tf = &tf_v[0]

@@ -215,6 +215,21 @@ def add_keep_case(g) -> None:
 # ------------------------------------------------------------------------------------------------
 # building and reading
 # ------------------------------------------------------------------------------------------------
+def add_float32_tensors(group) -> None:
+    """``--float32-tensors``: the L-PCFGs' binary rule tensors saved in float32
+    (``LatentPCFGBase.float32_tensors``; :func:`float32_after_fit` applies it)."""
+    group.add_argument("--float32-tensors", action="store_true",
+                       help="save the binary rule tensors in float32: half the model file, "
+                            "parsed without a copy of them; parses read the same float32 "
+                            "products (docs/benchmarks-constituency.md)")
+
+
+def float32_after_fit(args, model) -> None:
+    """``--float32-tensors``: the fitted model keeps float32 tensors only (before saving)."""
+    if getattr(args, "float32_tensors", False):
+        model.float32_tensors()
+
+
 def build_estimator(args, cls, preset: dict):
     """``cls(**preset, **options)``: every option whose ``dest`` is a parameter of ``cls`` and
     that the user gave — the class keeps its own defaults for the rest."""

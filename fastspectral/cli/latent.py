@@ -62,6 +62,10 @@ def add_arguments(parser, cls) -> None:
                         f"{kit._show(kit.class_default(pivot, 'feature_pairs'))})")
     kit.add_seed(g, cls)
     kit.add_jobs(g, cls)
+    kit.add_float32_tensors(g)
+
+
+after_fit = kit.float32_after_fit
 
 
 def build(args, cls, preset):

@@ -35,13 +35,16 @@ def add_arguments(parser, cls) -> None:
                metavar="T", help="posterior threshold of the coarse v=1 h=0 pass")
     kit.add_seed(g, cls)
     kit.add_jobs(g, cls)
+    kit.add_float32_tensors(g)
     kit.writes(g.add_argument("--singular-values", metavar="FILE", default=None,
                               help="also write the table of singular values per symbol to FILE (a "
                                    ".png/.pdf/.svg name writes a plot instead; needs matplotlib)"))
 
 
 def after_fit(args, model) -> None:
-    """``--singular-values FILE``: the singular values behind the chosen numbers of states."""
+    """``--singular-values FILE``: the singular values behind the chosen numbers of states;
+    ``--float32-tensors``."""
+    kit.float32_after_fit(args, model)
     out = args.singular_values
     if not out:
         return

@@ -203,6 +203,8 @@ class CoarseToFineParser:
         sums stay float64.  Values below float32's smallest normal number (1.2e-38) become 0
         (denormals would be slow and carry nothing at that scale)."""
         T = self.lpcfg_.T
+        if T.dtype == np.float32:       # float32_tensors(): the model holds float32 only
+            return T
         hit = getattr(self, "_t32", None)
         if hit is not None and hit[0] is T:
             return hit[1]

@@ -444,6 +444,20 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
         """Hyperparameters written to model files (JSON values)."""
         return self.get_params(deep=False)
 
+    def float32_tensors(self):
+        """Keep the binary rule tensors in float32 only (half the model file, a memory-mapped
+        file parsed without a copy of its tensors); returns ``self``.
+
+        The tensors become the parse path's float32 copy (:meth:`_tensors_f32`), so the
+        tensor products of parsing read the same numbers as before; only the weights of rules
+        whose three symbols have one state each, which parsing reads in float64 otherwise, and
+        scores computed from the tensors (tree probabilities) change by float32 rounding
+        (relative 6e-8).  The model file keeps the float32 tensors, and loading keeps them."""
+        self._check_fitted()
+        self.lpcfg_.T = self._tensors_f32()
+        self._t32 = None
+        return self
+
     def _model_file(self) -> tuple[dict, dict]:
         pmeta, parr = self.pcfg_.state()
         arrays = {"pcfg_" + k: v for k, v in parr.items()}

@@ -45,12 +45,13 @@ def block_offsets(sizes) -> np.ndarray:
     return out
 
 
-def _flat_blocks(blocks, off: np.ndarray, what: str) -> np.ndarray:
+def _flat_blocks(blocks, off: np.ndarray, what: str, keep32: bool = False) -> np.ndarray:
     """The float64 flat array of ``blocks`` (one flat array already, or a sequence of blocks
-    concatenated in order), checked to hold the ``off[-1]`` entries of the offsets ``off``;
-    ``what`` names the blocks in the error."""
+    concatenated in order; ``keep32``: one float32 array stays float32), checked to hold the
+    ``off[-1]`` entries of the offsets ``off``; ``what`` names the blocks in the error."""
     if isinstance(blocks, np.ndarray) and blocks.ndim == 1:
-        flat = np.ascontiguousarray(blocks, dtype=np.float64)
+        flat = np.ascontiguousarray(
+            blocks, dtype=np.float32 if keep32 and blocks.dtype == np.float32 else np.float64)
     else:
         flat = (np.concatenate([np.asarray(b, dtype=np.float64).ravel() for b in blocks])
                 if len(off) > 1 else np.zeros(0))
@@ -87,7 +88,8 @@ class LatentGrammar:
         self.un_child = np.ascontiguousarray(un_child, dtype=np.int32)
         m64 = self.m.astype(np.int64)
         self.toff = block_offsets(m64[self.bin_parent] * m64[self.bin_left] * m64[self.bin_right])
-        self.T = _flat_blocks(tensors, self.toff, "binary tensors")
+        # float32 binary tensors stay float32 (see LatentPCFGBase.float32_tensors)
+        self.T = _flat_blocks(tensors, self.toff, "binary tensors", keep32=True)
         self.uoff = block_offsets(m64[self.un_parent] * m64[self.un_child])
         self.U = _flat_blocks(unary, self.uoff, "unary matrices")
         self.c1off = np.full(self.S, -1, dtype=np.int64)
@@ -150,8 +152,10 @@ class LatentGrammar:
             x = V.get(arrays, name(k), "int", shape=None if n is None else (n,), dtype=np.int32)
             return V.check_index(x, name(k), 0, S)
 
-        def params(k, size):
-            x = V.get(arrays, name(k), "float", dtype=np.float64)
+        def params(k, size, keep32=False):
+            x = np.asarray(arrays.get(name(k), ()))
+            x = V.get(arrays, name(k), "float",
+                      dtype=np.float32 if keep32 and x.dtype == np.float32 else np.float64)
             V.check_finite(x, name(k))
             if x.shape[0] != size:
                 V.fail(name(k), f"{x.shape[0]} values where the latent sizes need {size}")
@@ -160,7 +164,7 @@ class LatentGrammar:
         bp = sym("bin_parent")
         R = bp.shape[0]
         bl, br = sym("bin_left", R), sym("bin_right", R)
-        T = params("T", int((m[bp] * m[bl] * m[br]).sum()))
+        T = params("T", int((m[bp] * m[bl] * m[br]).sum()), keep32=True)
         up = sym("un_parent")
         uc = sym("un_child", up.shape[0])
         U = params("U", int((m[up] * m[uc]).sum()))
