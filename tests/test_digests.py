@@ -47,3 +47,11 @@ def test_compare_reports_each_difference(tmp_path, capsys):
     (tmp_path / "old.json").write_text(json.dumps({"pcfg": {"arrays": "0", "output": "0"}}))
     assert d.main(["--kinds", "pcfg", "--compare", str(tmp_path / "old.json")]) == 1
     assert "pcfg: arrays differ" in capsys.readouterr().out
+
+
+def test_digests_leave_logging_as_they_found_it():
+    import logging
+
+    before = logging.root.manager.disable
+    _tool().digests(["kneser-ney-bigram-lm"])
+    assert logging.root.manager.disable == before

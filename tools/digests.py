@@ -86,10 +86,19 @@ def output_text(model, items) -> list[str]:
 
 
 def digests(kinds=None) -> dict:
-    """``{kind: {"arrays": sha256, "output": sha256}}`` for the kinds (default: all)."""
+    """``{kind: {"arrays": sha256, "output": sha256}}`` for the kinds (default: all).  The
+    learners' warnings are silenced while it runs (and the level restored after)."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        return _digests(kinds)
+    finally:
+        logging.disable(previous)
+
+
+def _digests(kinds) -> dict:
     from fastspectral import models
 
-    logging.disable(logging.WARNING)
     data = make_data()
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
