@@ -305,7 +305,6 @@ def em_child(kind, m, iterations, stem, jobs, float32, every, train):
     excluded) go to ``STEM.iterations.jsonl``."""
     import resource
 
-    sys.path.insert(0, ROOT)
     from fastspectral.lpcfg.em import EMLPCFG
     from fastspectral.trees.readers import read_treebank
 
@@ -459,10 +458,12 @@ def main(argv=None):
         print(table(read_results(args.results)))
         return 0
     rows = args.rows or [parse_row(r) for r in default_rows()]
-    # the processes run this checkout's fastspectral
-    sys.path.insert(0, ROOT)
+    # the processes run the fastspectral this script imports (PYTHONPATH=. for the checkout's
+    # in-place build, else the installed package)
+    import fastspectral
+    here = os.path.dirname(os.path.dirname(os.path.abspath(fastspectral.__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+        [here] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     os.makedirs(args.work, exist_ok=True)
     for path in [*args.train, args.dev]:
         if not os.path.exists(path):

@@ -33,6 +33,22 @@ import pytest
 os.environ.setdefault("PYTHONSAFEPATH", "1")
 
 REPO = Path(__file__).resolve().parents[1]
+# Where the fastspectral under test was imported from: the checkout after an in-place or
+# editable build, site-packages after `pip install .` (CI).  A child Python gets this folder,
+# never REPO, on its path, so that it runs the same build as the tests do.
+PACKAGE_PARENT = Path(__import__("fastspectral").__file__).resolve().parents[1]
+
+
+def subprocess_env(*first, **extra) -> dict:
+    """``os.environ`` for a child Python that imports the fastspectral under test.
+
+    ``first``: folders put before it on ``PYTHONPATH``; ``extra``: variables to set.
+    """
+    env = dict(os.environ, **extra)
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, first), str(PACKAGE_PARENT), *rest])
+    return env
+
 SHARED = Path(os.environ.get("FASTSPECTRAL_SHARED", REPO.parent / "shared"))
 DATA = Path(os.environ.get("FASTSPECTRAL_DATA", SHARED / "data"))
 EVALB = SHARED / "evalb"

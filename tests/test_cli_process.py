@@ -16,10 +16,10 @@ import pytest
 from fastspectral import _threads, cli, models
 from fastspectral.cli import kit
 
-from conftest import data_path, need
+from conftest import data_path, need, subprocess_env
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
+ENV = subprocess_env()
 
 
 def run(argv, capsys):

@@ -16,6 +16,8 @@ import pytest
 
 from fastspectral import models
 
+from conftest import subprocess_env
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
@@ -30,8 +32,7 @@ def _blocks(text: str, lang: str) -> list[str]:
 
 
 def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env = subprocess_env()
     env.setdefault("FASTSPECTRAL_THREADS", "2")
     return env
 

@@ -13,6 +13,7 @@ import pytest
 spacy = pytest.importorskip("spacy")
 
 from _toy import coordination_treebank, dep_treebank  # noqa: E402
+from conftest import subprocess_env  # noqa: E402
 
 # registers the factory in this process (an installed package does it through its entry
 # point: test_entry_point_registers_the_factory_without_an_import)
@@ -70,7 +71,7 @@ def test_entry_point_registers_the_factory_without_an_import(tmp_path, models):
         doc = nlp("the dog barks.")
         print(list(doc.sents)[0]._.parse_string)
     """)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+    env = subprocess_env(tmp_path)
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -237,7 +238,7 @@ def test_n_process_two(models, method, tmp_path):
     """)
     path = tmp_path / "run.py"
     path.write_text(script)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = subprocess_env()
     out = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
