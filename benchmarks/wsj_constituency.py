@@ -39,6 +39,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -210,7 +211,7 @@ def run_plain(kind, m, args, words, gold, results):
         cmd += ["--states", str(m)]
         if args.float32_tensors:
             cmd.append("--float32-tensors")
-    cmd += ["--jobs", str(args.jobs)]
+    cmd += [*args.train_args, "--jobs", str(args.jobs)]
     t = timed(fastspectral_cmd(*cmd), stem + ".train.log")
     if t["rc"] != 0:
         raise RuntimeError(f"{key}: training failed, see {stem}.train.log")
@@ -447,6 +448,11 @@ def main(argv=None):
     ap.add_argument("--float32-tensors", action="store_true",
                     help="train the L-PCFG rows with --float32-tensors (rows KIND:M+f32)")
     ap.add_argument("--keep-models", action="store_true")
+    ap.add_argument("--train-args", default="", metavar="ARGS",
+                    help="more options of `fastspectral train` for the spectral, pivot and pcfg "
+                         "rows, e.g. '--moment-smoothing 10' (needs --label)")
+    ap.add_argument("--label", default="",
+                    help="a name for --train-args, added to the row names (KIND:M+LABEL)")
     ap.add_argument("--table", action="store_true", help="print the table of --results and exit")
     ap.add_argument("--side-by-side", nargs="+", metavar="MODEL", default=None,
                     help="instead of rows: the Berkeley parser and these models, alternating")
@@ -454,6 +460,11 @@ def main(argv=None):
                     default=os.path.join(ROOT, "..", "shared", "peers",
                                          "berkeley-wsj02-21-sm3.gr"))
     args = ap.parse_args(argv)
+    args.train_args = shlex.split(args.train_args)
+    if args.train_args and not args.label:
+        ap.error("--train-args needs --label (the rows' name for these settings)")
+    if args.label and not all(c.isalnum() or c in "-_.=" for c in args.label):
+        ap.error(f"--label {args.label!r}: letters, digits and - _ . = only")
     if args.table:
         print(table(read_results(args.results)))
         return 0
@@ -482,11 +493,14 @@ def main(argv=None):
             w.write(" ".join(t.leaves()) + "\n")
     args.dev_desc = f"{os.path.basename(args.dev)}[:{len(dev_trees)}]"
     args.tag = ("+f32" if args.float32_tensors else "") + \
+        (f"+{args.label}" if args.label else "") + \
         (f"/dev{args.dev_limit}" if args.dev_limit else "")
     results = read_results(args.results)
     if args.side_by_side:
         side_by_side(args, words, gold, results)
         return 0
+    if args.train_args and any(kind in EM_KINDS for kind, _ in rows):
+        ap.error("--train-args applies to the spectral, pivot and pcfg rows only")
     for kind, m in rows:
         if args.float32_tensors and m is None:
             continue                    # the PCFG has no tensors
