@@ -1,5 +1,9 @@
 """Built-in synthetic data: a small English-like latent-variable PCFG with known hidden states.
 
+Kept as one module (about 700 lines): one object, :class:`LatentPCFG`, with the default
+grammar it is built from, the refined grammar that only it builds, its sampler and its exact
+probabilities (what the tests compare the learners' estimates with).
+
 The model
 ---------
 :class:`LatentPCFG` is an L-PCFG (Cohen et al. style) in Chomsky normal form without unary rules:
@@ -42,9 +46,6 @@ Sampled trees are :class:`fastspectral.trees.Tree` objects rooted at ``TOP``::
 Sampling conditions on ``len(sentence) <= max_len`` and on the tree depth ``<= max_depth`` (a
 sample over either limit is discarded and drawn again), whereas :meth:`LatentPCFG.tree_probability`
 and :meth:`LatentPCFG.sentence_probability` give the unconditional probabilities.
-
-Kept as one module (about 700 lines): one object, :class:`LatentPCFG`, with the refined
-grammar that only it builds, its sampler and its exact quantities, read together by the tests.
 """
 from __future__ import annotations
 

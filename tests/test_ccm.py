@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from fastspectral.unsupervised import CCMParser, branching_tree, random_tree
+from fastspectral.unsupervised.ccm import CCMParseStats
 from fastspectral.unsupervised._ccm_kernels import estep, span_hashes, split_uniform_posteriors
 
 
@@ -70,3 +71,21 @@ def test_baselines():
     assert str(branching_tree(w, t, "left")) == "(X (X (X (DT a) (NN b)) (, ,) (VBD c)) (NN d) (. .))"
     r = random_tree(w, t, np.random.default_rng(0))
     assert r.leaves() == w
+
+
+def test_parse_stats_count_unknown_tags_and_unseen_yields():
+    train = [(["the", "dog", "saw", "a", "cat"], ["DT", "NN", "VBD", "DT", "NN"]),
+             (["dogs", "bark"], ["NNS", "VBP"])] * 3
+    m = CCMParser(iterations=2).fit(train)
+    words = [["the", "dog", "barks", "."], ["a", "cat", "saw", "dogs"], ["hi"]]
+    tags = [["DT", "NN", "VBZ", "."], ["DT", "NN", "VBD", "NNS"], ["UH"]]
+    m.parse(words, tags=tags)
+    # kept words (punctuation removed): 3 + 4 + 1; unknown tags: VBZ, UH; the spans a
+    # bracketing decides (2 words up to the sentence less one) with an unseen tag sequence:
+    # "NN VBZ" of the first, "VBD NNS" and "NN VBD NNS" of the second
+    assert m.last_parse_stats_ == CCMParseStats(sentences=3, untagged=0, words=8,
+                                                unknown_tags=2, unseen_yields=3)
+    m.parse(words[1:2])         # untagged: every word gets the first tag, DT
+    # "DT DT" (three spans) and "DT DT DT" (two) were never seen
+    assert m.last_parse_stats_ == CCMParseStats(sentences=1, untagged=1, words=4,
+                                                unknown_tags=0, unseen_yields=5)

@@ -2,6 +2,7 @@
 
 clone (scikit-learn's own, and fastspectral.base.clone), get_params / set_params, repr, fit
 returns self, a not-fitted error naming the class, save / load round trip with identical output,
+``last_parse_stats_`` set by every parser's ``parse``,
 the registry's input kind equal to the class's, the top-level import, and a runnable example in
 every learner's docstring.  A new kind gets all of this by its registry line alone (give it small
 settings in ``SMALL`` if its defaults are slow).
@@ -9,6 +10,7 @@ settings in ``SMALL`` if its defaults are slow).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import doctest
 import importlib
 import inspect
@@ -20,7 +22,7 @@ import pytest
 
 import fastspectral
 from fastspectral import models
-from fastspectral.base import Estimator, clone
+from fastspectral.base import Estimator, Parser, clone
 from fastspectral.errors import NotFittedError
 
 #: small, fast settings per model kind (the contract does not depend on them)
@@ -115,6 +117,21 @@ def test_not_fitted_error_names_the_class(kind, tmp_path):
         model.save(tmp_path / "m.fsm")
 
 
+def _check_parse_stats(model, items):
+    """Every parser's ``parse`` sets ``last_parse_stats_``: a dataclass counting the
+    sentences of that call (reset by every call), with integer counters only."""
+    if not isinstance(model, Parser):
+        return
+    for part in (items, items[:3]):
+        _output(model, part)
+        stats = model.last_parse_stats_
+        assert dataclasses.is_dataclass(stats), type(stats)
+        assert stats.sentences == len(part)
+        assert all(isinstance(getattr(stats, f.name), int) for f in dataclasses.fields(stats))
+        # what ``fastspectral parse`` reads of every parser
+        assert isinstance(getattr(stats, "flat_fallbacks", 0), int)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_fit_returns_self_and_save_load_round_trip(kind, data, tmp_path):
@@ -123,12 +140,14 @@ def test_fit_returns_self_and_save_load_round_trip(kind, data, tmp_path):
     assert model.fit(train) is model
     assert model.fit_time_ >= 0
     before = _output(model, test)
+    _check_parse_stats(model, test)
     path = tmp_path / "m.fsm"
     model.save(path)
     for loaded in (cls.load(path), fastspectral.load(path)):
         assert type(loaded) is cls
         assert repr(loaded.get_params()) == repr(model.get_params())
         assert _output(loaded, test) == before
+    _check_parse_stats(loaded, test)
 
 
 def _learner_modules():

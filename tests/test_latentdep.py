@@ -176,6 +176,38 @@ def test_bad_input(gen):
     assert np.isfinite(model.log_prob([DepSentence(words=["zz", "w1"], heads=[0, 1])])).all()
 
 
+def test_parse_stats_count_unknown_words_negative_and_floored_trees(gen):
+    import copy
+
+    from fastspectral.latentdep.model import LatentDepParseStats
+
+    train = gen.sample(500, seed=2)
+    model = LatentDependencyModel(n_states=3, embeddings="one-hot", ridge=1e-3).fit(train)
+    test = gen.sample(20, seed=9)
+    # one-hot: an unknown word's vector is zero, so a tree holding one has p-hat == 0 and
+    # gets log_floor (the fallback)
+    test.append(DepSentence(words=["zz", "w1", "yy"], heads=[0, 1, 2]))
+    out = model.parse(test)
+    _, sign = model.log_prob(test, return_sign=True)
+    negative = sum("# latent_dep_sign = -1" in t.comments for t in out)
+    assert negative == int((sign < 0).sum())
+    assert model.last_parse_stats_ == LatentDepParseStats(
+        sentences=21, words=sum(len(s.words) for s in test), unknown_words=2,
+        unknown_tags=0, negative=negative, fallback=1)
+    assert "# latent_dep_log_prob = -10000.000000" in out[-1].comments
+    # with tags: a tag unseen in training is the unknown tag's block
+    for s in train:
+        s.xpos = ["N" if w in ("w0", "w1", "w2") else "V" for w in s.words]
+    tagged = LatentDependencyModel(n_states=3, embeddings="one-hot", ridge=1e-3,
+                                   tag_column="xpos").fit(train)
+    test = copy.deepcopy(train[:5])
+    test[1].xpos = ["??"] * len(test[1].words)
+    tagged.parse(test)
+    st = tagged.last_parse_stats_
+    assert (st.sentences, st.unknown_words, st.unknown_tags, st.fallback) == \
+        (5, 0, len(test[1].words), 0)
+
+
 @pytest.mark.slow
 def test_cli_train_parse_and_one_line_errors(gen, tmp_path):
     from fastspectral.trees.conll import write_conllu

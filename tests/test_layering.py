@@ -1,11 +1,13 @@
 """The package's layers: the library never imports its command line (only the entry point
 ``python -m fastspectral``, ``fastspectral/__main__.py``, does), and only
 ``fastspectral.dask`` imports Dask (every import statement of every module, at any depth:
-module level, inside functions and classes, relative or absolute)."""
+module level, inside functions and classes, relative or absolute).  A module over 700 lines
+(Python, Cython, headers) says at its top why it is one module."""
 from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import fastspectral
 
@@ -87,3 +89,53 @@ def test_the_walk_covers_the_package():
     mods = {m for m, _, _ in _modules()}
     assert {"fastspectral.io.pipeline", "fastspectral.dask.client", "fastspectral.trees.corpus",
             "fastspectral.cli.parse"} <= mods
+
+
+# ---- large modules say why they are one module (docs/ARCHITECTURE.md) ----------------------
+#: lines above which a module states why it is kept as one module
+LONG_MODULE = 700
+#: the first lines of a module in which that statement must stand
+HEAD_LINES = 40
+_KEPT = re.compile(r"Kept as one module \(about ([\d,]+) lines\)")
+
+
+def one_module_reason(text: str):
+    """The problem with ``text`` (a module's source) as a long module, or None: it must say
+    "Kept as one module (about N lines)" in its first :data:`HEAD_LINES` lines, N within 10 %
+    of its length."""
+    lines = text.splitlines()
+    if len(lines) <= LONG_MODULE:
+        return None
+    m = _KEPT.search("\n".join(lines[:HEAD_LINES]))
+    if m is None:
+        return f"{len(lines)} lines and no \"Kept as one module (about N lines)\" in its " \
+               f"first {HEAD_LINES} lines"
+    stated = int(m.group(1).replace(",", ""))
+    if abs(stated - len(lines)) > 0.1 * len(lines):
+        return f"says about {stated} lines but has {len(lines)}"
+    return None
+
+
+def test_the_long_module_check_finds_a_missing_or_stale_reason():
+    body = "x = 1\n" * (LONG_MODULE + 50)
+    assert "no \"Kept as one module" in one_module_reason('"""A module."""\n' + body)
+    late = '"""A module.\n' + "\n" * HEAD_LINES + \
+        'Kept as one module (about 750 lines): one thing."""\n' + body
+    assert "first 40 lines" in one_module_reason(late)
+    stale = '"""A module.\n\nKept as one module (about 300 lines): one thing."""\n' + body
+    assert "says about 300 lines" in one_module_reason(stale)
+    ok = '"""A module.\n\nKept as one module (about 1,750 lines): one thing."""\n' + \
+        "x = 1\n" * 1700
+    assert one_module_reason(ok) is None
+    assert one_module_reason('"""Short."""\n' + "x = 1\n" * 100) is None
+
+
+def test_every_long_module_says_why_it_is_one_module():
+    files = [p for ext in ("*.py", "*.pyx", "*.pxd", "*.h") for p in ROOT.rglob(ext)]
+    assert any(p.suffix == ".pyx" for p in files)
+    bad = []
+    for path in sorted(files):
+        why = one_module_reason(path.read_text(encoding="utf-8"))
+        if why is not None:
+            bad.append(f"{path.relative_to(ROOT.parent)}: {why}")
+    assert bad == []

@@ -594,3 +594,22 @@ def test_inner_c_epsilon_chosen_once_and_reused_by_the_later_inner_fits(monkeypa
     LexicalDisambiguator(known_guesses="no", graded="no", unknown_weights="no").fit(
         arabic(200, 3))
     assert calls and all(c[0] is None for c in calls)
+
+
+def test_parse_stats_count_unknown_words_and_unmatched_tags(fitted):
+    from fastspectral.lexical.model import LexicalParseStats
+
+    bare = [DepSentence(words=["I", "can", "zzyzx"], heads=[0, 1, 2]),
+            DepSentence(words=["The", "can", "qwv", "plk"], heads=[0, 1, 2, 3]),
+            DepSentence(words=[], heads=[])]
+    fitted.parse(bare)
+    # "The" is known lower-cased; zzyzx, qwv, plk are not in the lexicon
+    assert fitted.last_parse_stats_ == LexicalParseStats(sentences=3, words=7,
+                                                         unknown_words=3, tag_fallbacks=0)
+    # 'can' tagged NOUN (a candidate of it) in the first, ADJ (none is) in the second
+    out = fitted.parse(bare, tags=[["_", "NOUN", "_"], ["_", "ADJ", "_", "_"], []])
+    assert out[0].upos[1] == "NOUN" and out[1].upos[1] in ("AUX", "NOUN")
+    assert fitted.last_parse_stats_ == LexicalParseStats(sentences=3, words=7,
+                                                         unknown_words=3, tag_fallbacks=1)
+    fitted.parse([])
+    assert fitted.last_parse_stats_ == LexicalParseStats()

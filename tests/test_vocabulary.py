@@ -156,6 +156,44 @@ def test_the_new_flag_is_in_the_help(capsys, kind, old, new):
     assert not [line for line in out.splitlines() if line.lstrip().startswith(f"{old} ")]
 
 
+# ------------------------------------------------- min_count / rare_threshold in the L-PCFGs
+def _param_doc(cls, name) -> str:
+    """The numpydoc description of parameter ``name`` in ``cls``'s docstring (one string)."""
+    lines = inspect.getdoc(cls).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"{name} : "))
+    body = []
+    for line in lines[start + 1:]:
+        if not line.startswith("    "):
+            break
+        body.append(line.strip())
+    return " ".join(body)
+
+
+LPCFG_KINDS = ("spectral-lpcfg", "pivot-lpcfg", "em-lpcfg")
+
+
+def test_min_count_and_rare_threshold_mean_one_thing_in_the_lpcfgs(capsys):
+    """``min_count``: symbols with fewer training nodes keep one latent state, in the three
+    L-PCFG learners and their ``--min-count`` flag; ``rare_threshold``: words seen at most this
+    often share their tag's rare class (pivot and EM; the spectral learner's rare words, those
+    seen once, are not a parameter).  Two things, two names."""
+    classes = [models.model_class(k) for k in LPCFG_KINDS]
+    assert {_param_doc(c, "min_count") for c in classes} == \
+        {"Symbols with fewer training nodes keep one state."}
+    with_rare = [c for c in classes if "rare_threshold" in c._get_param_names()]
+    assert [c.kind for c in with_rare] == ["pivot-lpcfg", "em-lpcfg"]
+    assert {_param_doc(c, "rare_threshold") for c in with_rare} == \
+        {"Words seen at most this often share their tag's \"rare\" lexical class."}
+    for command in ("spectral", "pivot", "em", "pivot-em"):
+        try:
+            cli.main(["train", command, "--help"])
+        except SystemExit:
+            pass
+        help_text = " ".join(capsys.readouterr().out.split())
+        assert "--min-count N symbols with fewer training nodes keep one state" in help_text
+        assert "--rare-threshold" not in help_text
+
+
 # ---------------------------------------------------------------------------- top level
 def test_every_kind_is_in_all_and_importable_from_the_top_level():
     for kind in KINDS:

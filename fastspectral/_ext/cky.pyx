@@ -3,6 +3,14 @@
 # FASTSPECTRAL_BOUNDSCHECK=1 can switch the checks on: a directive here would override it)
 """Compiled chart kernels for PCFGs over a sparse rule index.
 
+Kept as one module (about 1,750 lines): one sentence's coarse-to-fine parse (``parse_one``)
+runs the coarse pass (sparse or dense), builds the fine pass's mask from it, runs the fine
+pass and decodes it inside one ``nogil`` loop body; these ``cdef`` functions share the
+``Chart`` / ``Dense`` workspaces and the cell scaling and call each other directly, which
+across extension modules would go through Cython's function-pointer tables (no inlining)
+or move into ``.pxd`` headers (what both charts share already is there).  Why three PCFG
+inside-outside implementations exist, two of them here: the last section below.
+
 This chart engine serves every PCFG-shaped model of fastspectral (the second engine,
 ``tensor_chart.pyx``, runs the latent-state pass of the L-PCFGs; shared declarations are in
 ``chart_common.pxd`` and ``maxrecall.pxd``):
@@ -45,7 +53,7 @@ cannot be allocated is a ``MemoryError`` naming it (``status.pxd``).
 Three PCFG inside-outside implementations
 -----------------------------------------
 The package computes PCFG inside / outside scores in three places, each for a chart the others
-handle worse (timings: ``docs/throughput.md``, WSJ section 22, one thread):
+handle worse (timings: ``docs/notes/throughput.md``, WSJ section 22, one thread):
 
 1. ``inside_pass`` / ``outside_pass`` here (sparse: per-cell lists of active symbols, the
    rules by left child): the only one with Viterbi back-pointers (max mode) and coarse-to-fine

@@ -4,12 +4,23 @@
 """The tensor chart: inside-outside for latent-variable PCFGs (Cohen et al. 2012, figure 3) over a
 pruned chart, max-recall decoding of its marginals, and the item lists of coarse-to-fine pruning.
 
+Kept as one module (about 1,340 lines): every kernel here reads one layout, the pruned item
+lists of a batch (``item_ptr``, ``item_i`` / ``item_j`` / ``item_sym``) with the
+``TensorGrammar`` and the leaf arrays; ``inside_outside_batch`` chooses per sentence, inside
+one ``prange`` body, between the tensor pass (``_sentence``) and the one-state pass
+(``_sentence_scalar``), which share the cell placement helpers, and the decoder and the item
+projection of coarse-to-fine work on the marginals of those lists.  Apart, the ``cdef``
+helpers would be called through Cython's function-pointer tables across modules.
+
 This is the second of the package's two chart engines; the first, ``cky.pyx``, holds dense
 per-cell symbol scores for plain PCFGs.  The L-PCFG parser runs both: ``cky`` prunes with the
 coarse PCFG, then this module runs the PCFG pass (one state per symbol: ``_sentence_scalar``, the
 third PCFG inside-outside: see "Three PCFG inside-outside implementations" in ``cky.pyx``) and
-the L-PCFG pass over the survivors.  Shared declarations (integer types, the grammar layouts, the
-item index by cell) are in ``chart_common.pxd``.
+the L-PCFG pass over the survivors.  ``_sentence_scalar`` must be here rather than in ``cky``:
+it runs over the coarse pass's surviving items in the layout the L-PCFG pass reads (its marginals
+prune that pass, its leaf weights are the tensor kernel's), with memory proportional to those
+items rather than to cells times symbols.  Shared declarations (integer types, the grammar
+layouts, the item index by cell) are in ``chart_common.pxd``.
 
 Every symbol ``a`` has ``m[a]`` latent dimensions.  Parameters (all float64, row-major, flat with
 offsets):

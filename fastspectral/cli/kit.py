@@ -1,5 +1,11 @@
 """The command-line kit shared by every command and every model kind's options.
 
+Kept as one module (about 730 lines): the one namespace every command module and every kind's
+CLI module imports (``from . import kit``; ``kit.option``, ``kit.reads``, ``kit.renamed_flag``
+are the documented contract of a kind's options, docs/ARCHITECTURE.md); its parts (options,
+training data, path declarations and checks, the error lines, Ctrl-C inside Numba, logging) are
+each used by every command, and ``describe`` reads the option tables the builders fill.
+
 * option builders whose help shows the default read from the learner's ``__init__`` signature
   (:func:`option`; argparse's own default is ``None`` = "the class's default", so no default is
   ever copied into the command line);

@@ -1,5 +1,10 @@
 """Operator SHAGs and their spectral estimation (Luque et al. 2012, Algorithm 1).
 
+Kept as one module (about 830 lines): the operator SHAG, its Hankel counts, the compiled fit
+and the DET+F back-off automaton interpolated into it share the basis index tables and the
+modifier-symbol helper (``_sym``), and call each other inside Numba (``_fit_groups`` runs
+``_fit_one`` per automaton in a parallel loop).
+
 An operator SHAG gives, for every head symbol ``h`` and direction ``d``, a weighted automaton
 over modifier symbols::
 
@@ -46,9 +51,6 @@ Two additions, off in :func:`learn_spectral` by default and on in ``SHAGParser``
 ``V diag(s / (s^2 + lam^2))`` with ``lam`` = ridge / sqrt(#sequences of the automaton), and
 ``smoothing`` interpolates the result with the DET+F back-off automaton
 (:func:`backoff_automaton`) as a direct sum with two more states.
-
-Kept as one module (about 830 lines): the operator SHAG, its Hankel counts and the
-compiled fit share the basis index tables and call each other inside Numba.
 """
 from __future__ import annotations
 

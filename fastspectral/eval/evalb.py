@@ -1,5 +1,9 @@
 """EVALB-exact constituency scoring (Sekine & Collins ``evalb``, with any parameter file).
 
+Kept as one module (about 900 lines): a transcription of one C program; the parameters,
+reader, scorer and report keep its structure side by side, to be checked against it (the
+pieces shared with the ``DEBUG`` trace are in :mod:`fastspectral.eval._evalb_base`).
+
 This module re-implements the scoring of the standard ``evalb`` program and writes the very same
 report, character for character: the per-sentence table, the totals row, ``=== Summary ===`` and the
 ``-- All --`` / ``-- len<=40 --`` blocks.  It has its own bracket reader, because EVALB reads trees
@@ -66,10 +70,6 @@ Deliberate differences from the C program (none of them visible on well-formed i
 * The function-tag rule keeps ``-XXX-`` labels as the EVALB README describes (the C code would
   reduce a *bracket* labelled ``-NONE-`` to the empty label; such brackets do not occur in
   treebanks).
-
-Kept as one module (about 900 lines): a transcription of one C program; the parameters,
-reader, scorer and report keep its structure side by side, to be checked against it (the
-pieces shared with the ``DEBUG`` trace are in :mod:`fastspectral.eval._evalb_base`).
 """
 from __future__ import annotations
 

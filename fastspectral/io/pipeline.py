@@ -1,5 +1,11 @@
 """The file pipeline of ``fastspectral parse``: files in, one output per input, resumable.
 
+Kept as one module (about 750 lines): one pipeline as both front ends drive it (the ``parse``
+command in-process, :mod:`fastspectral.dask.parse` on a cluster): a chunk task needs the model
+cache, the located parse and :class:`PartitionError`, a file job the chunking, the durable
+writes and the resume checks, and the executor protocol ties them; apart, each front end would
+import the same pipeline from several modules.
+
 :func:`parse_files` reads each input as a stream, cuts it into chunks of sentences, parses the
 chunks (in this process, or through an *executor*: :mod:`fastspectral.dask.parse` gives the
 one that runs the chunks as tasks on a Dask cluster) and writes them in input order to

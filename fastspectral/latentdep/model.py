@@ -1,5 +1,9 @@
 """The spectral latent-variable dependency model (Dhillon, Rodu, Collins, Foster & Ungar 2012).
 
+Kept as one module (about 820 lines): one estimator whose ``fit`` is section 3 of the paper
+end to end (moments, projections, parameters; the STOP extension beside the equations it
+augments), its scoring and its model file; the kernels are in the sibling modules already.
+
 Model (section 2).  The structure ``y`` of a dependency tree is given; each word ``x_i`` has a
 hidden state ``h_i``; roots draw their state from ``pi``, a left (right) child from its head's
 state by ``T_L`` (``T_R``), each word from its state by ``O``.  The model scores
@@ -76,23 +80,51 @@ eigenwords (signed entries) the smoothed emission ``u(x)^T M[:, h]`` is not a pe
 times ``p(x | h)`` and can be negative: on the WSJ sample about half of all trees, gold ones
 included, get a negative estimate (docs/notes/rerank.md).  :meth:`fragment_log_prob` gives local
 scores (each node with its children) whose errors do not compound along the tree.
-
-Kept as one module (about 760 lines): one estimator whose ``fit`` is section 3 of the paper
-end to end (moments, projections, parameters), its scoring and its model file; the
-kernels are in the sibling modules already.
 """
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..base import Interval, Parser
 
-__all__ = ["LatentDependencyModel"]
+__all__ = ["LatentDependencyModel", "LatentDepParseStats"]
 
 ONE_HOT = "one-hot"
+
+
+@dataclass
+class LatentDepParseStats:
+    """What happened to the trees of the last :meth:`LatentDependencyModel.parse` call
+    (``last_parse_stats_``).
+
+    Attributes
+    ----------
+    sentences : int
+        Trees scored.
+    words : int
+        Words of those trees.
+    unknown_words : int
+        Words outside the vocabulary ``words_``, scored with the unknown word's vector.
+    unknown_tags : int
+        With tags (``tag_column_``): words whose tag was not seen in training (the unknown
+        tag's block); 0 without tags.
+    negative : int
+        Trees whose estimate ``p-hat`` is negative (annotated ``latent_dep_sign = -1``; the
+        score is ``log |p-hat|``).
+    fallback : int
+        Trees whose estimate is exactly 0 or not finite: given ``log_floor``.
+    """
+
+    sentences: int = 0
+    words: int = 0
+    unknown_words: int = 0
+    unknown_tags: int = 0
+    negative: int = 0
+    fallback: int = 0
 
 
 class LatentDependencyModel(Parser):
@@ -149,6 +181,7 @@ class LatentDependencyModel(Parser):
     singular_values_ : ndarray (m,) -- of ``[Sigma_L; Sigma_R]``
     lowercase_ : bool -- words are lower-cased before look-up
     fit_time_ : float
+    last_parse_stats_ : LatentDepParseStats -- counters of the last :meth:`parse` call
 
     References
     ----------
@@ -548,11 +581,17 @@ class LatentDependencyModel(Parser):
         ndarray of float64 (one per tree), or ``(log_abs, sign)`` with ``return_sign``.
         ``p-hat == 0`` (or a non-finite estimate) gives ``log_floor``.
         """
+        logabs, sign, _ = self._log_prob(sentences, heads, jobs)
+        return (logabs, sign) if return_sign else logabs
+
+    def _log_prob(self, sentences, heads, jobs):
+        """``(log |p-hat|, sign, inputs)`` of :meth:`log_prob`, ``inputs`` the
+        :meth:`_kernel_inputs` of the call."""
         from ..base import check_jobs
         from .kernels import tree_log_prob
 
-        sentences, heads, offsets, parent, words, leaf = self._kernel_inputs(
-            sentences, heads, "log_prob")
+        inputs = self._kernel_inputs(sentences, heads, "log_prob")
+        sentences, heads, offsets, parent, words, leaf = inputs[:6]
         n_threads = check_jobs(jobs if jobs is not None else self.jobs)
         import numba
         old = numba.get_num_threads()
@@ -569,7 +608,7 @@ class LatentDependencyModel(Parser):
         if bad.any():
             logabs[bad] = float(self.log_floor)
             sign[bad] = 0.0
-        return (logabs, sign) if return_sign else logabs
+        return logabs, sign, inputs
 
     def fragment_log_prob(self, sentences, heads=None, *, jobs=None):
         """Depth-1 fragment scores: ``(sum_i log |p-hat_i|, number of negative p-hat_i)`` per
@@ -585,7 +624,7 @@ class LatentDependencyModel(Parser):
         from .kernels import fragment_log_prob
 
         sentences, heads, offsets, parent, words, leaf = self._kernel_inputs(
-            sentences, heads, "fragment_log_prob")
+            sentences, heads, "fragment_log_prob")[:6]
         n_threads = check_jobs(jobs if jobs is not None else self.jobs)
         import numba
         old = numba.get_num_threads()
@@ -618,7 +657,9 @@ class LatentDependencyModel(Parser):
         return float(self.log_prob(sentences).sum()), sum(len(s.words) for s in sentences)
 
     def _kernel_inputs(self, sentences, heads, what):
-        """``(sentences, heads, offsets, parent, words, leaf)`` of the scoring kernels."""
+        """``(sentences, heads, offsets, parent, words, leaf, ids, tag_ids)`` of the scoring
+        kernels: ``ids`` the vocabulary ids of each sentence's words (0: unknown), ``tag_ids``
+        the tag id of every token (0: unknown; None without tags)."""
         self._check_fitted()
         sentences = self._check_sentences(sentences, what)
         if heads is not None:
@@ -633,6 +674,7 @@ class LatentDependencyModel(Parser):
         ids = self._ids(sentences, self._lookup(), self.lowercase_)
         words = np.concatenate(ids) if ids else np.zeros(0, np.int64)
         leaf = self.leaf_
+        tids = None
         if self.tag_column_ is not None:
             # per-token start vectors (word + tag parts), built once per distinct sentence
             # object: the trees of a k-best list share one block of rows
@@ -654,7 +696,8 @@ class LatentDependencyModel(Parser):
             lens = np.diff(offsets)
             words = (np.repeat(starts, lens) + np.arange(offsets[-1])
                      - np.repeat(offsets[:-1], lens)).astype(np.int64)
-        return sentences, heads, offsets, parent, words, leaf
+            tids = tids[words]
+        return sentences, heads, offsets, parent, words, leaf, ids, tids
 
     def _tag_index(self):
         idx = getattr(self, "_tags_index", None)
@@ -673,7 +716,9 @@ class LatentDependencyModel(Parser):
         ``items`` with their heads unchanged and a comment ``# latent_dep_log_prob = L``
         (``log |p-hat|``, with ``# latent_dep_sign = -1`` when the estimate is negative), so
         ``fastspectral parse MODEL TREES`` annotates a treebank.  Sentences without heads
-        (unparsed input) are a ValueError."""
+        (unparsed input) are a ValueError.  ``last_parse_stats_``
+        (:class:`LatentDepParseStats`) counts the unknown words and tags, the negative
+        estimates and the trees given ``log_floor``."""
         import copy
 
         items = self._check_sentences(items, "parse")
@@ -687,7 +732,13 @@ class LatentDependencyModel(Parser):
                 if s.line is not None:       # read from a file: the CLI adds the path
                     raise FormatError(why, None, s.line)
                 raise ValueError(f"sentence {i + 1}: {why}")
-        logp, sign = self.log_prob(items, return_sign=True, jobs=n_threads)
+        logp, sign, inputs = self._log_prob(items, None, n_threads)
+        ids, tids = inputs[6], inputs[7]
+        self.last_parse_stats_ = LatentDepParseStats(
+            sentences=len(items), words=int(sum(len(s.words) for s in items)),
+            unknown_words=int(sum(np.count_nonzero(i == 0) for i in ids)),
+            unknown_tags=0 if tids is None else int(np.count_nonzero(tids == 0)),
+            negative=int(np.count_nonzero(sign < 0)), fallback=int(np.count_nonzero(sign == 0)))
         out = []
         for s, lp, sg in zip(items, logp, sign):
             t = copy.copy(s)

@@ -149,17 +149,19 @@ def candidates(learned_tables: E.Tables, space: E.LabelSpace, fs: FeatureSpace,
     label = type_label[rows]
     inflected = type_infl[rows]
     known = has[ids] if len(tokens) else np.zeros(0, dtype=bool)
+    unmatched = None
     if tags is not None and len(label):
-        label, ptr = _filter_by_tags(label, ptr, tags, ov)
+        label, ptr, unmatched = _filter_by_tags(label, ptr, tags, ov)
         inflected = None
     lv = ov.lv()[label] if len(label) else np.zeros((0, space.n_targets), np.int32)
     return E.Candidates(ptr, label, np.ascontiguousarray(lv, dtype=np.int32), ov, known,
-                        inflected)
+                        inflected, unmatched)
 
 
 def _filter_by_tags(label, ptr, tags, ov):
     """Keep the rows whose UPOS or XPOS is the token's tag when the token has a tag and such
-    rows (vectorised over rows)."""
+    rows (vectorised over rows).  Returns ``(label, ptr, unmatched)``, ``unmatched[j]`` True
+    when token ``j`` has a tag that none of its rows carries (all of them kept)."""
     tag_id: dict = {}
     tok_tag = np.array([-1 if t in (None, "_") else tag_id.setdefault(t, len(tag_id))
                         for t in tags], dtype=np.int64)
@@ -172,4 +174,5 @@ def _filter_by_tags(label, ptr, tags, ov):
     any_match = np.bincount(row_tok, weights=match, minlength=len(ptr) - 1) > 0
     keep = match | ~any_match[row_tok]
     counts = np.bincount(row_tok[keep], minlength=len(ptr) - 1)
-    return label[keep], np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    unmatched = (tok_tag >= 0) & ~any_match
+    return label[keep], np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), unmatched

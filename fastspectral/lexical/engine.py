@@ -684,6 +684,9 @@ class Candidates:
     known: np.ndarray
     #: rows added by ``known_guesses`` (guessed inflections of known tokens), or None
     inflected: np.ndarray | None = None
+    #: per token, with tags given: the token had a tag that none of its candidates carries
+    #: (every candidate kept), or None
+    tag_unmatched: np.ndarray | None = None
 
     def without_inflections(self) -> "Candidates":
         """The same candidates without the rows of ``inflected`` (what ``known_guesses=False``
@@ -695,7 +698,8 @@ class Candidates:
         counts = np.bincount(row_tok[keep], minlength=len(self.ptr) - 1)
         ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         return Candidates(ptr, self.label[keep], np.ascontiguousarray(self.lv[keep]),
-                          self.overlay, self.known, np.zeros(int(keep.sum()), dtype=bool))
+                          self.overlay, self.known, np.zeros(int(keep.sum()), dtype=bool),
+                          self.tag_unmatched)
 
     def values(self, m: int) -> tuple[np.ndarray, np.ndarray]:
         """The distinct values of target ``m`` per token: ``(ptr, value ids)``."""

@@ -12,6 +12,7 @@ context statistics in :mod:`fastspectral.lexical.features`, the metrics in
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,8 +26,8 @@ from .prediction import predict_labels
 from .rankers import _check_choice, _graded_value, _specs, variant_rankers
 from .training import GRADED_GRID, UNKNOWN_WEIGHTS_GRID, Learned, train  # noqa: F401
 
-__all__ = ["LexicalDisambiguator", "VARIANTS", "Learned", "train", "candidates",
-           "predict_labels", "check_sentences"]
+__all__ = ["LexicalDisambiguator", "LexicalParseStats", "VARIANTS", "Learned", "train",
+           "candidates", "predict_labels", "check_sentences"]
 
 #: the models of table 5 that :class:`LexicalDisambiguator` can be
 VARIANTS = ("full", "uni", "baseline", "ind", "unigram")
@@ -41,6 +42,32 @@ _VOCALISED = ("auto", "yes", "no")
 _GRADED = ("inner", "no", "unknown", "all")
 #: ``unknown_weights``: a second weight set for the tokens outside the lexicon
 _UNKNOWN_WEIGHTS = ("inner", "yes", "no", True, False)
+
+
+@dataclass
+class LexicalParseStats:
+    """What happened to the tokens of the last :meth:`LexicalDisambiguator.parse` call
+    (``last_parse_stats_``).
+
+    Attributes
+    ----------
+    sentences : int
+        Sentences disambiguated (empty ones included).
+    words : int
+        Tokens disambiguated.
+    unknown_words : int
+        Tokens the lexicon does not know (not even lower-cased): their candidates come from
+        the analyser or the guesser (``unknown``), scored with the weights of the unknown
+        tokens when the model has them (``unknown_weights_``).
+    tag_fallbacks : int
+        Tokens given a tag (``tags``) that none of their candidates carries: every candidate
+        was kept, as without the tag.
+    """
+
+    sentences: int = 0
+    words: int = 0
+    unknown_words: int = 0
+    tag_fallbacks: int = 0
 
 
 # ------------------------------------------------------------------------------------------
@@ -197,6 +224,8 @@ class LexicalDisambiguator(Parser):
         (``"yes"``) the second weight set and ``"tokens"``.
     fit_time_ : float
         Seconds spent in the last ``fit``.
+    last_parse_stats_ : LexicalParseStats
+        Counters of the last :meth:`parse` call.
 
     References
     ----------
@@ -370,6 +399,9 @@ class LexicalDisambiguator(Parser):
             Threads of the compiled scoring pass (None: every available core).
         progress : callable, optional
             ``progress(done, total)``, called once at the end.
+
+        ``last_parse_stats_`` (:class:`LexicalParseStats`) counts the tokens unknown to the
+        lexicon and those whose tag matched no candidate.
         """
         sents = check_sentences(items, labelled=False)
         threads = self._check_parse_args(sents, tags, jobs)
@@ -383,8 +415,14 @@ class LexicalDisambiguator(Parser):
         flat_tags = None
         if tags is not None:
             flat_tags = [t for s, ts in zip(sents, tags) if len(s) for t in ts]
-        first, second, _ = self.predict_corpus(corpus, tags=flat_tags, jobs=threads) \
-            if len(corpus) else ([], [], [])
+        first, second, cands = self.predict_corpus(corpus, tags=flat_tags, jobs=threads) \
+            if len(corpus) else ([], [], None)
+        stats = LexicalParseStats(sentences=len(sents), words=len(first))
+        if cands is not None:
+            stats.unknown_words = int(np.count_nonzero(~cands.known))
+            if cands.tag_unmatched is not None:
+                stats.tag_fallbacks = int(np.count_nonzero(cands.tag_unmatched))
+        self.last_parse_stats_ = stats
         out = []
         k = 0
         for s in sents:

@@ -97,12 +97,16 @@ class _LabelLookup:
 
 class CandidateLists(Sequence):
     """The candidate labels of every token (a read-only sequence of lists of label tuples),
-    built token by token when asked for: tagging does not need them."""
+    built token by token when asked for: tagging does not need them.  ``known``: per token,
+    whether the lexicon knows it; ``tag_unmatched``: per token, whether it had a tag that no
+    candidate carries (None without tags)."""
 
     def __init__(self, cands, labels: _LabelLookup):
         self._ptr = cands.ptr
         self._label = cands.label
         self._labels = labels
+        self.known = cands.known
+        self.tag_unmatched = cands.tag_unmatched
 
     def __len__(self) -> int:
         return len(self._ptr) - 1

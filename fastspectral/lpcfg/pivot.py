@@ -1,5 +1,9 @@
 """Pivot (anchor) learning of L-PCFGs: Cohen & Collins (ACL 2014), figure 1 and section 6.
 
+Kept as one module (about 970 lines): the pivot learner of figure 1 step by step, its
+counts and its partitioned passes; the E and M kernels it shares with EM are in
+:mod:`fastspectral.lpcfg.latent_params`.
+
 Unlike the spectral learner this returns genuine, non-negative, normalised L-PCFG parameters (so
 they can initialise EM: ``EMLPCFG(init="pivot")``, "Pivot+EM").
 
@@ -42,10 +46,6 @@ integers: the same model, bit for bit.
 
 Parsing is that of every L-PCFG (:class:`~fastspectral.lpcfg.latent.LatentPCFGBase`:
 coarse-to-fine, compiled tensor inside-outside, max-recall).
-
-Kept as one module (about 970 lines): the pivot learner of figure 1 step by step, its
-counts and its partitioned passes; the E and M kernels it shares with EM are in
-:mod:`fastspectral.lpcfg.latent_params`.
 """
 from __future__ import annotations
 

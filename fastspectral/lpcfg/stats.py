@@ -1,6 +1,12 @@
 """Learning the L-PCFGs from partitioned treebanks (the statistics protocol of
 :mod:`fastspectral.base`).
 
+Kept as one module (about 950 lines): the statistics protocol of the three L-PCFG learners.
+Pass 0 (:class:`LatentCounts`, :class:`LatentContext`, ``globalize_nodes``) fixes the ids
+that every later pass indexes by, the spectral passes and the EM ones (:class:`GlobalLayout`,
+which the pivot learner's passes also use) alike, and they share the helpers that give the
+merged counts their ids (``_unique_pairs``, ``_lookup_pairs``).
+
 Every estimate of the L-PCFG learners is a function of sums over training nodes, but the node
 arrays and features are indexed by ids (symbols, rules, words, word classes) that only the whole
 treebank fixes.  The learners therefore run in passes, each a sum over the partitions followed
@@ -41,9 +47,6 @@ pass 0 (every L-PCFG)
     M-step on the sums.  The lexical rows (tag, word class) of a partition are a subset of the
     treebank's: its parameters are gathered from, and its counts scattered into, the global
     rows.
-
-Kept as one module (about 950 lines): the statistics protocol of the three L-PCFG
-learners, whose passes share the helpers that give the merged counts their ids.
 """
 from __future__ import annotations
 

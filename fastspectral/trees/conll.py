@@ -1,5 +1,10 @@
 """Dependency treebanks: CoNLL-U, CoNLL-X and Malt-TAB readers and writers.
 
+Kept as one module (about 780 lines): :class:`DepSentence` and the readers and writers of its
+three formats, which round-trip it (the CoNLL-U writer gives back the reader's input, its
+comments, multiword-token and empty-node lines kept in ``extra_lines``); the file handling
+they share is in :mod:`fastspectral.trees.files` already.
+
 Every reader is a generator (constant memory: one sentence is held at a time) yielding
 :class:`DepSentence` objects.  A *source* is any of
 

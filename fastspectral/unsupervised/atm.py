@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 
 import time
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -13,7 +14,35 @@ from . import _vectors
 from ._vectors import MAX_DISTANCE  # noqa: F401  (the anchors' distance cap, documented here)
 from .common import (TAG_MAPS, build_tree, map_tags, strip_punctuation, tagged_sentences)
 
-__all__ = ["ATMParser"]
+__all__ = ["ATMParser", "ATMParseStats"]
+
+
+@dataclass
+class ATMParseStats:
+    """What happened to the sentences of the last :meth:`ATMParser.parse` call
+    (``last_parse_stats_``).
+
+    Attributes
+    ----------
+    sentences : int
+        Sentences parsed.
+    too_long : int
+        Sentences of more than :attr:`ATMParser.max_parse_words` words (punctuation removed),
+        given the right-branching tree instead of the minimal-tree decoder's.
+    """
+
+    sentences: int = 0
+    too_long: int = 0
+
+    def __getitem__(self, name: str) -> int:
+        # the counters were a dict before: ``stats["too_long"]`` still reads them
+        if name not in asdict(self):
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def as_dict(self) -> dict:
+        """The counters as a dict."""
+        return asdict(self)
 
 #: singular values below this are clipped (log of 0)
 _EPS = 1e-12
@@ -384,7 +413,8 @@ class ATMParser(PartitionedFit, Parser):
         bracket after punctuation removal; 0 or -1: none) overrides the heuristic: the oracle
         top bracket of the paper's analysis (see :func:`~.common.gold_top_split`).  Sentences
         longer than :attr:`max_parse_words` get the right-branching tree (a warning on the
-        ``fastspectral`` logger; ``last_parse_stats_["too_long"]`` counts them)."""
+        ``fastspectral`` logger; ``last_parse_stats_.too_long`` counts them, an
+        :class:`ATMParseStats`)."""
         items = list(items) if not isinstance(items, (str, bytes)) else items
         self._check_parse_args(items, tags, jobs)
         if top_splits is not None and len(top_splits) != len(items):
@@ -434,7 +464,7 @@ class ATMParser(PartitionedFit, Parser):
             if progress is not None:
                 progress(s + 1, len(items))
         self.last_costs_ = costs
-        self.last_parse_stats_ = {"sentences": len(items), "too_long": len(long_rows)}
+        self.last_parse_stats_ = ATMParseStats(sentences=len(items), too_long=len(long_rows))
         return trees
 
     # ------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -9,9 +10,40 @@ from ..base import Parser
 from ..base import Interval
 from .common import TAG_MAPS, build_tree, map_tags, strip_punctuation, tagged_sentences
 
-__all__ = ["CCMParser", "branching_tree", "random_tree", "empty_span_contexts"]
+__all__ = ["CCMParser", "CCMParseStats", "branching_tree", "random_tree",
+           "empty_span_contexts"]
 
 INITS = ("split-uniform", "random")
+
+
+@dataclass
+class CCMParseStats:
+    """What happened to the sentences of the last :meth:`CCMParser.parse` call
+    (``last_parse_stats_``).
+
+    Attributes
+    ----------
+    sentences : int
+        Sentences parsed.
+    untagged : int
+        Sentences parsed without tags (``tags=None``: every word gets the model's first tag,
+        so the bracketing says little).
+    words : int
+        Words parsed (punctuation removed).
+    unknown_tags : int
+        Of those words, the ones whose tag (after ``tag_map``) was not seen in training: they
+        share one unknown tag in the yields and contexts.
+    unseen_yields : int
+        Spans of two or more words short of the whole sentence (those a bracketing decides)
+        whose yield (tag sequence) was not seen in training, scored with the unseen-yield
+        probability (``unseen_logprob_``).
+    """
+
+    sentences: int = 0
+    untagged: int = 0
+    words: int = 0
+    unknown_tags: int = 0
+    unseen_yields: int = 0
 
 
 class CCMParser(Parser):
@@ -55,6 +87,8 @@ class CCMParser(Parser):
     ----------
     log_likelihood_ : list of float, per EM iteration.
     fit_time_ : float
+    last_parse_stats_ : CCMParseStats
+        Counters of the last :meth:`parse` call.
 
     References
     ----------
@@ -176,8 +210,10 @@ class CCMParser(Parser):
 
     # ------------------------------------------------------------------------------------------
     def parse(self, items, *, tags=None, jobs=None, progress=None):
-        """Viterbi bracketings of tagged sentences (``tags=None``: every word gets the most
-        frequent tag, which makes little sense: pass tags)."""
+        """Viterbi bracketings of tagged sentences (``tags=None``: every word gets the model's
+        first tag, which makes little sense: pass tags).  ``last_parse_stats_``
+        (:class:`CCMParseStats`) counts the untagged sentences, the words with a tag unseen in
+        training and the spans with an unseen yield."""
         items = list(items) if not isinstance(items, (str, bytes)) else items
         self._check_parse_args(items, tags, jobs)
         from ._ccm_kernels import span_hashes, viterbi_batch
@@ -199,6 +235,10 @@ class CCMParser(Parser):
         pos = np.searchsorted(self.yield_hashes_, H)
         pos = np.minimum(pos, len(self.yield_hashes_) - 1)
         seen = self.yield_hashes_[pos] == H
+        self.last_parse_stats_ = CCMParseStats(
+            sentences=len(items), untagged=len(items) if tags is None else 0,
+            words=len(ids), unknown_tags=int((ids == len(self.tags_)).sum()),
+            unseen_yields=int((~seen & _decided_spans(np.diff(offsets))).sum()))
         ly = np.where(seen, self.yield_logprob_[0][pos] - self.yield_logprob_[1][pos],
                       self.unseen_logprob_[0] - self.unseen_logprob_[1])
         lx = self.context_logprob_[0][C] - self.context_logprob_[1][C]
@@ -255,6 +295,20 @@ class CCMParser(Parser):
         model.n_sentences_ = V.meta_int(meta, "n_sentences")
         model.fit_time_ = V.meta_float(meta, "fit_time")
         return model
+
+
+def _decided_spans(lengths) -> np.ndarray:
+    """For the spans of :func:`~._ccm_kernels.span_hashes` (every sentence's ``i < j``, by
+    ``i`` then ``j``): True for those of two or more words short of the whole sentence, the
+    spans a bracketing decides."""
+    parts, cache = [], {}
+    for n in lengths.tolist():
+        mask = cache.get(n)
+        if mask is None:
+            i, j = np.triu_indices(n + 1, 1)
+            mask = cache[n] = (j - i >= 2) & (j - i < n)
+        parts.append(mask)
+    return np.concatenate(parts) if parts else np.zeros(0, bool)
 
 
 # ------------------------------------------------------------------------------------------------
