@@ -53,7 +53,8 @@ cannot be allocated is a ``MemoryError`` naming it (``status.pxd``).
 Three PCFG inside-outside implementations
 -----------------------------------------
 The package computes PCFG inside / outside scores in three places, each for a chart the others
-handle worse (timings: ``docs/notes/throughput.md``, WSJ section 22, one thread):
+handle worse (the timings below were measured on WSJ section 22, one thread, when each was
+introduced; where each runs in an L-PCFG parse: ``docs/notes/throughput.md``, the four stages):
 
 1. ``inside_pass`` / ``outside_pass`` here (sparse: per-cell lists of active symbols, the
    rules by left child): the only one with Viterbi back-pointers (max mode) and coarse-to-fine
