@@ -89,6 +89,33 @@ def timed(fn):
     return out, time.perf_counter() - t, cpu() - c
 
 
+def base_mst(args):
+    """The re-ranker's base parser: ``--epochs`` perceptron iterations, ``--jobs`` threads."""
+    from fastspectral.rerank import MSTParser
+
+    return MSTParser(iterations=args.epochs, jobs=args.jobs)
+
+
+def spectral_from_params(params, spectral_input="words"):
+    """The re-ranker's latent dependency model of the constructor arguments ``params`` over
+    the defaults of ``spectral_input`` (16 states; POS tags: 8, one-hot)."""
+    from fastspectral.rerank.providers import spectral_from_params as new
+
+    return new(params, spectral_input)
+
+
+def shag_from_params(params):
+    """The re-ranker's SHAG model of ``params`` over its defaults (spectral, 8, LEX+FCP)."""
+    from fastspectral.rerank.providers import shag_from_params as new
+
+    return new(params)
+
+
+def spectral_model(emb, tags, states, ridge=0.3, spectral_input="words"):
+    """The latent dependency model of :func:`spectral_params`."""
+    return spectral_from_params(spectral_params(emb, tags, states, ridge), spectral_input)
+
+
 def spectral_params(emb, tags, states, ridge=0.3):
     p = {"n_states": int(states), "tag_column": None if tags == "none" else tags,
          "ridge": float(ridge)}
@@ -123,7 +150,7 @@ def sweep(args, train):
     ndev = int(0.9 * len(train))
     tr, dev = train[:ndev], train[ndev:]
     keep_dev = keep_counts(dev)
-    base_m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs, features="base")
+    base_m = RerankDepParser(k=args.k, mst=base_mst(args), jobs=args.jobs, features="base")
     cache = os.path.join(args.cache, f"dev_lists_k{args.k}_e{args.epochs}.pkl") \
         if args.cache else None
     if cache and os.path.exists(cache):
@@ -148,7 +175,7 @@ def sweep(args, train):
     print("dev base", res["dev_base"], "oracle", res["dev_oracle"], flush=True)
 
     def rerank(features, lp=None, **kw):
-        m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs, features=features,
+        m = RerankDepParser(k=args.k, mst=base_mst(args), jobs=args.jobs, features=features,
                             **kw)
         trs = lp[0] if lp else (None,) * 4
         L = TrainingLists(jack.data, trs[0], jack.correct, jack.n_tokens, {}, *trs[1:])
@@ -176,9 +203,9 @@ def sweep(args, train):
             continue
         emb_file = args.embeddings if emb == "file" else (emb if emb == "pos" else None)
         sp = spectral_params(emb_file, tags, st, ridge)
-        m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs,
-                            features="base+spectral", spectral_params=sp,
-                            spectral_scores="both",
+        m = RerankDepParser(k=args.k, mst=base_mst(args), jobs=args.jobs,
+                            features="base+spectral", spectral_scores="both",
+                            spectral=spectral_from_params(sp, "pos" if emb == "pos" else "words"),
                             spectral_input="pos" if emb == "pos" else "words")
         t, c = time.perf_counter(), cpu()
         try:
@@ -240,7 +267,7 @@ def dev_lists(args, tr, dev):
     """The jack-knifed lists of ``tr`` and the dev lists (cached in --cache)."""
     from fastspectral.rerank import RerankDepParser
 
-    base_m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs, features="base")
+    base_m = RerankDepParser(k=args.k, mst=base_mst(args), jobs=args.jobs, features="base")
     cache = os.path.join(args.cache, f"dev_lists_k{args.k}_e{args.epochs}.pkl") \
         if args.cache else None
     if cache and os.path.exists(cache):
@@ -269,7 +296,7 @@ def raw_parses(args, tr):
     if path and os.path.exists(path):
         with open(path, "rb") as fh:
             return raw, pickle.load(fh)
-    m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs, features="base")
+    m = RerankDepParser(k=args.k, mst=base_mst(args), jobs=args.jobs, features="base")
     cuts = m._cuts(len(tr))
     heads = []
     for f in range(len(cuts)):
@@ -336,8 +363,9 @@ def extra_scores(args, spec, tr, dev, jack, dev_data, raw):
         adj = stop.startswith("adj")
         sp.update(stop_events=True, stop_adjacency=adj,
                   stop_weight=float(stop[3 if adj else 4:] or 1.0))
-    m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs,
-                        features="base+spectral", spectral_params=sp, spectral_scores="both")
+    m = RerankDepParser(k=args.k, mst=base_mst(args), jobs=args.jobs,
+                        features="base+spectral", spectral=spectral_from_params(sp),
+                        spectral_scores="both")
 
     def auto(f):
         if n_raw == 0:
@@ -605,7 +633,7 @@ def spectral_speed(args, tr, jack):
             if rest:
                 sp.update(stop_events=True, stop_adjacency=rest[0].startswith("adj"),
                           stop_weight=float(rest[0].lstrip("stopadj") or 1.0))
-            new = RerankDepParser(spectral_params=sp)._new_spectral
+            new = RerankDepParser(spectral=spectral_from_params(sp))._new_spectral
             with threadpool_limits(limits=1):
                 model, _, fit_c = timed(lambda: new().fit(tr))
             model.log_prob(cand[:100], heads=heads[:100], jobs=1)          # compiled
@@ -760,8 +788,8 @@ def order2_dev(args, train):
     res = {"train_sentences": len(tr), "dev_sentences": len(dev),
            "load_avg_start": os.getloadavg()}
     sp = spectral_params(args.embeddings, args.tags, args.states, args.ridge)
-    m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs, features="base+spectral",
-                        spectral_params=sp, base_order=2)
+    m = RerankDepParser(k=args.k, mst=base_mst(args), jobs=args.jobs, features="base+spectral",
+                        spectral=spectral_from_params(sp), base_order=2)
     (jack, dev_data), t, c = timed(lambda: dev_lists(args, tr, dev))
     res["cpu_s"] = {"lists": c}
     (_, o2_tr), t, c = timed(lambda: m.jackknife_order2_scores(tr, jack.data))
@@ -804,8 +832,8 @@ def order2_dev(args, train):
                                        (2, True, "first"), (2, False, "second"),
                                        (2, True, "second")):
                 cls = RerankDepParser if start == "second" or order == 1 else StartFirst
-                r = cls(k=args.k, iterations=args.epochs, jobs=args.jobs,
-                        features=feats, spectral_params=sp, base_order=order,
+                r = cls(k=args.k, mst=base_mst(args), jobs=args.jobs,
+                        features=feats, spectral=spectral_from_params(sp), base_order=order,
                         order2_best=best, dense_gain=g,
                         rerank_iterations=args.final_rerank_epochs)
                 if best:
@@ -853,7 +881,7 @@ def order2_lists(args, tr, dev):
     if path and os.path.exists(path):
         with open(path, "rb") as fh:
             return pickle.load(fh)
-    m = RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs, features="base",
+    m = RerankDepParser(k=args.k, mst=base_mst(args), jobs=args.jobs, features="base",
                         base_order=2, order2_best=True)
     lists, _, c_lists = timed(lambda: m.training_lists(tr))
     (mst, mst2), _, c_dev = timed(lambda: (m._new_mst().fit(tr), m._new_mst2().fit(tr)))
@@ -924,7 +952,7 @@ def order2_evaluate(args, lists, dev, dev_data, o2_dev, dev_eval, cv_keep, spec_
     from fastspectral.rerank.model import TrainingLists, _argmax_segments
 
     def new():
-        return RerankDepParser(k=args.k, iterations=args.epochs, jobs=args.jobs,
+        return RerankDepParser(k=args.k, mst=base_mst(args), jobs=args.jobs,
                                features="base" if spec_scores is None else "base+spectral",
                                base_order=2, order2_best=True, dense_gain=gain,
                                rerank_iterations=args.final_rerank_epochs, logp_norm="max",
@@ -1146,12 +1174,14 @@ def final(args, train, test):
         sp.update(stop_events=True, stop_adjacency=args.stop_adjacency,
                   stop_weight=args.stop_weight)
     out["spectral_params"] = sp
-    kw = dict(k=args.k, iterations=args.epochs, jobs=args.jobs, dense_gain=args.gain,
+    kw = dict(k=args.k, mst=base_mst(args), jobs=args.jobs, dense_gain=args.gain,
               rerank_iterations=args.final_rerank_epochs, logp_norm=args.norm,
-              logp_sign=not args.no_sign, spectral_params=sp,
+              logp_sign=not args.no_sign,
+              spectral=spectral_from_params(sp, args.spectral_input),
               spectral_scores=args.spectral_scores, spectral_input=args.spectral_input,
-              shag_params={"method": args.shag_method, "n_states": args.shag_states,
-                           "lexical": args.shag_lexical}, shag_scores=args.shag_scores,
+              shag=shag_from_params({"method": args.shag_method, "n_states": args.shag_states,
+                                     "lexical": args.shag_lexical}),
+              shag_scores=args.shag_scores,
               order2_best=not args.no_order2_best, fixed_base=FIXED_BASE[args.fixed_base],
               start_weight=args.start_weight)
     all_feats = "base+spectral+shag" if args.shag else "base+spectral"

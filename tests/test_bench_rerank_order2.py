@@ -70,7 +70,7 @@ def test_harness_equals_fit_and_parse(bench, synthetic_grammar):
     """The dev row of the harness (cached-list re-ranker) is what ``RerankDepParser(
     base_order=2).fit(tr)`` then ``parse(dev)`` gives, with and without a spectral model."""
     from fastspectral.dependency.data import trees_to_dep_sentences
-    from fastspectral.rerank import RerankDepParser
+    from fastspectral.rerank import MSTParser, RerankDepParser
     from fastspectral.rerank.model import count_correct
     from fastspectral.trees.transforms import clean
 
@@ -95,9 +95,10 @@ def test_harness_equals_fit_and_parse(bench, synthetic_grammar):
         kw = {} if spec is None else dict(
             features="base+spectral", spectral_input="pos",
             spectral_scores=bench.FORM_SCORES[form],
-            spectral_params=bench.spectral_params("pos", "none", 3, 0.3))
-        m = RerankDepParser(k=5, iterations=2, jobs=1, base_order=2, dense_gain=10.0,
-                            rerank_iterations=3, **{"features": "base", **kw}).fit(tr)
+            spectral=bench.spectral_model("pos", "none", 3, 0.3, spectral_input="pos"))
+        m = RerankDepParser(k=5, jobs=1, base_order=2, dense_gain=10.0, rerank_iterations=3,
+                            mst=MSTParser(iterations=2, jobs=1),
+                            **{"features": "base", **kw}).fit(tr)
         assert got["dev"] == bench.scores(dev, m.parse(dev, jobs=1))
         assert 0 < got["cv"][0] <= 100
 

@@ -223,14 +223,15 @@ def newer_models(synthetic_grammar):
     alt = [DepSentence(words=s.words, xpos=s.xpos, heads=h) for s, h in (
         (deps[16], [3, 3, 0, 3, 4]), (deps[17], [3, 1, 0, 5, 6, 3]), (deps[3], [2, 4, 4, 0]))]
     words = [s.words for s in deps] + token_corpus(60, 1)
-    spectral = {"n_states": 2, "embeddings": "one-hot", "ridge": 1e-3}
-    rr = dict(k=3, iterations=2, bits=16, rerank_bits=16, rerank_iterations=2, jobs=1)
+    spectral = LatentDependencyModel(n_states=2, embeddings="one-hot", ridge=1e-3)
+    rr = dict(k=3, rerank_bits=16, rerank_iterations=2, jobs=1,
+              mst=MSTParser(iterations=2, bits=16, jobs=1))
     trees = synthetic_grammar.sample(60, seed=1)
     return [
         ("mst", MSTParser(iterations=2, bits=16, jobs=1).fit(deps)),
         ("mst2", MSTParser(iterations=2, bits=16, jobs=1, order=2).fit(deps)),
         ("rerank", RerankDepParser(features="base", **rr).fit(deps + alt * 2)),
-        ("rerank-spectral", RerankDepParser(features="base+spectral", spectral_params=spectral,
+        ("rerank-spectral", RerankDepParser(features="base+spectral", spectral=spectral,
                                             **rr).fit(deps + alt * 2)),
         ("rerank-order2", RerankDepParser(features="base", base_order=2,
                                           **rr).fit(deps + alt * 2)),

@@ -13,6 +13,7 @@ from _toy import coordination_treebank, dep_treebank, dep_treebank_svo  # noqa: 
 
 from fastspectral import models  # noqa: E402
 from fastspectral.trees.conll import DepSentence  # noqa: E402
+from fastspectral.rerank import MSTParser  # noqa: E402
 from fastspectral.trees.tree import Tree  # noqa: E402
 
 PTB = ["(TOP (S (NP (DT the) (NN dog)) (VP (VBZ barks)) (. .)))",
@@ -84,7 +85,8 @@ def _kinds(input_kind):
 
 SMALL = {"spectral-lpcfg": {"n_states": 2}, "pivot-lpcfg": {"n_states": 2},
          "em-lpcfg": {"n_states": 2, "iterations": 1}, "shag": {"n_states": 2},
-         "rerank-dep": {"features": "base", "k": 4, "folds": 2, "iterations": 1},
+         "rerank-dep": {"features": "base", "k": 4, "folds": 2,
+                        "mst": MSTParser(iterations=1)},
          "mst": {"iterations": 1},
          "latent-dep": {"n_states": 2}}
 

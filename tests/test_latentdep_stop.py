@@ -262,7 +262,7 @@ def test_cli_stop_events_flag(gen, tmp_path):
 
 
 def test_rerank_dep_passes_the_option(tmp_path, capsys):
-    """RerankDepParser(spectral_params={"stop_events": True, ...}) and `train rerank-dep
+    """RerankDepParser(spectral=LatentDependencyModel(stop_events=True, ...)) and `train rerank-dep
     --stop-events [--stop-adjacency]` give a re-ranker whose spectral model scores valency;
     the model file keeps it and parses."""
     from fastspectral import cli
@@ -290,9 +290,9 @@ def test_rerank_dep_passes_the_option(tmp_path, capsys):
     out = tmp_path / "o.conllu"
     assert cli.main(["parse", str(model), str(inp), "-o", str(out), "-q"]) == 0
     assert len(list(read_conllu(out))) == 40
-    p = RerankDepParser(k=5, iterations=1, bits=16, rerank_bits=16, spectral_input="pos",
-                        spectral_params={"n_states": 2, "stop_events": True})
-    assert p._new_spectral().stop_events is True
+    p = RerankDepParser(k=5, rerank_bits=16, spectral_input="pos",
+                        spectral=LatentDependencyModel(n_states=2, stop_events=True))
+    assert p._new_spectral().stop_events is True and p._new_spectral() is not p.spectral
     rc = cli.main(["train", "rerank-dep", str(train), "-o", str(tmp_path / "b"),
                    "--stop-adjacency", "-q"])
     assert rc == 2 and "--stop-adjacency needs --stop-events" in capsys.readouterr().err

@@ -1,6 +1,8 @@
 """Model files written before the estimator reshaping (tests/data/legacy, see make_legacy.py
 there) still load, under today's parameter names, and give the same parses and
-log-likelihoods; a fresh fit with the same settings (today's names) gives them too.
+log-likelihoods; a fresh fit with the same settings (today's names) gives them too.  The
+re-ranker's file (make_legacy_rerank.py) was written before its sub-models became nested
+estimators: it loads with them.
 
 Parses are compared exactly (digests of the trees); log-likelihoods within a relative
 tolerance: Numba compiles for the CPU it runs on, so the last bits of a float differ between
@@ -58,7 +60,7 @@ def dep(shared_data):
     return list(itertools.islice(read_malttab(shared_data / "dep" / "wsj-sample.dp"), 300))
 
 
-def _shag_digest(model, sents):
+def _heads_digest(model, sents):
     return _digest([" ".join(map(str, s.heads)) for s in model.parse(sents, jobs=1)])
 
 
@@ -72,13 +74,13 @@ def test_legacy_shag(dep, tmp_path):
             old.basis, old.ridge, old.tag_column) == ("spectral", 4, 0, 0.3, 25, 2, 1.0, "auto")
     assert old.tag_column_ == "xpos" and old.single_root_ is True
     assert old.fit_info_.n_sentences == 250 and old.fit_time_ > 0
-    assert _shag_digest(old, dep[250:]) == EXPECTED["shag"]
+    assert _heads_digest(old, dep[250:]) == EXPECTED["shag"]
     old.save(tmp_path / "again.fsm")
     again = SHAGParser.load(tmp_path / "again.fsm")
     assert again.get_params() == old.get_params()
-    assert _shag_digest(again, dep[250:]) == EXPECTED["shag"]
+    assert _heads_digest(again, dep[250:]) == EXPECTED["shag"]
     fresh = SHAGParser(n_states=4).fit(dep[:250])
-    assert _shag_digest(fresh, dep[250:]) == EXPECTED["shag"]
+    assert _heads_digest(fresh, dep[250:]) == EXPECTED["shag"]
 
 
 def test_old_shag_meta_defaults(tmp_path):
@@ -94,6 +96,49 @@ def test_old_shag_meta_defaults(tmp_path):
     m = SHAGParser.load(tmp_path / "older.fsm")
     assert (m.basis, m.backoff_weight, m.tag_column, m.ridge, m.tag_column_) == \
         (1, 0.0, "xpos", 0.0, "xpos")
+
+
+# ------------------------------------------------------------------------------ re-ranker
+def _rerank_data():
+    from fastspectral.dependency.data import trees_to_dep_sentences
+    from fastspectral.synthetic import LatentPCFG
+    from fastspectral.trees.transforms import clean
+
+    trees = LatentPCFG.default(n_states=2, seed=0).sample(300, seed=3)
+    deps = list(trees_to_dep_sentences(clean(t) for t in trees))
+    return deps[:24], deps[250:262]
+
+
+def test_legacy_reranker_loads_with_nested_estimators(tmp_path):
+    """The flat base-parser settings and the ``spectral_params`` dict (with the latent
+    dependency model's older name ``tags``) of the file become ``mst`` and ``spectral``;
+    the parses are the recorded ones, written again and from a fresh fit of the nested
+    form."""
+    from fastspectral.latentdep import LatentDependencyModel
+    from fastspectral.rerank import MSTParser, RerankDepParser
+
+    expected = json.loads((LEGACY / "expected_rerank.json").read_text())["rerank"]
+    train, test = _rerank_data()
+    old = load(LEGACY / "rerank.fsm")
+    assert isinstance(old, RerankDepParser)
+    params = old.get_params()
+    assert (params["mst__iterations"], params["mst__minibatch"], params["mst__bits"],
+            params["mst__tag_column"], params["mst__random_state"], params["mst__jobs"]) == \
+        (1, 4, 16, "xpos", 1, 1)
+    assert (params["spectral__n_states"], params["spectral__tag_column"],
+            params["spectral__ridge"]) == (3, "xpos", 0.5)
+    assert params["shag"] is None and (old.k, old.folds, old.random_state) == (3, 2, 1)
+    assert _heads_digest(old, test) == expected
+    old.save(tmp_path / "again.fsm")
+    again = RerankDepParser.load(tmp_path / "again.fsm")
+    assert repr(again.get_params()) == repr(old.get_params())
+    assert _heads_digest(again, test) == expected
+    fresh = RerankDepParser(
+        k=3, features="base+spectral", folds=2, rerank_bits=16, random_state=1, jobs=1,
+        mst=MSTParser(iterations=1, minibatch=4, bits=16, tag_column="xpos", random_state=1,
+                      jobs=1),
+        spectral=LatentDependencyModel(n_states=3, tag_column="xpos", ridge=0.5)).fit(train)
+    assert _heads_digest(fresh, test) == expected
 
 
 # ------------------------------------------------------------------------------ LMs

@@ -9,7 +9,7 @@ import pytest
 from fastspectral import cli
 from fastspectral.base import Estimator
 from fastspectral.errors import ModelFileError
-from fastspectral.rerank import RerankDepParser
+from fastspectral.rerank import MSTParser, RerankDepParser
 from fastspectral.rerank import model as rmodel
 from fastspectral.rerank import providers
 from fastspectral.rerank.reranker import tree_features
@@ -76,8 +76,8 @@ def test_tree_features_are_the_papers_templates():
 
 
 def test_rerank_off_is_the_base_parser_and_save_load(synthetic, tmp_path):
-    m = RerankDepParser(k=10, features="base", iterations=3, bits=18, rerank_bits=16,
-                        jobs=2).fit(synthetic[:300])
+    m = RerankDepParser(k=10, features="base", rerank_bits=16, jobs=2,
+                        mst=MSTParser(iterations=3, bits=18, jobs=2)).fit(synthetic[:300])
     test = synthetic[300:]
     base = [s.heads for s in m.mst_.parse(test)]
     m.rerank = False
@@ -102,7 +102,7 @@ def test_log_p_hat_feature_is_learnt(synthetic, monkeypatch, tmp_path):
 
     monkeypatch.setattr(providers, "_spectral_class", lambda: GoldOracle)
     train, test = synthetic[:300], synthetic[300:]
-    kw = dict(k=20, iterations=2, bits=18, rerank_bits=16, jobs=2)
+    kw = dict(k=20, rerank_bits=16, jobs=2, mst=MSTParser(iterations=2, bits=18, jobs=2))
     base = RerankDepParser(features="base", **kw).fit(train)
     spec = RerankDepParser(features="base+spectral", **kw).fit(train)
     assert isinstance(spec.spectral_, GoldOracle) and spec.dense_weights_.shape == (6,)
@@ -293,8 +293,10 @@ def test_pos_input_spectral_model(synthetic, tmp_path):
     from fastspectral.latentdep import LatentDependencyModel
 
     train, test = synthetic[:200], synthetic[300:330]
-    m = RerankDepParser(k=5, iterations=1, bits=16, rerank_bits=16, spectral_input="pos",
-                        spectral_params={"n_states": 2}, jobs=2).fit(train)
+    m = RerankDepParser(k=5, rerank_bits=16, spectral_input="pos", jobs=2,
+                        mst=MSTParser(iterations=1, bits=16, jobs=2),
+                        spectral=LatentDependencyModel(n_states=2, embeddings="one-hot")
+                        ).fit(train)
     assert isinstance(m.spectral_, LatentDependencyModel)
     assert m.spectral_.embeddings == "one-hot" and m.spectral_.n_states == 2
     assert set(m.spectral_.words_[1:]) == {t for s in train for t in s.tags}
@@ -318,8 +320,8 @@ def test_sentences_over_the_kbest_budget_get_the_base_parse(synthetic, caplog, m
 
     kbest_mod = importlib.import_module("fastspectral.rerank.kbest")
 
-    m = RerankDepParser(k=10, features="base", iterations=3, bits=18, rerank_bits=16,
-                        jobs=1).fit(synthetic[:300])
+    m = RerankDepParser(k=10, features="base", rerank_bits=16, jobs=1,
+                        mst=MSTParser(iterations=3, bits=18, jobs=1)).fit(synthetic[:300])
     test = synthetic[300:330]
     lengths = [len(s.words) for s in test]
     longest = int(np.argmax(lengths))

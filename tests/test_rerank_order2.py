@@ -16,7 +16,8 @@ from fastspectral.rerank.reranker import RerankData
 
 from _conll_files import write_conllu
 
-KW = dict(k=8, features="base", iterations=2, bits=18, rerank_bits=16, rerank_iterations=3, jobs=2)
+KW = dict(k=8, features="base", rerank_bits=16, rerank_iterations=3, jobs=2,
+          mst=MSTParser(iterations=2, bits=18, jobs=2))
 
 
 @pytest.fixture(scope="module")

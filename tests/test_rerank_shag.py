@@ -13,7 +13,7 @@ from fastspectral import cli
 from fastspectral.dependency import SHAGParser
 from fastspectral.dependency.inference import arc_marginals, pair_offsets
 from fastspectral.errors import ModelFileError
-from fastspectral.rerank import RerankDepParser
+from fastspectral.rerank import MSTParser, RerankDepParser
 from fastspectral.rerank.shag_scores import (jackknife_shag_scores, shag_scores,
                                              tree_weights)
 from fastspectral.trees.conll import read_conllu
@@ -139,7 +139,8 @@ def test_jackknife_uses_no_folds_own_trees(synthetic):
     """Each fold's lists are scored by a model fitted on the other folds' sentences only,
     and the scores are those of that model."""
     sents = synthetic[:90]
-    m = RerankDepParser(k=4, features="base", iterations=1, bits=16, rerank_bits=16, jobs=1)
+    m = RerankDepParser(k=4, features="base", rerank_bits=16, jobs=1,
+                        mst=MSTParser(iterations=1, bits=16, jobs=1))
     data = m.training_lists(sents).data
     cuts = m._cuts(len(sents))
     seen = []
@@ -171,8 +172,8 @@ def test_jackknife_uses_no_folds_own_trees(synthetic):
 @pytest.mark.slow
 def test_base_shag_reranker_save_load_and_cli(synthetic, tmp_path):
     train, test = synthetic[:240], synthetic[300:]
-    kw = dict(k=8, iterations=2, bits=18, rerank_bits=16, jobs=2,
-              shag_params={"n_states": 3})
+    kw = dict(k=8, rerank_bits=16, jobs=2, mst=MSTParser(iterations=2, bits=18, jobs=2),
+              shag=SHAGParser(method="spectral", n_states=3, lexical="lex+fcp"))
     m = RerankDepParser(features="base+shag", **kw).fit(train)
     assert isinstance(m.shag_, SHAGParser) and m.shag_.lexical == "lex+fcp"
     assert m.shag_.n_states == 3 and m.dense_weights_.shape == (5,)
@@ -180,7 +181,7 @@ def test_base_shag_reranker_save_load_and_cli(synthetic, tmp_path):
     out = [s.heads for s in m.parse(test)]
     m.save(tmp_path / "r.fsm")
     q = RerankDepParser.load(tmp_path / "r.fsm")
-    assert q.features == "base+shag" and q.shag_params == {"n_states": 3}
+    assert q.features == "base+shag" and q.get_params()["shag__n_states"] == 3
     assert [s.heads for s in q.parse(test)] == out
     meta, arrays = m._model_file()
     assert meta["shag"] is not None and any(k.startswith("shag.") for k in arrays)
@@ -196,8 +197,8 @@ def test_base_shag_reranker_save_load_and_cli(synthetic, tmp_path):
             r.fit_lists(lists.__class__(lists.data, None, lists.correct, lists.n_tokens, {}))
     with pytest.raises(ValueError, match="shag_scores"):
         RerankDepParser(features="base+shag", shag_scores="nope").fit(train)
-    with pytest.raises(ValueError, match="n_states"):
-        RerankDepParser(features="base+shag", shag_params={"n_states": 0}).fit(train)
+    with pytest.raises(ValueError, match="shag__n_states"):
+        RerankDepParser(features="base+shag", shag=SHAGParser(n_states=0)).fit(train)
     # command line
     tr_file, inp, model = tmp_path / "t.conllu", tmp_path / "in.conllu", tmp_path / "m.rr"
     write_conllu(tr_file, train[:150])

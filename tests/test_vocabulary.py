@@ -23,8 +23,9 @@ KINDS = sorted(models.REGISTRY)
 #: kind -> {old name: today's name} of the renames of this vocabulary
 RENAMED = {
     "mst": {"epochs": "iterations", "tagset": "tag_column"},
-    "rerank-dep": {"epochs": "iterations", "rerank_epochs": "rerank_iterations",
-                   "tagset": "tag_column"},
+    # the base parser's epochs / tagset of a re-ranker's file: its nested mst
+    # (test_old_mst_names_of_a_reranker_file_become_its_base_parser)
+    "rerank-dep": {"rerank_epochs": "rerank_iterations"},
     "shag": {"tagset": "tag_column"},
     "latent-dep": {"tags": "tag_column"},
     "atm": {"dim": "rank", "tagset": "tag_map"},
@@ -123,11 +124,34 @@ def test_old_atm_file_loads_with_the_same_parameters_and_parses(tmp_path):
 
 def test_old_spectral_params_of_a_reranker_are_renamed():
     """``spectral_params`` of an older re-ranker name the latent dependency model's old
-    parameters (``tags``): the model built from them has today's names."""
+    parameters (``tags``): the model built from them has today's names, given to the
+    constructor (deprecated) or read from a file."""
     from fastspectral.rerank.model import RerankDepParser
 
-    spectral = RerankDepParser(spectral_params={"tags": "xpos", "dim": 4})._new_spectral()
-    assert (spectral.tag_column, spectral.dim) == ("xpos", 4)
+    with pytest.warns(DeprecationWarning, match="spectral=LatentDependencyModel"):
+        spectral = RerankDepParser(spectral_params={"tags": "xpos", "dim": 4}).spectral
+    assert (spectral.tag_column, spectral.dim, spectral.n_states) == ("xpos", 4, 16)
+    spectral = RerankDepParser._params_from_file(
+        {"spectral_params": {"tags": "xpos", "dim": 4}})["spectral"]
+    assert (spectral.tag_column, spectral.dim, spectral.n_states) == ("xpos", 4, 16)
+
+
+def test_old_mst_names_of_a_reranker_file_become_its_base_parser():
+    """A re-ranker's file of older versions holds its base parser's settings flat, some
+    under older names (``epochs``, ``tagset``): they become the nested ``mst``, with the
+    re-ranker's seed and threads, as they configured it."""
+    from fastspectral.rerank.model import RerankDepParser
+
+    cls = RerankDepParser
+    assert cls._renamed_params["epochs"] == "iterations"
+    assert cls._renamed_params["tagset"] == "tag_column"
+    got = cls._params_from_file({"epochs": 3, "tagset": "xpos", "minibatch": 2, "bits": 16,
+                                 "random_state": 5, "jobs": 2, "rerank_epochs": 4, "k": 7})
+    mst = got.pop("mst")
+    assert got == {"random_state": 5, "jobs": 2, "rerank_iterations": 4, "k": 7}
+    assert mst.get_params() == {"iterations": 3, "tag_column": "xpos", "minibatch": 2,
+                                "bits": 16, "random_state": 5, "jobs": 2, "order": 1,
+                                "single_root": None}
 
 
 @pytest.mark.parametrize("kind,old,new", RENAMED_FLAGS)

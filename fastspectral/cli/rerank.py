@@ -89,11 +89,29 @@ def add_arguments(parser, cls) -> None:
     kit.reads(g.add_argument("--embeddings", metavar="FILE", default=None,
                    help="eigenword dictionary of the spectral model (default: learnt from "
                         "the treebank's words)"), regular=True)
-    add_common(parser.add_argument_group("base parser (McDonald et al. 2005)"), cls)
+    from ..rerank.mst import MSTParser
+
+    # the base parser's options set the nested mst=MSTParser(...) (see build); --seed and
+    # --jobs are the re-ranker's own (and its base parser's)
+    add_common(parser.add_argument_group("base parser (McDonald et al. 2005)"), MSTParser)
+
+
+#: the options of ``add_common`` that configure the nested base parser
+MST_OPTIONS = ("iterations", "minibatch", "bits", "tag_column")
 
 
 def build(args, cls, preset):
+    """The re-ranker of the options: its own parameters, the base parser's options as
+    ``mst=MSTParser(...)`` (with the re-ranker's ``--seed`` and ``--jobs``) and the spectral
+    model's as ``spectral=`` (the default model of ``--spectral-input`` with them set)."""
+    from ..rerank.mst import MSTParser
+    from ..rerank.providers import spectral_from_params
+
     model = kit.build_estimator(args, cls, preset)
+    given = {name: getattr(args, name) for name in MST_OPTIONS if hasattr(args, name)}
+    if given:
+        model.mst = MSTParser(**given, random_state=model.random_state, jobs=model.jobs)
+        model.mst._validate_params()        # named as the options: "bits must be ..."
     extra = {}
     if getattr(args, "embeddings", None) is not None:
         kit.require_file(args.embeddings, "embeddings file")
@@ -119,5 +137,5 @@ def build(args, cls, preset):
                                    "base+spectral+shag)")
         if "embeddings" in extra and model.spectral_input == "pos":
             raise kit.CommandError("--embeddings needs --spectral-input words")
-        model.spectral_params = {**(model.spectral_params or {}), **extra}
+        model.spectral = spectral_from_params(extra, model.spectral_input)
     return model

@@ -18,6 +18,15 @@ Training (:meth:`RerankDepParser.fit`):
 4. the base parser and the spectral model are trained once more on the whole treebank: they
    make the lists of new sentences.
 
+The sub-models are nested estimators, scikit-learn style: ``mst`` (the base parser),
+``spectral`` (the latent dependency model) and ``shag`` (the SHAG model), each None for its
+default; ``get_params(deep=True)`` shows ``mst__iterations``, ``spectral__n_states``, ...,
+``set_params(spectral__n_states=8)`` sets one, and ``fit`` trains clones of them.  The keywords
+of older versions (the base parser's ``iterations``, ``minibatch``, ``bits``, ``tag_column``;
+``spectral_params``, ``shag_params``) are still accepted with a ``DeprecationWarning`` and
+mapped onto them (:func:`~fastspectral.rerank.providers.nested_from_old`); model files
+written with them load the same way.
+
 With ``base_order=2`` a second-order (sibling) :class:`~fastspectral.rerank.mst.MSTParser` is
 trained on the same folds: each fold's model rescores that fold's (first-order) lists, and the
 re-ranker reads every candidate's score under it (arc + sibling parts,
@@ -44,9 +53,12 @@ from ..base import Interval, check_jobs
 from ..errors import ModelFileError
 from .mst import HeadsParser, MSTParser, numba_threads
 from . import providers as _providers
-from .providers import (LOGP_NORMS, SHAG_SCORES, SPECTRAL_DEFAULTS,  # noqa: F401
-                        SPECTRAL_DEFAULTS_POS, SPECTRAL_INPUTS, SPECTRAL_SCORES, ScoreProviders,
-                        _concat, _normalise, add_candidates, order2_scores, shag_tree_columns)
+from .providers import (LOGP_NORMS, NESTED, OLD_PARAMS, SHAG_SCORES,  # noqa: F401
+                        SPECTRAL_DEFAULTS, SPECTRAL_DEFAULTS_POS, SPECTRAL_INPUTS,
+                        SPECTRAL_SCORES, ScoreProviders, _concat, _normalise,
+                        accepts_old_keywords, add_candidates, check_sub_models,
+                        nested_from_file, nested_from_old, nested_to_file, old_keywords_hint,
+                        order2_scores, shag_tree_columns)
 from .reranker import RerankData, correct_counts, rerank_epoch, score_candidates
 
 __all__ = ["RerankDepParser", "RerankFitInfo", "TrainingLists", "FEATURES"]
@@ -117,24 +129,29 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         with ``"base+spectral+shag"`` both.
     folds : int, default 3
         Jack-knife folds of the training lists.
-    iterations : int, default 10
-        Perceptron epochs of the base parser.
     rerank_iterations : int, default 5
         Perceptron epochs of the re-ranker.
-    minibatch : int, default 8
-        Base parser's perceptron batch (see :class:`~fastspectral.rerank.mst.MSTParser`).
-    bits, rerank_bits : int, default 22, 20
-        Hashed weights of the base parser / of the re-ranker: ``2**bits``.
+    rerank_bits : int, default 20
+        Hashed weights of the re-ranker: ``2**rerank_bits``.
     dense_gain : float, default 10.0
         The dense features (base score, log p-hat) are divided by their standard deviation
         over the training lists and multiplied by ``dense_gain``: a larger gain is a smaller
         perceptron step on them relative to the sparse features.
-    spectral_params : dict or None, default None
-        Constructor arguments of the latent dependency model (e.g. ``{"embeddings": path}``),
-        over ``SPECTRAL_DEFAULTS`` (``n_states=16``); without ``embeddings`` it learns
-        eigenwords from the training treebank's words.  ``{"stop_events": True}`` (CLI
-        ``--stop-events``; ``"stop_adjacency"``, ``"stop_weight"``) makes it also score
-        valency (STOP events; docs/notes/latentdep.md; on WSJ no better than without, docs/notes/rerank.md).
+    mst : MSTParser or None, default None
+        The base parser (first-order: ``order=1``), e.g. ``MSTParser(iterations=10,
+        minibatch=8, bits=22, tag_column="auto")``: its settings (``mst__iterations``,
+        ``mst__bits``, ...) serve the jack-knifed fold parsers, the final base parser and,
+        with ``base_order=2``, the second-order model (the same settings with ``order=2``).
+        None: ``MSTParser()``'s defaults with this model's ``random_state`` and ``jobs``.
+    spectral : LatentDependencyModel or None, default None
+        The latent dependency model of ``features="base+spectral"`` (section 3), e.g.
+        ``LatentDependencyModel(n_states=16, embeddings=path)``; without ``embeddings`` it
+        learns eigenwords from the training treebank's words.  ``stop_events=True`` (CLI
+        ``--stop-events``; ``stop_adjacency``, ``stop_weight``) makes it also score valency
+        (STOP events; docs/notes/latentdep.md; on WSJ no better than without,
+        docs/notes/rerank.md).  None: ``LatentDependencyModel(n_states=16)``, or with
+        ``spectral_input="pos"`` ``LatentDependencyModel(n_states=8, embeddings="one-hot")``
+        (the class's own default is 8 states: give ``n_states`` explicitly).
     logp_norm : {"max", "word", "list"}, default "max"
         log p-hat within its k-best list: minus the list's best; that divided by the
         sentence's words; standardised within the list.
@@ -142,25 +159,27 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         Also the 'p-hat < 0' indicator (finite-sample estimates can be negative).
     spectral_input : {"words", "pos"}, default "words"
         The spectral model's words: the words (eigenwords, the paper), or the POS tags
-        (one-hot vectors; defaults ``n_states=8``, ``embeddings="one-hot"``).
+        (one-hot vectors; the default model of ``spectral=None``: ``n_states=8``,
+        ``embeddings="one-hot"``).
     spectral_scores : {"tree", "fragment", "both"}, default "both"
         The spectral model's scores used: ``log |p-hat(tree)|`` (with its sign), the sum of
         ``log |p-hat|`` of the depth-1 fragments (each node with its children;
         ``LatentDependencyModel.fragment_log_prob``) with the number of negative fragments, or
         both.
-    shag_params : dict or None, default None
-        Constructor arguments of the :class:`~fastspectral.dependency.SHAGParser` over
-        ``fastspectral.rerank.shag_scores.SHAG_DEFAULTS`` (spectral, 8 states, LEX+FCP).
+    shag : SHAGParser or None, default None
+        The split-head-automaton model of ``features="base+shag"``
+        (:class:`~fastspectral.dependency.SHAGParser`).  None: ``SHAGParser(method="spectral",
+        n_states=8, lexical="lex+fcp")`` (``fastspectral.rerank.shag_scores.SHAG_DEFAULTS``).
     shag_scores : {"tree", "arc", "both"}, default "both"
         The SHAG model's scores: ``log |w(tree)|`` (the product of its automaton weights,
         normalised in the list by ``logp_norm``, with "w <= 0" and "w < 0" indicators), the
         sum over the tree's arcs of ``log max(mu, 1e-6)`` (arc posteriors; normalised the
         same way), or both.
     base_order : {1, 2}, default 1
-        2: a second-order (sibling) :class:`~fastspectral.rerank.mst.MSTParser` (same
-        ``iterations``, ``bits``, ``minibatch``, ``tag_column``, ``random_state``),
-        jack-knifed on the same folds, rescores every candidate of the first-order k-best lists; its score minus
-        the list's best is one more dense feature.  1: no second-order model.
+        2: a second-order (sibling) :class:`~fastspectral.rerank.mst.MSTParser` (the base
+        parser's settings, ``mst``, with ``order=2``), jack-knifed on the same folds,
+        rescores every candidate of the first-order k-best lists; its score minus the list's
+        best is one more dense feature.  1: no second-order model.
     order2_best : bool, default True
         With ``base_order=2``: each k-best list also gets the second-order model's best tree
         (its second-order decoding) as one more candidate, unless the list holds it already
@@ -177,12 +196,18 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         deviation ``dense_gain``, so the start's share of a score grows as ``start_weight *
         dense_gain`` and one perceptron update's as ``dense_gain**2``.  None: 1000 when the
         base weight is fixed, else 1.
-    tag_column : {"auto", "upos", "xpos"}, default "auto"
-        The POS column.
     random_state : int or None, default 0
-        Seed of the perceptrons' orders.
+        Seed of the re-ranker's perceptron order (and of the default base parser's).
     jobs : int or None, default None
-        Threads (None: every core available).
+        Threads of the k-best lists, the scores and parsing, and of the default base parser
+        (None: every core available); a given sub-model trains with its own ``jobs``.
+
+    The keywords of older versions ``iterations``, ``minibatch``, ``bits``, ``tag_column``
+    (now ``mst=MSTParser(...)``, with this model's ``random_state`` and ``jobs``),
+    ``spectral_params`` (now ``spectral=``, over the defaults above) and ``shag_params``
+    (now ``shag=``, over ``SHAG_DEFAULTS``) are still accepted, with a DeprecationWarning,
+    and mapped onto the nested estimators
+    (:func:`~fastspectral.rerank.providers.nested_from_old`).
 
     Attributes
     ----------
@@ -212,13 +237,15 @@ class RerankDepParser(ScoreProviders, HeadsParser):
 
     Examples
     --------
-    >>> from fastspectral.rerank import RerankDepParser
+    >>> from fastspectral.rerank import MSTParser, RerankDepParser
     >>> from fastspectral.trees.conll import DepSentence, toy_treebank
     >>> train = toy_treebank()
-    >>> model = RerankDepParser(k=5, features="base", iterations=5, bits=16,
-    ...                         rerank_bits=16).fit(train)
+    >>> model = RerankDepParser(k=5, features="base", rerank_bits=16,
+    ...                         mst=MSTParser(iterations=5, bits=16)).fit(train)
     >>> model.parse([DepSentence.from_tagged("a/DT big/JJ cat/NN barks/VBZ")])[0].heads
     [3, 3, 4, 0]
+    >>> model.get_params()["mst__iterations"]
+    5
     """
 
     kind = "rerank-dep"
@@ -226,7 +253,9 @@ class RerankDepParser(ScoreProviders, HeadsParser):
     #: parse with the re-ranker (False: the base parser's best tree); not a hyperparameter
     rerank = True
 
-    #: names of model files written by older versions
+    #: names of model files written by older versions (``iterations``, ``minibatch``,
+    #: ``bits``, ``tag_column``, ``spectral_params`` and ``shag_params`` of a file become the
+    #: nested estimators: :meth:`_params_from_file`)
     _renamed_params = {"epochs": "iterations", "rerank_epochs": "rerank_iterations",
                        "tagset": "tag_column"}
     _parameter_constraints = {
@@ -235,50 +264,59 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         "features": set(FEATURES), "dense_gain": Interval(float, 0.0, INF, closed="neither"),
         "logp_norm": set(LOGP_NORMS), "spectral_scores": set(SPECTRAL_SCORES),
         "spectral_input": set(SPECTRAL_INPUTS), "logp_sign": "boolean",
-        "spectral_params": "dict or None", "shag_scores": set(SHAG_SCORES),
-        "shag_params": "dict or None", "base_order": set(BASE_ORDERS),
+        "shag_scores": set(SHAG_SCORES), "base_order": set(BASE_ORDERS),
         "order2_best": "boolean", "fixed_base": "boolean or None",
-        "start_weight": Interval(float, 0.0, INF, closed="neither", allow_none=True)}
+        "start_weight": Interval(float, 0.0, INF, closed="neither", allow_none=True),
+        "random_state": Interval(int, 0, allow_none=True),
+        "jobs": Interval(int, 1, allow_none=True)}
 
-    def __init__(self, k: int = 50, features: str = "base+spectral", folds: int = 3,
-                 iterations: int = 10, rerank_iterations: int = 5, minibatch: int = 8,
-                 bits: int = 22, rerank_bits: int = 20, spectral_params: dict | None = None,
-                 dense_gain: float = 10.0, logp_norm: str = "max", logp_sign: bool = True,
-                 spectral_scores: str = "both", spectral_input: str = "words",
-                 shag_params: dict | None = None, shag_scores: str = "both",
-                 tag_column: str = "auto", random_state: int | None = 0,
-                 jobs: int | None = None, base_order: int = 1, order2_best: bool = True,
-                 fixed_base: bool | None = None, start_weight: float | None = None):
+    @accepts_old_keywords
+    def __init__(self, k: int = 50, features: str = "base+spectral", folds: int = 3, *,
+                 rerank_iterations: int = 5, rerank_bits: int = 20, dense_gain: float = 10.0,
+                 logp_norm: str = "max", logp_sign: bool = True, spectral_scores: str = "both",
+                 spectral_input: str = "words", shag_scores: str = "both",
+                 random_state: int | None = 0, jobs: int | None = None, base_order: int = 1,
+                 order2_best: bool = True, fixed_base: bool | None = None,
+                 start_weight: float | None = None, mst: MSTParser | None = None,
+                 spectral=None, shag=None):
         self.k = k
         self.features = features
         self.folds = folds
-        self.iterations = iterations
         self.rerank_iterations = rerank_iterations
-        self.minibatch = minibatch
-        self.bits = bits
         self.rerank_bits = rerank_bits
-        self.spectral_params = spectral_params
         self.dense_gain = dense_gain
         self.logp_norm = logp_norm
         self.logp_sign = logp_sign
         self.spectral_scores = spectral_scores
         self.spectral_input = spectral_input
-        self.shag_params = shag_params
         self.shag_scores = shag_scores
-        self.tag_column = tag_column
         self.random_state = random_state
         self.jobs = jobs
         self.base_order = base_order
         self.order2_best = order2_best
         self.fixed_base = fixed_base
         self.start_weight = start_weight
+        self.mst = mst
+        self.spectral = spectral
+        self.shag = shag
 
     # ------------------------------------------------------------------ helpers
     def _check_params(self) -> None:
-        """The nested models' checks (the table has the re-ranker's own)."""
-        if self._shag:
-            self._new_shag()._validate_params()
-        self._new_mst()._validate_params()
+        """The nested estimators' checks (the table has the re-ranker's own): their types,
+        a first-order ``mst``, and the hyperparameters of those in use."""
+        check_sub_models(self.mst, self.spectral, self.shag, self._spectral, self._shag)
+
+    def set_params(self, **params):
+        """Set hyperparameters (``name=value``, nested ``mst__bits=18``,
+        ``spectral__n_states=8``); returns self.  A keyword of older versions (``iterations``,
+        ``spectral_params``, ...) is a ValueError naming its nested form."""
+        for name in params:
+            if name in OLD_PARAMS:
+                nested = "spectral__NAME" if name == "spectral_params" else \
+                    "shag__NAME" if name == "shag_params" else f"mst__{name}"
+                raise ValueError(f"{name!r} is no longer a parameter of RerankDepParser: use "
+                                 f"{old_keywords_hint([name])} or set_params({nested}=...)")
+        return super().set_params(**params)
 
     # ------------------------------------------------------------------ training
     def fit(self, X) -> "RerankDepParser":
@@ -512,7 +550,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
     # ------------------------------------------------------------------ model files
     def _model_file(self):
         meta_m, arr_m = self.mst_._model_file()
-        meta = {"params": self.get_params(), "mst": meta_m, "fit_time": self.fit_time_,
+        meta = {"params": self._file_params(), "mst": meta_m, "fit_time": self.fit_time_,
                 "seconds": self.fit_info_.seconds, "mistakes": self.fit_info_.mistakes,
                 "oracle_uas": self.fit_info_.oracle_uas,
                 "n_sentences": self.fit_info_.n_sentences, "spectral": None, "shag": None}
@@ -533,6 +571,34 @@ class RerankDepParser(ScoreProviders, HeadsParser):
             meta["mst2"] = meta_2
             arrays.update({_MST2 + k: a for k, a in arr_2.items()})
         return meta, arrays
+
+    def _file_params(self) -> dict:
+        """The hyperparameters as a model file records them (the nested estimators as
+        :func:`~fastspectral.rerank.providers.nested_to_file` writes them)."""
+        out = self.get_params(deep=False)
+        for name in NESTED:
+            out[name] = nested_to_file(out[name])
+        return out
+
+    @classmethod
+    def _params_from_file(cls, params: dict) -> dict:
+        """Constructor arguments from the ``params`` of a model file: the nested estimators
+        rebuilt from their entries (:func:`~fastspectral.rerank.providers.nested_from_file`),
+        and the layout of older versions (the base parser's ``iterations``, ``minibatch``,
+        ``bits``, ``tag_column`` and the ``spectral_params`` / ``shag_params`` dicts,
+        :func:`~fastspectral.rerank.providers.nested_from_old`) mapped onto them."""
+        params = {cls._renamed_params.get(k, k): v for k, v in params.items()}
+        old = {k: params.pop(k) for k in OLD_PARAMS if k in params}
+        out = super()._params_from_file(params)
+        for name in NESTED:
+            if name in out:
+                out[name] = nested_from_file(name, out[name])
+        out.update(nested_from_old(old, random_state=out.get("random_state", 0),
+                                   jobs=out.get("jobs"),
+                                   spectral_input=out.get("spectral_input", "words"),
+                                   mst=out.get("mst"), spectral=out.get("spectral"),
+                                   shag=out.get("shag")))
+        return out
 
     @classmethod
     def _from_model_file(cls, meta: dict, arrays: dict) -> "RerankDepParser":

@@ -1,30 +1,44 @@
 """The score providers of :class:`~fastspectral.rerank.model.RerankDepParser`: the sub-models
 that give every candidate of a k-best list its scores, and the dense features made of them.
 
-* the first-order base parser (:class:`~fastspectral.rerank.mst.MSTParser`) and its k-best
-  lists; with ``base_order=2`` the second-order model's score of every candidate (and its own
-  best tree added to each list, ``order2_best``);
-* the latent dependency model of section 3 (kind ``latent-dep``): ``log p-hat`` of each
-  candidate tree and / or of its depth-1 fragments, on the words or on the POS tags;
-* the split-head-automaton model (:mod:`fastspectral.rerank.shag_scores`): tree weight and
-  summed log arc posteriors;
+* the first-order base parser (:class:`~fastspectral.rerank.mst.MSTParser`, the re-ranker's
+  nested ``mst``) and its k-best lists; with ``base_order=2`` the second-order model's score of
+  every candidate (the base parser's settings with ``order=2``; its own best tree added to each
+  list, ``order2_best``);
+* the latent dependency model of section 3 (kind ``latent-dep``, the nested ``spectral``):
+  ``log p-hat`` of each candidate tree and / or of its depth-1 fragments, on the words or on
+  the POS tags;
+* the split-head-automaton model (the nested ``shag``; :mod:`fastspectral.rerank.shag_scores`):
+  tree weight and summed log arc posteriors;
 
 each jack-knifed over the training folds (:meth:`ScoreProviders.jackknife_log_prob`, ...), and
 the unscaled dense feature columns the re-ranker reads (:meth:`ScoreProviders._raw_dense`,
-normalised within each list by :func:`_normalise`).  :class:`ScoreProviders` is a mixin: it
-reads the estimator's hyperparameters; the perceptron learner and the model files are in
+normalised within each list by :func:`_normalise`).  The unfitted sub-model of each provider is
+a clone of the re-ranker's nested estimator, or the provider's default when that is None
+(:func:`default_mst`, :func:`default_spectral`, :func:`default_shag`);
+:func:`check_sub_models` checks them; :func:`nested_from_old` maps the keywords of older
+versions (the base parser's flat settings, ``spectral_params``, ``shag_params``) onto them, for
+the constructor (:func:`accepts_old_keywords`) and for model files (:func:`nested_from_file`
+reads today's entries).  :class:`ScoreProviders` is a mixin: it reads the
+estimator's hyperparameters; the perceptron learner and the model files are in
 :mod:`fastspectral.rerank.model`.
 """
 from __future__ import annotations
 
+import functools
+import warnings
+
 import numpy as np
 
-from ..base import check_jobs
+from ..base import check_jobs, clone
 from .mst import MSTParser, numba_threads
 from .reranker import RerankData
 
 __all__ = ["ScoreProviders", "order2_scores", "add_candidates", "shag_tree_columns",
-           "SHAG_SCORES", "LOGP_NORMS", "SPECTRAL_SCORES", "SPECTRAL_INPUTS"]
+           "default_mst", "default_spectral", "default_shag", "spectral_from_params",
+           "shag_from_params", "check_sub_models", "nested_from_old", "accepts_old_keywords",
+           "nested_to_file", "nested_from_file", "NESTED", "OLD_PARAMS", "SHAG_SCORES",
+           "LOGP_NORMS", "SPECTRAL_SCORES", "SPECTRAL_INPUTS"]
 
 #: the SHAG model's scores used: the tree weight, the summed log arc posteriors, both
 SHAG_SCORES = ("tree", "arc", "both")
@@ -32,13 +46,13 @@ SHAG_SCORES = ("tree", "arc", "both")
 LOGP_NORMS = ("max", "word", "list")
 #: the spectral model's scores used: p-hat of the tree, of its depth-1 fragments, both
 SPECTRAL_SCORES = ("tree", "fragment", "both")
-#: constructor arguments of the latent dependency model unless ``spectral_params`` says
-#: otherwise (16 states: chosen on the WSJ dev split, docs/notes/rerank.md)
+#: constructor arguments of the default latent dependency model (``spectral=None``; 16
+#: states: chosen on the WSJ dev split, docs/notes/rerank.md)
 SPECTRAL_DEFAULTS = {"n_states": 16}
 #: what the spectral model reads as its words: the words (eigenwords, the paper) or the POS
 #: tags (one-hot vectors: a latent model of the tag tree)
 SPECTRAL_INPUTS = ("words", "pos")
-#: defaults of the POS-tag spectral model (``spectral_input="pos"``)
+#: constructor arguments of the default POS-tag spectral model (``spectral_input="pos"``)
 SPECTRAL_DEFAULTS_POS = {"n_states": 8, "embeddings": "one-hot"}
 
 
@@ -50,6 +64,197 @@ def _spectral_class():
     except (KeyError, ImportError, AttributeError) as exc:
         raise ValueError("features='base+spectral' needs the latent dependency model (kind "
                          f"'latent-dep'), which is not available in this build ({exc})") from None
+
+
+def default_mst(random_state=0, jobs=None) -> MSTParser:
+    """The base parser of ``mst=None``: :class:`~fastspectral.rerank.mst.MSTParser`'s defaults
+    with the re-ranker's ``random_state`` and ``jobs``."""
+    return MSTParser(random_state=random_state, jobs=jobs)
+
+
+def spectral_from_params(params: dict | None = None, spectral_input: str = "words"):
+    """The latent dependency model of the defaults of ``spectral_input``
+    (:data:`SPECTRAL_DEFAULTS`, :data:`SPECTRAL_DEFAULTS_POS`) updated by the constructor
+    arguments ``params`` (names of older versions renamed, ``tags`` -> ``tag_column``)."""
+    cls = _spectral_class()
+    names = cls._get_param_names() if hasattr(cls, "_get_param_names") else ()
+    base = SPECTRAL_DEFAULTS_POS if spectral_input == "pos" else SPECTRAL_DEFAULTS
+    defaults = {k: v for k, v in base.items() if k in names}
+    renamed = getattr(cls, "_renamed_params", {})
+    given = {renamed.get(k, k): v for k, v in (params or {}).items()}
+    return cls(**{**defaults, **given})
+
+
+def default_spectral(spectral_input: str = "words"):
+    """The spectral model of ``spectral=None``: the latent dependency model with
+    ``n_states=16`` (``spectral_input="pos"``: ``n_states=8, embeddings="one-hot"``)."""
+    return spectral_from_params(None, spectral_input)
+
+
+def shag_from_params(params: dict | None = None):
+    """The :class:`~fastspectral.dependency.SHAGParser` of
+    :data:`~fastspectral.rerank.shag_scores.SHAG_DEFAULTS` updated by ``params``."""
+    from .shag_scores import new_shag
+
+    return new_shag(params)
+
+
+def default_shag():
+    """The SHAG model of ``shag=None``: spectral, 8 states, LEX+FCP
+    (:data:`~fastspectral.rerank.shag_scores.SHAG_DEFAULTS`)."""
+    return shag_from_params(None)
+
+
+def _describe(value) -> str:
+    return f"a {type(value).__name__}" if hasattr(value, "get_params") else repr(value)
+
+
+def check_sub_models(mst, spectral, shag, use_spectral: bool, use_shag: bool) -> None:
+    """The checks of the re-ranker's nested estimators (its ``fit``): ``mst`` None or a
+    first-order :class:`~fastspectral.rerank.mst.MSTParser`, ``spectral`` None or an estimator
+    with ``fit``, ``log_prob`` and ``fragment_log_prob``, ``shag`` None or a
+    :class:`~fastspectral.dependency.SHAGParser`; those in use are validated (a one-line
+    error naming ``mst__...``, ``spectral__...`` or ``shag__...``)."""
+    if mst is not None:
+        if not isinstance(mst, MSTParser):
+            raise TypeError(f"mst must be an MSTParser or None, got {_describe(mst)}")
+        _validate_nested("mst", mst)
+        if int(mst.order) != 1:
+            raise ValueError(f"mst must be a first-order MSTParser (order=1; its k-best lists "
+                             f"are first-order), got order={mst.order!r}; base_order=2 adds "
+                             "the second-order model")
+    if spectral is not None:
+        if isinstance(spectral, type) or not all(hasattr(spectral, a) for a in (
+                "get_params", "fit", "log_prob", "fragment_log_prob")):
+            raise TypeError("spectral must be a latent dependency model (an estimator with "
+                            "fit, log_prob and fragment_log_prob, e.g. LatentDependencyModel) "
+                            f"or None, got {_describe(spectral)}")
+        if use_spectral:
+            _validate_nested("spectral", spectral)
+    if shag is not None:
+        from ..dependency import SHAGParser
+
+        if not isinstance(shag, SHAGParser):
+            raise TypeError(f"shag must be a SHAGParser or None, got {_describe(shag)}")
+        if use_shag:
+            _validate_nested("shag", shag)
+
+
+def _validate_nested(name: str, model) -> None:
+    """``model._validate_params()`` with its message naming ``NAME__param``."""
+    check = getattr(model, "_validate_params", None)
+    if check is None:
+        return
+    try:
+        check()
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        first = msg.split(" ", 1)[0]
+        if first in model.get_params(deep=False):
+            msg = f"{name}__{msg}"
+        else:
+            msg = f"{name}: {msg}"
+        raise type(exc)(msg) from None
+
+
+#: the base parser's keywords of older versions, now ``mst=MSTParser(...)``
+OLD_MST_PARAMS = ("iterations", "minibatch", "bits", "tag_column")
+#: every keyword of older versions the constructor still maps onto the nested estimators
+OLD_PARAMS = OLD_MST_PARAMS + ("spectral_params", "shag_params")
+
+
+def old_keywords_hint(names) -> str:
+    """The nested form of the old keywords ``names``, e.g. ``mst=MSTParser(bits=...)``."""
+    flat = [n for n in names if n in OLD_MST_PARAMS]
+    parts = ["mst=MSTParser(" + ", ".join(f"{n}=..." for n in flat) + ")"] if flat else []
+    if "spectral_params" in names:
+        parts.append("spectral=LatentDependencyModel(...)")
+    if "shag_params" in names:
+        parts.append("shag=SHAGParser(...)")
+    return ", ".join(parts)
+
+
+def nested_from_old(old: dict, *, random_state=0, jobs=None, spectral_input="words",
+                    mst=None, spectral=None, shag=None) -> dict:
+    """The nested estimators ``{"mst": ..., "spectral": ..., "shag": ...}`` of the keywords
+    of older versions ``old`` (the base parser's ``iterations``, ``minibatch``, ``bits``,
+    ``tag_column``; ``spectral_params``, ``shag_params``), as they configured the sub-models:
+    the base parser with the re-ranker's ``random_state`` and ``jobs``, the spectral model
+    over the defaults of ``spectral_input``, the SHAG model over its defaults.  Only the
+    estimators the old keywords set are returned; one given both ways (``mst`` and
+    ``iterations``) is a TypeError."""
+    out = {}
+    flat = {k: old[k] for k in OLD_MST_PARAMS if k in old}
+    given = {"mst": mst, "spectral": spectral, "shag": shag}
+    for new, names in (("mst", sorted(flat)),
+                       ("spectral", ["spectral_params"] * (old.get("spectral_params") is not None)),
+                       ("shag", ["shag_params"] * (old.get("shag_params") is not None))):
+        if names and given[new] is not None:
+            raise TypeError(f"RerankDepParser: give {new}= or {names[0]}=, not both "
+                            f"({names[0]} is now part of {new}=)")
+    if flat:
+        out["mst"] = MSTParser(**flat, random_state=random_state, jobs=jobs)
+    if old.get("spectral_params") is not None:
+        if not isinstance(old["spectral_params"], dict):
+            raise TypeError(f"spectral_params must be a dict, got {old['spectral_params']!r}")
+        out["spectral"] = spectral_from_params(old["spectral_params"], spectral_input)
+    if old.get("shag_params") is not None:
+        if not isinstance(old["shag_params"], dict):
+            raise TypeError(f"shag_params must be a dict, got {old['shag_params']!r}")
+        out["shag"] = shag_from_params(old["shag_params"])
+    return out
+
+
+def accepts_old_keywords(init):
+    """``__init__`` also taking the keywords of :data:`OLD_PARAMS`, mapped onto the nested
+    estimators with a DeprecationWarning (the signature, and so ``get_params``, stays
+    ``init``'s: ``inspect.signature`` follows ``__wrapped__``)."""
+    @functools.wraps(init)
+    def wrapper(self, *args, **kwargs):
+        old = {k: kwargs.pop(k) for k in OLD_PARAMS if k in kwargs}
+        init(self, *args, **kwargs)
+        if old:
+            mapped = nested_from_old(old, random_state=self.random_state, jobs=self.jobs,
+                                     spectral_input=self.spectral_input, mst=self.mst,
+                                     spectral=self.spectral, shag=self.shag)
+            warnings.warn(
+                "RerankDepParser(" + ", ".join(f"{k}=" for k in old) + ") is deprecated: the "
+                "sub-models are nested estimators; use " + old_keywords_hint(old),
+                DeprecationWarning, stacklevel=2)
+            for name, value in mapped.items():
+                setattr(self, name, value)
+    return wrapper
+
+
+#: the nested estimators of the re-ranker: parameter name -> the model kind it holds
+NESTED = {"mst": "mst", "spectral": "latent-dep", "shag": "shag"}
+
+
+def nested_to_file(sub):
+    """A nested estimator as a model file's ``params`` record it: ``{"kind": KIND,
+    "params": {...}}`` (None stays None; a value JSON cannot hold, such as an Eigenwords object
+    as ``embeddings``, becomes None, as in the latent dependency model's own files)."""
+    if sub is None:
+        return None
+    params = {k: (v if v is None or isinstance(v, (str, int, float, bool)) else None)
+              for k, v in sub.get_params(deep=False).items()}
+    return {"kind": getattr(sub, "kind", ""), "params": params}
+
+
+def nested_from_file(name: str, entry):
+    """The nested estimator ``name`` of its model-file entry (:func:`nested_to_file`); a
+    malformed one is a ValueError."""
+    from .. import models
+
+    if entry is None:
+        return None
+    kind = NESTED[name]
+    if not isinstance(entry, dict) or entry.get("kind") != kind or \
+            not isinstance(entry.get("params"), dict):
+        raise ValueError(f"{name} must be {{'kind': {kind!r}, 'params': {{...}}}} or null, "
+                         f"got {entry!r}")
+    cls = models.model_class(kind)
+    return cls(**cls._params_from_file(entry["params"]))
 
 
 def order2_scores(mst2, items, data, threads, tags=None) -> np.ndarray:
@@ -171,14 +376,15 @@ class ScoreProviders:
     :class:`~fastspectral.rerank.model.RerankDepParser`."""
 
     def _new_mst(self) -> MSTParser:
-        return MSTParser(iterations=self.iterations, minibatch=self.minibatch, bits=self.bits,
-                         tag_column=self.tag_column, random_state=self.random_state, jobs=self.jobs)
+        """An unfitted base parser: a clone of ``mst``, or :func:`default_mst`."""
+        if self.mst is None:
+            return default_mst(self.random_state, self.jobs)
+        return clone(self.mst)
 
     def _new_mst2(self) -> MSTParser:
-        """The second-order model of ``base_order=2`` (the base parser's settings)."""
-        return MSTParser(iterations=self.iterations, minibatch=self.minibatch, bits=self.bits,
-                         tag_column=self.tag_column, random_state=self.random_state, jobs=self.jobs,
-                         order=2)
+        """The second-order model of ``base_order=2``: the base parser's settings with
+        ``order=2``."""
+        return self._new_mst().set_params(order=2)
 
     @property
     def _order2(self) -> bool:
@@ -224,13 +430,11 @@ class ScoreProviders:
         return add_candidates(data, extra, mst, items, threads, tags)
 
     def _new_spectral(self):
-        cls = _spectral_class()
-        names = cls._get_param_names() if hasattr(cls, "_get_param_names") else ()
-        base = SPECTRAL_DEFAULTS_POS if self.spectral_input == "pos" else SPECTRAL_DEFAULTS
-        defaults = {k: v for k, v in base.items() if k in names}
-        renamed = getattr(cls, "_renamed_params", {})
-        given = {renamed.get(k, k): v for k, v in (self.spectral_params or {}).items()}
-        return cls(**{**defaults, **given})
+        """An unfitted spectral model: a clone of ``spectral``, or :func:`default_spectral`
+        of ``spectral_input``."""
+        if self.spectral is None:
+            return default_spectral(self.spectral_input)
+        return clone(self.spectral)
 
     @property
     def _spectral(self) -> bool:
@@ -241,9 +445,10 @@ class ScoreProviders:
         return self.features in ("base+shag", "base+spectral+shag")
 
     def _new_shag(self):
-        from .shag_scores import new_shag
-
-        return new_shag(self.shag_params)
+        """An unfitted SHAG model: a clone of ``shag``, or :func:`default_shag`."""
+        if self.shag is None:
+            return default_shag()
+        return clone(self.shag)
 
     def _shag_scores(self, shag, items, data, threads=None):
         """The SHAG model's ``(log |w|, sign, summed log arc posteriors)`` of every candidate
@@ -257,7 +462,7 @@ class ScoreProviders:
         scored by a SHAG model trained on the gold trees of the other folds only."""
         from .shag_scores import jackknife_shag_scores
 
-        return jackknife_shag_scores(sents, data, self._cuts(len(sents)), self.shag_params,
+        return jackknife_shag_scores(sents, data, self._cuts(len(sents)), None,
                                      check_jobs(self.jobs),
                                      fit_fn=lambda tr: self._new_shag().fit(tr))
 

@@ -37,7 +37,7 @@ from ..base import check_jobs
 
 __all__ = ["SHAG_DEFAULTS", "shag_scores", "jackknife_shag_scores", "new_shag", "tree_weights"]
 
-#: the SHAG model of the re-ranker unless ``shag_params`` says otherwise: the configuration
+#: the SHAG model of the re-ranker when its ``shag`` is None: the configuration
 #: docs/notes/dependency.md chose for WSJ (spectral, 8 states, with LEX+FCP: 83.40 UAS alone)
 SHAG_DEFAULTS = {"method": "spectral", "n_states": 8, "lexical": "lex+fcp"}
 #: floor of the arc posteriors in the posterior score
