@@ -1,6 +1,10 @@
 """``RerankDepParser``: base parser + k-best lists + spectral model + re-ranker in one model
 (Dhillon et al. 2012, section 4).
 
+Kept as one module (about 720 lines): the estimator's parameters, their checks, the four
+training steps below and the model file, which all read the same nested sub-models; the
+scoring of candidates lives in :mod:`~fastspectral.rerank.providers`.
+
 Training (:meth:`RerankDepParser.fit`):
 
 1. jack-knifed k-best lists of the training data (section 4.3): the treebank is cut into
