@@ -224,6 +224,29 @@ def test_pcfg_options_defaults_come_from_the_class(capsys):
     assert f"(default: {PCFG().v})" in help_text
 
 
+def test_full_scale_defaults_of_spectral_and_pivot_em(capsys):
+    """``train spectral`` and ``train pivot-em`` default to the settings chosen at full scale
+    (kit.FULL_SCALE_DEFAULTS), say so in --help, and a given flag still wins."""
+    import argparse
+
+    from fastspectral.cli import latent, spectral
+    from fastspectral.lpcfg import EMLPCFG, SpectralLPCFG
+
+    p = argparse.ArgumentParser()
+    spectral.add_arguments(p, SpectralLPCFG)
+    assert kit.build_estimator(p.parse_args([]), SpectralLPCFG, {}).n_states == 16
+    assert kit.build_estimator(p.parse_args(["--states", "8"]), SpectralLPCFG, {}).n_states == 8
+    assert SpectralLPCFG().n_states == 8                  # the learner keeps its own default
+    assert "(default: 16, chosen on WSJ section 22" in " ".join(p.format_help().split())
+    p = argparse.ArgumentParser()
+    latent.add_arguments(p, EMLPCFG)
+    pem = {"init": "pivot"}
+    assert latent.build(p.parse_args([]), EMLPCFG, pem).iterations == 7
+    assert latent.build(p.parse_args(["--iterations", "2"]), EMLPCFG, pem).iterations == 2
+    assert latent.build(p.parse_args([]), EMLPCFG, {"init": "random"}).iterations is None
+    assert "7 for pivot-em, chosen on WSJ section 22" in " ".join(p.format_help().split())
+
+
 @pytest.mark.parametrize("name,old,new", [("spectral", "--smoothing", "--moment-smoothing"),
                                           ("pivot-em", "--smoothing", "--parent-smoothing"),
                                           ("shag", "--smoothing", "--backoff-weight"),
