@@ -241,10 +241,15 @@ def test_full_scale_defaults_of_spectral_and_pivot_em(capsys):
     p = argparse.ArgumentParser()
     latent.add_arguments(p, EMLPCFG)
     pem = {"init": "pivot"}
-    assert latent.build(p.parse_args([]), EMLPCFG, pem).iterations == 7
-    assert latent.build(p.parse_args(["--iterations", "2"]), EMLPCFG, pem).iterations == 2
-    assert latent.build(p.parse_args([]), EMLPCFG, {"init": "random"}).iterations is None
-    assert "7 for pivot-em, chosen on WSJ section 22" in " ".join(p.format_help().split())
+    m = latent.build(p.parse_args([]), EMLPCFG, pem)
+    assert (m.n_states, m.iterations) == (24, 8)
+    m = latent.build(p.parse_args(["--iterations", "2", "--states", "4"]), EMLPCFG, pem)
+    assert (m.n_states, m.iterations) == (4, 2)
+    m = latent.build(p.parse_args([]), EMLPCFG, {"init": "random"})
+    assert (m.n_states, m.iterations) == (16, None)          # em keeps the learner's defaults
+    shown = " ".join(p.format_help().split())
+    assert "8 for pivot-em, chosen on WSJ section 22" in shown
+    assert "24 for pivot-em, chosen on WSJ section 22" in shown
 
 
 @pytest.mark.parametrize("name,old,new", [("spectral", "--smoothing", "--moment-smoothing"),

@@ -138,7 +138,8 @@ def add_states(g, cls, help="latent states per frequent symbol", default=None,
 # section 22 after training on sections 02-21 (39,832 trees), what users of the command line
 # train on; the learners keep the choices made on the 3,914-tree WSJ sample
 # (docs/benchmarks-constituency.md, "Defaults").
-FULL_SCALE_DEFAULTS = {"spectral": {"n_states": 16}, "pivot-em": {"iterations": 7}}
+FULL_SCALE_DEFAULTS = {"spectral": {"n_states": 16},
+                       "pivot-em": {"n_states": 24, "iterations": 8}}
 
 
 def add_markov(g, cls):

@@ -23,7 +23,7 @@ EPILOG = """\
 examples:
   fastspectral train pivot wsj-train.mrg -o wsj.pivot --states 16
   fastspectral train em wsj-train.mrg -o wsj.em --states 16 --iterations 50
-  fastspectral train pivot-em wsj-train.mrg -o wsj.pem --states 16
+  fastspectral train pivot-em wsj-train.mrg -o wsj.pem
   fastspectral parse wsj.pem sentences.txt -o parsed.trees
 """
 
@@ -45,13 +45,18 @@ def _pivot_class():
 
 def add_arguments(parser, cls) -> None:
     g = parser.add_argument_group("latent-variable PCFG options")
-    kit.add_states(g, cls)
-    if "iterations" in cls._get_param_names():
-        pem = kit.FULL_SCALE_DEFAULTS["pivot-em"]["iterations"]
-        kit.add_iterations(g, cls, show_default=f"50 for em; {pem} for pivot-em, chosen on WSJ "
-                                                "section 22 after training on sections 02-21 "
-                                                "(EMLPCFG's own default from the pivot start, "
-                                                "4, was chosen on a 3,914-tree sample)")
+    pem = kit.FULL_SCALE_DEFAULTS["pivot-em"]
+    full = "chosen on WSJ section 22 after training on sections 02-21"
+    if "iterations" in cls._get_param_names():       # em and pivot-em
+        kit.add_states(g, cls, show_default=f"{kit.class_default(cls, 'n_states')} for em; "
+                                            f"{pem['n_states']} for pivot-em, {full} "
+                                            "(EMLPCFG's own default, 16, was chosen on a "
+                                            "3,914-tree sample)")
+        kit.add_iterations(g, cls, show_default=f"50 for em; {pem['iterations']} for pivot-em, "
+                                                f"{full} (EMLPCFG's own default from the pivot "
+                                                "start, 4, was chosen on a 3,914-tree sample)")
+    else:
+        kit.add_states(g, cls)
     kit.add_markov(g, cls)
     kit.option(g, "--min-count", cls, "min_count", type=positive_int, metavar="N",
                help="symbols with fewer training nodes keep one state")
@@ -76,8 +81,10 @@ def build(args, cls, preset):
     """The learner; ``--pivot-features`` goes to the pivot model (``pivot``) or to the pivot
     initialisation of EM (``pivot-em``)."""
     preset = dict(preset)
-    if preset.get("init") == "pivot" and not hasattr(args, "iterations"):
-        preset["iterations"] = kit.FULL_SCALE_DEFAULTS["pivot-em"]["iterations"]
+    if preset.get("init") == "pivot":               # pivot-em: the full-scale defaults
+        for param, value in kit.FULL_SCALE_DEFAULTS["pivot-em"].items():
+            if not hasattr(args, param):
+                preset[param] = value
     if args.pivot_features is not None:
         if "feature_pairs" in cls._get_param_names():
             preset["feature_pairs"] = tuple(args.pivot_features)
