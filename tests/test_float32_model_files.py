@@ -99,7 +99,7 @@ def test_kernel_reads_float32_T_alone():
         _run(g, 5, items, w, off, table, T32, T32.copy())
 
 
-@pytest.mark.parametrize("kind", ["spectral", "pivot"])
+@pytest.mark.parametrize("kind", ["spectral", pytest.param("pivot", marks=pytest.mark.slow)])
 def test_train_float32_tensors_flag(kind, sample, tmp_path):
     from fastspectral.trees.ptb import write_brackets
 

@@ -424,6 +424,7 @@ def test_best_tags_take_the_tag_prior():
     assert m.best_tags(["would", "go"], tags=["JJ", None]) == ["JJ", "VB"]
 
 
+@pytest.mark.slow
 def test_fallback_tag_accuracy_on_wsj22():
     from fastspectral.grammar.pcfg import PCFG
     from fastspectral.trees.readers import read_treebank

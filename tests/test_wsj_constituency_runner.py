@@ -39,6 +39,7 @@ def test_rows(bench):
 
 @pytest.mark.skipif(shutil.which("/usr/bin/time") is None and not os.path.exists("/usr/bin/time"),
                     reason="needs /usr/bin/time")
+@pytest.mark.slow
 def test_tiny_pipeline_resumes_and_picks_the_best_iteration(bench, tmp_path, capsys):
     from fastspectral.synthetic import LatentPCFG
     from fastspectral.trees.ptb import write_brackets
