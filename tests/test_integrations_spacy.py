@@ -295,3 +295,18 @@ def test_docs_examples():
     res = doctest.testfile(str(ROOT / "docs" / "integrations.md"), module_relative=False,
                            optionflags=doctest.ELLIPSIS)
     assert res.attempted > 20 and res.failed == 0
+
+
+def test_a_missing_model_file_is_reported_when_used_not_when_probed(tmp_path):
+    """spaCy probes ``component.model`` while it builds a pipeline: that never raises; parsing
+    with no model file raises FileNotFoundError naming it."""
+    missing = tmp_path / "absent.fsm"
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    comp = nlp.add_pipe("fastspectral", config={"model": str(missing)})
+    assert comp.model is None and hasattr(comp, "model")
+    with pytest.raises(FileNotFoundError, match="absent.fsm: no such model file"):
+        nlp("the dog barks.")
+    bare = spacy.blank("en").add_pipe("fastspectral")
+    with pytest.raises(ValueError, match="has no model"):
+        bare._require_model()

@@ -225,15 +225,23 @@ class FastSpectralComponent:
 
     @property
     def model(self):
-        """The fastspectral model (loaded once per process)."""
-        if self._model is None:
+        """The fastspectral model (loaded once per process), or None while there is no model
+        file to load.  Never raises: spaCy probes its components' ``model`` attributes (its
+        runtime protocol checks) while ``spacy.load`` builds a pipeline, before
+        :meth:`from_disk` has read the pipeline's copy of the file."""
+        if self._model is None and self.model_path is not None and self.model_path.exists():
+            self._load(self.model_path)
+        return self._model
+
+    def _require_model(self):
+        """:attr:`model`, or the error that says why there is none."""
+        model = self.model
+        if model is None:
             if self.model_path is None:
                 raise ValueError(f"the {self.name!r} component has no model: give "
                                  "config={'model': PATH}")
-            if not self.model_path.exists():
-                raise FileNotFoundError(f"{self.model_path}: no such model file")
-            self._load(self.model_path)
-        return self._model
+            raise FileNotFoundError(f"{self.model_path}: no such model file")
+        return model
 
     def _threads(self):
         if self.jobs is not None:
@@ -281,7 +289,7 @@ class FastSpectralComponent:
         return out
 
     def _process(self, docs):
-        model = self.model
+        model = self._require_model()
         per_doc = [self._sentences(doc) for doc in docs]
         flat = [s for sents in per_doc for s in sents]
         if model.kind == "latent-dep":
@@ -373,7 +381,7 @@ class FastSpectralComponent:
                 where.append(sent)
         if not items:
             return
-        logp = self.model.log_prob(items, jobs=self._threads())
+        logp = self._require_model().log_prob(items, jobs=self._threads())
         for sent, lp in zip(where, logp):
             sent._.fastspectral_log_prob = float(lp)
 
@@ -387,7 +395,7 @@ class FastSpectralComponent:
             if self.model_path.resolve() != target.resolve():
                 shutil.copyfile(self.model_path, target)
         else:
-            self.model.save(target)
+            self._require_model().save(target)
 
     def from_disk(self, path, *, exclude=()):
         """Read the model file written by :meth:`to_disk`."""
