@@ -1,5 +1,5 @@
 """Benchmark: anchor finding + Frank-Wolfe (MDP 2) for all rows of a 20,000 x 20,000 sparse
-co-occurrence matrix with m = 32 hidden states (issue 4 target: < 30 s on 2 cores).
+co-occurrence matrix with m = 32 hidden states (aim: < 30 s on 2 cores).
 
 Usage::
 

@@ -435,7 +435,7 @@ def stages(args):
 
 
 def init_curves(args):
-    """Spectral-initialised EM against EM from random starts (issue 17's "reaches EM's
+    """Spectral-initialised EM against EM from random starts (the aim "reaches EM's
     perplexity in <= 1/5 of its iterations").  Per m and random seed: EM to convergence (tol,
     at most --max-em-iterations) and its perplexity after every iteration; the spectral start
     (each of --inits) run --init-iterations iterations; "reaches": the first iteration whose
@@ -474,7 +474,8 @@ def init_curves(args):
                 print(f"{split} m={m} {init}: start " + " / ".join(
                     f"{c[i]:.3f}" for i in (0, 1, 5, 10, 20, 30) if i < len(c)) + " | " +
                     "; ".join(f"seed {q['seed']}: {q['iterations']} its -> {q['final']:.3f}, "
-                              f"reached at {q['reaches_at']} ({'met' if q['met'] else 'not met'})"
+                              f"reached at {q['reaches_at']} "
+                              f"({'within' if q['met'] else 'beyond'} 1/5 of EM's iterations)"
                               for q in row["seeds"]), flush=True)
     print("\n| split | m | start | EM seed: converged at iteration, final ppl | "
           "spectral-init EM ppl at 0 / 1 / 5 / 10 / 20 | reaches it at (limit = 1/5) | met |")

@@ -1,4 +1,4 @@
-"""WSJ benchmark of the spectral L-PCFG against the plain PCFG (README table of issue 3).
+"""WSJ benchmark of the spectral L-PCFG against the plain PCFG (a README table).
 
 Trains on the WSJ sample, parses section 22 from words only, scores with EVALB (COLLINS.prm
 semantics, :mod:`fastspectral.eval.evalb`) and times training (CPU seconds of the fitting

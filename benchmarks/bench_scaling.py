@@ -1,4 +1,4 @@
-"""Parsing throughput per core and across cores (issue 12).
+"""Parsing throughput per core and across cores.
 
 For each constituency model (the PCFG with its defaults, the spectral L-PCFG with 16 states,
 Pivot+EM with 16 states) this script parses the same sentences of WSJ section 22 (from words)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12's device check: build the kernels, then run bench_scaling.py (J = 1, 2, 4, ... up to
+# The device check: build the kernels, then run bench_scaling.py (J = 1, 2, 4, ... up to
 # the cores present), the same as whole `fastspectral parse` processes at J=1 and all cores
 # (WHOLE_LIMIT sentences, default 300) and, with PROFILE=1, profile_parse.py at all cores (time
 # inside / outside the kernels) and the L-PCFG models' stages by the wall clock at J=1 and all

@@ -1,4 +1,4 @@
-"""Where the wall time of ``model.parse`` goes, at a given thread count (issue 12).
+"""Where the wall time of ``model.parse`` goes, at a given thread count.
 
 Every function of the compiled modules ``fastspectral._ext.*`` is wrapped with a wall-clock
 timer before the model is loaded; one ``parse`` of the test sentences then shows how much of its

@@ -1,4 +1,4 @@
-"""Where the m = 40 test misses of spectral-initialised EM come from (issue 17 (c)): the
+"""Where the m = 40 test misses of spectral-initialised EM come from: the
 generalisation from the WSJ sample to section 22 of the start's EM path and of EM from
 random starts, each trained on the development split's 90 % and on all training sequences.
 

@@ -1,4 +1,4 @@
-"""Screening of starting points for spectral-initialised EM (issue 17 (c)) on the WSJ tags.
+"""Screening of starting points for spectral-initialised EM on the WSJ tags.
 
 The protocol of ``benchmarks/bench_hmm.py --init`` (imported from it: the data splits and the
 "reaches" rule): per split (dev: train on the first 90 % of the training sequences, perplexity
@@ -247,7 +247,7 @@ def main(argv=None):
                     (f", {rec['window_iterations']} window-EM its, {rec['windows']} windows"
                      if "windows" in rec else "") + " | " +
                     "; ".join(f"s{q['seed']}: {q['iterations']} -> {q['final']:.3f}, at "
-                              f"{q['reaches_at']} ({'met' if q['met'] else 'no'})"
+                              f"{q['reaches_at']} ({'yes' if q['met'] else 'no'})"
                               for q in row["seeds"]) + f" | {met}/{len(row['seeds'])} "
                     f"| load {os.getloadavg()[0]:.1f}", flush=True)
     print("\n| split | m | start | ppl at 0 / 1 / 5 / 10 / 20 | start CPU-s (EM its) | "

@@ -481,7 +481,7 @@ def clone(estimator, *, safe: bool = True):
 
 
 # ---- learning from partitioned data ---------------------------------------------------------
-# The statistics protocol (issue 13): the count and moment statistics of a learner are sums over
+# The statistics protocol: the count and moment statistics of a learner are sums over
 # sentences, so a learner that mixes in PartitionedFit computes them per partition
 # (``sufficient_statistics``), the partitions' statistics are merged (``Statistics.merge``, any
 # tree of merges that keeps the partitions' order), and ``fit_statistics`` computes the estimate

@@ -214,7 +214,7 @@ def pytest_runtest_teardown(item):
 
 
 def without_punctuation_rule(model):
-    """``model`` with the lexicons' punctuation rule (issue 11) switched off, as parsers were
+    """``model`` with the lexicons' punctuation rule switched off, as parsers were
     before it: the legacy digests were taken then (tests/data/legacy/make_legacy.py)."""
     from fastspectral.grammar.lexicon import Lexicon
 

@@ -168,7 +168,7 @@ def test_cli_train_parse_eval(tmp_path, synthetic):
 
 
 def test_sentences_beyond_the_decoder_limit_get_the_right_branching_tree(synthetic_grammar):
-    """1,000 words: the O(n^4) decoder is not run (issue 11: long sentences parse or are
+    """1,000 words: the O(n^4) decoder is not run (long sentences parse or are
     refused cleanly); the fallback is the right-branching tree, counted."""
     from fastspectral.unsupervised.atm import ATMParser, ATMParseStats
     from fastspectral.unsupervised.ccm import branching_tree

@@ -1,4 +1,4 @@
-"""The ATM parser's statistics protocol (issues 13 and 15): the statistics of 1, 2 and 7
+"""The ATM parser's statistics protocol: the statistics of 1, 2 and 7
 partitions, merged, give the model ``fit`` gives (the vectors learned from merged
 co-occurrence counts, the covariances from merged sums), for eigenwords and Brown vectors."""
 from __future__ import annotations

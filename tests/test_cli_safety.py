@@ -1,4 +1,4 @@
-"""Outputs are never lost, inputs never destroyed, errors are one line (issue 11), and the
+"""Outputs are never lost, inputs never destroyed, errors are one line, and the
 sequence-model commands (lm as an ordinary kind)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Learning on a Dask cluster (issue 13): statistics per partition on the workers, tree-merged
+"""Learning on a Dask cluster: statistics per partition on the workers, tree-merged
 there, context broadcast per pass; the model equals ``fit`` on the whole data.  One
 ``LocalCluster`` (2 worker processes, 1 thread each) for the module."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Model files are untrusted input: an edited array or a flipped byte gives a ModelFileError at
-load time (naming the array), never another exception and never a crash (issue 11).
+load time (naming the array), never another exception and never a crash.
 
 Small models of every kind that parses or scores (PCFG, spectral / pivot / EM L-PCFG, SHAG
 with and without a lexical model, both language models, HMM; and the kinds read by their own

@@ -1,4 +1,4 @@
-"""Property-based tests of every reader (issue 11): random bytes give trees / sentences or a
+"""Property-based tests of every reader: random bytes give trees / sentences or a
 FormatError, never another exception; random trees and CoNLL sentences round-trip through
 their writer and reader; damaged files (a dropped bracket, an edited column, a truncated
 ``.gz``) give a FormatError naming the file and the line.

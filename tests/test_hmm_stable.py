@@ -1,4 +1,4 @@
-"""Sequence HMMs, issue 17 follow-up: the stabilised spectral filter, the fast counting paths
+"""Sequence HMMs: the stabilised spectral filter, the fast counting paths
 (each equal to its reference path), the Kneser-Ney smoother built from ids, EM's tolerance,
 and the spectral model alone against the Kneser-Ney tag bigram on the WSJ tags."""
 from __future__ import annotations
@@ -105,7 +105,7 @@ def test_em_tolerance_stops_at_convergence(toy):
 
 
 def test_spectral_alone_beats_the_kneser_ney_tag_bigram(shared_data):
-    """Issue 17's target on the WSJ tags: the spectral model alone (no interpolation),
+    """The aim on the WSJ tags: the spectral model alone (no interpolation),
     settings chosen on the last 10% of the training sequences."""
     from fastspectral.lm.kneser_ney import KneserNeyBigramLM
 

@@ -37,7 +37,7 @@ def run_python(code: str, timeout: int = 600) -> subprocess.CompletedProcess:
                           text=True, timeout=timeout)
 
 
-# ---- the overrun of issue 11 --------------------------------------------------------------------
+# ---- an overrun of the chart buffers --------------------------------------------------------------------
 UNDERFLOW = """
     import json, sys
     import numpy as np

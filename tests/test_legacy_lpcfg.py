@@ -1,4 +1,4 @@
-"""Model files of the L-PCFG learners written before the estimator reshaping (issue 10) still
+"""Model files of the L-PCFG learners written before the estimator reshaping still
 load and parse exactly as they did, and a fresh fit with the same settings gives the same parses.
 
 ``tests/data/legacy/{spectral,pivot,em}.fsm`` and the sha256 digests of their parses in

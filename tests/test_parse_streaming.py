@@ -1,4 +1,4 @@
-"""Streaming, resumable corpus parsing on one machine (issue 13): kill -9 then --resume gives the
+"""Streaming, resumable corpus parsing on one machine: kill -9 then --resume gives the
 bytes of an uninterrupted run, progress totals for .gz input, several inputs -> one output each
 in a folder (in-process, no Dask needed)."""
 from __future__ import annotations

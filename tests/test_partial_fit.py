@@ -1,4 +1,4 @@
-"""The statistics protocol (issue 13): every learner's statistics computed per partition and
+"""The statistics protocol: every learner's statistics computed per partition and
 merged give the model ``fit`` gives on the whole data, for 1, 2 and 7 partitions; vocabularies
 built from the data (rare words, ``min_count``) come out identical; ``train KIND A B`` equals
 training on the concatenation of A and B.  No Dask here (tests/test_dask_learn.py runs the same

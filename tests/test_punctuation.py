@@ -1,4 +1,4 @@
-"""Punctuation tags never disagree with the words' training evidence or shape (issue 11): EVALB
+"""Punctuation tags never disagree with the words' training evidence or shape: EVALB
 deletes the COLLINS.prm punctuation tags, so such a disagreement is a "Length unmatch" sentence,
 and more than ten of them abort EVALB's report."""
 from __future__ import annotations

@@ -591,7 +591,7 @@ cdef void inside_pass(const CGrammar* g, Chart* c, const i32* lpos, const i32* l
                                         continue
                                     # first contribution to A in this cell: list A, unless the
                                     # product underflows to 0 (then A would be listed again by
-                                    # the next one, overrunning touched / act: issue 11)
+                                    # the next one, overrunning touched / act)
                                     val = g.bl_prob[r] * lv * rv
                                     if val != 0.0 and c.ntouch < S:
                                         c.touched[c.ntouch] = A

@@ -1,11 +1,11 @@
-"""F1 and speed of an L-PCFG against its pruning thresholds, on a dev split (issue 12).
+"""F1 and speed of an L-PCFG against its pruning thresholds, on a dev split.
 
 Parses the dev sentences (default: sentences 1-400 of WSJ section 22, the dev split of
 docs/notes/pivot.md) with every pair of ``prune_threshold`` x ``coarse_threshold`` given, one thread,
 and prints the dev F1 (EVALB, COLLINS.prm), sentences per CPU-second and the chart items of the
 PCFG and L-PCFG passes.  The thresholds are parse-time settings: one model file serves all.
 
-    python benchmarks/bench_pruning.py MODEL.fsm --prune 1e-4 3e-4 1e-3 --coarse 1e-3 3e-3
+    python experiments/bench_pruning.py MODEL.fsm --prune 1e-4 3e-4 1e-3 --coarse 1e-3 3e-3
 """
 from __future__ import annotations
 
