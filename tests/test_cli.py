@@ -232,20 +232,24 @@ def test_full_scale_defaults_of_spectral_and_pivot_em(capsys):
     from fastspectral.cli import latent, spectral
     from fastspectral.lpcfg import EMLPCFG, SpectralLPCFG
 
+    def args(p, argv, command):
+        return kit.full_scale_defaults(p.parse_args(argv), command)
+
     p = argparse.ArgumentParser()
     spectral.add_arguments(p, SpectralLPCFG)
-    assert kit.build_estimator(p.parse_args([]), SpectralLPCFG, {}).n_states == 16
-    assert kit.build_estimator(p.parse_args(["--states", "8"]), SpectralLPCFG, {}).n_states == 8
+    assert kit.build_estimator(args(p, [], "spectral"), SpectralLPCFG, {}).n_states == 16
+    assert kit.build_estimator(args(p, ["--states", "8"], "spectral"), SpectralLPCFG,
+                               {}).n_states == 8
     assert SpectralLPCFG().n_states == 8                  # the learner keeps its own default
     assert "(default: 16, chosen on WSJ section 22" in " ".join(p.format_help().split())
     p = argparse.ArgumentParser()
     latent.add_arguments(p, EMLPCFG)
     pem = {"init": "pivot"}
-    m = latent.build(p.parse_args([]), EMLPCFG, pem)
+    m = latent.build(args(p, [], "pivot-em"), EMLPCFG, pem)
     assert (m.n_states, m.iterations) == (24, 8)
-    m = latent.build(p.parse_args(["--iterations", "2", "--states", "4"]), EMLPCFG, pem)
+    m = latent.build(args(p, ["--iterations", "2", "--states", "4"], "pivot-em"), EMLPCFG, pem)
     assert (m.n_states, m.iterations) == (4, 2)
-    m = latent.build(p.parse_args([]), EMLPCFG, {"init": "random"})
+    m = latent.build(args(p, [], "em"), EMLPCFG, {"init": "random"})
     assert (m.n_states, m.iterations) == (16, None)          # em keeps the learner's defaults
     shown = " ".join(p.format_help().split())
     assert "8 for pivot-em, chosen on WSJ section 22" in shown

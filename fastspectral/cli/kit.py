@@ -125,21 +125,27 @@ def renamed_flag(parser, old: str, new: str, why: str = "") -> None:
 
 
 # ---- options that several kinds share: one flag, one meaning -----------------------------------
-def add_states(g, cls, help="latent states per frequent symbol", default=None,
-               show_default=True):
-    """``--states M``; ``default``: the command line's own default where it differs from the
-    class's (see :data:`FULL_SCALE_DEFAULTS`), ``show_default`` its help text."""
-    extra = {} if default is None else {"default": default}
+def add_states(g, cls, help="latent states per frequent symbol", show_default=True):
     option(g, "--states", cls, "n_states", type=positive_int, metavar="M", help=help,
-           show_default=show_default, **extra)
+           show_default=show_default)
 
 
-# The command line's defaults that differ from the learners' own: the settings chosen on WSJ
-# section 22 after training on sections 02-21 (39,832 trees), what users of the command line
-# train on; the learners keep the choices made on the 3,914-tree WSJ sample
-# (docs/benchmarks-constituency.md, "Defaults").
+# The command line's defaults that differ from the learners' own, per ``train`` command: the
+# settings chosen on WSJ section 22 after training on sections 02-21 (39,832 trees), what users
+# of the command line train on; the learners keep the choices made on the 3,914-tree WSJ sample
+# (docs/benchmarks-constituency.md, "The command line's defaults").
 FULL_SCALE_DEFAULTS = {"spectral": {"n_states": 16},
                        "pivot-em": {"n_states": 24, "iterations": 8}}
+
+
+def full_scale_defaults(args, command: str):
+    """``args`` of ``train COMMAND`` with the :data:`FULL_SCALE_DEFAULTS` of that command set
+    where the user gave no value (an option not given leaves no attribute, see
+    :func:`option`)."""
+    for param, value in FULL_SCALE_DEFAULTS.get(command, {}).items():
+        if not hasattr(args, param):
+            setattr(args, param, value)
+    return args
 
 
 def add_markov(g, cls):

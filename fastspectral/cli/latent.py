@@ -81,10 +81,6 @@ def build(args, cls, preset):
     """The learner; ``--pivot-features`` goes to the pivot model (``pivot``) or to the pivot
     initialisation of EM (``pivot-em``)."""
     preset = dict(preset)
-    if preset.get("init") == "pivot":               # pivot-em: the full-scale defaults
-        for param, value in kit.FULL_SCALE_DEFAULTS["pivot-em"].items():
-            if not hasattr(args, param):
-                preset[param] = value
     if args.pivot_features is not None:
         if "feature_pairs" in cls._get_param_names():
             preset["feature_pairs"] = tuple(args.pivot_features)

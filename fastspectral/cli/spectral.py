@@ -18,7 +18,7 @@ def add_arguments(parser, cls) -> None:
     g = parser.add_argument_group("spectral L-PCFG options")
     m = kit.FULL_SCALE_DEFAULTS["spectral"]["n_states"]
     kit.add_states(g, cls, help="latent states m of phrasal/intermediate symbols (capped by the "
-                                "rank of each symbol's moment matrix)", default=m,
+                                "rank of each symbol's moment matrix)",
                    show_default=f"{m}, chosen on WSJ section 22 after training on sections "
                                 f"02-21; SpectralLPCFG's own default, "
                                 f"{kit._show(kit.class_default(cls, 'n_states'))}, was chosen "

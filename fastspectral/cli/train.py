@@ -141,6 +141,7 @@ def run_training(args, name: str) -> int:
     hook, reason = load_hook(entry)
     if reason is not None:
         raise kit.CommandError(f"model type {name!r} is not available in this build ({reason})")
+    kit.full_scale_defaults(args, name)
     paths = args.treebank if isinstance(args.treebank, list) else [args.treebank]
     for path in paths:
         kit.require_file(path, "treebank")
