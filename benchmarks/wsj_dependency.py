@@ -32,6 +32,18 @@ already there is not run again; ``--stages`` picks stages):
     per row (jack-knifed k-best lists of 02-21, the spectral model, the re-ranker, the final
     base parser), for each of ``--mst-orders`` (``--base-order``) and ``--rerank-features``
     (default: ``base`` and ``base+spectral``, the baseline re-ranker and + log p-hat).
+``controls`` (not in the default stages)
+    The controls of log p-hat in the re-ranker, in one process per order of ``--mst-orders``:
+    the jack-knifed k-best lists of 02-21 and the k-best lists of section 22 are built once,
+    as ``RerankDepParser.fit`` and ``parse`` build them with the defaults of ``fastspectral
+    train rerank-dep`` (``training_lists``; the base parser trained on all of 02-21 for the
+    section-22 lists; with order 2 the second-order model's scores and trees), with the
+    spectral model's log p-hat of every candidate (jack-knifed on 02-21; the model of all of
+    02-21 on section 22), and kept in ``--work`` (a pickle; a later run reads it).  From the
+    same lists, re-rankers (``fit_lists``, ``rerank_scores``) with the baseline features,
+    with + log p-hat, and with + placebo columns (``--placebo-seeds``: log p-hat replaced by
+    random numbers, :func:`bench_rerank.placebo_scores`, the same columns and normalisation),
+    each row's section-22 UAS and its error reduction against the baseline re-ranker.
 
 The table is printed from the results at the end (``--stages table`` prints only it).
 
@@ -40,12 +52,17 @@ The table is printed from the results at the end (``--stages table`` prints only
         [--stages spectral-curve,em-curve,rows,learner,table] [--jobs 2]
     PYTHONPATH=. python benchmarks/wsj_dependency.py --stages mst,table [--mst-orders 1,2]
     PYTHONPATH=. python benchmarks/wsj_dependency.py --stages rerank,table [--mst-orders 1,2]
+    PYTHONPATH=. python benchmarks/wsj_dependency.py --stages controls,table --jobs 1 \
+        --work DIR [--mst-orders 1,2] [--placebo-seeds 0,1,2,3,4]
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -54,6 +71,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+if str(ROOT / "benchmarks") not in sys.path:       # bench_rerank (stage controls)
+    sys.path.append(str(ROOT / "benchmarks"))
 
 PAPER = {"DET": 69.45, "DET+F": 75.91, "SPECTRAL": 80.44, "EM": 81.68,
          "LEX+FCP": None, "SPECTRAL + LEX+FCP": None,
@@ -268,7 +287,188 @@ def table(res: Results) -> str:
                    f"model's UAS: (n={lr['em_match_states']}, {lr['em_match_iterations']} it.) "
                    f"{lr['em_match_cpu_s']:.1f} CPU-s: "
                    f"{lr['em_match_cpu_s'] / lr['spectral_cpu_s']:.0f}x")
+    out += controls_table(rows)
     return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# stage controls: the re-ranker's rows of one set of k-best lists
+
+
+def control_lists(train_p: Path, dev_p: Path, order: int, jobs: int, work: Path,
+                  params: dict | None = None) -> dict:
+    """The k-best lists of the controls, built once and kept in ``work``: the jack-knifed
+    training lists of ``train_p`` (``RerankDepParser.training_lists`` with the defaults of
+    ``fastspectral train rerank-dep``, or ``RerankDepParser(**params)``, and
+    ``base_order=order``), the lists of ``dev_p`` as
+    ``RerankDepParser.predict_heads`` makes them (the base parser of all of ``train_p``; with
+    order 2 the second-order model's best tree added and its scores), and log p-hat of every
+    candidate (``jackknife_log_prob`` on the training lists; the spectral model of all of
+    ``train_p`` on the dev lists), with the CPU seconds of each piece."""
+    from fastspectral.rerank import RerankDepParser
+    from fastspectral.trees.corpus import read_training_items
+
+    params = dict(params or {})
+    st_t, st_d = train_p.stat(), dev_p.stat()
+    tag = "" if not params else \
+        "_" + hashlib.sha1(repr(sorted(params.items())).encode()).hexdigest()[:10]
+    name = (f"controls_{train_p.stem}_{st_t.st_size}_{dev_p.stem}_{st_d.st_size}"
+            f"_order{order}{tag}.pkl")
+    path = work / name
+    if path.exists():
+        with open(path, "rb") as fh:
+            out = pickle.load(fh)
+        print(f"lists read from {path}", file=sys.stderr, flush=True)
+        return out
+    train = read_training_items(str(train_p), "dependency")
+    dev = read_training_items(str(dev_p), "dependency")
+    # the model `train rerank-dep --base-order ORDER --jobs JOBS` builds (its other defaults)
+    base = RerankDepParser(**{"jobs": jobs, **params, "features": "base", "base_order": order})
+    spec = RerankDepParser(**{"jobs": jobs, **params, "features": "base+spectral",
+                              "base_order": order})
+    cpu, load = {}, os.getloadavg()[0]
+
+    def timed_cpu(key, f):
+        c0 = cpu_s()
+        r = f()
+        cpu[key] = cpu_s() - c0
+        print(f"{key}: {cpu[key]:.1f} CPU-s", file=sys.stderr, flush=True)
+        return r
+
+    lists = timed_cpu("training_lists", lambda: base.training_lists(train))
+    mst = timed_cpu("mst", lambda: base._new_mst().fit(train))
+    dev_data = timed_cpu("dev_lists", lambda: base._lists(mst, dev, jobs))
+    o2_dev = None
+    if order == 2:
+        mst2 = timed_cpu("mst2", lambda: base._new_mst2().fit(train))
+
+        def dev2():
+            d = base._with_order2_best(mst, mst2, dev, dev_data, jobs) if base.order2_best \
+                else dev_data
+            return d, base._order2_scores(mst2, dev, d, jobs)
+        dev_data, o2_dev = timed_cpu("dev_order2", dev2)
+    spec_tr = timed_cpu("spectral_jackknife",
+                        lambda: spec.jackknife_log_prob(train, lists.data))
+    model = timed_cpu("spectral", lambda: spec._new_spectral().fit(spec._spectral_view(train)))
+    spec_dev = timed_cpu("dev_spectral", lambda: spec._log_prob(model, dev, dev_data, jobs))
+    out = {"lists": lists, "dev": dev, "dev_data": dev_data, "dev_mst2": o2_dev,
+           "spec_train": spec_tr, "spec_dev": spec_dev, "cpu_s": cpu, "load": load,
+           "train": str(train_p), "dev_path": str(dev_p), "order": order}
+    work.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as fh:
+        pickle.dump(out, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    tmp.replace(path)
+    return out
+
+
+def control_rows(res: Results, train_p: Path, dev_p: Path, order: int, jobs: int, work: Path,
+                 seeds: list[int], params: dict | None = None):
+    """Rows ``controls order ORDER ...``: from one set of lists (:func:`control_lists`), the
+    first-order base parser's best tree, the oracle, and re-rankers (``fit_lists`` on the
+    jack-knifed lists, ``rerank_scores`` of the dev lists) with the baseline features, + log
+    p-hat and + placebo columns (one row per seed), each with its section-22 UAS without
+    punctuation and its error reduction against the baseline re-ranker.  ``params``: the
+    re-rankers' other settings (default: those of ``fastspectral train rerank-dep``)."""
+    pre = f"controls order {order} "
+    want = ["lists", "base", "base+spectral"] + [f"base+placebo seed={s}" for s in seeds]
+    if all(pre + w in res for w in want):
+        return
+    import numpy as np
+    from bench_rerank import placebo_scores
+    from fastspectral.eval.attachment import attachment_scores
+    from fastspectral.rerank import RerankDepParser
+    from fastspectral.rerank.model import TrainingLists, _argmax_segments
+
+    params = dict(params or {})
+    L = control_lists(train_p, dev_p, order, jobs, work, params)
+    lists, dev, D, o2 = L["lists"], L["dev"], L["dev_data"], L["dev_mst2"]
+
+    def dev_uas(pick) -> float:
+        pred = [dataclasses.replace(s, heads=[int(h) for h in D.candidate_heads(c)])
+                for s, c in zip(dev, pick)]
+        return attachment_scores(dev, pred, punct="exclude").uas
+
+    if pre + "lists" not in res:
+        from fastspectral.rerank.model import count_correct
+
+        correct, n_tok = count_correct(dev, D)
+        oracle = _argmax_segments(correct.astype(np.float64), D.cand_off)
+        lp, sign = L["spec_dev"][:2]
+        res.add({"row": pre + "lists", "train": L["train"], "dev": L["dev_path"],
+                 "train_sentences": int(len(lists.data.lengths)),
+                 "train_candidates": int(lists.data.n_candidates),
+                 "dev_sentences": len(dev), "dev_candidates": int(D.n_candidates),
+                 "mst_uas": dev_uas(D.cand_off[:-1]), "oracle_uas": dev_uas(oracle),
+                 "train_oracle_uas": 100.0 * float(np.maximum.reduceat(
+                     lists.correct, lists.data.cand_off[:-1]).sum()) / max(1, lists.n_tokens),
+                 "dev_logp_not_finite": float(np.mean(~np.isfinite(lp) | (sign == 0))),
+                 "dev_logp_negative": float(np.mean(sign < 0)),
+                 "cpu_s": {k: round(v, 1) for k, v in L["cpu_s"].items()},
+                 "lists_cpu_s": round(sum(L["cpu_s"].values()), 1), "load": L["load"]})
+    rows = [("base", "base", None), ("base+spectral", "base+spectral",
+                                     (L["spec_train"], L["spec_dev"]))]
+    for s in seeds:
+        tr, dv, _ = placebo_scores(f"noise{s}", lists.data, D)
+        rows.append((f"base+placebo seed={s}", "base+spectral", (tr, dv)))
+    for label, features, scores in rows:
+        if pre + label in res:
+            continue
+        tr, dv = scores if scores is not None else ((None,) * 4, None)
+        load, c0 = os.getloadavg()[0], cpu_s()
+        r = RerankDepParser(**{"jobs": jobs, **params, "features": features,
+                               "base_order": order})
+        r.fit_lists(TrainingLists(lists.data, tr[0], lists.correct, lists.n_tokens, {},
+                                  *tr[1:], mst2=lists.mst2))
+        c1 = cpu_s()
+        pick = _argmax_segments(r.rerank_scores(dev, D, logp=dv, threads=jobs, mst2=o2),
+                                D.cand_off)
+        got = dev_uas(pick)
+        ref = res.rows.get(pre + "base")
+        res.add({"row": pre + label, "features": features, "uas": got,
+                 "error_reduction_pct": None if label == "base" or ref is None
+                 else err_red(got, ref["uas"]),
+                 "mistakes": r.fit_info_.mistakes, "fit_cpu_s": c1 - c0,
+                 "score_cpu_s": cpu_s() - c1, "load": load})
+
+
+def err_red(x: float, ref: float) -> float:
+    """Error reduction (%) of UAS ``x`` over ``ref``."""
+    return 100.0 * (x - ref) / (100.0 - ref)
+
+
+def controls_table(rows: dict) -> list[str]:
+    out = []
+    for order in (1, 2):
+        pre = f"controls order {order} "
+        a, li = rows.get(pre + "base"), rows.get(pre + "lists")
+        if a is None or li is None:
+            continue
+        out.append(f"Controls of log p-hat, order {order} (one set of lists; section 22 UAS "
+                   f"without punctuation; lists built in {li['lists_cpu_s']:.0f} CPU-s, "
+                   f"load {li['load']:.1f}):")
+        out.append("| re-ranker | UAS §22 | error reduction vs baseline (%) | fit CPU-s |")
+        out.append("|---|---|---|---|")
+        out.append(f"| base parser's best (order 1) | {li['mst_uas']:.2f} | | |")
+        out.append(f"| oracle of the lists | {li['oracle_uas']:.2f} | | |")
+        plac = []
+        for k, r in rows.items():
+            if not k.startswith(pre) or k == pre + "lists":
+                continue
+            label = k[len(pre):]
+            if "placebo" in label:
+                plac.append(r["uas"])
+            red = "" if r is a else f"{err_red(r['uas'], a['uas']):+.1f}"
+            out.append(f"| {label} | {r['uas']:.2f} | {red} | {r['fit_cpu_s']:.1f} |")
+        if plac:
+            import statistics
+
+            m = statistics.mean(plac)
+            sd = statistics.stdev(plac) if len(plac) > 1 else 0.0
+            out.append(f"| placebo, mean (sd) of {len(plac)} | {m:.2f} ({sd:.2f}) | "
+                       f"{err_red(m, a['uas']):+.1f} | |")
+        out.append("")
+    return out
 
 
 def learner_times(res: Results, train, reps: int = 5, reps_em: int = 2):
@@ -327,11 +527,20 @@ def main(argv=None):
                     help="stages mst and rerank: the MST parsers' orders")
     ap.add_argument("--rerank-features", default="base,base+spectral",
                     help="stage rerank: the re-rankers' --features, one row each")
+    ap.add_argument("--placebo-seeds", default="0,1,2,3,4",
+                    help="stage controls: the seeds of the placebo rows")
+    ap.add_argument("--work", type=Path, default=None,
+                    help="stage controls: folder of the k-best lists kept between runs "
+                         "(default: wsj_dependency_models next to --results)")
+    ap.add_argument("--train", type=Path, default=None,
+                    help="training treebank (default: dep/wsj02-21.dp of the data folder)")
+    ap.add_argument("--dev", type=Path, default=None,
+                    help="scored treebank (default: dep/wsj22.dp of the data folder)")
     a = ap.parse_args(argv)
     stages = a.stages.split(",")
     res = Results(a.results)
     d = data_dir() / "dep"
-    train_p, dev_p = d / "wsj02-21.dp", d / "wsj22.dp"
+    train_p, dev_p = a.train or d / "wsj02-21.dp", a.dev or d / "wsj22.dp"
     if {"spectral-curve", "em-curve", "learner"} & set(stages):
         from fastspectral.trees.conll import read_malttab
 
@@ -371,6 +580,10 @@ def main(argv=None):
                                   ["--base-order", str(order), "--features", features,
                                    "--jobs", str(a.jobs)],
                                   train_p, dev_p, work, a.jobs, kind="rerank-dep")
+    if "controls" in stages:     # log p-hat against placebo columns, from one set of lists
+        work = a.work or a.results.parent / "wsj_dependency_models"
+        for order in int_list(a.mst_orders):
+            control_rows(res, train_p, dev_p, order, a.jobs, work, int_list(a.placebo_seeds))
     if "table" in stages:
         print(table(res))
 

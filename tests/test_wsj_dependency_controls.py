@@ -1,0 +1,85 @@
+"""``benchmarks/wsj_dependency.py --stages controls``: the re-rankers trained from one set of
+cached k-best lists give what ``RerankDepParser.fit`` then ``parse`` give, and the placebo
+rows are re-rankers of the same lists."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location(
+        "wsj_dependency", os.path.join(HERE, "..", "benchmarks", "wsj_dependency.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def treebank(synthetic_grammar, tmp_path_factory):
+    from fastspectral.dependency.data import trees_to_dep_sentences
+    from fastspectral.trees.conll import write_malttab
+    from fastspectral.trees.transforms import clean
+
+    sents = list(trees_to_dep_sentences(clean(t) for t in
+                                        synthetic_grammar.sample(120, seed=5)))
+    d = tmp_path_factory.mktemp("controls")
+    write_malttab(sents[:90], str(d / "train.dp"))
+    write_malttab(sents[90:], str(d / "dev.dp"))
+    return d
+
+
+def small_params():
+    from fastspectral.latentdep import LatentDependencyModel
+    from fastspectral.rerank import MSTParser
+
+    return {"k": 5, "rerank_iterations": 3, "mst": MSTParser(iterations=2, jobs=1),
+            "spectral_input": "pos",
+            "spectral": LatentDependencyModel(n_states=3, embeddings="one-hot")}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", [1, 2])
+def test_controls_equal_fit_and_parse(bench, treebank, order):
+    """Rows base and base+spectral are the section-22 UAS of ``fit`` + ``parse`` with the
+    same settings; the lists are kept in the work folder and read back by a second run."""
+    from fastspectral.eval.attachment import attachment_scores
+    from fastspectral.rerank import RerankDepParser
+    from fastspectral.trees.corpus import read_training_items
+
+    train_p, dev_p = treebank / "train.dp", treebank / "dev.dp"
+    work = treebank / f"work{order}"
+    res = bench.Results(treebank / f"rows{order}.jsonl")
+    bench.control_rows(res, train_p, dev_p, order, 1, work, [0, 1], small_params())
+    pre = f"controls order {order} "
+    assert len(list(work.glob("*.pkl"))) == 1
+    tr = read_training_items(str(train_p), "dependency")
+    dev = read_training_items(str(dev_p), "dependency")
+    for features in ("base", "base+spectral"):
+        m = RerankDepParser(**{**small_params(), "jobs": 1, "features": features,
+                               "base_order": order}).fit(tr)
+        want = attachment_scores(dev, m.parse(dev, jobs=1), punct="exclude").uas
+        assert res.rows[pre + features]["uas"] == pytest.approx(want, abs=1e-9)
+    lists = res.rows[pre + "lists"]
+    assert lists["mst_uas"] <= lists["oracle_uas"]
+    for s in (0, 1):
+        r = res.rows[pre + f"base+placebo seed={s}"]
+        assert r["features"] == "base+spectral" and 0 < r["uas"] <= lists["oracle_uas"]
+        assert r["error_reduction_pct"] == pytest.approx(
+            bench.err_red(r["uas"], res.rows[pre + "base"]["uas"]))
+    # a new seed: one more row from the kept lists; the rows already there are not run again
+    n_lines = len((treebank / f"rows{order}.jsonl").read_text().splitlines())
+    res2 = bench.Results(treebank / f"rows{order}.jsonl")
+    bench.control_rows(res2, train_p, dev_p, order, 1, work, [0, 1, 7], small_params())
+    lines = (treebank / f"rows{order}.jsonl").read_text().splitlines()
+    assert len(lines) == n_lines + 1
+    assert json.loads(lines[-1])["row"] == pre + "base+placebo seed=7"
+    assert any(line.startswith("| base+placebo seed=7 ")
+               for line in bench.controls_table(res2.rows))
+
