@@ -43,7 +43,9 @@ already there is not run again; ``--stages`` picks stages):
     same lists, re-rankers (``fit_lists``, ``rerank_scores``) with the baseline features,
     with + log p-hat, and with + placebo columns (``--placebo-seeds``: log p-hat replaced by
     random numbers, :func:`bench_rerank.placebo_scores`, the same columns and normalisation),
-    each row's section-22 UAS and its error reduction against the baseline re-ranker.
+    each row's section-22 UAS and its error reduction against the baseline re-ranker;
+    ``--rerank-seeds``: also the baseline and + log p-hat re-rankers with other perceptron
+    seeds (the order the perceptron visits the lists in).
 
 The table is printed from the results at the end (``--stages table`` prints only it).
 
@@ -53,7 +55,7 @@ The table is printed from the results at the end (``--stages table`` prints only
     PYTHONPATH=. python benchmarks/wsj_dependency.py --stages mst,table [--mst-orders 1,2]
     PYTHONPATH=. python benchmarks/wsj_dependency.py --stages rerank,table [--mst-orders 1,2]
     PYTHONPATH=. python benchmarks/wsj_dependency.py --stages controls,table --jobs 1 \
-        --work DIR [--mst-orders 1,2] [--placebo-seeds 0,1,2,3,4]
+        --work DIR [--mst-orders 1,2] [--placebo-seeds 0,1,2,3,4] [--rerank-seeds 0,1,2]
 """
 from __future__ import annotations
 
@@ -363,15 +365,19 @@ def control_lists(train_p: Path, dev_p: Path, order: int, jobs: int, work: Path,
 
 
 def control_rows(res: Results, train_p: Path, dev_p: Path, order: int, jobs: int, work: Path,
-                 seeds: list[int], params: dict | None = None):
+                 seeds: list[int], params: dict | None = None, rerank_seeds=()):
     """Rows ``controls order ORDER ...``: from one set of lists (:func:`control_lists`), the
     first-order base parser's best tree, the oracle, and re-rankers (``fit_lists`` on the
     jack-knifed lists, ``rerank_scores`` of the dev lists) with the baseline features, + log
     p-hat and + placebo columns (one row per seed), each with its section-22 UAS without
     punctuation and its error reduction against the baseline re-ranker.  ``params``: the
-    re-rankers' other settings (default: those of ``fastspectral train rerank-dep``)."""
+    re-rankers' other settings (default: those of ``fastspectral train rerank-dep``);
+    ``rerank_seeds``: also the baseline and + log p-hat re-rankers with these
+    ``random_state`` (the perceptron's order of the lists; 0 is the default's)."""
     pre = f"controls order {order} "
-    want = ["lists", "base", "base+spectral"] + [f"base+placebo seed={s}" for s in seeds]
+    extra = [s for s in rerank_seeds if s != (params or {}).get("random_state", 0)]
+    want = ["lists", "base", "base+spectral"] + [f"base+placebo seed={s}" for s in seeds] + \
+        [f"{f} perceptron seed={s}" for s in extra for f in ("base", "base+spectral")]
     if all(pre + w in res for w in want):
         return
     import numpy as np
@@ -406,17 +412,21 @@ def control_rows(res: Results, train_p: Path, dev_p: Path, order: int, jobs: int
                  "dev_logp_negative": float(np.mean(sign < 0)),
                  "cpu_s": {k: round(v, 1) for k, v in L["cpu_s"].items()},
                  "lists_cpu_s": round(sum(L["cpu_s"].values()), 1), "load": L["load"]})
-    rows = [("base", "base", None), ("base+spectral", "base+spectral",
-                                     (L["spec_train"], L["spec_dev"]))]
+    spec = (L["spec_train"], L["spec_dev"])
+    rows = [("base", "base", None, {}), ("base+spectral", "base+spectral", spec, {})]
     for s in seeds:
         tr, dv, _ = placebo_scores(f"noise{s}", lists.data, D)
-        rows.append((f"base+placebo seed={s}", "base+spectral", (tr, dv)))
-    for label, features, scores in rows:
+        rows.append((f"base+placebo seed={s}", "base+spectral", (tr, dv), {}))
+    for s in extra:
+        rows += [(f"base perceptron seed={s}", "base", None, {"random_state": s}),
+                 (f"base+spectral perceptron seed={s}", "base+spectral", spec,
+                  {"random_state": s})]
+    for label, features, scores, more in rows:
         if pre + label in res:
             continue
         tr, dv = scores if scores is not None else ((None,) * 4, None)
         load, c0 = os.getloadavg()[0], cpu_s()
-        r = RerankDepParser(**{"jobs": jobs, **params, "features": features,
+        r = RerankDepParser(**{"jobs": jobs, **params, **more, "features": features,
                                "base_order": order})
         r.fit_lists(TrainingLists(lists.data, tr[0], lists.correct, lists.n_tokens, {},
                                   *tr[1:], mst2=lists.mst2))
@@ -451,22 +461,31 @@ def controls_table(rows: dict) -> list[str]:
         out.append("|---|---|---|---|")
         out.append(f"| base parser's best (order 1) | {li['mst_uas']:.2f} | | |")
         out.append(f"| oracle of the lists | {li['oracle_uas']:.2f} | | |")
-        plac = []
+        groups = {"base+placebo": [], "base": [a["uas"]],
+                  "base+spectral": [rows[pre + "base+spectral"]["uas"]]
+                  if pre + "base+spectral" in rows else []}
         for k, r in rows.items():
             if not k.startswith(pre) or k == pre + "lists":
                 continue
             label = k[len(pre):]
-            if "placebo" in label:
-                plac.append(r["uas"])
+            if " seed=" in label:
+                groups[label.split(" ")[0]].append(r["uas"])
             red = "" if r is a else f"{err_red(r['uas'], a['uas']):+.1f}"
             out.append(f"| {label} | {r['uas']:.2f} | {red} | {r['fit_cpu_s']:.1f} |")
-        if plac:
-            import statistics
+        import statistics
 
-            m = statistics.mean(plac)
-            sd = statistics.stdev(plac) if len(plac) > 1 else 0.0
-            out.append(f"| placebo, mean (sd) of {len(plac)} | {m:.2f} ({sd:.2f}) | "
-                       f"{err_red(m, a['uas']):+.1f} | |")
+        # the means: their error reduction against the baseline's mean when it has several
+        # perceptron seeds, else against the baseline row
+        ref = groups["base"]
+        ref_m, ref_name = (statistics.mean(ref), "the baseline's mean") if len(ref) > 1 \
+            else (a["uas"], "the baseline")
+        for name, xs in groups.items():
+            if len(xs) < 2:
+                continue
+            m = statistics.mean(xs)
+            red = "" if name == "base" else f"{err_red(m, ref_m):+.1f} (vs {ref_name})"
+            out.append(f"| {name}, mean (sd) of {len(xs)} | {m:.2f} "
+                       f"({statistics.stdev(xs):.2f}) | {red} | |")
         out.append("")
     return out
 
@@ -529,6 +548,9 @@ def main(argv=None):
                     help="stage rerank: the re-rankers' --features, one row each")
     ap.add_argument("--placebo-seeds", default="0,1,2,3,4",
                     help="stage controls: the seeds of the placebo rows")
+    ap.add_argument("--rerank-seeds", default="0",
+                    help="stage controls: also the baseline and + log p-hat re-rankers with "
+                         "these perceptron seeds (random_state)")
     ap.add_argument("--work", type=Path, default=None,
                     help="stage controls: folder of the k-best lists kept between runs "
                          "(default: wsj_dependency_models next to --results)")
@@ -583,7 +605,8 @@ def main(argv=None):
     if "controls" in stages:     # log p-hat against placebo columns, from one set of lists
         work = a.work or a.results.parent / "wsj_dependency_models"
         for order in int_list(a.mst_orders):
-            control_rows(res, train_p, dev_p, order, a.jobs, work, int_list(a.placebo_seeds))
+            control_rows(res, train_p, dev_p, order, a.jobs, work, int_list(a.placebo_seeds),
+                         rerank_seeds=int_list(a.rerank_seeds))
     if "table" in stages:
         print(table(res))
 

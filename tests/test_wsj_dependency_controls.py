@@ -73,13 +73,21 @@ def test_controls_equal_fit_and_parse(bench, treebank, order):
         assert r["features"] == "base+spectral" and 0 < r["uas"] <= lists["oracle_uas"]
         assert r["error_reduction_pct"] == pytest.approx(
             bench.err_red(r["uas"], res.rows[pre + "base"]["uas"]))
-    # a new seed: one more row from the kept lists; the rows already there are not run again
+    # a new placebo seed and a perceptron seed: three more rows from the kept lists; the rows
+    # already there are not run again
     n_lines = len((treebank / f"rows{order}.jsonl").read_text().splitlines())
     res2 = bench.Results(treebank / f"rows{order}.jsonl")
-    bench.control_rows(res2, train_p, dev_p, order, 1, work, [0, 1, 7], small_params())
+    bench.control_rows(res2, train_p, dev_p, order, 1, work, [0, 1, 7], small_params(),
+                       rerank_seeds=[0, 3])
     lines = (treebank / f"rows{order}.jsonl").read_text().splitlines()
-    assert len(lines) == n_lines + 1
-    assert json.loads(lines[-1])["row"] == pre + "base+placebo seed=7"
-    assert any(line.startswith("| base+placebo seed=7 ")
-               for line in bench.controls_table(res2.rows))
+    assert [json.loads(x)["row"] for x in lines[n_lines:]] == [
+        pre + "base+placebo seed=7", pre + "base perceptron seed=3",
+        pre + "base+spectral perceptron seed=3"]
+    m = RerankDepParser(**{**small_params(), "jobs": 1, "features": "base", "base_order": order,
+                           "random_state": 3}).fit(tr)
+    want = attachment_scores(dev, m.parse(dev, jobs=1), punct="exclude").uas
+    assert res2.rows[pre + "base perceptron seed=3"]["uas"] == pytest.approx(want, abs=1e-9)
+    table = bench.controls_table(res2.rows)
+    assert any(line.startswith("| base+placebo seed=7 ") for line in table)
+    assert any(line.startswith("| base+placebo, mean (sd) of 3 ") for line in table)
 
