@@ -13,6 +13,7 @@
   group's kernel calls: W x (jobs / W) threads in all, never more than ``jobs``.  The Python
   steps between the kernels (NumPy, tree building) hold the GIL; with W groups in flight one
   group's Python work overlaps the others' kernels instead of idling every core.
+* :class:`numba_threads` — the thread count of Numba's parallel kernels inside a block.
 
 Every default thread count of the package (parsers, learners, the CLI's ``--jobs``) comes from
 :func:`available_cores`; nothing else calls ``os.cpu_count`` or ``os.sched_getaffinity``.
@@ -42,7 +43,7 @@ from __future__ import annotations
 import os
 
 __all__ = ["available_cores", "affinity_cores", "check_jobs", "resolve_jobs", "python_workers",
-           "map_groups"]
+           "map_groups", "numba_threads"]
 
 
 def available_cores() -> int:
@@ -133,3 +134,24 @@ def map_groups(fn, ids, threads: int, pool=None, workers: int = 1) -> list:
     per = max(1, threads // workers)
     futures = [pool.submit(fn, ids[g::n_groups], per) for g in range(n_groups)]
     return [f.result() for f in futures]
+
+
+class numba_threads:
+    """Run Numba's parallel kernels with ``n`` threads inside the block (capped by Numba's
+    pool), restoring the previous count after."""
+
+    def __init__(self, n: int):
+        self.n = int(n)
+
+    def __enter__(self):
+        import numba
+
+        self.old = numba.get_num_threads()
+        numba.set_num_threads(max(1, min(self.n, numba.config.NUMBA_NUM_THREADS)))
+        return self
+
+    def __exit__(self, *exc):
+        import numba
+
+        numba.set_num_threads(self.old)
+        return False

@@ -124,6 +124,92 @@ def test_heads_override_and_kbest_broadcast(gen, tmp_path):
     np.testing.assert_array_equal(back.log_prob(sents), own)
 
 
+def _kbest_like_lists(rng, n_lists, k, max_len):
+    """``(offsets, parent, groups)``: lists of ``k`` random trees over one sentence each, every
+    tree a copy of the list's first with up to three heads moved (cycles and all: some
+    trees of a list are not trees)."""
+    off, pars, groups = [0], [], [0]
+    for _ in range(n_lists):
+        n = int(rng.integers(1, max_len + 1))
+        perm = rng.permutation(n)
+        base = np.empty(n, np.int64)
+        base[perm[0]] = -1
+        for q in range(1, n):
+            base[perm[q]] = perm[rng.integers(q)]
+        for _ in range(k):
+            p = base.copy()
+            for _ in range(rng.integers(0, 4)):
+                p[rng.integers(n)] = rng.integers(-1, n)
+            pars.append(p)
+            off.append(off[-1] + n)
+        groups.append(len(pars))
+    return np.array(off), np.concatenate(pars), np.array(groups)
+
+
+@pytest.mark.parametrize("stop", [False, True])
+def test_kbest_lists_share_subtrees_with_the_same_results(stop):
+    """groups= (runs of trees over one sentence: k-best lists) computes each shared partial
+    subtree once; the scores equal the tree-by-tree kernel's up to rounding, the signs and
+    the status codes exactly, invalid trees and zero vectors included."""
+    rng = np.random.default_rng(3)
+    m, V = 4, 12
+    E_L, E_R = rng.normal(size=(2, m, m, m)) * 0.5
+    leaf, c1 = rng.normal(size=(V, m)), rng.normal(size=m)
+    leaf[0] = 0.0                                   # word 0: a zero vector, p-hat = 0
+    S = rng.normal(size=(2, m, m)) if stop else None
+    off, par, groups = _kbest_like_lists(rng, 40, 12, 9)
+    # one word sequence per list; every third list may hold word 0
+    words = np.concatenate([
+        np.tile(rng.integers(1 if g % 3 else 0, V, size=off[groups[g] + 1] - off[groups[g]]),
+                groups[g + 1] - groups[g]) for g in range(len(groups) - 1)]).astype(np.int64)
+    ref = tree_log_prob(off, par, words, leaf, E_L, E_R, c1, S, S)
+    got = tree_log_prob(off, par, words, leaf, E_L, E_R, c1, S, S, groups=groups)
+    np.testing.assert_array_equal(got[2], ref[2])
+    assert (ref[2] != 0).any() and (ref[2] == 0).any()
+    ok = ref[2] == 0
+    assert np.isneginf(ref[0][ok]).any() and np.isfinite(ref[0][ok]).any()
+    np.testing.assert_array_equal(got[1][ok], ref[1][ok])
+    np.testing.assert_allclose(got[0][ok], ref[0][ok], rtol=1e-12)
+    # singletons and the ungrouped call are one computation
+    single = np.arange(len(off), dtype=np.int64)
+    np.testing.assert_array_equal(tree_log_prob(off, par, words, leaf, E_L, E_R, c1, S, S,
+                                                groups=single)[0], ref[0])
+    with pytest.raises(ValueError, match="groups"):
+        tree_log_prob(off, par, words, leaf, E_L, E_R, c1, S, S, groups=groups[:-1])
+
+
+def test_tree_scores_reads_a_kbest_list_once(gen):
+    """tree_scores = log_prob (with its sign) and fragment_log_prob from one reading of the
+    input; a k-best list (one sentence object repeated) gives the scores of its trees one by
+    one; a bad entry of a list is reported at its own index."""
+    model = LatentDependencyModel(n_states=3, embeddings="one-hot", ridge=1e-3)
+    model.fit(gen.sample(2000, seed=2))
+    sents = [x for x in gen.sample(60, seed=8) if len(x.words) >= 5][:6]
+    rng = np.random.default_rng(0)
+    lists, heads = [], []
+    for s in sents:
+        for _ in range(8):
+            h = np.asarray(s.heads, np.int64).copy()
+            r = int(np.flatnonzero(h == 0)[0]) + 1          # a root word
+            i = int(rng.integers(len(h)))
+            if i + 1 != r:
+                h[i] = r if h[i] != r else 0                # under the root, or a root
+            lists.append(s)
+            heads.append(h if rng.random() < 0.5 else list(h))
+    lp, sign, frag, negs = model.tree_scores(lists, heads)
+    one = [model.log_prob([s], heads=[h], return_sign=True) for s, h in zip(lists, heads)]
+    np.testing.assert_allclose(lp, [x[0][0] for x in one], rtol=1e-12)
+    np.testing.assert_array_equal(sign, [x[1][0] for x in one])
+    f1, n1 = model.fragment_log_prob(lists, heads=heads)
+    np.testing.assert_array_equal(frag, f1)
+    np.testing.assert_array_equal(negs, n1)
+    assert model.tree_scores(lists, heads, tree=False)[:2] == (None, None)
+    assert model.tree_scores(lists, heads, fragments=False)[2:] == (None, None)
+    with pytest.raises(TypeError, match=r"sentences\[9\]"):
+        model.tree_scores(lists[:9] + [DepSentence(words=[1, 2], heads=[0, 1])] + lists[9:],
+                          heads[:9] + [[0, 1]] + heads[9:])
+
+
 def test_pos_tags_appended_to_the_word_vectors(gen, tmp_path):
     """tags='xpos': one-hot tags appended to the (eigen)word vectors; model files keep them."""
     import copy

@@ -168,14 +168,198 @@ def _stop_pair(S):
     return np.ascontiguousarray(S)
 
 
-def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, S_L=None, S_R=None):
+def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, S_L=None, S_R=None,
+                  groups=None):
     """Algorithm 1 over many trees: ``(log|p|, sign, status)`` per tree (see
     :func:`_tree_log_prob`).  ``S_L`` / ``S_R`` (``m x m``, optional): the STOP operators of
     the model with valency (``stop_events=True``), applied to every node after its left
     (right) children (``(2, m, m)``: one for a side without children, one for a side with
-    children); None: the paper's model (nothing applied)."""
-    return _tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, _stop_pair(S_L),
-                          _stop_pair(S_R))
+    children); None: the paper's model (nothing applied).
+
+    ``groups`` (int64, optional): boundaries of runs of trees over the same words (the
+    candidates of one k-best list: ``trees[groups[g]:groups[g + 1]]``); the trees of a run
+    share the work of their common partial subtrees (:func:`_tree_log_prob_lists`).  The
+    results equal the ungrouped ones up to the order of a sum of logarithms."""
+    S_L, S_R = _stop_pair(S_L), _stop_pair(S_R)
+    if groups is not None:
+        groups = np.ascontiguousarray(groups, np.int64)
+        ns = offsets.shape[0] - 1
+        if groups.ndim != 1 or groups.shape[0] < 1 or groups[0] != 0 or groups[-1] != ns or \
+                (np.diff(groups) < 0).any():
+            raise ValueError(f"groups must rise from 0 to the number of trees ({ns})")
+    if groups is None or (np.diff(groups) <= 1).all():    # nothing to share
+        return _tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R)
+    return _tree_log_prob_lists(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R,
+                                groups)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _intern(keys, vals, key, new_id):
+    """Open-addressing look-up of ``key`` (>= 0) in the table ``keys`` / ``vals`` (size a
+    power of 2, empty slots -1): its value, or ``-1 - slot`` when absent (``new_id`` is then
+    stored there, so the caller fills state ``new_id``)."""
+    mask = keys.shape[0] - 1
+    h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(17)
+    slot = np.int64(h & np.uint64(mask))
+    while True:
+        k = keys[slot]
+        if k == key:
+            return vals[slot]
+        if k == -1:
+            keys[slot] = key
+            vals[slot] = new_id
+            return -1 - slot
+        slot = (slot + 1) & mask
+
+
+@njit(cache=True, parallel=True)
+def _tree_log_prob_lists(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R, groups):
+    """:func:`_tree_log_prob` over runs of trees of the same words (k-best lists), ``prange``
+    across runs, each partial subtree computed once per run.
+
+    A node's vector after its start and some of its children is a function of the sequence of
+    operators applied so far, and a child's operator of the child's finished subtree; both are
+    interned as exact keys ``(previous state + 1) * 2^32 + code`` (``code`` = the node for a
+    start state (previous 0), 0 / 1 for the left / right STOP, 2 + the child's state for a
+    child), so two candidates that share a subtree share its vectors, its scale (the sum of
+    the logarithms of its nodes' max-norms) and whether it is zero (or not finite).  The
+    arithmetic of each vector is that of :func:`_tree_log_prob`; only the sum of the scales
+    runs in another order.
+    """
+    ns = offsets.shape[0] - 1
+    m = c1.shape[0]
+    stop = S_L.shape[0] > 0
+    logabs = np.empty(ns, np.float64)
+    sign = np.empty(ns, np.float64)
+    status = np.zeros(ns, np.int64)
+    ng = groups.shape[0] - 1
+    for g in prange(ng):
+        t0 = groups[g]
+        t1 = groups[g + 1]
+        if t1 == t0:
+            continue
+        n_max = 0
+        for s in range(t0, t1):
+            n_max = max(n_max, offsets[s + 1] - offsets[s])
+        cap = (t1 - t0) * 5 * n_max + 1         # states of the whole run at most
+        size = 1
+        while size < 2 * cap:
+            size *= 2
+        keys = np.full(size, -1, np.int64)
+        vals = np.empty(size, np.int64)
+        vec = np.empty((cap, m), np.float64)    # a state's vector (a finished node's: eta)
+        acc = np.zeros(cap, np.float64)         # sum of the scales of the finished nodes in it
+        bad = np.zeros(cap, np.int64)           # 0 fine, 1 some vector is 0, 2 not finite
+        tmp = np.empty(m * m, np.float64)
+        n_states = 0
+        for s in range(t0, t1):
+            a, n, order, start, child = _open_tree(offsets, parent, s, status, logabs, sign)
+            if status[s] != STATUS_OK:
+                continue
+            fin = np.empty(n, np.int64)         # the finished state of each node
+            total = 0.0
+            sg = 1.0
+            worst = 0
+            for r in range(n - 1, -1, -1):      # children before parents
+                i = order[r]
+                lo = start[i]
+                hi = start[i + 1]
+                split = lo
+                while split < hi and child[split] < i:
+                    split += 1
+                st = _intern(keys, vals, np.int64(i), n_states)
+                if st < 0:
+                    st = n_states
+                    n_states += 1
+                    for z in range(m):
+                        vec[st, z] = leaf[words[a + i], z]
+                for q in range(split - 1, lo - 1, -1):       # left children, nearest first
+                    st = _step(keys, vals, vec, acc, bad, st, 3 + fin[child[q]], E_L, 0, tmp,
+                               n_states)
+                    if st == n_states:
+                        n_states += 1
+                if stop:
+                    st = _step(keys, vals, vec, acc, bad, st, 0, S_L, 0 if split == lo else 1,
+                               tmp, n_states)
+                    if st == n_states:
+                        n_states += 1
+                for q in range(split, hi):                   # right children, nearest first
+                    st = _step(keys, vals, vec, acc, bad, st, 3 + fin[child[q]], E_R, 0, tmp,
+                               n_states)
+                    if st == n_states:
+                        n_states += 1
+                if stop:
+                    st = _step(keys, vals, vec, acc, bad, st, 1, S_R, 0 if hi == split else 1,
+                               tmp, n_states)
+                    if st == n_states:
+                        n_states += 1
+                st = _step(keys, vals, vec, acc, bad, st, 2, E_L, 0, tmp, n_states)
+                if st == n_states:
+                    n_states += 1
+                fin[i] = st
+                if bad[st] > worst:
+                    worst = bad[st]
+                if parent[a + i] == -1 and bad[st] == 0:
+                    v = 0.0
+                    for z in range(m):
+                        v += c1[z] * vec[st, z]
+                    if v == 0.0:
+                        worst = max(worst, 1)
+                    else:
+                        if v < 0.0:
+                            sg = -sg
+                        total += acc[st] + np.log(abs(v))
+            if worst == 2:
+                logabs[s] = np.nan
+                sign[s] = np.nan
+            elif worst == 1:
+                logabs[s] = -np.inf
+                sign[s] = 0.0
+            else:
+                logabs[s] = total
+                sign[s] = sg
+    return logabs, sign, status
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _step(keys, vals, vec, acc, bad, st, code, E, r, tmp, new_id):
+    """The state after transition ``code`` from state ``st``: found, or computed as
+    ``new_id`` (the caller counts it).  ``code``: 0 / 1 the left / right STOP operator
+    ``E[r]``; 2 finishing the node (max-norm 1, its logarithm added to the scale); ``3 + c``
+    the edge operator ``E`` of the finished child state ``c``."""
+    key = (st + 1) * np.int64(4294967296) + code
+    got = _intern(keys, vals, key, new_id)
+    if got >= 0:
+        return got
+    m = vec.shape[1]
+    bad[new_id] = bad[st]
+    acc[new_id] = acc[st]
+    if code >= 3:
+        c = code - 3
+        bad[new_id] = max(bad[st], bad[c])
+        acc[new_id] += acc[c]
+        if bad[new_id] == 0:
+            _apply(E, vec[c], vec[st], tmp, vec[new_id])
+    elif bad[new_id] == 0:
+        for z in range(m):
+            vec[new_id, z] = vec[st, z]
+        if code < 2:
+            _mat_apply(E, r, vec[new_id], tmp[:m])
+        else:
+            big = 0.0
+            for z in range(m):
+                v = abs(vec[new_id, z])
+                if v > big:
+                    big = v
+            if big == 0.0:
+                bad[new_id] = 1
+            elif not np.isfinite(big):
+                bad[new_id] = 2
+            else:
+                acc[new_id] += np.log(big)
+                for z in range(m):
+                    vec[new_id, z] = vec[new_id, z] / big
+    return new_id
 
 
 @njit(cache=True, parallel=True)

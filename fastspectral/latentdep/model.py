@@ -242,11 +242,20 @@ class LatentDependencyModel(Parser):
         if isinstance(sentences, (str, bytes)) or isinstance(sentences, DepSentence):
             raise TypeError(f"{what} takes a list of DepSentence objects")
         sentences = as_dep_sentences(sentences)        # nltk DependencyGraphs converted
-        for s in sentences:
+        # each distinct object once (the candidates of a k-best list repeat their sentence)
+        uniq = list({id(s): s for s in sentences}.values())
+        for s in uniq:
             if not isinstance(s, DepSentence):
                 raise TypeError(f"{what} takes DepSentence objects (fastspectral.trees.conll), "
                                 f"got {type(s).__name__}")
-        return check_dep_sentences(sentences, "sentences")
+        if len(uniq) == len(sentences):
+            return check_dep_sentences(sentences, "sentences")
+        try:
+            check_dep_sentences(uniq, "sentences")
+        except TypeError:
+            check_dep_sentences(sentences, "sentences")     # the error with its index
+            raise
+        return sentences
 
     def _features(self, sentences):
         """``(words, F, lowercase)``: the vocabulary, its feature matrix (``None`` = one-hot)."""
@@ -292,7 +301,10 @@ class LatentDependencyModel(Parser):
         src = heads if heads is not None else [s.heads for s in sentences]
         if len(src) == 0:
             return offsets, np.zeros(0, np.int64)
-        parent = np.concatenate([np.asarray(h, np.int64).reshape(-1) for h in src]) - 1
+        if all(isinstance(h, np.ndarray) and h.ndim == 1 for h in src):
+            parent = np.concatenate(src).astype(np.int64) - 1      # one copy (k-best lists)
+        else:
+            parent = np.concatenate([np.asarray(h, np.int64).reshape(-1) for h in src]) - 1
         if parent.shape[0] != offsets[-1]:
             bad = [i for i, (h, n) in enumerate(zip(src, lens)) if len(h) != n][0]
             raise ValueError(f"heads[{bad}] has {len(src[bad])} entries for a sentence of "
@@ -584,24 +596,18 @@ class LatentDependencyModel(Parser):
         logabs, sign, _ = self._log_prob(sentences, heads, jobs)
         return (logabs, sign) if return_sign else logabs
 
-    def _log_prob(self, sentences, heads, jobs):
+    def _log_prob(self, sentences, heads, jobs, inputs=None):
         """``(log |p-hat|, sign, inputs)`` of :meth:`log_prob`, ``inputs`` the
-        :meth:`_kernel_inputs` of the call."""
-        from ..base import check_jobs
+        :meth:`_kernel_inputs` of the call (given: reused)."""
         from .kernels import tree_log_prob
 
-        inputs = self._kernel_inputs(sentences, heads, "log_prob")
+        if inputs is None:
+            inputs = self._kernel_inputs(sentences, heads, "log_prob")
         sentences, heads, offsets, parent, words, leaf = inputs[:6]
-        n_threads = check_jobs(jobs if jobs is not None else self.jobs)
-        import numba
-        old = numba.get_num_threads()
-        numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
-        try:
+        with self._numba_threads(jobs):
             logabs, sign, status = tree_log_prob(offsets, parent, words, leaf,
                                                  self.E_L_, self.E_R_, self.c1_,
-                                                 *self._stop_ops())
-        finally:
-            numba.set_num_threads(old)
+                                                 *self._stop_ops(), groups=inputs[8])
         if status.any():
             self._raise_invalid(sentences, status, heads)
         bad = ~np.isfinite(logabs)
@@ -609,6 +615,12 @@ class LatentDependencyModel(Parser):
             logabs[bad] = float(self.log_floor)
             sign[bad] = 0.0
         return logabs, sign, inputs
+
+    def _numba_threads(self, jobs):
+        from ..base import check_jobs
+        from .._threads import numba_threads
+
+        return numba_threads(check_jobs(jobs if jobs is not None else self.jobs))
 
     def fragment_log_prob(self, sentences, heads=None, *, jobs=None):
         """Depth-1 fragment scores: ``(sum_i log |p-hat_i|, number of negative p-hat_i)`` per
@@ -620,30 +632,44 @@ class LatentDependencyModel(Parser):
         not compound along the tree.  Arguments as :meth:`log_prob`; a fragment estimated at
         exactly 0 makes the sum ``log_floor``.
         """
-        from ..base import check_jobs
+        return self._fragment_log_prob(sentences, heads, jobs)
+
+    def _fragment_log_prob(self, sentences, heads, jobs, inputs=None):
         from .kernels import fragment_log_prob
 
-        sentences, heads, offsets, parent, words, leaf = self._kernel_inputs(
-            sentences, heads, "fragment_log_prob")[:6]
-        n_threads = check_jobs(jobs if jobs is not None else self.jobs)
-        import numba
-        old = numba.get_num_threads()
-        numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
+        if inputs is None:
+            inputs = self._kernel_inputs(sentences, heads, "fragment_log_prob")
+        sentences, heads, offsets, parent, words, leaf = inputs[:6]
         # a child's operator E_d(leaf(x_c)) depends on its row only: once per row used
-        rows, words = np.unique(words, return_inverse=True)
+        used = np.zeros(leaf.shape[0], np.bool_)
+        used[words] = True
+        rows = np.flatnonzero(used)
+        inverse = np.cumsum(used) - 1
+        words = inverse[words]
         leaf = np.ascontiguousarray(leaf[rows])
         M_L = np.ascontiguousarray(np.einsum("abj,rj->rab", self.E_L_, leaf))
         M_R = np.ascontiguousarray(np.einsum("abj,rj->rab", self.E_R_, leaf))
-        try:
-            logabs, negs, status = fragment_log_prob(offsets, parent,
-                                                     words.astype(np.int64).ravel(), leaf,
-                                                     M_L, M_R, self.c1_, *self._stop_ops())
-        finally:
-            numba.set_num_threads(old)
+        with self._numba_threads(jobs):
+            logabs, negs, status = fragment_log_prob(offsets, parent, words, leaf, M_L, M_R,
+                                                     self.c1_, *self._stop_ops())
         if status.any():
             self._raise_invalid(sentences, status, heads)
         logabs[~np.isfinite(logabs)] = float(self.log_floor)
         return logabs, negs
+
+    def tree_scores(self, sentences, heads=None, *, tree=True, fragments=True, jobs=None):
+        """:meth:`log_prob` (with its sign) and :meth:`fragment_log_prob` of the same trees
+        from one reading of the input: ``(log |p-hat|, sign, fragment log p-hat, negative
+        fragments)``, None for the scores not asked (``tree``, ``fragments``).  The
+        candidates of a k-best list (a sentence repeated with several head arrays) share the
+        work of their common subtrees."""
+        inputs = self._kernel_inputs(sentences, heads, "tree_scores")
+        lp = sign = frag = negs = None
+        if tree:
+            lp, sign, _ = self._log_prob(None, None, jobs, inputs)
+        if fragments:
+            frag, negs = self._fragment_log_prob(None, None, jobs, inputs)
+        return lp, sign, frag, negs
 
     def _stop_ops(self):
         """``(S_L, S_R)`` of the model with stop events, ``(None, None)`` without."""
@@ -657,9 +683,11 @@ class LatentDependencyModel(Parser):
         return float(self.log_prob(sentences).sum()), sum(len(s.words) for s in sentences)
 
     def _kernel_inputs(self, sentences, heads, what):
-        """``(sentences, heads, offsets, parent, words, leaf, ids, tag_ids)`` of the scoring
-        kernels: ``ids`` the vocabulary ids of each sentence's words (0: unknown), ``tag_ids``
-        the tag id of every token (0: unknown; None without tags)."""
+        """``(sentences, heads, offsets, parent, words, leaf, ids, tag_ids, groups)`` of the
+        scoring kernels: ``ids`` the vocabulary ids of each sentence's words (0: unknown),
+        ``tag_ids`` the tag id of every token (0: unknown; None without tags), ``groups`` the
+        boundaries of the runs of one sentence object (k-best lists; see
+        :func:`~fastspectral.latentdep.kernels.tree_log_prob`)."""
         self._check_fitted()
         sentences = self._check_sentences(sentences, what)
         if heads is not None:
@@ -697,7 +725,15 @@ class LatentDependencyModel(Parser):
             words = (np.repeat(starts, lens) + np.arange(offsets[-1])
                      - np.repeat(offsets[:-1], lens)).astype(np.int64)
             tids = tids[words]
-        return sentences, heads, offsets, parent, words, leaf, ids, tids
+        return sentences, heads, offsets, parent, words, leaf, ids, tids, \
+            self._runs(sentences)
+
+    @staticmethod
+    def _runs(sentences) -> np.ndarray:
+        """Boundaries of the runs of consecutive entries that are one sentence object."""
+        key = np.fromiter(map(id, sentences), np.int64, len(sentences))
+        cut = np.flatnonzero(key[1:] != key[:-1]) + 1
+        return np.concatenate(([0], cut, [len(sentences)])).astype(np.int64)
 
     def _tag_index(self):
         idx = getattr(self, "_tags_index", None)

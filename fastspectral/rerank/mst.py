@@ -25,31 +25,11 @@ import numpy as np
 from ..base import Interval, Parser
 from ..dependency.data import TAGSETS
 from ..errors import ModelFileError
+from .._threads import numba_threads
 from .features import (FIRST_ID, ROOT_ID, UNK_ID, arc_scores, perceptron_update,
                        sibling_scores, sibling_update)
 
 __all__ = ["MSTParser", "MSTFitInfo", "MSTParseStats", "Encoded", "copy_with_heads", "numba_threads"]
-
-
-class numba_threads:
-    """Run Numba's parallel kernels with ``n`` threads inside the block (capped by Numba's
-    pool), restoring the previous count after."""
-
-    def __init__(self, n: int):
-        self.n = int(n)
-
-    def __enter__(self):
-        import numba
-
-        self.old = numba.get_num_threads()
-        numba.set_num_threads(max(1, min(self.n, numba.config.NUMBA_NUM_THREADS)))
-        return self
-
-    def __exit__(self, *exc):
-        import numba
-
-        numba.set_num_threads(self.old)
-        return False
 
 
 @dataclass

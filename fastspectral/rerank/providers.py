@@ -499,10 +499,14 @@ class ScoreProviders:
 
     def _spectral_scores(self, spectral, sents, heads, threads, n):
         lp = sign = frag = fneg = None
-        if self._tree:
-            lp, sign = spectral.log_prob(sents, heads=heads, return_sign=True, jobs=threads)
-        if self._fragments:
-            frag, fneg = spectral.fragment_log_prob(sents, heads=heads, jobs=threads)
+        if hasattr(spectral, "tree_scores"):        # both from one reading of the lists
+            lp, sign, frag, fneg = spectral.tree_scores(
+                sents, heads, tree=self._tree, fragments=self._fragments, jobs=threads)
+        else:
+            if self._tree:
+                lp, sign = spectral.log_prob(sents, heads=heads, return_sign=True, jobs=threads)
+            if self._fragments:
+                frag, fneg = spectral.fragment_log_prob(sents, heads=heads, jobs=threads)
         out = tuple(None if x is None else np.asarray(x, dtype=np.float64)
                     for x in (lp, sign, frag, fneg))
         if any(x is not None and x.shape != (n,) for x in out):
