@@ -549,3 +549,18 @@ def test_the_command_line_starts_without_the_learners():
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_the_mst_parser_starts_without_the_shag_learners():
+    """The re-ranker's MST parser reads fastspectral.dependency.data only: the package imports
+    its learners (and SciPy's linear algebra) on first use, and still offers every name."""
+    code = ("import sys, fastspectral.rerank.model, fastspectral.dependency as d; "
+            "print(sorted(m for m in ('scipy.linalg', 'fastspectral.dependency.spectral', "
+            "'fastspectral.dependency.model', 'fastspectral.dependency.backoff') "
+            "if m in sys.modules)); "
+            "print(d.SHAGParser.__name__, d.eisner.__name__, d.fit_em.__name__, "
+            "'BackoffSHAG' in dir(d))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["[]", "SHAGParser eisner fit_em True"]

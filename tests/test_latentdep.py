@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from fastspectral.latentdep.kernels import tree_log_prob
+from fastspectral.latentdep.kernels import fragment_log_prob, tree_log_prob
 from fastspectral.latentdep.model import LatentDependencyModel
 from fastspectral.latentdep.synthetic import LatentDependencyGenerator
 from fastspectral.trees.conll import DepSentence
@@ -176,6 +176,14 @@ def test_kbest_lists_share_subtrees_with_the_same_results(stop):
                                                 groups=single)[0], ref[0])
     with pytest.raises(ValueError, match="groups"):
         tree_log_prob(off, par, words, leaf, E_L, E_R, c1, S, S, groups=groups[:-1])
+    # the fragments: each computed once per list, the same sums in the same order
+    M_L, M_R = (np.einsum("abj,rj->rab", E, leaf) for E in (E_L, E_R))
+    ref = fragment_log_prob(off, par, words, leaf, M_L, M_R, c1, S, S)
+    got = fragment_log_prob(off, par, words, leaf, M_L, M_R, c1, S, S, groups=groups)
+    np.testing.assert_array_equal(got[2], ref[2])
+    assert np.isneginf(ref[0][ok]).any() and np.isfinite(ref[0][ok]).any()
+    np.testing.assert_array_equal(got[0][ok], ref[0][ok])
+    np.testing.assert_array_equal(got[1][ok], ref[1][ok])
 
 
 def test_tree_scores_reads_a_kbest_list_once(gen):

@@ -181,16 +181,48 @@ def tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, S_L=None, S_R=None
     share the work of their common partial subtrees (:func:`_tree_log_prob_lists`).  The
     results equal the ungrouped ones up to the order of a sum of logarithms."""
     S_L, S_R = _stop_pair(S_L), _stop_pair(S_R)
-    if groups is not None:
-        groups = np.ascontiguousarray(groups, np.int64)
-        ns = offsets.shape[0] - 1
-        if groups.ndim != 1 or groups.shape[0] < 1 or groups[0] != 0 or groups[-1] != ns or \
-                (np.diff(groups) < 0).any():
-            raise ValueError(f"groups must rise from 0 to the number of trees ({ns})")
-    if groups is None or (np.diff(groups) <= 1).all():    # nothing to share
+    groups = _check_groups(groups, offsets.shape[0] - 1)
+    if groups is None:
         return _tree_log_prob(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R)
     return _tree_log_prob_lists(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R,
-                                groups)
+                                groups, _chunks(groups))
+
+
+def _chunks(groups) -> int:
+    """Chunks of runs of the list kernels: 8 per Numba thread (balance), each allocating its
+    scratch once."""
+    import numba
+
+    return max(1, min(groups.shape[0] - 1, 8 * numba.get_num_threads()))
+
+
+def _check_groups(groups, ns):
+    """``groups`` as int64 boundaries of runs over ``ns`` trees; None when there are none
+    or no run has two trees (nothing to share: the tree-by-tree kernels)."""
+    if groups is None:
+        return None
+    groups = np.ascontiguousarray(groups, np.int64)
+    if groups.ndim != 1 or groups.shape[0] < 1 or groups[0] != 0 or groups[-1] != ns or \
+            (np.diff(groups) < 0).any():
+        raise ValueError(f"groups must rise from 0 to the number of trees ({ns})")
+    return None if (np.diff(groups) <= 1).all() else groups
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _run_sizes(offsets, groups, g, per_node):
+    """``(longest tree, states, hash table size)`` of run ``g``: at most ``per_node`` states
+    per node and tree besides the start states; the table (a power of 2) at most half full
+    with the children's transitions."""
+    t0 = groups[g]
+    t1 = groups[g + 1]
+    n_max = 0
+    for s in range(t0, t1):
+        n_max = max(n_max, offsets[s + 1] - offsets[s])
+    cap = (t1 - t0) * per_node * n_max + n_max + 1
+    size = 1
+    while size < 2 * (t1 - t0) * n_max + 2:
+        size *= 2
+    return n_max, cap, size
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -213,18 +245,20 @@ def _intern(keys, vals, key, new_id):
 
 
 @njit(cache=True, parallel=True)
-def _tree_log_prob_lists(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R, groups):
+def _tree_log_prob_lists(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R, groups,
+                         n_chunks):
     """:func:`_tree_log_prob` over runs of trees of the same words (k-best lists), ``prange``
     across runs, each partial subtree computed once per run.
 
     A node's vector after its start and some of its children is a function of the sequence of
-    operators applied so far, and a child's operator of the child's finished subtree; both are
-    interned as exact keys ``(previous state + 1) * 2^32 + code`` (``code`` = the node for a
-    start state (previous 0), 0 / 1 for the left / right STOP, 2 + the child's state for a
-    child), so two candidates that share a subtree share its vectors, its scale (the sum of
-    the logarithms of its nodes' max-norms) and whether it is zero (or not finite).  The
-    arithmetic of each vector is that of :func:`_tree_log_prob`; only the sum of the scales
-    runs in another order.
+    operators applied so far, and a child's operator of the child's finished subtree: a state
+    is its node's start state or a transition from a state (the left / right STOP, finishing
+    the node, or the operator of a child's finished state, interned by the exact key
+    ``(previous state + 1) * 2^32 + 3 + child state``), so two candidates that share a subtree
+    share its vectors, its scale (the sum of the logarithms of its nodes' max-norms) and
+    whether it is zero (or not finite).  The arithmetic of each vector is that of
+    :func:`_tree_log_prob`; only the sum of the scales runs in another order.  Each of the
+    ``n_chunks`` chunks of runs allocates its scratch once (no allocation per run).
     """
     ns = offsets.shape[0] - 1
     m = c1.shape[0]
@@ -233,104 +267,121 @@ def _tree_log_prob_lists(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R, g
     sign = np.empty(ns, np.float64)
     status = np.zeros(ns, np.int64)
     ng = groups.shape[0] - 1
-    for g in prange(ng):
-        t0 = groups[g]
-        t1 = groups[g + 1]
-        if t1 == t0:
-            continue
-        n_max = 0
-        for s in range(t0, t1):
-            n_max = max(n_max, offsets[s + 1] - offsets[s])
-        cap = (t1 - t0) * 5 * n_max + 1         # states of the whole run at most
-        size = 1
-        while size < 2 * cap:
-            size *= 2
-        keys = np.full(size, -1, np.int64)
-        vals = np.empty(size, np.int64)
-        vec = np.empty((cap, m), np.float64)    # a state's vector (a finished node's: eta)
-        acc = np.zeros(cap, np.float64)         # sum of the scales of the finished nodes in it
-        bad = np.zeros(cap, np.int64)           # 0 fine, 1 some vector is 0, 2 not finite
+    for c in prange(n_chunks):              # runs g0..g1, their scratch allocated once
+        g0 = ng * c // n_chunks
+        g1 = ng * (c + 1) // n_chunks
+        n_all, cap_all, size_all = 1, 1, 1
+        for g in range(g0, g1):
+            n_max, cap, size = _run_sizes(offsets, groups, g, 4)
+            n_all = max(n_all, n_max)
+            cap_all = max(cap_all, cap)
+            size_all = max(size_all, size)
+        keys = np.empty(size_all, np.int64)   # the children's transitions (open addressing)
+        vals = np.empty(size_all, np.int64)
+        vec = np.empty((cap_all, m), np.float64)   # a state's vector (a finished node's: eta)
+        acc = np.empty(cap_all, np.float64)     # sum of the scales of the finished nodes in it
+        bad = np.empty(cap_all, np.int64)       # 0 fine, 1 some vector is 0, 2 not finite
+        first = np.empty(n_all, np.int64)       # the start state of each node
+        nxt = np.empty((3, cap_all), np.int64)  # a state's next one after STOP L / R, finish
         tmp = np.empty(m * m, np.float64)
-        n_states = 0
-        for s in range(t0, t1):
-            a, n, order, start, child = _open_tree(offsets, parent, s, status, logabs, sign)
-            if status[s] != STATUS_OK:
+        for g in range(g0, g1):
+            t0 = groups[g]
+            t1 = groups[g + 1]
+            if t1 == t0:
                 continue
-            fin = np.empty(n, np.int64)         # the finished state of each node
-            total = 0.0
-            sg = 1.0
-            worst = 0
-            for r in range(n - 1, -1, -1):      # children before parents
-                i = order[r]
-                lo = start[i]
-                hi = start[i + 1]
-                split = lo
-                while split < hi and child[split] < i:
-                    split += 1
-                st = _intern(keys, vals, np.int64(i), n_states)
-                if st < 0:
-                    st = n_states
-                    n_states += 1
-                    for z in range(m):
-                        vec[st, z] = leaf[words[a + i], z]
-                for q in range(split - 1, lo - 1, -1):       # left children, nearest first
-                    st = _step(keys, vals, vec, acc, bad, st, 3 + fin[child[q]], E_L, 0, tmp,
-                               n_states)
+            n_max, cap, size = _run_sizes(offsets, groups, g, 4)
+            kg = keys[:size]
+            kg[:] = -1
+            first[:n_max] = -1
+            nxt[:, :cap] = -1
+            n_states = 0
+            for s in range(t0, t1):
+                a, n, order, start, child = _open_tree(offsets, parent, s, status, logabs, sign)
+                if status[s] != STATUS_OK:
+                    continue
+                fin = np.empty(n, np.int64)         # the finished state of each node
+                total = 0.0
+                sg = 1.0
+                worst = 0
+                for r in range(n - 1, -1, -1):      # children before parents
+                    i = order[r]
+                    lo = start[i]
+                    hi = start[i + 1]
+                    split = lo
+                    while split < hi and child[split] < i:
+                        split += 1
+                    st = first[i]
+                    if st < 0:
+                        st = first[i] = n_states
+                        n_states += 1
+                        acc[st] = 0.0
+                        bad[st] = 0
+                        for z in range(m):
+                            vec[st, z] = leaf[words[a + i], z]
+                    for q in range(split - 1, lo - 1, -1):       # left children, nearest first
+                        st = _step(kg, vals, nxt, vec, acc, bad, st, 3 + fin[child[q]], E_L,
+                                   0, tmp, n_states)
+                        if st == n_states:
+                            n_states += 1
+                    if stop:
+                        st = _step(kg, vals, nxt, vec, acc, bad, st, 0, S_L,
+                                   0 if split == lo else 1, tmp, n_states)
+                        if st == n_states:
+                            n_states += 1
+                    for q in range(split, hi):                   # right children, nearest first
+                        st = _step(kg, vals, nxt, vec, acc, bad, st, 3 + fin[child[q]], E_R,
+                                   0, tmp, n_states)
+                        if st == n_states:
+                            n_states += 1
+                    if stop:
+                        st = _step(kg, vals, nxt, vec, acc, bad, st, 1, S_R,
+                                   0 if hi == split else 1, tmp, n_states)
+                        if st == n_states:
+                            n_states += 1
+                    st = _step(kg, vals, nxt, vec, acc, bad, st, 2, E_L, 0, tmp, n_states)
                     if st == n_states:
                         n_states += 1
-                if stop:
-                    st = _step(keys, vals, vec, acc, bad, st, 0, S_L, 0 if split == lo else 1,
-                               tmp, n_states)
-                    if st == n_states:
-                        n_states += 1
-                for q in range(split, hi):                   # right children, nearest first
-                    st = _step(keys, vals, vec, acc, bad, st, 3 + fin[child[q]], E_R, 0, tmp,
-                               n_states)
-                    if st == n_states:
-                        n_states += 1
-                if stop:
-                    st = _step(keys, vals, vec, acc, bad, st, 1, S_R, 0 if hi == split else 1,
-                               tmp, n_states)
-                    if st == n_states:
-                        n_states += 1
-                st = _step(keys, vals, vec, acc, bad, st, 2, E_L, 0, tmp, n_states)
-                if st == n_states:
-                    n_states += 1
-                fin[i] = st
-                if bad[st] > worst:
-                    worst = bad[st]
-                if parent[a + i] == -1 and bad[st] == 0:
-                    v = 0.0
-                    for z in range(m):
-                        v += c1[z] * vec[st, z]
-                    if v == 0.0:
-                        worst = max(worst, 1)
-                    else:
-                        if v < 0.0:
-                            sg = -sg
-                        total += acc[st] + np.log(abs(v))
-            if worst == 2:
-                logabs[s] = np.nan
-                sign[s] = np.nan
-            elif worst == 1:
-                logabs[s] = -np.inf
-                sign[s] = 0.0
-            else:
-                logabs[s] = total
-                sign[s] = sg
+                    fin[i] = st
+                    if bad[st] > worst:
+                        worst = bad[st]
+                    if parent[a + i] == -1 and bad[st] == 0:
+                        v = 0.0
+                        for z in range(m):
+                            v += c1[z] * vec[st, z]
+                        if v == 0.0:
+                            worst = max(worst, 1)
+                        else:
+                            if v < 0.0:
+                                sg = -sg
+                            total += acc[st] + np.log(abs(v))
+                if worst == 2:
+                    logabs[s] = np.nan
+                    sign[s] = np.nan
+                elif worst == 1:
+                    logabs[s] = -np.inf
+                    sign[s] = 0.0
+                else:
+                    logabs[s] = total
+                    sign[s] = sg
     return logabs, sign, status
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _step(keys, vals, vec, acc, bad, st, code, E, r, tmp, new_id):
+def _step(keys, vals, nxt, vec, acc, bad, st, code, E, r, tmp, new_id):
     """The state after transition ``code`` from state ``st``: found, or computed as
     ``new_id`` (the caller counts it).  ``code``: 0 / 1 the left / right STOP operator
-    ``E[r]``; 2 finishing the node (max-norm 1, its logarithm added to the scale); ``3 + c``
-    the edge operator ``E`` of the finished child state ``c``."""
-    key = (st + 1) * np.int64(4294967296) + code
-    got = _intern(keys, vals, key, new_id)
-    if got >= 0:
-        return got
+    ``E[r]``; 2 finishing the node (max-norm 1, its logarithm added to the scale), these
+    three found in ``nxt``; ``3 + c`` the edge operator ``E`` of the finished child state
+    ``c``, found in the table ``keys`` / ``vals``."""
+    if code < 3:
+        got = nxt[code, st]
+        if got >= 0:
+            return got
+        nxt[code, st] = new_id
+    else:
+        got = _intern(keys, vals, (st + 1) * np.int64(4294967296) + code, new_id)
+        if got >= 0:
+            return got
     m = vec.shape[1]
     bad[new_id] = bad[st]
     acc[new_id] = acc[st]
@@ -467,12 +518,137 @@ def _mat_apply(M, r, cur, out):
         cur[z] = out[z]
 
 
-def fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1, S_L=None, S_R=None):
+def fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1, S_L=None, S_R=None,
+                      groups=None):
     """Depth-1 fragments of many trees (see :func:`_fragment_log_prob`); ``S_L`` / ``S_R``:
     the STOP operators of the model with valency (applied to the fragment's head only: its
-    children are leaves whose valency their own fragments score), or None."""
-    return _fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1, _stop_pair(S_L),
-                              _stop_pair(S_R))
+    children are leaves whose valency their own fragments score), or None.  ``groups``: runs
+    of trees over the same words, as in :func:`tree_log_prob` (each fragment of a run
+    computed once, :func:`_fragment_log_prob_lists`; the same results up to the order of a
+    sum)."""
+    S_L, S_R = _stop_pair(S_L), _stop_pair(S_R)
+    groups = _check_groups(groups, offsets.shape[0] - 1)
+    if groups is None:
+        return _fragment_log_prob(offsets, parent, words, leaf, M_L, M_R, c1, S_L, S_R)
+    return _fragment_log_prob_lists(offsets, parent, words, leaf, M_L, M_R, c1, S_L, S_R,
+                                    groups, _chunks(groups))
+
+
+@njit(cache=True, parallel=True)
+def _fragment_log_prob_lists(offsets, parent, words, leaf, M_L, M_R, c1, S_L, S_R, groups,
+                             n_chunks):
+    """:func:`_fragment_log_prob` over runs of trees of the same words, ``prange`` across
+    runs: the fragment of a node is a chain of states (its start, then a child position or a
+    STOP per step, as in :func:`_tree_log_prob_lists`) ending in ``c_1 . cur``, each state and
+    each fragment's value computed once per run."""
+    ns = offsets.shape[0] - 1
+    m = c1.shape[0]
+    stop = S_L.shape[0] > 0
+    logabs = np.empty(ns, np.float64)
+    negs = np.empty(ns, np.float64)
+    status = np.zeros(ns, np.int64)
+    ng = groups.shape[0] - 1
+    for c in prange(n_chunks):              # runs g0..g1, their scratch allocated once
+        g0 = ng * c // n_chunks
+        g1 = ng * (c + 1) // n_chunks
+        n_all, cap_all, size_all = 1, 1, 1
+        for g in range(g0, g1):
+            n_max, cap, size = _run_sizes(offsets, groups, g, 3)
+            n_all = max(n_all, n_max)
+            cap_all = max(cap_all, cap)
+            size_all = max(size_all, size)
+        keys = np.empty(size_all, np.int64)
+        vals = np.empty(size_all, np.int64)
+        vec = np.empty((cap_all, m), np.float64)
+        first = np.empty(n_all, np.int64)
+        nxt = np.empty((2, cap_all), np.int64)
+        value = np.empty(cap_all, np.float64)   # c_1 . vec of a finished fragment (once)
+        out = np.empty(m, np.float64)
+        for g in range(g0, g1):
+            t0 = groups[g]
+            t1 = groups[g + 1]
+            if t1 == t0:
+                continue
+            n_max, cap, size = _run_sizes(offsets, groups, g, 3)
+            kg = keys[:size]
+            kg[:] = -1
+            first[:n_max] = -1
+            nxt[:, :cap] = -1
+            value[:cap] = np.nan
+            n_states = 0
+            for s in range(t0, t1):
+                a, n, order, start, child = _open_tree(offsets, parent, s, status, logabs, negs)
+                if status[s] != STATUS_OK:
+                    continue
+                total = 0.0
+                neg = 0.0
+                for i in range(n):
+                    lo = start[i]
+                    hi = start[i + 1]
+                    split = lo
+                    while split < hi and child[split] < i:
+                        split += 1
+                    st = first[i]
+                    if st < 0:
+                        st = first[i] = n_states
+                        n_states += 1
+                        for z in range(m):
+                            vec[st, z] = leaf[words[a + i], z]
+                    for q in range(split - 1, lo - 1, -1):          # left children, nearest first
+                        st = _fragment_step(kg, vals, nxt, vec, st, 2 + child[q], M_L,
+                                            words[a + child[q]], out, n_states)
+                        if st == n_states:
+                            n_states += 1
+                    if stop:
+                        st = _fragment_step(kg, vals, nxt, vec, st, 0, S_L,
+                                            0 if split == lo else 1, out, n_states)
+                        if st == n_states:
+                            n_states += 1
+                    for q in range(split, hi):                      # right children, nearest first
+                        st = _fragment_step(kg, vals, nxt, vec, st, 2 + child[q], M_R,
+                                            words[a + child[q]], out, n_states)
+                        if st == n_states:
+                            n_states += 1
+                    if stop:
+                        st = _fragment_step(kg, vals, nxt, vec, st, 1, S_R,
+                                            0 if hi == split else 1, out, n_states)
+                        if st == n_states:
+                            n_states += 1
+                    v = value[st]
+                    if np.isnan(v):
+                        v = 0.0
+                        for z in range(m):
+                            v += c1[z] * vec[st, z]
+                        value[st] = v
+                    if v == 0.0 or not np.isfinite(v):
+                        total = -np.inf
+                        break
+                    if v < 0.0:
+                        neg += 1.0
+                    total += np.log(abs(v))
+                logabs[s] = total
+                negs[s] = neg
+    return logabs, negs, status
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fragment_step(keys, vals, nxt, vec, st, code, M, r, out, new_id):
+    """The fragment state after ``M[r]`` on state ``st``: ``code`` 0 / 1 the left / right
+    STOP (found in ``nxt``), ``2 + c`` the child at position ``c`` (in the table)."""
+    if code < 2:
+        got = nxt[code, st]
+        if got >= 0:
+            return got
+        nxt[code, st] = new_id
+    else:
+        got = _intern(keys, vals, (st + 1) * np.int64(4294967296) + code, new_id)
+        if got >= 0:
+            return got
+    m = vec.shape[1]
+    for z in range(m):
+        vec[new_id, z] = vec[st, z]
+    _mat_apply(M, r, vec[new_id], out)
+    return new_id
 
 
 @njit(cache=True, parallel=True)

@@ -647,11 +647,13 @@ class LatentDependencyModel(Parser):
         inverse = np.cumsum(used) - 1
         words = inverse[words]
         leaf = np.ascontiguousarray(leaf[rows])
-        M_L = np.ascontiguousarray(np.einsum("abj,rj->rab", self.E_L_, leaf))
-        M_R = np.ascontiguousarray(np.einsum("abj,rj->rab", self.E_R_, leaf))
+        m = leaf.shape[1]            # M_d[r] = E_d(leaf[r]): one matrix product (BLAS)
+        M_L = np.ascontiguousarray((leaf @ self.E_L_.reshape(m * m, m).T).reshape(-1, m, m))
+        M_R = np.ascontiguousarray((leaf @ self.E_R_.reshape(m * m, m).T).reshape(-1, m, m))
         with self._numba_threads(jobs):
             logabs, negs, status = fragment_log_prob(offsets, parent, words, leaf, M_L, M_R,
-                                                     self.c1_, *self._stop_ops())
+                                                     self.c1_, *self._stop_ops(),
+                                                     groups=inputs[8])
         if status.any():
             self._raise_invalid(sentences, status, heads)
         logabs[~np.isfinite(logabs)] = float(self.log_floor)
@@ -699,34 +701,36 @@ class LatentDependencyModel(Parser):
             if len(heads) != len(sentences):
                 raise ValueError(f"{len(heads)} head arrays for {len(sentences)} sentences")
         offsets, parent = self._structure(sentences, heads)
-        ids = self._ids(sentences, self._lookup(), self.lowercase_)
-        words = np.concatenate(ids) if ids else np.zeros(0, np.int64)
-        leaf = self.leaf_
-        tids = None
+        groups = self._runs(sentences)
+        # the distinct sentence objects (a k-best list repeats one): their word ids once, and
+        # for every token of every tree the position of its word among theirs
+        first: dict[int, int] = {}
+        uniq: list = []
+        u_of_run = np.empty(len(groups) - 1, np.int64)
+        for r in range(len(groups) - 1):
+            s = sentences[groups[r]]
+            u_of_run[r] = j = first.setdefault(id(s), len(uniq))
+            if j == len(uniq):
+                uniq.append(s)
+        ids_u = self._ids(uniq, self._lookup(), self.lowercase_)
+        u_of = np.repeat(u_of_run, np.diff(groups))
+        ids = [ids_u[j] for j in u_of]
+        u_lens = np.fromiter(map(len, ids_u), np.int64, len(ids_u))
+        u_start = np.concatenate(([0], np.cumsum(u_lens)[:-1])).astype(np.int64)
+        lens = np.diff(offsets)
+        gather = (np.repeat(u_start[u_of] - offsets[:-1], lens) +
+                  np.arange(offsets[-1])).astype(np.int64)
+        wu = np.concatenate(ids_u).astype(np.int64) if ids_u else np.zeros(0, np.int64)
+        words, leaf, tids = wu[gather], self.leaf_, None
         if self.tag_column_ is not None:
             # per-token start vectors (word + tag parts), built once per distinct sentence
             # object: the trees of a k-best list share one block of rows
-            first: dict[int, int] = {}
-            uniq, starts = [], np.empty(len(sentences), np.int64)
-            n_uniq = 0
-            for i, s in enumerate(sentences):
-                j = first.get(id(s))
-                if j is None:
-                    j = first[id(s)] = n_uniq
-                    n_uniq += len(s.words)
-                    uniq.append(i)
-                starts[i] = j
             tidx = self._tag_index()
-            tids = [self._tag_ids([sentences[i]], self.tag_column_, tidx)[0] for i in uniq]
-            tids = np.concatenate(tids) if tids else np.zeros(0, np.int64)
-            wu = np.concatenate([ids[i] for i in uniq]) if uniq else np.zeros(0, np.int64)
-            leaf = np.ascontiguousarray(self.leaf_[wu] + self.leaf_tags_[tids])
-            lens = np.diff(offsets)
-            words = (np.repeat(starts, lens) + np.arange(offsets[-1])
-                     - np.repeat(offsets[:-1], lens)).astype(np.int64)
-            tids = tids[words]
-        return sentences, heads, offsets, parent, words, leaf, ids, tids, \
-            self._runs(sentences)
+            tu = [self._tag_ids([x], self.tag_column_, tidx)[0] for x in uniq]
+            tu = np.concatenate(tu) if tu else np.zeros(0, np.int64)
+            leaf = np.ascontiguousarray(self.leaf_[wu] + self.leaf_tags_[tu])
+            words, tids = gather, tu[gather]
+        return sentences, heads, offsets, parent, words, leaf, ids, tids, groups
 
     @staticmethod
     def _runs(sentences) -> np.ndarray:
