@@ -225,6 +225,18 @@ def _run_sizes(offsets, groups, g, per_node):
     return n_max, cap, size
 
 
+@njit(cache=True, nogil=True)
+def _chunk_sizes(offsets, groups, g0, g1, per_node):
+    """The largest of :func:`_run_sizes` over runs ``g0 .. g1 - 1`` (their shared scratch)."""
+    n_all, cap_all, size_all = 1, 1, 1
+    for g in range(g0, g1):
+        n_max, cap, size = _run_sizes(offsets, groups, g, per_node)
+        n_all = max(n_all, n_max)
+        cap_all = max(cap_all, cap)
+        size_all = max(size_all, size)
+    return n_all, cap_all, size_all
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _intern(keys, vals, key, new_id):
     """Open-addressing look-up of ``key`` (>= 0) in the table ``keys`` / ``vals`` (size a
@@ -270,12 +282,7 @@ def _tree_log_prob_lists(offsets, parent, words, leaf, E_L, E_R, c1, S_L, S_R, g
     for c in prange(n_chunks):              # runs g0..g1, their scratch allocated once
         g0 = ng * c // n_chunks
         g1 = ng * (c + 1) // n_chunks
-        n_all, cap_all, size_all = 1, 1, 1
-        for g in range(g0, g1):
-            n_max, cap, size = _run_sizes(offsets, groups, g, 4)
-            n_all = max(n_all, n_max)
-            cap_all = max(cap_all, cap)
-            size_all = max(size_all, size)
+        n_all, cap_all, size_all = _chunk_sizes(offsets, groups, g0, g1, 4)
         keys = np.empty(size_all, np.int64)   # the children's transitions (open addressing)
         vals = np.empty(size_all, np.int64)
         vec = np.empty((cap_all, m), np.float64)   # a state's vector (a finished node's: eta)
@@ -551,12 +558,7 @@ def _fragment_log_prob_lists(offsets, parent, words, leaf, M_L, M_R, c1, S_L, S_
     for c in prange(n_chunks):              # runs g0..g1, their scratch allocated once
         g0 = ng * c // n_chunks
         g1 = ng * (c + 1) // n_chunks
-        n_all, cap_all, size_all = 1, 1, 1
-        for g in range(g0, g1):
-            n_max, cap, size = _run_sizes(offsets, groups, g, 3)
-            n_all = max(n_all, n_max)
-            cap_all = max(cap_all, cap)
-            size_all = max(size_all, size)
+        n_all, cap_all, size_all = _chunk_sizes(offsets, groups, g0, g1, 3)
         keys = np.empty(size_all, np.int64)
         vals = np.empty(size_all, np.int64)
         vec = np.empty((cap_all, m), np.float64)
