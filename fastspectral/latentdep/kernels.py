@@ -22,6 +22,12 @@ negative).
 The same kernel evaluates the *true* model of :mod:`fastspectral.latentdep.synthetic` (in the
 hidden-state basis ``E_d[a, b, j] = delta_ab T_d[j, a]``, ``leaf[x] = O[x, :]``, ``c_1 = pi``),
 which the tests check against brute-force summation over hidden states.
+
+The candidates of a k-best list share most of their subtrees: with ``groups=`` both scores
+compute each partial subtree once per list (:func:`_tree_log_prob_lists`).
+
+Kept as one module (about 710 lines): the tree-by-tree and the list kernels of both scores
+share the tree walk, the operator products and the status codes.
 """
 from __future__ import annotations
 
