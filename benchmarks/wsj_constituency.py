@@ -3,7 +3,8 @@
     python benchmarks/wsj_constituency.py [--rows spectral:8 spectral:16 pivot:8 ...]
         [--train wsj02-21.trees] [--dev wsj22.trees] [--dev-limit N]
         [--work DIR] [--results FILE.jsonl] [--em-iterations 40] [--pivot-em-iterations 8]
-        [--eval-every 1] [--jobs 1] [--float32-tensors] [--keep-models] [--table]
+        [--eval-every 1] [--jobs 1] [--float32-tensors] [--pruner-states M]
+        [--pruner-threshold T] [--keep-models] [--table]
 
 Every row (PCFG; spectral, pivot, Pivot+EM and EM with m = 8, 16, 24, 32 by default) is run as a
 user meets it, as whole processes under ``/usr/bin/time -v``: ``fastspectral train`` on the
@@ -12,6 +13,9 @@ default), ``fastspectral eval`` (EVALB, COLLINS.prm). A row prints F1 beside the
 training CPU-seconds (user + sys), wall seconds and peak RSS, the model file's size and parsing
 sentences per CPU-second (the parse process's user + sys, model loading included).
 ``--float32-tensors`` trains the L-PCFG rows with ``train --float32-tensors`` (rows ``KIND:M+f32``).
+``--pruner-states M`` trains each L-PCFG row with a pruning model of M states in its model file
+(``train --pruner-states M``; rows ``KIND:M+pM``, with ``+tT`` for a ``--pruner-threshold T``
+other than the learner's default).
 
 EM and Pivot+EM rows train once to ``--em-iterations`` / ``--pivot-em-iterations`` in one
 process that saves the model after every iteration (``EMLPCFG.fit(callback=...)``; the CPU time
@@ -211,6 +215,7 @@ def run_plain(kind, m, args, words, gold, results):
         cmd += ["--states", str(m)]
         if args.float32_tensors:
             cmd.append("--float32-tensors")
+        cmd += pruner_options(args)
     cmd += [*args.train_args, "--jobs", str(args.jobs)]
     t = timed(fastspectral_cmd(*cmd), stem + ".train.log")
     if t["rc"] != 0:
@@ -246,7 +251,8 @@ def run_em(kind, m, args, words, gold, results):
             os.remove(trace)
         cmd = [sys.executable, os.path.abspath(__file__), "--em-child", kind, str(m),
                str(iterations), stem, str(args.jobs), str(int(args.float32_tensors)),
-               str(args.eval_every), *args.train]
+               str(args.eval_every), str(args.pruner_states or 0),
+               str(args.pruner_threshold or 0), *args.train]
         t = timed(cmd, stem + ".train.log")
         if t["rc"] != 0:
             raise RuntimeError(f"{key}: training failed, see {stem}.train.log")
@@ -295,15 +301,27 @@ def run_em(kind, m, args, words, gold, results):
                 os.remove(path)
 
 
+def pruner_options(args):
+    """The ``train`` options of ``--pruner-states`` / ``--pruner-threshold``."""
+    out = []
+    if args.pruner_states:
+        out += ["--pruner-states", str(args.pruner_states)]
+        if args.pruner_threshold is not None:
+            out += ["--pruner-threshold", repr(args.pruner_threshold)]
+    return out
+
+
 def eval_iterations(iterations, every):
     """The EM iterations saved and scored: every ``every``-th and the last."""
     return [k for k in range(1, iterations + 1) if k % every == 0 or k == iterations]
 
 
-def em_child(kind, m, iterations, stem, jobs, float32, every, train):
+def em_child(kind, m, iterations, stem, jobs, float32, every, pruner_states, pruner_threshold,
+             train):
     """Train EM / Pivot+EM in this process, saving the model after every iteration; the CPU
     time (user + sys of this process), wall time and peak RSS up to each iteration (saving
-    excluded) go to ``STEM.iterations.jsonl``."""
+    excluded) go to ``STEM.iterations.jsonl``.  ``pruner_states`` > 0: with a pruning model
+    of that many states (``pruner_threshold`` > 0: its threshold), fitted first."""
     import resource
 
     from fastspectral.lpcfg.em import EMLPCFG
@@ -319,6 +337,10 @@ def em_child(kind, m, iterations, stem, jobs, float32, every, train):
     trees = [t for path in train for t in read_treebank(path)]
     model = EMLPCFG(n_states=m, iterations=iterations,
                     init="random" if kind == "em" else "pivot", jobs=jobs)
+    if pruner_states:
+        model.set_params(pruner_states=pruner_states)
+        if pruner_threshold:
+            model.set_params(pruner_threshold=pruner_threshold)
 
     scored = set(eval_iterations(iterations, every))
 
@@ -427,9 +449,9 @@ def table(results):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--em-child"]:
-        kind, m, iterations, stem, jobs, float32, every, *train = argv[1:]
+        kind, m, iterations, stem, jobs, float32, every, p_states, p_thr, *train = argv[1:]
         em_child(kind, int(m), int(iterations), stem, int(jobs), bool(int(float32)), int(every),
-                 train)
+                 int(p_states), float(p_thr), train)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", nargs="+", type=parse_row, default=None,
@@ -447,6 +469,11 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--float32-tensors", action="store_true",
                     help="train the L-PCFG rows with --float32-tensors (rows KIND:M+f32)")
+    ap.add_argument("--pruner-states", type=int, default=0, metavar="M",
+                    help="train the L-PCFG rows with a pruning model of M states "
+                         "(rows KIND:M+pM)")
+    ap.add_argument("--pruner-threshold", type=float, default=None, metavar="T",
+                    help="its marginal threshold (default: the learner's)")
     ap.add_argument("--keep-models", action="store_true")
     ap.add_argument("--train-args", default="", metavar="ARGS",
                     help="more options of `fastspectral train` for the spectral, pivot and pcfg "
@@ -493,6 +520,9 @@ def main(argv=None):
             w.write(" ".join(t.leaves()) + "\n")
     args.dev_desc = f"{os.path.basename(args.dev)}[:{len(dev_trees)}]"
     args.tag = ("+f32" if args.float32_tensors else "") + \
+        (f"+p{args.pruner_states}" if args.pruner_states else "") + \
+        (f"+t{args.pruner_threshold:g}" if args.pruner_states and
+         args.pruner_threshold is not None else "") + \
         (f"+{args.label}" if args.label else "") + \
         (f"/dev{args.dev_limit}" if args.dev_limit else "")
     results = read_results(args.results)

@@ -25,6 +25,13 @@ positive_int = int_at_least(1)
 nonneg_int = int_at_least(0)
 
 
+def positive_int_or_none(text: str):
+    """A positive integer, or ``none`` (None)."""
+    if text.lower() == "none":
+        return None
+    return int_at_least(1, "a positive integer or 'none'")(text)
+
+
 def markov_order(text: str):
     """A horizontal markovisation order: a non-negative integer, or ``inf`` / ``none`` (None)."""
     if text.lower() in ("inf", "none", "infinite"):

@@ -246,9 +246,17 @@ def test_full_scale_defaults_of_spectral_and_pivot_em(capsys):
     latent.add_arguments(p, EMLPCFG)
     pem = {"init": "pivot"}
     m = latent.build(args(p, [], "pivot-em"), EMLPCFG, pem)
-    assert (m.n_states, m.iterations) == (24, 8)
+    assert (m.n_states, m.iterations, m.pruner_states, m.pruner_threshold) == (24, 8, 8, 3e-3)
     m = latent.build(args(p, ["--iterations", "2", "--states", "4"], "pivot-em"), EMLPCFG, pem)
-    assert (m.n_states, m.iterations) == (4, 2)
+    assert (m.n_states, m.iterations, m.pruner_states) == (4, 2, None)   # not below 4 states
+    m = latent.build(args(p, ["--pruner-states", "none"], "pivot-em"), EMLPCFG, pem)
+    assert (m.n_states, m.pruner_states) == (24, None)
+    m = latent.build(args(p, ["--states", "12", "--pruner-states", "4"], "pivot-em"), EMLPCFG,
+                     pem)
+    assert (m.n_states, m.pruner_states, m.pruner_threshold) == (12, 4, 3e-3)
+    m = latent.build(kit.full_scale_defaults(p.parse_args([]), "pivot-em", partitions=True),
+                     EMLPCFG, pem)
+    assert (m.n_states, m.pruner_states) == (24, None)      # Dask learning trains no pruner
     m = latent.build(args(p, [], "em"), EMLPCFG, {"init": "random"})
     assert (m.n_states, m.iterations) == (16, None)          # em keeps the learner's defaults
     shown = " ".join(p.format_help().split())

@@ -200,14 +200,16 @@ def lexical_corpus(n=40, seed=0):
 
 #: the models of :func:`newer_models`
 NEWER_KINDS = ("mst", "mst2", "rerank", "rerank-spectral", "rerank-order2", "latent-dep",
-               "latent-dep-stop", "eigenwords", "brown", "atm", "ccm", "lexical")
+               "latent-dep-stop", "eigenwords", "brown", "atm", "ccm", "lexical", "em-pruner")
 
 
 def newer_models(synthetic_grammar):
     """(name, fitted model) of the kinds read by their own loaders: first- and second-order
     MST, the dependency re-ranker with and without its spectral model and with the
     second-order score (``base_order=2``), the latent dependency model (plain; with tags and
-    STOP operators), eigenwords, Brown clusters, ATM, CCM and the lexical disambiguator."""
+    STOP operators), eigenwords, Brown clusters, ATM, CCM, the lexical disambiguator and an
+    L-PCFG with a pruning model (``pruner_states``)."""
+    from fastspectral.lpcfg import EMLPCFG
     from fastspectral.embeddings.brown_clusters import BrownClusters
     from fastspectral.embeddings.eigenwords import Eigenwords
     from fastspectral.latentdep.model import LatentDependencyModel
@@ -244,6 +246,8 @@ def newer_models(synthetic_grammar):
         ("atm", ATMParser(rank=2, embedding_dim=5).fit(trees)),
         ("ccm", CCMParser(iterations=2).fit(trees)),
         ("lexical", LexicalDisambiguator(C=1.0).fit(lexical_corpus())),
+        ("em-pruner", EMLPCFG(n_states=3, iterations=2, pruner_states=2, pruner_threshold=1e-3,
+                              jobs=1).fit(treebank())),
     ]
 
 

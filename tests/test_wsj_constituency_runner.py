@@ -72,3 +72,30 @@ def test_tiny_pipeline_resumes_and_picks_the_best_iteration(bench, tmp_path, cap
     assert len(results.read_text().splitlines()) == len(recs)
     assert bench.main(["--table", "--results", str(results)]) == 0
     assert "| pivot-em:2 |" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(shutil.which("/usr/bin/time") is None and not os.path.exists("/usr/bin/time"),
+                    reason="needs /usr/bin/time")
+@pytest.mark.slow
+def test_rows_with_a_pruning_model(bench, tmp_path):
+    from fastspectral.io import load
+    from fastspectral.synthetic import LatentPCFG
+    from fastspectral.trees.ptb import write_brackets
+
+    g = LatentPCFG.default(n_states=2, seed=0)
+    train, dev = tmp_path / "train.trees", tmp_path / "dev.trees"
+    write_brackets(g.sample(150, seed=1), str(train))
+    write_brackets(g.sample(12, seed=2), str(dev))
+    results = tmp_path / "r.jsonl"
+    work = tmp_path / "w"
+    argv = ["--train", str(train), "--dev", str(dev), "--work", str(work),
+            "--results", str(results), "--rows", "spectral:2", "pivot-em:2",
+            "--pivot-em-iterations", "1", "--pruner-states", "1", "--pruner-threshold", "0.001",
+            "--keep-models"]
+    assert bench.main(argv) == 0
+    recs = [json.loads(x) for x in results.read_text().splitlines()]
+    rows = {r["key"] for r in recs if r["type"] == "row"}
+    assert rows == {"spectral:2+p1+t0.001", "pivot-em:2+p1+t0.001"}
+    for name in ("spectral-2+p1+t0.001.model", "pivot-em-2+p1+t0.001.it1.model"):
+        model = load(work / name)
+        assert model.pruner_.n_states == 1 and model.pruner_threshold == 0.001

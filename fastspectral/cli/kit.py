@@ -135,16 +135,24 @@ def add_states(g, cls, help="latent states per frequent symbol", show_default=Tr
 # of the command line train on; the learners keep the choices made on the 3,914-tree WSJ sample
 # (docs/benchmarks-constituency.md, "The command line's defaults").
 FULL_SCALE_DEFAULTS = {"spectral": {"n_states": 16},
-                       "pivot-em": {"n_states": 24, "iterations": 8}}
+                       "pivot-em": {"n_states": 24, "iterations": 8, "pruner_states": 8,
+                                    "pruner_threshold": 3e-3}}
 
 
-def full_scale_defaults(args, command: str):
+def full_scale_defaults(args, command: str, partitions: bool = False):
     """``args`` of ``train COMMAND`` with the :data:`FULL_SCALE_DEFAULTS` of that command set
     where the user gave no value (an option not given leaves no attribute, see
-    :func:`option`)."""
+    :func:`option`).  A default pruning model (``pruner_states``) is left out where it would
+    not have fewer states than the model, and when learning from partitions (``partitions``:
+    Dask), which trains none."""
+    defaulted = []
     for param, value in FULL_SCALE_DEFAULTS.get(command, {}).items():
         if not hasattr(args, param):
             setattr(args, param, value)
+            defaulted.append(param)
+    if "pruner_states" in defaulted and (
+            partitions or getattr(args, "n_states", args.pruner_states) <= args.pruner_states):
+        args.pruner_states = None
     return args
 
 
@@ -240,6 +248,21 @@ def add_keep_case(g) -> None:
 # ------------------------------------------------------------------------------------------------
 # building and reading
 # ------------------------------------------------------------------------------------------------
+def add_pruner(group, cls, show_states=True, show_threshold=True) -> None:
+    """``--pruner-states`` / ``--pruner-threshold``: the L-PCFGs' pruning model with fewer
+    states (``pruner_states``, ``pruner_threshold``)."""
+    from .._argtypes import positive_int_or_none, unit_interval
+
+    option(group, "--pruner-states", cls, "pruner_states", type=positive_int_or_none,
+           metavar="M", help="also train the same model with M states (fewer than --states; "
+                             "'none': no such model) and save it in the model file: parsing "
+                             "prunes with its marginals before the full model's pass",
+           show_default=show_states)
+    option(group, "--pruner-threshold", cls, "pruner_threshold", type=unit_interval,
+           metavar="T", help="marginal threshold of the pruning model's pass",
+           show_default=show_threshold)
+
+
 def add_float32_tensors(group) -> None:
     """``--float32-tensors``: the L-PCFGs' binary rule tensors saved in float32
     (``LatentPCFGBase.float32_tensors``; :func:`float32_after_fit` applies it)."""

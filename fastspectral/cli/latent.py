@@ -71,6 +71,14 @@ def add_arguments(parser, cls) -> None:
                         f"{kit._show(kit.class_default(pivot, 'feature_pairs'))})")
     kit.add_seed(g, cls)
     kit.add_jobs(g, cls)
+    if "iterations" in cls._get_param_names():
+        kit.add_pruner(g, cls, show_states=f"none for em; {pem['pruner_states']} for pivot-em, "
+                                           f"{full}",
+                       show_threshold=f"{kit._show(kit.class_default(cls, 'pruner_threshold'))} "
+                                      f"for em; {pem['pruner_threshold']:g} for pivot-em, "
+                                      f"{full}")
+    else:
+        kit.add_pruner(g, cls)
     kit.add_float32_tensors(g)
 
 

@@ -40,6 +40,7 @@ def add_arguments(parser, cls) -> None:
                metavar="T", help="posterior threshold of the coarse v=1 h=0 pass")
     kit.add_seed(g, cls)
     kit.add_jobs(g, cls)
+    kit.add_pruner(g, cls)
     kit.add_float32_tensors(g)
     kit.writes(g.add_argument("--singular-values", metavar="FILE", default=None,
                               help="also write the table of singular values per symbol to FILE (a "

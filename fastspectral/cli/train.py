@@ -141,7 +141,8 @@ def run_training(args, name: str) -> int:
     hook, reason = load_hook(entry)
     if reason is not None:
         raise kit.CommandError(f"model type {name!r} is not available in this build ({reason})")
-    kit.full_scale_defaults(args, name)
+    kit.full_scale_defaults(args, name, partitions=getattr(args, "scheduler", None) is not None
+                            or bool(getattr(args, "dask_workers", None)))
     paths = args.treebank if isinstance(args.treebank, list) else [args.treebank]
     for path in paths:
         kit.require_file(path, "treebank")
@@ -201,6 +202,10 @@ def _run_dask_training(args, name, entry, preset, hook, cls, paths) -> int:
         raise kit.CommandError(f"model type {name!r} cannot learn from partitions (no "
                                "statistics protocol): train it without --scheduler / "
                                "--dask-workers")
+    if getattr(model, "pruner_states", None) is not None:
+        raise kit.CommandError("--pruner-states is not available with --scheduler / "
+                               "--dask-workers (learning from partitions trains no pruning "
+                               "model)")
     # the dev set (small, not partitioned) is read here, before any cluster starts, and goes
     # to the estimate on the client (``fit_statistics``)
     params = getattr(hook, "fit_params", None)

@@ -65,6 +65,11 @@ class ParseStats:
         Chart items of the plain PCFG pass.
     items_lpcfg : int
         Chart items of the L-PCFG pass.
+    items_pruner : int
+        Chart items of the pruning L-PCFG's pass (``pruner_``; 0 without one).
+    pruner_retries : int
+        Sentences whose L-PCFG chart after the pruning L-PCFG's pass had no usable parse,
+        parsed again at the next level without it.
     negative_marginals : int
         Negative L-PCFG marginals clipped to zero.
     negative_z : int
@@ -81,6 +86,8 @@ class ParseStats:
     fallback_flat: int = 0
     items_pcfg: int = 0
     items_lpcfg: int = 0
+    items_pruner: int = 0
+    pruner_retries: int = 0
     negative_marginals: int = 0
     negative_z: int = 0
     too_long: int = 0
@@ -126,9 +133,11 @@ class _PrunedCharts:
     jj: np.ndarray
     ss: np.ndarray
     lx: np.ndarray
-    fl_prob: np.ndarray         # fine lexical entries: P(w | p), symbol, token
-    fl_sym: np.ndarray
+    fl_prob: np.ndarray         # fine lexical entries: P(w | p), symbol, token, the
+    fl_sym: np.ndarray          # sentences' offsets and the positions
     fl_tok: np.ndarray
+    fl_off: np.ndarray
+    fl_pos: np.ndarray
     smax: np.ndarray            # per-token scale
     words_flat: np.ndarray      # word ids of the tokens (-1 unknown)
     pcfg_ptr: np.ndarray        # the PCFG pass: items, posteriors and totals
@@ -323,9 +332,9 @@ class CoarseToFineParser:
                 return run(tables.fine_lg, ptr, ii, jj, ss, lx, fl_prob, fl_tok)
 
             return _PrunedCharts(lens=lens, ptr=ptr, ii=ii, jj=jj, ss=ss, lx=lx,
-                                 fl_prob=fl_prob, fl_sym=fl_sym, fl_tok=fl_tok, smax=smax,
-                                 words_flat=words_flat, pcfg_ptr=ptr, pcfg_ii=ii, pcfg_jj=jj,
-                                 pcfg_ss=ss, pcfg_mu=None, pcfg_z=None,
+                                 fl_prob=fl_prob, fl_sym=fl_sym, fl_tok=fl_tok, fl_off=fl_off,
+                                 fl_pos=fl_pos, smax=smax, words_flat=words_flat, pcfg_ptr=ptr,
+                                 pcfg_ii=ii, pcfg_jj=jj, pcfg_ss=ss, pcfg_mu=None, pcfg_z=None,
                                  over=np.zeros(len(sents), dtype=bool), pcfg_pass=pcfg_pass)
         mu, Zf, over = run(tables.fine_lg, ptr, ii, jj, ss, lx, fl_prob, fl_tok)
         # 3. L-PCFG items: the PCFG survivors
@@ -337,17 +346,55 @@ class CoarseToFineParser:
                                                  ident, tables.fine_is_pre, fl_off, fl_pos,
                                                  fl_sym, n_threads=jobs)
         return _PrunedCharts(lens=lens, ptr=fptr, ii=fii, jj=fjj, ss=fss, lx=flx,
-                             fl_prob=fl_prob, fl_sym=fl_sym, fl_tok=fl_tok, smax=smax,
-                             words_flat=words_flat, pcfg_ptr=ptr, pcfg_ii=ii, pcfg_jj=jj,
-                             pcfg_ss=ss, pcfg_mu=mu, pcfg_z=Zf, over=over)
+                             fl_prob=fl_prob, fl_sym=fl_sym, fl_tok=fl_tok, fl_off=fl_off,
+                             fl_pos=fl_pos, smax=smax, words_flat=words_flat, pcfg_ptr=ptr,
+                             pcfg_ii=ii, pcfg_jj=jj, pcfg_ss=ss, pcfg_mu=mu, pcfg_z=Zf, over=over)
+
+    def _latent_pass(self, ch, ptr, ii, jj, ss, lx, jobs, max_bytes):
+        """This model's tensor inside-outside over the items ``(ptr, ii, jj, ss, lx)`` of the
+        batch ``ch`` (a :class:`_PrunedCharts`): ``(mu, Z, status)``.  ``MemoryError``: from
+        the kernel."""
+        from .._ext.tensor_chart import leaf_arrays
+
+        # leaf weights and table offsets per lexical entry (O(entries): this runs under the GIL
+        # between the parallel kernels), spread over the items by a parallel kernel
+        ent_word = ch.words_flat[ch.fl_tok]
+        lw, lo = leaf_arrays(
+            ptr, lx, self._lexical_probs(ch.fl_sym, ent_word, ch.fl_prob) / ch.smax[ch.fl_tok],
+            np.ascontiguousarray(self._leaf_offsets(ch.fl_sym, ent_word), dtype=np.int64), jobs)
+        return self._run(self.lpcfg_, ptr, ii, jj, ss, lw, lo, self.lex_table_, ch.lens, jobs,
+                         max_bytes, self._tensors_f32())
+
+    def _pruner_pass(self, ch, tables, jobs, max_bytes):
+        """The pruning L-PCFG's pass (``pruner_``, fewer states over the same symbols) over the
+        items of ``ch``: the items whose marginal under it is at least ``pruner_threshold``,
+        ``(ptr, ii, jj, ss, lx, pruned)``; ``pruned[r]`` is False for a sentence whose total
+        under the pruner is not positive and finite (its items are all kept)."""
+        from .._ext.tensor_chart import project_items
+
+        mu, Z, st = self.pruner_._latent_pass(ch, ch.ptr, ch.ii, ch.jj, ch.ss, ch.lx, jobs,
+                                              max_bytes)
+        pruned = np.isfinite(Z) & (Z > 0) & (st != OVER_BUDGET)
+        keep = np.repeat(~pruned, np.diff(ch.ptr)) | ~np.isfinite(mu)
+        mu = np.where(keep, np.inf, mu)
+        S = self.pcfg_.grammar_.n_symbols
+        ident_ptr = np.arange(S + 1, dtype=np.int32)
+        ident = np.arange(S, dtype=np.int32)
+        out = project_items(ch.lens, ch.ptr, ch.ii, ch.jj, ch.ss, mu,
+                            float(self.pruner_threshold), ident_ptr, ident, tables.fine_is_pre,
+                            ch.fl_off, ch.fl_pos, ch.fl_sym, n_threads=jobs)
+        return (*out, pruned)
 
     def _parse_chunk(self, sentences, tags, ids, jobs, stats, out, coarse_threshold, last,
-                     tables, max_bytes=0, over=None):
+                     tables, max_bytes=0, over=None, use_pruner=False):
         """Parse sentences ``ids`` into ``out`` (counting into ``stats``, the
         :class:`ParseStats` of this call); returns the ids whose pruned PCFG chart has no parse
         (left for a retry with less pruning) unless ``last``.  Sentences whose pruned charts
-        pass ``max_bytes`` (per sentence; 0: no limit) are appended to ``over``, unparsed."""
-        from .._ext.tensor_chart import decode_batch, leaf_arrays
+        pass ``max_bytes`` (per sentence; 0: no limit) are appended to ``over``, unparsed.
+        ``use_pruner``: run the pruning L-PCFG ``pruner_`` (when the model has one) between the
+        PCFG pass and this model's; a sentence it leaves without a usable parse is returned for
+        the next level too."""
+        from .._ext.tensor_chart import decode_batch
         from ..grammar.chart import flat_tree, nodes_to_tree
 
         fg = self.pcfg_.grammar_
@@ -358,14 +405,10 @@ class CoarseToFineParser:
         stags = None if tags is None else [tags[k] for k in ids]
         ch = self._coarse_to_fine(sents, stags, jobs, coarse_threshold, tables, max_bytes)
         lens, ptr, ii, jj, ss, lx = ch.lens, ch.ptr, ch.ii, ch.jj, ch.ss, ch.lx
-        # leaf weights and table offsets per lexical entry (O(entries): this runs under the GIL
-        # between the parallel kernels), spread over the items by a parallel kernel
-        ent_word = ch.words_flat[ch.fl_tok]
-        lw, lo = leaf_arrays(
-            ptr, lx, self._lexical_probs(ch.fl_sym, ent_word, ch.fl_prob) / ch.smax[ch.fl_tok],
-            np.ascontiguousarray(self._leaf_offsets(ch.fl_sym, ent_word), dtype=np.int64), jobs)
-        mu, Z, st = self._run(self.lpcfg_, ptr, ii, jj, ss, lw, lo, self.lex_table_, lens, jobs,
-                              max_bytes, self._tensors_f32())      # MemoryError: from the kernel
+        pruned = None
+        if use_pruner and getattr(self, "pruner_", None) is not None:
+            ptr, ii, jj, ss, lx, pruned = self._pruner_pass(ch, tables, jobs, max_bytes)
+        mu, Z, st = self._latent_pass(ch, ptr, ii, jj, ss, lx, jobs, max_bytes)
         # mu = alpha beta / Z is a ratio of two estimates; it is used whatever the sign of Z
         # (measured: better than falling back for Z < 0); only Z = 0 or a non-finite Z falls
         # back to the PCFG posteriors
@@ -388,12 +431,20 @@ class CoarseToFineParser:
             if not pcfg_ok[r] and not last:
                 retry.append(k)
                 continue
+            tri = None if bad[r] else nodes[nptr[r]:nptr[r + 1]]
+            usable = tri is not None and tri.shape[0] > 0 and not np.any(tri[:, 2] < 0)
+            if not usable and pruned is not None and pruned[r] and not last:
+                # the pruning L-PCFG left no usable parse: the next level runs without it
+                stats.pruner_retries += 1
+                retry.append(k)
+                continue
             stats.items_pcfg += int(p_ptr[r + 1] - p_ptr[r])
             stats.items_lpcfg += int(ptr[r + 1] - ptr[r])
+            if pruned is not None:
+                stats.items_pruner += int(ch.ptr[r + 1] - ch.ptr[r])
             stats.negative_z += int(Z[r] < 0)
             words = sentences[k]
-            tri = None if bad[r] else nodes[nptr[r]:nptr[r + 1]]
-            if tri is None or tri.shape[0] == 0 or np.any(tri[:, 2] < 0):
+            if not usable:
                 # no usable L-PCFG marginals (Z = 0 or not finite, or a word whose tags all
                 # got clipped): decode the plain PCFG's posteriors instead
                 tri = None
@@ -486,7 +537,9 @@ class CoarseToFineParser:
                     for c in range(0, len(plan.alone), max(1, chunk_size))]
         n_full = len(tables.coarse_un), len(tables.coarse_bin)
 
-        levels = (coarse, *((coarse or 0) * f for f in self.retry_factors), None)
+        # (coarse threshold, whether the pruning L-PCFG runs): only the first level runs it
+        levels = ((coarse, True), *(((coarse or 0) * f, False) for f in self.retry_factors),
+                  (None, False))
 
         def parse_levels(ids, threads, max_bytes, over, st, levels=levels):
             # coarse-to-fine can prune away every fine derivation (the coarse skeleton has
@@ -494,7 +547,7 @@ class CoarseToFineParser:
             # threshold, then with no coarse pruning at all; returns the ids still pending
             # after ``levels``
             pending = list(ids)
-            for level in levels:
+            for level, use_pruner in levels:
                 if not pending:
                     break
                 if not level and max_bytes:
@@ -506,7 +559,8 @@ class CoarseToFineParser:
                     pending = [k for k in pending if k not in big]
                 last = level is None or not coarse
                 pending = self._parse_chunk(sentences, tags, pending, threads, st, out,
-                                            level, last, tables, max_bytes, over)
+                                            level, last, tables, max_bytes, over,
+                                            use_pruner=use_pruner)
                 if not coarse:
                     break
             return pending

@@ -118,6 +118,14 @@ class EMLPCFG(ProbabilisticLPCFGBase):
         Posterior threshold of the plain PCFG pass of parsing.
     coarse_threshold : float or None, default 1e-3
         Posterior threshold of the coarse (v=1, h=0) pass before it.
+    pruner_states : int or None, default None
+        Latent states of a pruning model fitted beside this one (the same learner and
+        settings with fewer states, on the same prepared trees; ``pruner_``): parsing runs it
+        over the items that survive the PCFG passes and gives this model's pass only those
+        whose marginal under it is at least ``pruner_threshold`` (one more level of Petrov &
+        Klein's coarse-to-fine hierarchy).  None: no pruning model.
+    pruner_threshold : float, default 1e-4
+        Marginal threshold of the pruning model's pass.
     random_state : int or None, default 0
         Seed of the random start (and default seed of the pivot start; None: fresh entropy).
     jobs : int or None, default None
@@ -180,7 +188,8 @@ class EMLPCFG(ProbabilisticLPCFGBase):
     def __init__(self, n_states=16, iterations=None, init="random", noise=0.2, init_mix=0.01,
                  parent_smoothing=0.1, tol=0.0, pivot_options=None, n_states_pre=None, v=1, h=0,
                  tag_parent=False, min_count=20, rare_threshold=1, prune_threshold=1e-4,
-                 coarse_threshold=1e-3, random_state=0, jobs=None, state_map=None):
+                 coarse_threshold=1e-3, pruner_states=None, pruner_threshold=1e-4, random_state=0,
+                 jobs=None, state_map=None):
         self.n_states = n_states
         self.iterations = iterations
         self.init = init
@@ -197,6 +206,8 @@ class EMLPCFG(ProbabilisticLPCFGBase):
         self.rare_threshold = rare_threshold
         self.prune_threshold = prune_threshold
         self.coarse_threshold = coarse_threshold
+        self.pruner_states = pruner_states
+        self.pruner_threshold = pruner_threshold
         self.random_state = random_state
         self.jobs = jobs
         self.state_map = state_map
@@ -209,7 +220,9 @@ class EMLPCFG(ProbabilisticLPCFGBase):
         if unknown:
             raise ValueError(f"pivot_options: unknown option(s) {', '.join(unknown)} (valid: "
                              f"{', '.join(PIVOT_OPTIONS)})")
-        if self.init == "pivot":
+        if self.init == "pivot" and self.pivot_options:
+            # the pivot learner's own checks (without options it has its defaults and EM's
+            # seed and jobs, checked above: loading a model file then imports no pivot code)
             self._pivot_model(0)._validate_params()
 
     @property

@@ -227,15 +227,20 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
         "min_count": Interval(int, 1),
         "prune_threshold": Interval(float, 0.0, 1.0, allow_none=True),
         "coarse_threshold": Interval(float, 0.0, 1.0, allow_none=True),
+        "pruner_states": Interval(int, 1, allow_none=True),
+        "pruner_threshold": Interval(float, 0.0, 1.0),
     }
 
     # -- shared checks -----------------------------------------------------------------------
     def _check_params(self) -> None:
-        """The checks of every L-PCFG beyond the table: threads and seed."""
+        """The checks of every L-PCFG beyond the table: threads, seed, the pruner's states."""
         if self.jobs is not None:
             check_jobs(self.jobs)
         if self.random_state is not None:
             resolve_random_state(self.random_state)
+        if self.pruner_states is not None and self.pruner_states >= self.n_states:
+            raise ValueError(f"pruner_states ({self.pruner_states}) must be below n_states "
+                             f"({self.n_states}): the pruning model is the cheaper one")
 
     def _uses_mle_lexicon(self) -> bool:
         """True when ``P(word | p)`` is the relative frequency (unknown words 0) instead of the
@@ -269,11 +274,32 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
         # and again
         with blas_single_thread(), _gc.paused():
             prep = self._prepare_treebank(X, t0)
+            # the pruning model first: a model saved by a callback of the learner's step (EM's
+            # iterations) then holds it
+            self.pruner_ = self._fit_pruner(prep, seed)
             arrays = self._learn_prepared(prep, seed, **fit_params)
         self._install(prep.pcfg, arrays)
         self.n_train_trees_ = prep.n_trees
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    def _fit_pruner(self, prep: PreparedTreebank, seed: int):
+        """The pruning model of ``pruner_states`` (None without): the same learner with
+        ``pruner_states`` states (and at most as many for pre-terminals), fitted on the same
+        prepared treebank, so it has the same PCFG, symbols and vocabulary."""
+        if self.pruner_states is None:
+            return None
+        from sklearn.base import clone
+
+        m = self.pruner_states
+        pre = None if self.n_states_pre is None else min(self.n_states_pre, m)
+        pruner = clone(self).set_params(n_states=m, n_states_pre=pre, pruner_states=None)
+        t0 = time.perf_counter()
+        arrays = pruner._learn_prepared(prep, seed)
+        pruner._install(prep.pcfg, arrays)
+        pruner.n_train_trees_ = prep.n_trees
+        pruner.fit_time_ = time.perf_counter() - t0
+        return pruner
 
     def _learn_prepared(self, prep: PreparedTreebank, seed: int) -> LatentArrays:
         """The learner's own step on the prepared treebank: set its fitted attributes and
@@ -322,11 +348,18 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
             The binarised trees that have a word, and the number of trees read.
         """
         self._validate_params()
+        if self.pruner_states is not None:
+            raise ValueError("pruner_states: learning from partitions trains no pruning model; "
+                             "use fit, or pruner_states=None")
         raw = check_trees(items)
         return Partition(self._binarized(drop_empty_trees(raw)), len(raw))
 
     def _install(self, pcfg, arrays: LatentArrays) -> None:
-        """Set the fitted attributes from ``pcfg`` and ``arrays``."""
+        """Set the fitted attributes from ``pcfg`` and ``arrays`` (a pruning model ``pruner_``
+        fitted on another PCFG than ``pcfg`` is dropped)."""
+        pruner = getattr(self, "pruner_", None)
+        if pruner is None or pruner.pcfg_ is not pcfg:
+            self.pruner_ = None
         self.pcfg_ = pcfg
         self.lpcfg_ = arrays.lpcfg
         self.states_ = arrays.lpcfg.m
@@ -452,10 +485,13 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
         tensor products of parsing read the same numbers as before; only the weights of rules
         whose three symbols have one state each, which parsing reads in float64 otherwise, and
         scores computed from the tensors (tree probabilities) change by float32 rounding
-        (relative 6e-8).  The model file keeps the float32 tensors, and loading keeps them."""
+        (relative 6e-8).  The model file keeps the float32 tensors, and loading keeps them.
+        The pruning model (``pruner_``), if any, is converted too."""
         self._check_fitted()
         self.lpcfg_.T = self._tensors_f32()
         self._t32 = None
+        if getattr(self, "pruner_", None) is not None:
+            self.pruner_.float32_tensors()
         return self
 
     def _model_file(self) -> tuple[dict, dict]:
@@ -469,6 +505,13 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
         meta = {"params": self._file_params(), "pcfg": pmeta, "vocab": self.vocab_,
                 "log_rule_per_word": self.log_rule_per_word_,
                 "n_train_trees": self.n_train_trees_, "fit_time": self.fit_time_}
+        if getattr(self, "pruner_", None) is not None:
+            # the pruning model: its latent and lexical arrays (it shares this model's PCFG)
+            pmeta_p, parr_p = self.pruner_._model_file()
+            arrays.update({"pruner_" + k: v for k, v in parr_p.items()
+                           if not k.startswith("pcfg_")})
+            meta["pruner"] = {k: pmeta_p[k] for k in ("params", "log_rule_per_word",
+                                                      "n_train_trees", "fit_time")}
         return meta, arrays
 
     @classmethod
@@ -491,12 +534,39 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
             model.n_train_trees_ = meta["n_train_trees"]
             # files written before the estimator reshaping call the fit time "fit_seconds"
             model.fit_time_ = meta.get("fit_time", meta.get("fit_seconds"))
+            model.pruner_ = cls._pruner_from_file(meta, arrays, pcfg)
+            if (model.pruner_ is None) != (model.pruner_states is None):
+                raise ModelFileError("params 'pruner_states' and the pruning model "
+                                     "('pruner') disagree")
         except ModelFileError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             what = f"missing entry {exc}" if isinstance(exc, KeyError) else str(exc)
             raise ModelFileError(f"corrupt {cls.kind!r} model file ({what})") from None
         return model
+
+
+    @classmethod
+    def _pruner_from_file(cls, meta: dict, arrays: dict, pcfg):
+        """The pruning model of a model file (None when it has none), on ``pcfg``."""
+        from ..errors import ModelFileError
+
+        pmeta = meta.get("pruner")
+        if pmeta is None:
+            return None
+        if not isinstance(pmeta, dict):
+            raise ModelFileError("meta 'pruner' is not a mapping")
+        pruner = cls(**cls._params_from_file(pmeta["params"]))
+        pruner._validate_params()
+        if pruner.pruner_states is not None:
+            raise ModelFileError("meta 'pruner': a pruning model has no pruner of its own")
+        sub = {k[len("pruner_"):]: v for k, v in arrays.items() if k.startswith("pruner_")}
+        lpcfg = LatentGrammar.from_arrays(sub, "lpcfg_", pcfg.grammar_.n_symbols)
+        lex = _validated_lexical({**pmeta, "vocab": meta["vocab"]}, sub, lpcfg.m)
+        pruner._install(pcfg, LatentArrays(lpcfg=lpcfg, **lex))
+        pruner.n_train_trees_ = pmeta["n_train_trees"]
+        pruner.fit_time_ = pmeta.get("fit_time")
+        return pruner
 
 
 class ProbabilisticLPCFGBase(LatentPCFGBase):

@@ -835,6 +835,14 @@ class PivotLPCFG(ProbabilisticLPCFGBase):
         Posterior threshold of the plain PCFG pass of parsing.
     coarse_threshold : float or None, default 1e-3
         Posterior threshold of the coarse (v=1, h=0) pass before it.
+    pruner_states : int or None, default None
+        Latent states of a pruning model fitted beside this one (the same learner and
+        settings with fewer states, on the same prepared trees; ``pruner_``): parsing runs it
+        over the items that survive the PCFG passes and gives this model's pass only those
+        whose marginal under it is at least ``pruner_threshold`` (one more level of Petrov &
+        Klein's coarse-to-fine hierarchy).  None: no pruning model.
+    pruner_threshold : float, default 1e-4
+        Marginal threshold of the pruning model's pass.
     random_state : int or None, default 0
         Seed of the decompositions (None: fresh entropy).
     jobs : int or None, default None
@@ -892,7 +900,8 @@ class PivotLPCFG(ProbabilisticLPCFGBase):
                  mixture_iterations=30, mixture_tol=1e-5, mdp_em_iterations=100,
                  parent_smoothing=0.0, n_states_pre=None, v=1, h=0, tag_parent=False,
                  min_count=20, rare_threshold=1, prune_threshold=1e-4, coarse_threshold=1e-3,
-                 random_state=0, jobs=None, state_map=None):
+                 pruner_states=None, pruner_threshold=1e-4, random_state=0, jobs=None,
+                 state_map=None):
         self.n_states = n_states
         self.feature_pairs = feature_pairs
         self.anchor_min_count = anchor_min_count
@@ -908,6 +917,8 @@ class PivotLPCFG(ProbabilisticLPCFGBase):
         self.rare_threshold = rare_threshold
         self.prune_threshold = prune_threshold
         self.coarse_threshold = coarse_threshold
+        self.pruner_states = pruner_states
+        self.pruner_threshold = pruner_threshold
         self.random_state = random_state
         self.jobs = jobs
         self.state_map = state_map

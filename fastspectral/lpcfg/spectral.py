@@ -77,6 +77,14 @@ class SpectralLPCFG(LatentPCFGBase):
         Posterior threshold of the plain PCFG pass (coarse-to-fine).
     coarse_threshold : float or None, default 3e-3
         Posterior threshold of the coarse (v=1, h=0) pass before it (None or 0: no pruning).
+    pruner_states : int or None, default None
+        Latent states of a pruning model fitted beside this one (the same learner and
+        settings with fewer states, on the same prepared trees; ``pruner_``): parsing runs it
+        over the items that survive the PCFG passes and gives this model's pass only those
+        whose marginal under it is at least ``pruner_threshold`` (one more level of Petrov &
+        Klein's coarse-to-fine hierarchy).  None: no pruning model.
+    pruner_threshold : float, default 1e-4
+        Marginal threshold of the pruning model's pass.
     features : callable or None, default None
         Feature function ``NodeData -> (keys_in, keys_out)`` (None: the tree fragments of
         :func:`~fastspectral.lpcfg.features.default_feature_keys`).  Only ``fit`` uses it, and
@@ -145,8 +153,9 @@ class SpectralLPCFG(LatentPCFGBase):
 
     def __init__(self, n_states=8, n_states_pre=None, v=2, h=1, tag_parent=False, kappa=5.0,
                  min_count=20, rank_tol=1e-7, moment_smoothing=30.0, word_smoothing=1.0,
-                 lexicon="pcfg", prune_threshold=1e-5, coarse_threshold=3e-3, features=None,
-                 svd_oversamples=10, svd_iterations=3, random_state=0, jobs=None):
+                 lexicon="pcfg", prune_threshold=1e-5, coarse_threshold=3e-3, pruner_states=None,
+                 pruner_threshold=1e-4, features=None, svd_oversamples=10, svd_iterations=3,
+                 random_state=0, jobs=None):
         self.n_states = n_states
         self.n_states_pre = n_states_pre
         self.v = v
@@ -160,6 +169,8 @@ class SpectralLPCFG(LatentPCFGBase):
         self.lexicon = lexicon
         self.prune_threshold = prune_threshold
         self.coarse_threshold = coarse_threshold
+        self.pruner_states = pruner_states
+        self.pruner_threshold = pruner_threshold
         self.features = features
         self.svd_oversamples = svd_oversamples
         self.svd_iterations = svd_iterations
