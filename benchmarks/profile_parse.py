@@ -10,8 +10,9 @@ Amdahl's law), followed by ``cProfile``'s functions with the largest own time.
 
 ``--stages`` instead prints the CPU seconds (``time.process_time``: every thread of the
 process) of the stages of an L-PCFG parse, each timed by wrapping its function: the coarse pass
-(``posterior_prune``), the PCFG pass and the L-PCFG pass (``LatentPCFGBase._run`` with a
-one-state or a latent grammar), the item projections, the decoding, and the rest:
+(``posterior_prune``), the PCFG pass and the L-PCFG passes (``LatentPCFGBase._run`` with a
+one-state or a latent grammar; a model with a pruning model has two, told by their states), the
+item projections, the decoding, and the rest:
 
     python benchmarks/profile_parse.py MODEL.fsm --stages --jobs 1 --limit 300
 
@@ -133,7 +134,8 @@ def stages(args):
     run = LatentPCFGBase._run
 
     def run_timed(grammar, *a, **k):
-        name = "PCFG pass" if np.all(grammar.m == 1) else "L-PCFG pass"
+        # the pruning model's pass (``--pruner-states``) is told apart by its states
+        name = "PCFG pass" if np.all(grammar.m == 1) else f"L-PCFG pass, m={grammar.m.max()}"
         return timed(name, run)(grammar, *a, **k)
 
     LatentPCFGBase._run = staticmethod(run_timed)

@@ -147,7 +147,7 @@ class EMLPCFG(ProbabilisticLPCFGBase):
         EM iterations run.
     states_ : numpy.ndarray
         Latent states of every symbol.
-    vocab_, lex_table_, sym_counts_, n_train_trees_, fit_time_, last_parse_stats_
+    vocab_, lex_table_, sym_counts_, n_train_trees_, fit_time_, pruner_, last_parse_stats_
         As :class:`~fastspectral.lpcfg.latent.LatentPCFGBase`.
 
     References

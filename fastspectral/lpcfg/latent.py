@@ -215,6 +215,9 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
         Training trees.
     fit_time_ : float
         Seconds of the last ``fit``.
+    pruner_ : LatentPCFGBase or None
+        The pruning model of ``pruner_states`` (the same learner with fewer states, on the
+        same PCFG), None without one.
     last_parse_stats_ : ParseStats
         Counters of the last :meth:`parse` call.
     """

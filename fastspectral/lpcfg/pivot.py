@@ -866,7 +866,7 @@ class PivotLPCFG(ProbabilisticLPCFGBase):
         Convex-EM iterations run for every binary rule.
     decomposition_time_ : float
         Seconds of step 1.
-    vocab_, lex_table_, sym_counts_, n_train_trees_, fit_time_, last_parse_stats_
+    vocab_, lex_table_, sym_counts_, n_train_trees_, fit_time_, pruner_, last_parse_stats_
         As :class:`~fastspectral.lpcfg.latent.LatentPCFGBase`.
 
     References

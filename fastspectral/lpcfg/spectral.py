@@ -114,7 +114,7 @@ class SpectralLPCFG(LatentPCFGBase):
         ``lex_off_``, ``lex_count_``, ``lex_rare_off_``, ``tag_count_``).
     log_rule_per_word_ : float
         Average log rule probability per training token (the lexical scale).
-    vocab_, sym_counts_, n_train_trees_, fit_time_, last_parse_stats_
+    vocab_, sym_counts_, n_train_trees_, fit_time_, pruner_, last_parse_stats_
         As :class:`~fastspectral.lpcfg.latent.LatentPCFGBase`.
 
     References
