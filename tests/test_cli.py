@@ -246,22 +246,22 @@ def test_full_scale_defaults_of_spectral_and_pivot_em(capsys):
     latent.add_arguments(p, EMLPCFG)
     pem = {"init": "pivot"}
     m = latent.build(args(p, [], "pivot-em"), EMLPCFG, pem)
-    assert (m.n_states, m.iterations, m.pruner_states, m.pruner_threshold) == (24, 8, 8, 3e-3)
+    assert (m.n_states, m.iterations, m.pruner_states, m.pruner_threshold) == (32, 6, 8, 1e-2)
     m = latent.build(args(p, ["--iterations", "2", "--states", "4"], "pivot-em"), EMLPCFG, pem)
     assert (m.n_states, m.iterations, m.pruner_states) == (4, 2, None)   # not below 4 states
     m = latent.build(args(p, ["--pruner-states", "none"], "pivot-em"), EMLPCFG, pem)
-    assert (m.n_states, m.pruner_states) == (24, None)
+    assert (m.n_states, m.pruner_states) == (32, None)
     m = latent.build(args(p, ["--states", "12", "--pruner-states", "4"], "pivot-em"), EMLPCFG,
                      pem)
-    assert (m.n_states, m.pruner_states, m.pruner_threshold) == (12, 4, 3e-3)
+    assert (m.n_states, m.pruner_states, m.pruner_threshold) == (12, 4, 1e-2)
     m = latent.build(kit.full_scale_defaults(p.parse_args([]), "pivot-em", partitions=True),
                      EMLPCFG, pem)
-    assert (m.n_states, m.pruner_states) == (24, None)      # Dask learning trains no pruner
+    assert (m.n_states, m.pruner_states) == (32, None)      # Dask learning trains no pruner
     m = latent.build(args(p, [], "em"), EMLPCFG, {"init": "random"})
     assert (m.n_states, m.iterations) == (16, None)          # em keeps the learner's defaults
     shown = " ".join(p.format_help().split())
-    assert "8 for pivot-em, chosen on WSJ section 22" in shown
-    assert "24 for pivot-em, chosen on WSJ section 22" in shown
+    assert "6 for pivot-em, chosen on WSJ section 22" in shown
+    assert "32 for pivot-em, chosen on WSJ section 22" in shown
 
 
 @pytest.mark.parametrize("name,old,new", [("spectral", "--smoothing", "--moment-smoothing"),

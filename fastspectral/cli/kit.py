@@ -135,8 +135,8 @@ def add_states(g, cls, help="latent states per frequent symbol", show_default=Tr
 # of the command line train on; the learners keep the choices made on the 3,914-tree WSJ sample
 # (docs/benchmarks-constituency.md, "The command line's defaults").
 FULL_SCALE_DEFAULTS = {"spectral": {"n_states": 16},
-                       "pivot-em": {"n_states": 24, "iterations": 8, "pruner_states": 8,
-                                    "pruner_threshold": 3e-3}}
+                       "pivot-em": {"n_states": 32, "iterations": 6, "pruner_states": 8,
+                                    "pruner_threshold": 1e-2}}
 
 
 def full_scale_defaults(args, command: str, partitions: bool = False):
