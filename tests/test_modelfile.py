@@ -69,3 +69,25 @@ def test_lpcfg_file_without_its_coarse_grammar_is_refused(tmp_path, synthetic_gr
                               {k: np.asarray(v) for k, v in arrays.items()})
     with pytest.raises(ModelFileError, match="bad.fsm.*coarse"):
         fastspectral.load(tmp_path / "bad.fsm")
+
+
+def test_validation_fast_paths_find_what_the_entry_checks_find():
+    """check_finite / check_prob prove a good array by reductions; a bad entry is still found
+    and named, and finite entries whose sum overflows are not taken for a bad one."""
+    from fastspectral.errors import ModelFileError
+    from fastspectral.io import validate as V
+
+    good = np.linspace(0.0, 1.0, 1001).astype(np.float32)
+    assert V.check_prob(good, "p") is good
+    huge = np.array([1e308, 1e308, -1e308], dtype=np.float64)
+    assert V.check_finite(huge, "h") is huge
+    for bad, k in ((np.nan, 7), (np.inf, 0), (-np.inf, 1000)):
+        a = good.copy()
+        a[k] = bad
+        with pytest.raises(ModelFileError, match=f"entry {k} is"):
+            V.check_finite(a, "p")
+    for bad, k in ((-0.5, 3), (1.5, 999)):
+        a = good.copy()
+        a[k] = bad
+        with pytest.raises(ModelFileError, match=f"entry {k} is .*not a probability"):
+            V.check_prob(a, "p")

@@ -84,8 +84,13 @@ def check_len(a: np.ndarray, name: str, n: int, what: str = "") -> np.ndarray:
 
 
 def check_finite(a: np.ndarray, name: str) -> np.ndarray:
-    """No NaN or infinity in ``a``."""
+    """No NaN or infinity in ``a``.  A finite float64 sum proves it in one pass without a
+    temporary array (a NaN or an infinity makes the sum NaN or infinite); only a sum that is
+    not finite (a bad entry, or finite entries whose sum overflows) looks entry by entry."""
     if a.size and a.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            if np.isfinite(np.sum(a, dtype=np.float64)):
+                return a
         bad = ~np.isfinite(a)
         if bad.any():
             k = _first_bad(bad)
@@ -275,7 +280,8 @@ def _floating(a: np.ndarray, name: str, what: str) -> np.ndarray:
 def check_prob(a: np.ndarray, name: str) -> np.ndarray:
     """Probabilities: a floating-point array, finite, every entry in ``[0, 1]``."""
     a = _floating(a, name, "probabilities")
-    if a.size:
+    # the range by two reductions first (no temporary arrays; the entries are finite here)
+    if a.size and not (a.min() >= 0 and a.max() <= 1 + PROB_SLACK):
         bad = (a < 0) | (a > 1 + PROB_SLACK)
         if bad.any():
             k = _first_bad(bad)
