@@ -497,25 +497,43 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
             self.pruner_.float32_tensors()
         return self
 
-    def _model_file(self) -> tuple[dict, dict]:
-        pmeta, parr = self.pcfg_.state()
-        arrays = {"pcfg_" + k: v for k, v in parr.items()}
-        arrays.update(self.lpcfg_.arrays("lpcfg_"))
+    def _latent_file(self) -> tuple[dict, dict]:
+        """``(meta, arrays)`` of the fitted latent state alone: the latent grammar, the lexical
+        tables and the settings (what a pruning model adds to its model's file)."""
+        arrays = self.lpcfg_.arrays("lpcfg_")
         arrays.update({"lex_keys": self.lex_keys_, "lex_off": self.lex_off_,
                        "lex_count": self.lex_count_, "lex_rare_off": self.lex_rare_off_,
                        "lex_table": self.lex_table_, "tag_count": self.tag_count_,
                        "sym_counts": np.asarray(self.sym_counts_, dtype=np.int64)})
-        meta = {"params": self._file_params(), "pcfg": pmeta, "vocab": self.vocab_,
-                "log_rule_per_word": self.log_rule_per_word_,
+        meta = {"params": self._file_params(), "log_rule_per_word": self.log_rule_per_word_,
                 "n_train_trees": self.n_train_trees_, "fit_time": self.fit_time_}
-        if getattr(self, "pruner_", None) is not None:
-            # the pruning model: its latent and lexical arrays (it shares this model's PCFG)
-            pmeta_p, parr_p = self.pruner_._model_file()
-            arrays.update({"pruner_" + k: v for k, v in parr_p.items()
-                           if not k.startswith("pcfg_")})
-            meta["pruner"] = {k: pmeta_p[k] for k in ("params", "log_rule_per_word",
-                                                      "n_train_trees", "fit_time")}
         return meta, arrays
+
+    def _model_file(self) -> tuple[dict, dict]:
+        pmeta, parr = self.pcfg_.state()
+        meta, arrays = self._latent_file()
+        arrays.update({"pcfg_" + k: v for k, v in parr.items()})
+        meta.update({"pcfg": pmeta, "vocab": self.vocab_})
+        if getattr(self, "pruner_", None) is not None:
+            # the pruning model: its latent state (it shares this model's PCFG and vocabulary)
+            meta["pruner"], parr_p = self.pruner_._latent_file()
+            arrays.update({"pruner_" + k: v for k, v in parr_p.items()})
+        return meta, arrays
+
+    @classmethod
+    def _latent_from_file(cls, meta: dict, arrays: dict, pcfg, vocab_meta: dict):
+        """A model of this class on ``pcfg`` from the latent state of a file (``meta``: its
+        ``params``, ``n_train_trees``, ...; ``arrays``: its ``lpcfg_*`` and lexical arrays;
+        ``vocab_meta``: where its ``vocab`` is), every array validated."""
+        model = cls(**cls._params_from_file(meta["params"]))
+        model._validate_params()
+        lpcfg = LatentGrammar.from_arrays(arrays, "lpcfg_", pcfg.grammar_.n_symbols)
+        lex = _validated_lexical({**meta, "vocab": vocab_meta["vocab"]}, arrays, lpcfg.m)
+        model._install(pcfg, LatentArrays(lpcfg=lpcfg, **lex))
+        model.n_train_trees_ = meta["n_train_trees"]
+        # files written before the estimator reshaping call the fit time "fit_seconds"
+        model.fit_time_ = meta.get("fit_time", meta.get("fit_seconds"))
+        return model
 
     @classmethod
     def _from_model_file(cls, meta: dict, arrays: dict):
@@ -526,17 +544,11 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
         from ..grammar.pcfg import PCFG
 
         try:
-            model = cls(**cls._params_from_file(meta["params"]))
-            model._validate_params()
+            cls(**cls._params_from_file(meta["params"]))._validate_params()
             pcfg = PCFG.from_state(meta["pcfg"], arrays, "pcfg_")
             if pcfg.coarse_ is None:   # every L-PCFG parse prunes with the coarse grammar
                 raise ModelFileError("meta 'pcfg': the coarse grammar ('coarse') is missing")
-            lpcfg = LatentGrammar.from_arrays(arrays, "lpcfg_", pcfg.grammar_.n_symbols)
-            lex = _validated_lexical(meta, arrays, lpcfg.m)
-            model._install(pcfg, LatentArrays(lpcfg=lpcfg, **lex))
-            model.n_train_trees_ = meta["n_train_trees"]
-            # files written before the estimator reshaping call the fit time "fit_seconds"
-            model.fit_time_ = meta.get("fit_time", meta.get("fit_seconds"))
+            model = cls._latent_from_file(meta, arrays, pcfg, meta)
             model.pruner_ = cls._pruner_from_file(meta, arrays, pcfg)
             if (model.pruner_ is None) != (model.pruner_states is None):
                 raise ModelFileError("params 'pruner_states' and the pruning model "
@@ -548,7 +560,6 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
             raise ModelFileError(f"corrupt {cls.kind!r} model file ({what})") from None
         return model
 
-
     @classmethod
     def _pruner_from_file(cls, meta: dict, arrays: dict, pcfg):
         """The pruning model of a model file (None when it has none), on ``pcfg``."""
@@ -559,16 +570,10 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
             return None
         if not isinstance(pmeta, dict):
             raise ModelFileError("meta 'pruner' is not a mapping")
-        pruner = cls(**cls._params_from_file(pmeta["params"]))
-        pruner._validate_params()
+        sub = {k[len("pruner_"):]: v for k, v in arrays.items() if k.startswith("pruner_")}
+        pruner = cls._latent_from_file(pmeta, sub, pcfg, meta)
         if pruner.pruner_states is not None:
             raise ModelFileError("meta 'pruner': a pruning model has no pruner of its own")
-        sub = {k[len("pruner_"):]: v for k, v in arrays.items() if k.startswith("pruner_")}
-        lpcfg = LatentGrammar.from_arrays(sub, "lpcfg_", pcfg.grammar_.n_symbols)
-        lex = _validated_lexical({**pmeta, "vocab": meta["vocab"]}, sub, lpcfg.m)
-        pruner._install(pcfg, LatentArrays(lpcfg=lpcfg, **lex))
-        pruner.n_train_trees_ = pmeta["n_train_trees"]
-        pruner.fit_time_ = pmeta.get("fit_time")
         return pruner
 
 
