@@ -49,12 +49,14 @@ def _fit_both(make, items, parts, client):
 
 
 @pytest.mark.parametrize("k", [2, 7])
-@pytest.mark.parametrize("name", ["pcfg", "spectral", "em", "pivot", "pivot-em"])
+@pytest.mark.parametrize("name", ["pcfg", "spectral", "spectral-rule", "em", "pivot",
+                                  "pivot-em"])
 def test_constituency_learners(client, wsj_trees, name, k):
     from fastspectral import PCFG
     from fastspectral.lpcfg import EMLPCFG, PivotLPCFG, SpectralLPCFG
 
     make = {"pcfg": lambda: PCFG(jobs=1), "spectral": lambda: SpectralLPCFG(jobs=1),
+            "spectral-rule": lambda: SpectralLPCFG(moment_backoff="rule", jobs=1),
             "em": lambda: EMLPCFG(n_states=4, iterations=3, jobs=1),
             "pivot": lambda: PivotLPCFG(n_states=4, jobs=1),
             "pivot-em": lambda: EMLPCFG(n_states=4, init="pivot", iterations=2, jobs=1)}[name]
@@ -64,8 +66,8 @@ def test_constituency_learners(client, wsj_trees, name, k):
     else:
         assert_same_model(a, b, exact=(name == "pcfg"))
     assert b.partitioned_fit_["partitions"] == k
-    assert len(b.partitioned_fit_["passes"]) == {"pcfg": 1, "spectral": 4, "em": 4, "pivot": 2,
-                                                 "pivot-em": 4}[name]
+    assert len(b.partitioned_fit_["passes"]) == {"pcfg": 1, "spectral": 4, "spectral-rule": 4,
+                                                 "em": 4, "pivot": 2, "pivot-em": 4}[name]
     s = [t.leaves() for t in wsj_trees[:30]]
     assert [str(t) for t in a.parse(s)] == [str(t) for t in b.parse(s)]
 

@@ -83,6 +83,49 @@ def test_binary_rule_tensors_match_smoothed_triple(C):
                                    atol=1e-14, err_msg=f"rule {r}")
 
 
+@pytest.mark.parametrize("C", [30.0, 2.5])
+def test_binary_rule_tensors_symbol_backoff_match_smoothed_triple(C):
+    p = _random_problem(3)
+    R = p.g.bin_parent.shape[0]
+    weight = p.rcount / p.counts[p.g.bin_parent]
+    means = tuple(np.concatenate([P[a].mean(0) for a in range(4)]) for P in (p.proj.Y, p.proj.Z))
+    out = np.full(int(p.toff[-1]), np.nan)
+    binary_rule_tensors(np.arange(R), p.order, p.rptr, p.nodes, p.g, p.proj, p.pos, weight, C,
+                        p.toff, out, means)
+    two = np.full(int(p.toff[-1]), np.nan)
+    binary_rule_tensors(np.arange(R), p.order, p.rptr, p.nodes, p.g, p.proj, p.pos, weight, C,
+                        p.toff, two)
+    assert not np.allclose(out, two)
+    for r in range(R):
+        a, b, c = p.g.bin_parent[r], p.g.bin_left[r], p.g.bin_right[r]
+        idx = p.order[p.rptr[r]:p.rptr[r + 1]]
+        sym = (p.proj.Z[a].mean(0), p.proj.Y[b].mean(0), p.proj.Y[c].mean(0))
+        ref = smoothed_triple(p.proj.Z[a][p.pos[idx]], p.proj.Y[b][p.pos[p.nodes.left[idx]]],
+                              p.proj.Y[c][p.pos[p.nodes.right[idx]]], C, sym) * weight[r]
+        np.testing.assert_allclose(out[p.toff[r]:p.toff[r + 1]], ref.ravel(), rtol=1e-12,
+                                   atol=1e-14, err_msg=f"rule {r}")
+
+
+def test_symbol_backoff_is_the_three_level_formula():
+    """smoothed_triple with symbol means against the formula of Cohen et al. (2013), section
+    3.2, written out with einsum: lam E3 + (1 - lam) (lam F + (1 - lam) K)."""
+    rng = np.random.default_rng(4)
+    n, C = 9, 4.0
+    z, y2, y3 = rng.normal(size=(n, 3)), rng.normal(size=(n, 2)), rng.normal(size=(n, 4))
+    h, f2, f3 = rng.normal(size=3), rng.normal(size=2), rng.normal(size=4)
+    lam = np.sqrt(n) / (C + np.sqrt(n))
+    E3 = np.einsum("ni,nj,nk->ijk", z, y2, y3) / n
+    e1, e2, e3 = z.mean(0), y2.mean(0), y3.mean(0)
+    F = (np.einsum("ij,k->ijk", z.T @ y2 / n, e3) + np.einsum("ik,j->ijk", z.T @ y3 / n, e2)
+         + np.einsum("i,jk->ijk", e1, y2.T @ y3 / n)) / 3
+    K = lam * np.einsum("i,j,k->ijk", e1, e2, e3) + (1 - lam) * np.einsum("i,j,k->ijk", h, f2, f3)
+    want = lam * E3 + (1 - lam) * (lam * F + (1 - lam) * K)
+    np.testing.assert_allclose(smoothed_triple(z, y2, y3, C, (h, f2, f3)), want, rtol=1e-12)
+    # a huge C leaves only the product of the symbols' means
+    np.testing.assert_allclose(smoothed_triple(z, y2, y3, 1e12, (h, f2, f3)),
+                               np.einsum("i,j,k->ijk", h, f2, f3), rtol=1e-9, atol=1e-12)
+
+
 def test_binary_rule_tensors_only_listed_rules_written():
     p = _random_problem(1)
     weight = np.ones(5)

@@ -160,6 +160,8 @@ def test_errors():
         SpectralLPCFG(moment_smoothing=-1).fit([])
     with pytest.raises(ValueError):
         SpectralLPCFG(lexicon="bogus").fit([])
+    with pytest.raises(ValueError, match="moment_backoff"):
+        SpectralLPCFG(moment_backoff="tree").fit([])
 
 
 def test_parse_arguments(fitted):
@@ -213,10 +215,12 @@ def test_cli_train(wsj_small, tmp_path):
     sv = tmp_path / "sv.txt"
     out = tmp_path / "m.spectral"
     assert main(["train", "spectral", str(tb), "-o", str(out), "--states", "3", "--min-count",
-                 "50", "--moment-smoothing", "10", "--singular-values", str(sv)]) == 0
+                 "50", "--moment-smoothing", "10", "--moment-backoff", "rule",
+                 "--singular-values", str(sv)]) == 0
     model = load(out)
     assert isinstance(model, SpectralLPCFG) and model.n_states == 3
     assert model.moment_smoothing == 10.0 and model.min_count == 50
+    assert model.moment_backoff == "rule"
     assert model.states_.max() <= 3
     assert sv.read_text().startswith("symbol")
 

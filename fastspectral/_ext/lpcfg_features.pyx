@@ -179,7 +179,9 @@ def binary_rule_tensors(const i64[::1] rules, const i64[::1] rptr, const i64[::1
                         const i32[::1] bin_parent, const i32[::1] bin_left,
                         const i32[::1] bin_right, const i64[::1] m, const i64[::1] proj_off,
                         const double[::1] Y, const double[::1] Z, const double[::1] weight,
-                        double C, const i64[::1] toff, double[::1] tensors):
+                        double C, const i64[::1] toff, double[::1] tensors,
+                        const double[::1] mean_y, const double[::1] mean_z,
+                        const i64[::1] mean_off, bint three_level):
     """``tensors[toff[r]:toff[r+1]] = weight[r] * S_r`` for every rule ``r`` of ``rules``, with
     ``S_r`` the smoothed ``E_r[z (x) y_left (x) y_right]`` of
     :func:`fastspectral.lpcfg.estimate.smoothed_triple` over the nodes
@@ -188,9 +190,12 @@ def binary_rule_tensors(const i64[::1] rules, const i64[::1] rptr, const i64[::1
     The projections of symbol ``a`` are the rows of ``Z`` (outside) and ``Y`` (inside) from
     ``proj_off[a]``, ``m[a]`` values per row; node ``i`` is row ``row[i]`` of its label's
     block.  Per rule, blocks of ``_NB`` nodes are gathered into ``Lb`` (rows
-    ``[z (x) y_b, z]``) and ``Rb`` (rows ``[y_c, 1]``) and one BLAS ``dgemm`` adds
-    ``Lb^T Rb``: the third moment, both second moments and the sum of ``z`` at once (equal to
-    NumPy's products up to rounding).  The caller
+    ``[z (x) y_b, z, y_b]``) and ``Rb`` (rows ``[y_c, 1]``) and one BLAS ``dgemm`` adds
+    ``Lb^T Rb``: the third moment, the three second moments and the sum of ``z`` at once
+    (equal to NumPy's products up to rounding).  ``three_level``: the smoothing of
+    ``moment_backoff="symbol"``, with the symbols' mean projections ``mean_z`` / ``mean_y``
+    (``m[a]`` values of symbol ``a`` from ``mean_off[a]``); else the two levels of ``"rule"``
+    (the means unread).  The caller
     (:func:`fastspectral.lpcfg.fast_moments.binary_rule_tensors`) checks every index and runs
     BLAS single-threaded."""
     cdef Py_ssize_t nr = rules.shape[0]
@@ -199,8 +204,8 @@ def binary_rule_tensors(const i64[::1] rules, const i64[::1] rptr, const i64[::1
     for q in range(m.shape[0]):
         if m[q] > mmax:
             mmax = <int> m[q]
-    cdef double[::1] acc = np.zeros((mmax * mmax + mmax) * (mmax + 1))
-    cdef double[::1] lb = np.zeros(_NB * (mmax * mmax + mmax))
+    cdef double[::1] acc = np.zeros((mmax * mmax + 2 * mmax) * (mmax + 1))
+    cdef double[::1] lb = np.zeros(_NB * (mmax * mmax + 2 * mmax))
     cdef double[::1] rb = np.zeros(_NB * (mmax + 1))
     cdef double[::1] s2 = np.zeros(mmax)
     cdef double[::1] s3 = np.zeros(mmax)
@@ -212,7 +217,10 @@ def binary_rule_tensors(const i64[::1] rules, const i64[::1] rptr, const i64[::1
     cdef const double* yc
     cdef double* lr
     cdef double* rr
-    cdef double lam, rt, w_low, w_uni, dn, wr, u, e2, zx
+    cdef double lam, rt, w_low, w_uni, w_sym, dn, wr, u, e2, zx, hz, fy
+    cdef const double* hza
+    cdef const double* fyb
+    cdef const double* fyc
     cdef double* out
     cdef double one = 1.0
     cdef char tn = b'N'
@@ -226,8 +234,8 @@ def binary_rule_tensors(const i64[::1] rules, const i64[::1] rptr, const i64[::1
             ma = <int> m[a]
             mb = <int> m[b]
             mc = <int> m[c]
-            pz = ma * mb                # Lb columns: [z (x) yb | z];  Rb columns: [yc | 1]
-            P = pz + ma
+            pz = ma * mb                # Lb columns: [z (x) yb | z | yb];  Rb columns: [yc | 1]
+            P = pz + ma + mb
             Q = mc + 1
             n = rptr[r + 1] - rptr[r]
             for x in range(P * Q):
@@ -253,6 +261,7 @@ def binary_rule_tensors(const i64[::1] rules, const i64[::1] rptr, const i64[::1
                         lr[pz + x] = zx
                     for y in range(mb):
                         s2[y] += yb[y]
+                        lr[pz + ma + y] = yb[y]
                     for zz in range(mc):
                         rr[zz] = yc[zz]
                         s3[zz] += yc[zz]
@@ -272,6 +281,30 @@ def binary_rule_tensors(const i64[::1] rules, const i64[::1] rptr, const i64[::1
                 continue
             rt = sqrt(dn)
             lam = rt / (C + rt)
+            if three_level:
+                # Cohen et al. (2013), section 3.2: the three second-order terms, then the
+                # product of the rule's means interpolated with the product of the symbols'
+                w_low = (1.0 - lam) * lam / 3.0
+                w_uni = (1.0 - lam) * (1.0 - lam) * lam
+                w_sym = (1.0 - lam) * (1.0 - lam) * (1.0 - lam)
+                hza = &mean_z[mean_off[a]]
+                fyb = &mean_y[mean_off[b]]
+                fyc = &mean_y[mean_off[c]]
+                for x in range(ma):
+                    zx = acc[(pz + x) * Q + mc] / dn
+                    hz = w_sym * hza[x]
+                    for y in range(mb):
+                        e2 = s2[y] / dn
+                        fy = hz * fyb[y]
+                        u = (w_low * (acc[(x * mb + y) * Q + mc] / dn) + w_uni * (zx * e2))
+                        for zz in range(mc):
+                            out[(x * mb + y) * mc + zz] = wr * (
+                                lam * (acc[(x * mb + y) * Q + zz] / dn)
+                                + u * (s3[zz] / dn)
+                                + (w_low * (acc[(pz + x) * Q + zz] / dn)) * e2
+                                + (w_low * zx) * (acc[(pz + ma + y) * Q + zz] / dn)
+                                + fy * fyc[zz])
+                continue
             w_low = 0.5 * (1.0 - lam) * lam
             w_uni = (1.0 - lam) * (1.0 - lam)
             for x in range(ma):

@@ -34,6 +34,10 @@ def add_arguments(parser, cls) -> None:
                help="C of the moment interpolation lambda = sqrt(n) / (C + sqrt(n)); 0 = none")
     kit.renamed_flag(g, "--smoothing", "--moment-smoothing",
                      "--smoothing meant three different things")
+    kit.option(g, "--moment-backoff", cls, "moment_backoff", choices=("symbol", "rule"),
+               help="last level of the moment smoothing: the product of the symbols' mean "
+                    "projections (Cohen et al. 2013) or of the rule's own ('rule': the "
+                    "estimate of versions before this option)")
     kit.option(g, "--prune-threshold", cls, "prune_threshold", type=unit_interval, metavar="T",
                help="PCFG posterior threshold of coarse-to-fine parsing")
     kit.option(g, "--coarse-threshold", cls, "coarse_threshold", type=unit_interval,

@@ -20,15 +20,27 @@ For every symbol ``a`` with ``M_a`` training nodes, inside features ``phi`` and 
      ``zhat(p, x) = (n_px * E_px[z] + s_w * E_p,rare[z]) / (n_px + s_w)`` backs off to the mean
      outside projection of ``p``'s rare-word (count <= 1) tokens; unknown words use that mean.
 
-Smoothing (the interpolation with lower-order terms of Cohen et al. 2013), with
-``lam = sqrt(n_r) / (C + sqrt(n_r))`` (``C = moment_smoothing``; ``C = 0`` disables smoothing)::
+Smoothing (the interpolation with lower-order terms of Cohen et al. 2013, section 3.2), with
+``lam = sqrt(n_r) / (C + sqrt(n_r))`` (``C = moment_smoothing``; ``C = 0`` disables smoothing);
+``E`` averages over the rule's nodes, ``H_a = E_a[z]`` and ``F_b = E_b[y]`` over all nodes of a
+symbol.  ``moment_backoff="symbol"`` (the paper's three levels)::
+
+    S_r = lam * E[z y2 y3] + (1 - lam) * ( lam * F_r + (1 - lam) * K_r )
+    F_r = (E[z y2] (x) E[y3] + E[z y3] (x)_2 E[y2] + E[z] (x) E[y2 y3]) / 3
+    K_r = lam * E[z] (x) E[y2] (x) E[y3] + (1 - lam) * H_a (x) F_b (x) F_c
+
+``moment_backoff="rule"`` (two levels from the rule's own nodes; the estimate of versions
+before this option)::
 
     S_r = lam * E[z y2 y3] + (1 - lam) * ( lam * (E[z y2] (x) E[y3] + E[z y3] (x)_2 E[y2]) / 2
                                            + (1 - lam) * E[z] (x) E[y2] (x) E[y3] )
 
-(``(x)_2`` puts the factor in the middle index), and for unary rules and the root
+(``(x)_2`` puts the factor in the middle index).  For unary rules and the root
 ``S = lam * E[z y] + (1 - lam) * E[z] (x) E[y]``.  For a rule whose three symbols all have one
-state this is exactly the relative frequency ``n_r / M_a``.
+state either is exactly the relative frequency ``n_r / M_a``.  The symbols' means are what
+rare rules need: a rule seen a few times has noisy means of its own, and with them the
+estimates give many negative marginals (WSJ section 22, m=32: 41 % of the L-PCFG items with
+``"rule"``, 27 % with ``"symbol"``; docs/benchmarks-constituency.md).
 """
 from __future__ import annotations
 
@@ -55,8 +67,11 @@ def _lam(n: np.ndarray | float, C: float):
     return r / (C + r)
 
 
-def smoothed_triple(za: np.ndarray, yb: np.ndarray, yc: np.ndarray, C: float) -> np.ndarray:
-    """Smoothed ``E[z (x) y_b (x) y_c]`` over the rows (nodes) of the three projections."""
+def smoothed_triple(za: np.ndarray, yb: np.ndarray, yc: np.ndarray, C: float,
+                    symbol_means=None) -> np.ndarray:
+    """Smoothed ``E[z (x) y_b (x) y_c]`` over the rows (nodes) of the three projections;
+    ``symbol_means``: ``(H_a, F_b, F_c)`` for the three-level smoothing (``"symbol"``), None for
+    the two levels (``"rule"``)."""
     n = za.shape[0]
     ma, mb, mc = za.shape[1], yb.shape[1], yc.shape[1]
     kr = (yb[:, :, None] * yc[:, None, :]).reshape(n, mb * mc)
@@ -67,10 +82,12 @@ def smoothed_triple(za: np.ndarray, yb: np.ndarray, yc: np.ndarray, C: float) ->
     e1, e2, e3 = za.mean(0), yb.mean(0), yc.mean(0)
     E12 = za.T @ yb / n
     E13 = za.T @ yc / n
-    return smooth_triple_moments(E3, e1, e2, e3, E12, E13, lam)
+    E23 = None if symbol_means is None else yb.T @ yc / n
+    return smooth_triple_moments(E3, e1, e2, e3, E12, E13, lam, E23, symbol_means)
 
 
-def smooth_triple_moments(E3, e1, e2, e3, E12, E13, lam: float) -> np.ndarray:
+def smooth_triple_moments(E3, e1, e2, e3, E12, E13, lam: float, E23=None,
+                          symbol_means=None) -> np.ndarray:
     """The smoothing of a binary rule's moments (see the module docstring), in place.
 
     Parameters
@@ -83,13 +100,28 @@ def smooth_triple_moments(E3, e1, e2, e3, E12, E13, lam: float) -> np.ndarray:
         ``E[z (x) y_b]`` and ``E[z (x) y_c]``.
     lam : float
         The interpolation weight ``sqrt(n_r) / (C + sqrt(n_r))``.
+    E23 : numpy.ndarray or None
+        ``E[y_b (x) y_c]`` (with ``symbol_means``).
+    symbol_means : tuple of numpy.ndarray or None
+        ``(H_a, F_b, F_c)``: the three-level smoothing (``moment_backoff="symbol"``); None:
+        the two levels (``"rule"``).
 
     Returns
     -------
     numpy.ndarray
-        ``E3`` = ``lam E3 + (1 - lam) (lam (E12 (x) e3 + E13 (x)_2 e2) / 2 + (1 - lam) e1 (x)
-        e2 (x) e3)``, accumulated in place (the tensors are ``m^3``).
+        ``E3`` smoothed as the module docstring gives, accumulated in place (the tensors are
+        ``m^3``).
     """
+    if symbol_means is not None:
+        h, fb, fc = symbol_means
+        E3 *= lam
+        w_low = (1 - lam) * lam / 3
+        low = w_low * E12 + ((1 - lam) ** 2 * lam) * np.outer(e1, e2)
+        E3 += low[:, :, None] * e3[None, None, :]
+        E3 += (w_low * E13)[:, None, :] * e2[None, :, None]
+        E3 += (w_low * e1)[:, None, None] * E23[None, :, :]
+        E3 += ((1 - lam) ** 3 * np.outer(h, fb))[:, :, None] * fc[None, None, :]
+        return E3
     E3 *= lam
     w_low = 0.5 * (1 - lam) * lam
     E3 += (w_low * E12 + ((1 - lam) ** 2) * np.outer(e1, e2))[:, :, None] * e3[None, None, :]

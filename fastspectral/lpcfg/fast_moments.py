@@ -51,13 +51,16 @@ class Projections:
 
 
 def binary_rule_tensors(rules, order, rptr, nodes, grammar, proj: Projections, pos, weight,
-                        C: float, toff, tensors) -> None:
+                        C: float, toff, tensors, symbol_means=None) -> None:
     """Write ``weight[r] * S_r`` into ``tensors[toff[r]:toff[r+1]]`` for every rule of
     ``rules``: ``S_r`` the smoothed third moment of
     :func:`~fastspectral.lpcfg.estimate.smoothed_triple` over the nodes
     ``order[rptr[r]:rptr[r+1]]`` of rule ``r`` (``nodes``: the
     :class:`~fastspectral.lpcfg.features.NodeData`; ``pos``: each node's row in its label's
-    block of ``proj``).  Every index is checked here; the kernel trusts them."""
+    block of ``proj``; ``symbol_means``: ``(mean_y, mean_z)``, every symbol's mean inside and
+    outside projection, ``m[a]`` values a symbol in symbol order, for the three-level smoothing
+    of ``moment_backoff="symbol"``; None: the two levels of ``"rule"``).  Every index is
+    checked here; the kernel trusts them."""
     from .._ext.lpcfg_features import binary_rule_tensors as kernel
 
     rules = np.ascontiguousarray(rules, dtype=np.int64)
@@ -108,7 +111,16 @@ def binary_rule_tensors(rules, order, rptr, nodes, grammar, proj: Projections, p
                 raise ValueError("a node's row is outside its symbol's block")
     from .._blas import blas_single_thread
 
+    mean_off = np.zeros(m.shape[0] + 1, dtype=np.int64)
+    np.cumsum(m, out=mean_off[1:])
+    if symbol_means is None:
+        mean_y = mean_z = np.zeros(int(mean_off[-1]))
+    else:
+        mean_y, mean_z = (np.ascontiguousarray(v, dtype=np.float64) for v in symbol_means)
+        if mean_y.shape[0] != mean_off[-1] or mean_z.shape[0] != mean_off[-1]:
+            raise ValueError("symbol_means must hold m[a] values per symbol")
     with blas_single_thread():
         kernel(rules, rptr, order, np.ascontiguousarray(nodes.left, dtype=np.int32),
                np.ascontiguousarray(nodes.right, dtype=np.int32), pos, pa, pb, pc, m,
-               proj.offsets, proj.y_flat, proj.z_flat, weight, float(C), toff, tensors)
+               proj.offsets, proj.y_flat, proj.z_flat, weight, float(C), toff, tensors,
+               mean_y, mean_z, mean_off, symbol_means is not None)

@@ -68,6 +68,13 @@ class SpectralLPCFG(LatentPCFGBase):
     moment_smoothing : float, default 30.0
         ``C`` of the interpolation ``lam = sqrt(n) / (C + sqrt(n))`` of the rule moments with
         lower-order terms (Cohen et al. 2013, section 3.2; 0: none).
+    moment_backoff : {"symbol", "rule"}, default "symbol"
+        The lower-order terms of a binary rule's moments: ``"symbol"``, the paper's three
+        levels, ending in the product of the three symbols' mean projections; ``"rule"``, two
+        levels from the rule's own nodes (the estimate of versions before this option).
+        Formulas: :mod:`fastspectral.lpcfg.estimate`.  ``"symbol"`` scores higher on WSJ
+        section 22 (m=8 from the 3,914-tree sample: 82.64 against 81.80 F1; m=32 from
+        sections 02-21: 87.93 against 87.54).
     word_smoothing : float, default 1.0
         ``s_w`` of the outside-projection back-off of rare (tag, word) pairs.
     lexicon : {"pcfg", "mle"}, default "pcfg"
@@ -148,11 +155,13 @@ class SpectralLPCFG(LatentPCFGBase):
     _parameter_constraints = {
         "kappa": Interval(float, 0.0), "moment_smoothing": Interval(float, 0.0),
         "word_smoothing": Interval(float, 0.0), "lexicon": {"pcfg", "mle"},
+        "moment_backoff": {"symbol", "rule"},
         "features": "callable or None", "svd_oversamples": Interval(int, 0),
         "svd_iterations": Interval(int, 0)}
 
     def __init__(self, n_states=8, n_states_pre=None, v=2, h=1, tag_parent=False, kappa=5.0,
-                 min_count=20, rank_tol=1e-7, moment_smoothing=30.0, word_smoothing=1.0,
+                 min_count=20, rank_tol=1e-7, moment_smoothing=30.0, moment_backoff="symbol",
+                 word_smoothing=1.0,
                  lexicon="pcfg", prune_threshold=1e-5, coarse_threshold=3e-3, pruner_states=None,
                  pruner_threshold=1e-4, features=None, svd_oversamples=10, svd_iterations=3,
                  random_state=0, jobs=None):
@@ -165,6 +174,7 @@ class SpectralLPCFG(LatentPCFGBase):
         self.min_count = min_count
         self.rank_tol = rank_tol
         self.moment_smoothing = moment_smoothing
+        self.moment_backoff = moment_backoff
         self.word_smoothing = word_smoothing
         self.lexicon = lexicon
         self.prune_threshold = prune_threshold
@@ -257,8 +267,13 @@ class SpectralLPCFG(LatentPCFGBase):
         rcount, order, rptr = nodes_by_rule(nodes.rule, R)
         toff, tensors, scalar = binary_tensor_start(g, m, rcount, counts)
         # smoothed_triple(Z[a], Y[b], Y[c]) * n_r / M_a of every other rule, compiled
+        means = None
+        if self.moment_backoff == "symbol":
+            # per symbol its mean projections F_a = E_a[y], H_a = E_a[z] (1 for one state)
+            means = tuple(np.concatenate([P[a].mean(0) if counts[a] > 0 else np.ones(m[a])
+                                          for a in range(S)]) for P in (Y, Z))
         binary_rule_tensors(np.flatnonzero(~scalar & (rcount > 0)), order, rptr, nodes, g, proj,
-                            pos, rcount / np.maximum(counts[pa], 1), C, toff, tensors)
+                            pos, rcount / np.maximum(counts[pa], 1), C, toff, tensors, means)
         # ---- unary rules
         Un = int(g.un_parent.shape[0])
         unary = [None] * Un

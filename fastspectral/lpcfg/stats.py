@@ -27,9 +27,9 @@ pass 0 (every L-PCFG)
     pass 2, :class:`OmegaCounts`: the co-occurrence counts of inside and outside features (one
     sparse block per symbol); merged, they give ``Omega^a``, its SVD and the projections;
     pass 3, :class:`SpectralMoments`: per rule the sums of ``z (x) y_b (x) y_c``, of the pair
-    products and of the single projections (the terms of the smoothed moments), per root,
-    per (tag, word) and per rare word the sums of projections, and the log rule probability
-    per word; merged, they give the tensors exactly as ``fit``'s averages over all nodes.
+    products and of the single projections (the terms of the smoothed moments), per symbol,
+    per root, per (tag, word) and per rare word the sums of projections, and the log rule
+    probability per word; merged, they give the tensors exactly as ``fit``'s averages over all nodes.
 
 :class:`~fastspectral.lpcfg.pivot.PivotLPCFG` (Cohen & Collins 2014, figure 1)
     pass 1, :class:`~fastspectral.lpcfg.pivot.PivotCounts`: integer counts of node types
@@ -490,7 +490,8 @@ def _moment_layout(g, m):
     pa, pb, pc = g.bin_parent, g.bin_left, g.bin_right
     up, uc = g.un_parent, g.un_child
     sizes = {"t3": m64[pa] * m64[pb] * m64[pc], "t12": m64[pa] * m64[pb],
-             "t13": m64[pa] * m64[pc], "t1": m64[pa], "t2": m64[pb], "t3v": m64[pc],
+             "t13": m64[pa] * m64[pc], "t23": m64[pb] * m64[pc], "t1": m64[pa], "t2": m64[pb],
+             "t3v": m64[pc],
              "u2": m64[up] * m64[uc], "u1": m64[up], "uv": m64[uc], "sym": m64}
     return {k: block_offsets(v) for k, v in sizes.items()}
 
@@ -504,7 +505,8 @@ def _spectral_moments(model, nodes, context, Xin, Xout, rowpos, settings) -> Spe
     lay = _moment_layout(g, m)
     Y, Z, pos, counts = _projections(nodes, context, Xin, Xout, rowpos)
     f = {name: np.zeros(int(lay[k][-1])) for name, k in
-         (("b3", "t3"), ("b12", "t12"), ("b13", "t13"), ("b1", "t1"), ("b2", "t2"),
+         (("b3", "t3"), ("b12", "t12"), ("b13", "t13"), ("b23", "t23"), ("b1", "t1"),
+          ("b2", "t2"),
           ("b3v", "t3v"), ("u2", "u2"), ("u1", "u1"), ("uv", "uv"), ("root_y", "sym"),
           ("all_y", "sym"), ("rare_z", "sym"), ("all_z", "sym"))}
     S = g.n_symbols
@@ -525,6 +527,7 @@ def _spectral_moments(model, nodes, context, Xin, Xout, rowpos, settings) -> Spe
         f["b3"][lay["t3"][r]:lay["t3"][r + 1]] = (za.T @ kr).ravel()
         f["b12"][lay["t12"][r]:lay["t12"][r + 1]] = (za.T @ yb).ravel()
         f["b13"][lay["t13"][r]:lay["t13"][r + 1]] = (za.T @ yc).ravel()
+        f["b23"][lay["t23"][r]:lay["t23"][r + 1]] = (yb.T @ yc).ravel()
         f["b1"][lay["t1"][r]:lay["t1"][r + 1]] = za.sum(0)
         f["b2"][lay["t2"][r]:lay["t2"][r + 1]] = yb.sum(0)
         f["b3v"][lay["t3v"][r]:lay["t3v"][r + 1]] = yc.sum(0)
@@ -548,6 +551,7 @@ def _spectral_moments(model, nodes, context, Xin, Xout, rowpos, settings) -> Spe
         f["root_y"][so[a]:so[a + 1]] = Y[a][pos[idx]].sum(0)
     for a in np.flatnonzero(counts > 0):
         f["all_y"][so[a]:so[a + 1]] = Y[a].sum(0)
+        f["all_z"][so[a]:so[a + 1]] = Z[a].sum(0)
     # lexical: (tag, word) pairs and the rare words of every tag
     pre = np.flatnonzero(nodes.word >= 0)
     V = len(base.vocab)
@@ -566,7 +570,6 @@ def _spectral_moments(model, nodes, context, Xin, Xout, rowpos, settings) -> Spe
         rsel = rare_word[sel]
         rare_n[p] = int(rsel.sum())
         f["rare_z"][so[p]:so[p + 1]] = zp[rsel].sum(0)
-        f["all_z"][so[p]:so[p + 1]] = zp.sum(0)
         np.add.at(zsum[:, :mp], inv[sel], zp)
     # log rule probability per word (numerator and tokens)
     lrw = log_rule_sum(nodes, g)
@@ -680,6 +683,7 @@ def _install_spectral(model, st: SpectralMoments, context: SpectralContext, t0: 
     pa, pb, pc = g.bin_parent, g.bin_left, g.bin_right
     rcount = st.rule_n
     toff, tensors, scalar = binary_tensor_start(g, m, rcount, counts)
+    so = lay["sym"]
     for r in np.flatnonzero(~scalar & (rcount > 0)):
         a, b, c = pa[r], pb[r], pc[r]
         ma, mb, mc = int(m[a]), int(m[b]), int(m[c])
@@ -692,7 +696,13 @@ def _install_spectral(model, st: SpectralMoments, context: SpectralContext, t0: 
             e3 = st.b3v[lay["t3v"][r]:lay["t3v"][r + 1]] / n
             E12 = st.b12[lay["t12"][r]:lay["t12"][r + 1]].reshape(ma, mb) / n
             E13 = st.b13[lay["t13"][r]:lay["t13"][r + 1]].reshape(ma, mc) / n
-            smooth_triple_moments(E3, e1, e2, e3, E12, E13, lam)
+            E23 = sym = None
+            if model.moment_backoff == "symbol":
+                E23 = st.b23[lay["t23"][r]:lay["t23"][r + 1]].reshape(mb, mc) / n
+                sym = (st.all_z[so[a]:so[a + 1]] / counts[a],
+                       st.all_y[so[b]:so[b + 1]] / counts[b],
+                       st.all_y[so[c]:so[c + 1]] / counts[c])
+            smooth_triple_moments(E3, e1, e2, e3, E12, E13, lam, E23, sym)
         E3 *= rcount[r] / counts[a]
         tensors[toff[r]:toff[r + 1]] = E3.ravel()
     Un = int(g.un_parent.shape[0])
