@@ -199,6 +199,72 @@ def test_a_sentence_failing_in_the_model_is_named_and_what_came_before_kept(work
     assert not (tmp_path / "out" / "in.txt").exists()
 
 
+def test_model_digest_reads_no_array_data(work, tmp_path):
+    """The model's identity in OUTPUT.part.origin is the SHA-256 of its archive members'
+    names, sizes and CRC-32s: a copy has the same, one changed byte of an array another
+    (and that file no longer loads); a file that is not a zip archive: the SHA-256 of its
+    bytes."""
+    import hashlib
+    import shutil
+    import zipfile
+
+    from fastspectral.io.pipeline import file_sha256, model_digest
+
+    src = work / "m.fsm"
+    copy = tmp_path / "copy.fsm"
+    shutil.copy(src, copy)
+    assert model_digest(copy) == model_digest(src)
+    with zipfile.ZipFile(src) as zf:
+        big = max(zf.infolist(), key=lambda i: i.file_size)
+        start = big.header_offset + 30 + len(big.filename.encode()) + len(big.extra)
+    data = bytearray(src.read_bytes())
+    data[start + big.file_size - 1] ^= 0xFF          # the last byte of the largest member
+    bad = tmp_path / "bad.fsm"
+    bad.write_bytes(bytes(data))
+    with zipfile.ZipFile(bad) as zf:                 # the directory still records the old CRC
+        assert zf.getinfo(big.filename).CRC == big.CRC
+    from fastspectral.errors import ModelFileError
+    from fastspectral.io import load
+
+    with pytest.raises(ModelFileError, match="CRC-32"):
+        load(bad)
+    plain = tmp_path / "plain.bin"
+    plain.write_bytes(b"not a zip archive")
+    assert model_digest(plain) == file_sha256(plain) == \
+        hashlib.sha256(b"not a zip archive").hexdigest()
+
+
+def test_resume_accepts_the_record_of_an_older_version(work, tmp_path, capsys):
+    """A .part.origin written before model_digest existed records the SHA-256 of the model
+    file's bytes: --resume checks that one, continuing with the same model and refusing
+    another."""
+    import json
+
+    from fastspectral.io.output import SafeOutput
+    from fastspectral.io.pipeline import file_sha256, part_origin
+
+    ref = (work / "ref.trees").read_text().splitlines(keepends=True)
+    out = tmp_path / "o.trees"
+    origin = part_origin(work / "sents.txt", work / "m.fsm")
+    old = {k: v for k, v in origin.items() if k != "model_digest"}
+    old["model_sha256"] = file_sha256(work / "m.fsm")
+    w = SafeOutput(out, origin=old)
+    w.write("".join(ref[:20]))
+    w.close()
+    record = tmp_path / "o.trees.part.origin"
+    assert "model_digest" not in json.loads(record.read_text())
+    other = dict(old, model_sha256="0" * 64)
+    record.write_text(json.dumps(other))
+    rc, _, err = run(["parse", work / "m.fsm", work / "sents.txt", "-o", out, "--resume",
+                      "--jobs", "1"], capsys)
+    assert rc == 2 and "another version of the model" in err, err
+    record.write_text(json.dumps(old))
+    rc, _, err = run(["parse", work / "m.fsm", work / "sents.txt", "-o", out, "--resume",
+                      "--jobs", "1"], capsys)
+    assert rc == 0, err
+    assert out.read_text() == "".join(ref)
+
+
 def test_resume_refuses_a_part_from_another_input_or_model(work, tmp_path, capsys):
     """OUTPUT.part records its input and model (OUTPUT.part.origin): --resume with another
     input, a changed input or another model is refused with one line naming both files, and
