@@ -73,7 +73,7 @@ class SpectralLPCFG(LatentPCFGBase):
         levels, ending in the product of the three symbols' mean projections; ``"rule"``, two
         levels from the rule's own nodes (the estimate of versions before this option).
         Formulas: :mod:`fastspectral.lpcfg.estimate`.  ``"symbol"`` scores higher on WSJ
-        section 22 (m=8 from the 3,914-tree sample: 82.64 against 81.80 F1; m=32 from
+        section 22 (m=8 from the 3,914-tree sample: 82.60 against 81.80 F1; m=32 from
         sections 02-21: 87.93 against 87.54).
     word_smoothing : float, default 1.0
         ``s_w`` of the outside-projection back-off of rare (tag, word) pairs.

@@ -29,7 +29,8 @@ pass 0 (every L-PCFG)
     pass 3, :class:`SpectralMoments`: per rule the sums of ``z (x) y_b (x) y_c``, of the pair
     products and of the single projections (the terms of the smoothed moments), per symbol,
     per root, per (tag, word) and per rare word the sums of projections, and the log rule
-    probability per word; merged, they give the tensors exactly as ``fit``'s averages over all nodes.
+    probability per word; merged, they give the tensors exactly as ``fit``'s averages over all
+    nodes.
 
 :class:`~fastspectral.lpcfg.pivot.PivotLPCFG` (Cohen & Collins 2014, figure 1)
     pass 1, :class:`~fastspectral.lpcfg.pivot.PivotCounts`: integer counts of node types
