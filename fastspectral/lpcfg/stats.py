@@ -720,7 +720,6 @@ def _install_spectral(model, st: SpectralMoments, context: SpectralContext, t0: 
             E2 = lam * E2 + (1 - lam) * np.outer(st.u1[lay["u1"][u]:lay["u1"][u + 1]] / nu,
                                                  st.uv[lay["uv"][u]:lay["uv"][u + 1]] / nu)
         unary[u] = (nu / counts[a]) * E2
-    so = lay["sym"]
     roots = {}
     for a in np.flatnonzero(st.root_n > 0):
         nr = int(st.root_n[a])
