@@ -55,7 +55,7 @@ The table is printed from the results at the end (``--stages table`` prints only
     PYTHONPATH=. python benchmarks/wsj_dependency.py --stages mst,table [--mst-orders 1,2]
     PYTHONPATH=. python benchmarks/wsj_dependency.py --stages rerank,table [--mst-orders 1,2]
     PYTHONPATH=. python benchmarks/wsj_dependency.py --stages controls,table --jobs 1 \
-        --work DIR [--mst-orders 1,2] [--placebo-seeds 0,1,2,3,4] [--rerank-seeds 0,1,2]
+        --work DIR [--mst-orders 1,2,2k] [--placebo-seeds 0,1,2,3,4] [--rerank-seeds 0,1,2]
 """
 from __future__ import annotations
 
@@ -80,13 +80,36 @@ PAPER = {"DET": 69.45, "DET+F": 75.91, "SPECTRAL": 80.44, "EM": 81.68,
          "LEX+FCP": None, "SPECTRAL + LEX+FCP": None,
          # Dhillon et al. (2012), table 1, section 23, predicted tags (gold tags here)
          "MST order 1": 90.8, "RERANK order 1 base": 91.3, "RERANK order 1 base+spectral": 91.7,
-         "MST order 2": 91.8, "RERANK order 2 base": 92.4, "RERANK order 2 base+spectral": 92.7}
+         "MST order 2": 91.8, "RERANK order 2 base": 92.4, "RERANK order 2 base+spectral": 92.7,
+         "RERANK order 2k base": 92.4, "RERANK order 2k base+spectral": 92.7}
 PAPER_DEV = {"SPECTRAL": (79.75, 9), "EM": (80.51, 15)}
 
 
 def data_dir() -> Path:
     """The shared data folder (``FASTSPECTRAL_DATA`` overrides ``../shared/data``)."""
     return Path(os.environ.get("FASTSPECTRAL_DATA", ROOT.parent / "shared" / "data"))
+
+
+def order_setting(order: str, jobs: int, params: dict | None = None
+                  ) -> tuple[int, dict, list[str]]:
+    """An order of ``--mst-orders`` as ``(base_order, RerankDepParser params, train
+    rerank-dep options)``: ``1`` first-order lists; ``2`` first-order lists rescored by a
+    second-order model (``--base-order 2``); ``2k`` the second-order model's own k-best lists
+    (``--kbest-order 2``: ``mst`` of ``params``, or the default base parser, with
+    ``order=2``; the paper's second-order setting).  ``params``: the re-ranker's other
+    settings, returned with the order's."""
+    from sklearn.base import clone
+
+    from fastspectral.rerank import MSTParser
+
+    params = dict(params or {})
+    if order == "2k":
+        mst = params.get("mst")
+        mst = MSTParser(random_state=0, jobs=jobs) if mst is None else clone(mst)
+        return 1, {**params, "mst": mst.set_params(order=2)}, ["--kbest-order", "2"]
+    if order not in ("1", "2"):
+        raise SystemExit(f"--mst-orders: 1, 2 or 2k, not {order!r}")
+    return int(order), params, ["--base-order", order]
 
 
 def int_list(text: str) -> list[int]:
@@ -297,12 +320,12 @@ def table(res: Results) -> str:
 # stage controls: the re-ranker's rows of one set of k-best lists
 
 
-def control_lists(train_p: Path, dev_p: Path, order: int, jobs: int, work: Path,
+def control_lists(train_p: Path, dev_p: Path, order: str, jobs: int, work: Path,
                   params: dict | None = None) -> dict:
     """The k-best lists of the controls, built once and kept in ``work``: the jack-knifed
     training lists of ``train_p`` (``RerankDepParser.training_lists`` with the defaults of
     ``fastspectral train rerank-dep``, or ``RerankDepParser(**params)``, and
-    ``base_order=order``), the lists of ``dev_p`` as
+    the order's settings, :func:`order_setting`), the lists of ``dev_p`` as
     ``RerankDepParser.predict_heads`` makes them (the base parser of all of ``train_p``; with
     order 2 the second-order model's best tree added and its scores), and log p-hat of every
     candidate (``jackknife_log_prob`` on the training lists; the spectral model of all of
@@ -314,6 +337,7 @@ def control_lists(train_p: Path, dev_p: Path, order: int, jobs: int, work: Path,
     st_t, st_d = train_p.stat(), dev_p.stat()
     tag = "" if not params else \
         "_" + hashlib.sha1(repr(sorted(params.items())).encode()).hexdigest()[:10]
+    base_order, full, _ = order_setting(str(order), jobs, params)
     name = (f"controls_{train_p.stem}_{st_t.st_size}_{dev_p.stem}_{st_d.st_size}"
             f"_order{order}{tag}.pkl")
     path = work / name
@@ -325,9 +349,10 @@ def control_lists(train_p: Path, dev_p: Path, order: int, jobs: int, work: Path,
     train = read_training_items(str(train_p), "dependency")
     dev = read_training_items(str(dev_p), "dependency")
     # the model `train rerank-dep --base-order ORDER --jobs JOBS` builds (its other defaults)
-    base = RerankDepParser(**{"jobs": jobs, **params, "features": "base", "base_order": order})
-    spec = RerankDepParser(**{"jobs": jobs, **params, "features": "base+spectral",
-                              "base_order": order})
+    base = RerankDepParser(**{"jobs": jobs, **full, "features": "base",
+                              "base_order": base_order})
+    spec = RerankDepParser(**{"jobs": jobs, **full, "features": "base+spectral",
+                              "base_order": base_order})
     cpu, load = {}, os.getloadavg()[0]
 
     def timed_cpu(key, f):
@@ -341,7 +366,7 @@ def control_lists(train_p: Path, dev_p: Path, order: int, jobs: int, work: Path,
     mst = timed_cpu("mst", lambda: base._new_mst().fit(train))
     dev_data = timed_cpu("dev_lists", lambda: base._lists(mst, dev, jobs))
     o2_dev = None
-    if order == 2:
+    if base_order == 2:
         mst2 = timed_cpu("mst2", lambda: base._new_mst2().fit(train))
 
         def dev2():
@@ -364,7 +389,7 @@ def control_lists(train_p: Path, dev_p: Path, order: int, jobs: int, work: Path,
     return out
 
 
-def control_rows(res: Results, train_p: Path, dev_p: Path, order: int, jobs: int, work: Path,
+def control_rows(res: Results, train_p: Path, dev_p: Path, order: str, jobs: int, work: Path,
                  seeds: list[int], params: dict | None = None, rerank_seeds=()):
     """Rows ``controls order ORDER ...``: from one set of lists (:func:`control_lists`), the
     first-order base parser's best tree, the oracle, and re-rankers (``fit_lists`` on the
@@ -387,6 +412,7 @@ def control_rows(res: Results, train_p: Path, dev_p: Path, order: int, jobs: int
     from fastspectral.rerank.model import TrainingLists, _argmax_segments
 
     params = dict(params or {})
+    base_order, full, _ = order_setting(str(order), jobs, params)
     L = control_lists(train_p, dev_p, order, jobs, work, params)
     lists, dev, D, o2 = L["lists"], L["dev"], L["dev_data"], L["dev_mst2"]
 
@@ -426,8 +452,8 @@ def control_rows(res: Results, train_p: Path, dev_p: Path, order: int, jobs: int
             continue
         tr, dv = scores if scores is not None else ((None,) * 4, None)
         load, c0 = os.getloadavg()[0], cpu_s()
-        r = RerankDepParser(**{"jobs": jobs, **params, **more, "features": features,
-                               "base_order": order})
+        r = RerankDepParser(**{"jobs": jobs, **full, **more, "features": features,
+                               "base_order": base_order})
         r.fit_lists(TrainingLists(lists.data, tr[0], lists.correct, lists.n_tokens, {},
                                   *tr[1:], mst2=lists.mst2))
         c1 = cpu_s()
@@ -449,7 +475,7 @@ def err_red(x: float, ref: float) -> float:
 
 def controls_table(rows: dict) -> list[str]:
     out = []
-    for order in (1, 2):
+    for order in ("1", "2", "2k"):
         pre = f"controls order {order} "
         a, li = rows.get(pre + "base"), rows.get(pre + "lists")
         if a is None or li is None:
@@ -459,7 +485,8 @@ def controls_table(rows: dict) -> list[str]:
                    f"load {li['load']:.1f}):")
         out.append("| re-ranker | UAS §22 | error reduction vs baseline (%) | fit CPU-s |")
         out.append("|---|---|---|---|")
-        out.append(f"| base parser's best (order 1) | {li['mst_uas']:.2f} | | |")
+        first = "order 2" if order == "2k" else "order 1"
+        out.append(f"| base parser's best ({first}) | {li['mst_uas']:.2f} | | |")
         out.append(f"| oracle of the lists | {li['oracle_uas']:.2f} | | |")
         groups = {"base+placebo": [], "base": [a["uas"]],
                   "base+spectral": [rows[pre + "base+spectral"]["uas"]]
@@ -543,7 +570,9 @@ def main(argv=None):
     ap.add_argument("--stages", default="spectral-curve,em-curve,rows,learner,table")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--mst-orders", default="1",
-                    help="stages mst and rerank: the MST parsers' orders")
+                    help="stages mst, rerank and controls: the MST parsers' orders (rerank "
+                         "and controls: 1, 2 = first-order lists rescored by a second-order "
+                         "model, 2k = the second-order model's own k-best lists)")
     ap.add_argument("--rerank-features", default="base,base+spectral",
                     help="stage rerank: the re-rankers' --features, one row each")
     ap.add_argument("--placebo-seeds", default="0,1,2,3,4",
@@ -596,15 +625,15 @@ def main(argv=None):
                               dev_p, work, a.jobs, kind="mst")
     if "rerank" in stages:       # the Dhillon et al. (2012) pipeline, as `train rerank-dep` runs it
         work = a.results.parent / "wsj_dependency_models"
-        for order in int_list(a.mst_orders):
+        for order in a.mst_orders.split(","):
             for features in a.rerank_features.split(","):
                 whole_process_row(res, f"row RERANK order {order} {features}",
-                                  ["--base-order", str(order), "--features", features,
-                                   "--jobs", str(a.jobs)],
+                                  order_setting(order, a.jobs)[2] +
+                                  ["--features", features, "--jobs", str(a.jobs)],
                                   train_p, dev_p, work, a.jobs, kind="rerank-dep")
     if "controls" in stages:     # log p-hat against placebo columns, from one set of lists
         work = a.work or a.results.parent / "wsj_dependency_models"
-        for order in int_list(a.mst_orders):
+        for order in a.mst_orders.split(","):
             control_rows(res, train_p, dev_p, order, a.jobs, work, int_list(a.placebo_seeds),
                          rerank_seeds=int_list(a.rerank_seeds))
     if "table" in stages:

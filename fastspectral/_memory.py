@@ -229,12 +229,15 @@ def mst2_chart_bytes(n: int) -> int:
     return 8 * n1 ** 3 + 68 * n1 ** 2
 
 
-def kbest_chart_bytes(n: int) -> int:
+def kbest_chart_bytes(n: int, order: int = 1) -> int:
     """Bytes of the lazy k-best Eisner chart of an ``n``-word sentence (``kbest_eisner.pyx``)
     before any derivation beyond the best is found: ``4 (n + 1)^2`` chart items of 52 bytes
-    (the item, its Viterbi score and edge) and the arc scores ``8 (n + 1)^2``.  The k best
+    (the item, its Viterbi score and edge) and the arc scores ``8 (n + 1)^2``; at
+    ``order=2``, ``5 (n + 1)^2`` items and the sibling scores ``8 (n + 1)^3``.  The k best
     derivations then add 24 bytes each for the items they reach (at most ``k`` per item)."""
     n1 = n + 1
+    if int(order) == 2:
+        return 8 * n1 ** 3 + 268 * n1 ** 2
     return 216 * n1 ** 2
 
 

@@ -122,7 +122,7 @@ def test_fit_trains_clones_and_save_load_keeps_the_nested_estimators(deps, tmp_p
 def test_fit_validates_the_nested_estimators(deps):
     train, _ = deps
     cases = [
-        (dict(mst=MSTParser(order=2)), ValueError, "first-order"),
+        (dict(mst=MSTParser(order=2), base_order=2), ValueError, "first-order"),
         (dict(mst=MSTParser(bits=40)), ValueError, "mst__bits"),
         (dict(mst="mst"), TypeError, "mst must be an MSTParser"),
         (dict(features="base+spectral", spectral=MSTParser()), TypeError, "spectral must be"),

@@ -45,14 +45,18 @@ def small_params():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("order", [1, 2])
+@pytest.mark.parametrize("order", [1, 2, "2k"])
 def test_controls_equal_fit_and_parse(bench, treebank, order):
     """Rows base and base+spectral are the section-22 UAS of ``fit`` + ``parse`` with the
     same settings; the lists are kept in the work folder and read back by a second run."""
     from fastspectral.eval.attachment import attachment_scores
-    from fastspectral.rerank import RerankDepParser
+    from fastspectral.rerank import MSTParser, RerankDepParser
     from fastspectral.trees.corpus import read_training_items
 
+    # "2k": the second-order base parser's own k-best lists (base_order=1, mst of order 2)
+    base_order, params = (1, {**small_params(), "mst": MSTParser(iterations=2, jobs=1,
+                                                                  order=2)}) \
+        if order == "2k" else (order, small_params())
     train_p, dev_p = treebank / "train.dp", treebank / "dev.dp"
     work = treebank / f"work{order}"
     res = bench.Results(treebank / f"rows{order}.jsonl")
@@ -62,8 +66,8 @@ def test_controls_equal_fit_and_parse(bench, treebank, order):
     tr = read_training_items(str(train_p), "dependency")
     dev = read_training_items(str(dev_p), "dependency")
     for features in ("base", "base+spectral"):
-        m = RerankDepParser(**{**small_params(), "jobs": 1, "features": features,
-                               "base_order": order}).fit(tr)
+        m = RerankDepParser(**{**params, "jobs": 1, "features": features,
+                               "base_order": base_order}).fit(tr)
         want = attachment_scores(dev, m.parse(dev, jobs=1), punct="exclude").uas
         assert res.rows[pre + features]["uas"] == pytest.approx(want, abs=1e-9)
     lists = res.rows[pre + "lists"]
@@ -83,7 +87,7 @@ def test_controls_equal_fit_and_parse(bench, treebank, order):
     assert [json.loads(x)["row"] for x in lines[n_lines:]] == [
         pre + "base+placebo seed=7", pre + "base perceptron seed=3",
         pre + "base+spectral perceptron seed=3"]
-    m = RerankDepParser(**{**small_params(), "jobs": 1, "features": "base", "base_order": order,
+    m = RerankDepParser(**{**params, "jobs": 1, "features": "base", "base_order": base_order,
                            "random_state": 3}).fit(tr)
     want = attachment_scores(dev, m.parse(dev, jobs=1), punct="exclude").uas
     assert res2.rows[pre + "base perceptron seed=3"]["uas"] == pytest.approx(want, abs=1e-9)

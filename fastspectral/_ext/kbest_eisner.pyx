@@ -29,6 +29,22 @@ needs no duplicate check (the usual duplicate-free order of a 2-D grid).  Each t
 rank is computed recursively (``LazyKthBest(tail, rank)``), so only the vertices on the way to
 the top-k derivations ever get a heap.
 
+Second order (``kbest2_batch``).  The same algorithm over the hypergraph of McDonald &
+Pereira's (2006) second-order projective algorithm (the recursions of ``eisner2.pyx``, whose
+packed arc and sibling scores it takes): one more vertex type, the sibling span
+``SB(s,t)`` (edges ``k in [s, t-1]``: ``C1(s,k) + C0(k+1,t)``), and the incomplete items'
+edges carry the sibling score of their split:
+
+* ``I1(s,t)``: ``k = s``: ``C0(s+1,t)`` alone (``t`` is ``s``'s innermost right modifier,
+  ``+ G[s,s,t]``); ``k in [s+1, t-1]``: ``I1(s,k) + SB(k,t) + G[s,k,t]``; all ``+ A[s,t]``
+  (with a single root, ``I1(0,t)`` only has ``k = 0``)
+* ``I0(s,t)`` (``s > 0``): ``k = t``: ``C1(s,t-1)`` alone (``+ G[t,t,s]``);
+  ``k in [s+1, t-1]``: ``SB(s,k) + I0(k,t) + G[t,k,s]``; all ``+ A[t,s]``
+* ``C0``, ``C1`` as at first order.
+
+An edge with one tail takes an axiom (one derivation, score 0) as its second, so every edge
+is binary and the lazy machinery is shared.  Every tree again has exactly one derivation.
+
 Outputs: ``count[b]`` trees (``<= k``; fewer when the sentence has fewer projective trees of
 finite score), tree ``r`` of sentence ``b`` at ``heads[hoff[b] + r * n_b :]`` (1-based, 0 =
 root) with score ``kscores[b * k + r]``, best first.  Sentences run in parallel (OpenMP), one
@@ -50,6 +66,7 @@ DEF C0 = 0
 DEF C1 = 1
 DEF I0 = 2
 DEF I1 = 3
+DEF SB = 4
 
 
 cdef struct Deriv:
@@ -71,32 +88,65 @@ cdef struct Vertex:
 
 cdef struct Chart:
     int n1
+    int nt         # vertex types: 4 (first order) or 5 (second order: + SB)
     int single_root
     int failed     # out of memory
     const double* S
+    const double* G  # second order: the (n+1)^3 sibling scores G[h, s, m]; NULL at first order
     double* best   # Viterbi score of each vertex
     int* bk        # Viterbi edge of each vertex
     Vertex* v
 
 
-cdef inline int _vid(int s, int t, int typ, int n1) noexcept nogil:
-    return ((s * n1 + t) << 2) | typ
+cdef inline int _vid(int s, int t, int typ, const Chart* c) noexcept nogil:
+    return (s * c.n1 + t) * c.nt + typ
 
 
-cdef inline void _tails(int s, int t, int typ, int k, int n1, int* a, int* b) noexcept nogil:
+cdef inline void _split(int vid, const Chart* c, int* s, int* t, int* typ) noexcept nogil:
+    """The span ``(s, t)`` and type of vertex ``vid`` (inverse of :func:`_vid`)."""
+    cdef int cell = vid // c.nt
+    typ[0] = vid - cell * c.nt
+    s[0] = cell // c.n1
+    t[0] = cell - s[0] * c.n1
+
+
+cdef inline void _tails(int s, int t, int typ, int k, const Chart* c, int* a, int* b) noexcept nogil:
     if typ == C0:
-        a[0] = _vid(s, k, C0, n1); b[0] = _vid(k, t, I0, n1)
+        a[0] = _vid(s, k, C0, c); b[0] = _vid(k, t, I0, c)
     elif typ == C1:
-        a[0] = _vid(s, k, I1, n1); b[0] = _vid(k, t, C1, n1)
-    else:
-        a[0] = _vid(s, k, C1, n1); b[0] = _vid(k + 1, t, C0, n1)
+        a[0] = _vid(s, k, I1, c); b[0] = _vid(k, t, C1, c)
+    elif c.G == NULL or typ == SB:
+        a[0] = _vid(s, k, C1, c); b[0] = _vid(k + 1, t, C0, c)
+    elif typ == I1:
+        if k == s:                  # t is s's innermost right modifier: C0(s+1,t) + an axiom
+            a[0] = _vid(s + 1, t, C0, c); b[0] = _vid(t, t, C0, c)
+        else:
+            a[0] = _vid(s, k, I1, c); b[0] = _vid(k, t, SB, c)
+    else:                           # I0
+        if k == t:                  # s is t's innermost left modifier: C1(s,t-1) + an axiom
+            a[0] = _vid(s, t - 1, C1, c); b[0] = _vid(s, s, C0, c)
+        else:
+            a[0] = _vid(s, k, SB, c); b[0] = _vid(k, t, I0, c)
 
 
 cdef inline double _weight(const Chart* c, int s, int t, int typ) noexcept nogil:
+    """The arc score of an incomplete vertex (shared by all its edges)."""
     if typ == I1:
         return c.S[s * c.n1 + t]
     if typ == I0:
         return c.S[t * c.n1 + s]
+    return 0.0
+
+
+cdef inline double _edge_weight(const Chart* c, int s, int t, int typ, int k) noexcept nogil:
+    """The sibling score of edge ``k`` of an incomplete vertex (second order; 0 otherwise)."""
+    cdef Py_ssize_t n1 = c.n1
+    if c.G == NULL:
+        return 0.0
+    if typ == I1:
+        return c.G[(s * n1 + k) * n1 + t]
+    if typ == I0:
+        return c.G[(t * n1 + k) * n1 + s]
     return 0.0
 
 
@@ -110,38 +160,45 @@ cdef inline void _edge_range(const Chart* c, int s, int t, int typ, int* lo, int
         lo[0] = s + 1; hi[0] = t
     elif typ == I0 and s == 0:
         lo[0] = 1; hi[0] = 0          # the root is never a modifier
-    else:
+    elif typ == I0 and c.G != NULL:
+        lo[0] = s + 1; hi[0] = t      # k = t: no closer sibling
+    else:                             # I1, SB; I0 at first order
         lo[0] = s; hi[0] = t - 1
-        if s == 0 and c.single_root:
+        if typ == I1 and s == 0 and c.single_root:
             hi[0] = 0
 
 
 cdef void _viterbi(Chart* c) noexcept nogil:
-    """Bottom-up 1-best of every vertex (``best``, ``bk``), exactly Eisner's recursions."""
+    """Bottom-up 1-best of every vertex (``best``, ``bk``), exactly the recursions of
+    ``eisner.pyx`` (first order) and ``eisner2.pyx`` (second order)."""
     cdef int n1 = c.n1
     cdef int w, s, t, typ, k, lo, hi, a, b, bestk, ii
     cdef double v, bestv, wt
+    # within a span: SB first (shorter spans only), then I0, I1, then C0, C1 (use I)
+    cdef int[5] types
+    types[0] = SB; types[1] = I0; types[2] = I1; types[3] = C0; types[4] = C1
+    cdef int first = 5 - c.nt
     for s in range(n1):
-        for typ in range(4):
-            c.best[_vid(s, s, typ, n1)] = 0.0 if typ <= C1 else -INFINITY
-            c.bk[_vid(s, s, typ, n1)] = -1
+        for typ in range(c.nt):
+            c.best[_vid(s, s, typ, c)] = 0.0 if typ <= C1 else -INFINITY
+            c.bk[_vid(s, s, typ, c)] = -1
     for w in range(1, n1):
         for s in range(0, n1 - w):
             t = s + w
-            for ii in range(4):     # incomplete items (I0, I1) first: complete ones use them
-                typ = (ii + 2) & 3
+            for ii in range(first, 5):
+                typ = types[ii]
                 _edge_range(c, s, t, typ, &lo, &hi)
                 bestv = -INFINITY
                 bestk = -1
                 wt = _weight(c, s, t, typ)
                 for k in range(lo, hi + 1):
-                    _tails(s, t, typ, k, n1, &a, &b)
-                    v = c.best[a] + c.best[b]
+                    _tails(s, t, typ, k, c, &a, &b)
+                    v = c.best[a] + c.best[b] + _edge_weight(c, s, t, typ, k)
                     if v > bestv:
                         bestv = v
                         bestk = k
-                c.best[_vid(s, t, typ, n1)] = bestv + wt if bestk >= 0 else -INFINITY
-                c.bk[_vid(s, t, typ, n1)] = bestk
+                c.best[_vid(s, t, typ, c)] = bestv + wt if bestk >= 0 else -INFINITY
+                c.bk[_vid(s, t, typ, c)] = bestk
 
 
 cdef inline int _room(Chart* c, Deriv** arr, cnp.int64_t* capacity, int size,
@@ -219,16 +276,14 @@ cdef inline double _dscore(Chart* c, int vid, int j) noexcept nogil:
 
 cdef void _push_candidate(Chart* c, Vertex* V, int vid, int k, int j1, int j2) noexcept nogil:
     """Push edge ``k`` with tail ranks ``(j1, j2)`` when both tails have that many derivations."""
-    cdef int typ = vid & 3
-    cdef int cell = vid >> 2
-    cdef int s = cell // c.n1
-    cdef int t = cell - s * c.n1
-    cdef int a, b
+    cdef int s, t, typ, a, b
     cdef Deriv x
-    _tails(s, t, typ, k, c.n1, &a, &b)
+    _split(vid, c, &s, &t, &typ)
+    _tails(s, t, typ, k, c, &a, &b)
     if not _kth(c, a, j1) or not _kth(c, b, j2):
         return
-    x.score = _weight(c, s, t, typ) + _dscore(c, a, j1) + _dscore(c, b, j2)
+    x.score = (_weight(c, s, t, typ) + _edge_weight(c, s, t, typ, k) + _dscore(c, a, j1)
+               + _dscore(c, b, j2))
     if x.score == -INFINITY:
         return
     x.k = k; x.j1 = j1; x.j2 = j2
@@ -246,7 +301,7 @@ cdef void _lazy_next(Chart* c, Vertex* V, int vid, Deriv* last) noexcept nogil:
 cdef int _kth(Chart* c, int vid, int j) noexcept nogil:
     """LazyKthBest(v, j): make sure ``D(v)`` holds ``j + 1`` derivations; 0 when it cannot."""
     cdef Vertex* V = &c.v[vid]
-    cdef int typ, cell, s, t, lo, hi, k
+    cdef int typ, s, t, lo, hi, k
     cdef Deriv x, last
     if j < V.nd:
         return 1
@@ -265,10 +320,7 @@ cdef int _kth(Chart* c, int vid, int j) noexcept nogil:
         return 0
     if not V.heap_ready:                # GetCandidates(v): every other edge at ranks (0, 0)
         V.heap_ready = 1
-        typ = vid & 3
-        cell = vid >> 2
-        s = cell // c.n1
-        t = cell - s * c.n1
+        _split(vid, c, &s, &t, &typ)
         _edge_range(c, s, t, typ, &lo, &hi)
         for k in range(lo, hi + 1):
             if k != V.d[0].k:
@@ -290,7 +342,7 @@ cdef int _kth(Chart* c, int vid, int j) noexcept nogil:
 
 cdef void _extract(Chart* c, int vid, int j, int* heads, int* stack) noexcept nogil:
     """The heads of derivation ``j`` of ``vid`` (explicit stack of (vertex, rank) pairs)."""
-    cdef int top = 1, typ, cell, s, t, a, b
+    cdef int top = 1, typ, s, t, a, b
     cdef Deriv* x
     stack[0] = vid; stack[1] = j
     while top > 0:
@@ -301,36 +353,36 @@ cdef void _extract(Chart* c, int vid, int j, int* heads, int* stack) noexcept no
         x = &c.v[vid].d[j]
         if x.k < 0:
             continue
-        typ = vid & 3
-        cell = vid >> 2
-        s = cell // c.n1
-        t = cell - s * c.n1
+        _split(vid, c, &s, &t, &typ)
         if typ == I0:
             heads[s - 1] = t
         elif typ == I1:
             heads[t - 1] = s
-        _tails(s, t, typ, x.k, c.n1, &a, &b)
+        _tails(s, t, typ, x.k, c, &a, &b)
         stack[2 * top] = a; stack[2 * top + 1] = x.j1; top += 1
         stack[2 * top] = b; stack[2 * top + 1] = x.j2; top += 1
 
 
-cdef int _kbest_one(const double* S, int n, int K, int single_root, int* heads,
-                    double* scores) noexcept nogil:
-    """The ``K`` best trees of one sentence; returns how many were found, or ``ST_NO_MEMORY``
-    (-1)."""
+cdef int _kbest_one(const double* S, const double* G, int n, int K, int single_root,
+                    int* heads, double* scores) noexcept nogil:
+    """The ``K`` best trees of one sentence (second order when ``G`` is not NULL); returns
+    how many were found, or ``ST_NO_MEMORY`` (-1)."""
     cdef int n1 = n + 1
-    cdef Py_ssize_t nv = 4 * <Py_ssize_t> n1 * n1
     cdef Chart c
     cdef int r, i, found = 0, goal
     cdef int* stack
     c.n1 = n1
+    c.nt = 4 if G == NULL else 5
     c.single_root = single_root
     c.failed = 0
     c.S = S
+    c.G = G
+    cdef Py_ssize_t nv = c.nt * <Py_ssize_t> n1 * n1
     c.best = <double*> malloc(nv * sizeof(double))
     c.bk = <int*> malloc(nv * sizeof(int))
     c.v = <Vertex*> calloc(nv, sizeof(Vertex))
-    stack = <int*> malloc(2 * (4 * n1 + 8) * sizeof(int))
+    # a derivation has at most 10 (n + 1) vertices (axioms included): the stack bound
+    stack = <int*> malloc(2 * (10 * n1 + 8) * sizeof(int))
     if c.best == NULL or c.bk == NULL or c.v == NULL or stack == NULL:
         free(c.best); free(c.bk); free(c.v); free(stack)
         return ST_NO_MEMORY
@@ -338,7 +390,7 @@ cdef int _kbest_one(const double* S, int n, int K, int single_root, int* heads,
         found = 0
     else:
         _viterbi(&c)
-        goal = _vid(0, n, C1, n1)
+        goal = _vid(0, n, C1, &c)
         for r in range(K):
             if not _kth(&c, goal, r):
                 break
@@ -377,10 +429,45 @@ def kbest_batch(const double[::1] scores, const cnp.int64_t[::1] off,
         n_threads = 1
     with nogil:
         for b in prange(B, num_threads=n_threads, schedule="dynamic"):
-            count[b] = _kbest_one(&scores[off[b]], lengths[b], k, single_root,
+            count[b] = _kbest_one(&scores[off[b]], NULL, lengths[b], k, single_root,
                                   <int*> &heads[hoff[b]], &kscores[b * k])
     # count[b] >= 0 trees, or ST_NO_MEMORY: the count array is the status array
     raise_for_status(np.asarray(count)[:B], "k-best Eisner", lengths)
+    return None
+
+
+def kbest2_batch(const double[::1] arcs, const cnp.int64_t[::1] aoff,
+                 const double[::1] sibs, const cnp.int64_t[::1] soff,
+                 const cnp.int32_t[::1] lengths, const cnp.int64_t[::1] hoff, int k,
+                 cnp.int32_t[::1] heads, double[::1] kscores, cnp.int32_t[::1] count,
+                 int single_root=0, int n_threads=1):
+    """The ``k`` best projective trees of a packed batch of arc + sibling scores (second
+    order; the layout of ``eisner2.eisner2_batch``, the outputs of :func:`kbest_batch`).
+
+    ``MemoryError`` (naming the sentence) when a chart could not be allocated.
+    """
+    cdef Py_ssize_t B = lengths.shape[0]
+    cdef Py_ssize_t b
+    cdef cnp.int64_t n1
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    check_packed(arcs, aoff, lengths, hoff, heads.shape[0], count.shape[0], k, 4095)   # EISNER2_MAX_WORDS
+    if kscores.shape[0] < B * k:
+        raise ValueError("kscores shorter than batch * k")
+    if soff.shape[0] < B:
+        raise ValueError("offset arrays shorter than the batch")
+    for b in range(B):
+        n1 = <cnp.int64_t> lengths[b] + 1
+        if soff[b] < 0 or soff[b] + n1 * n1 * n1 > sibs.shape[0]:
+            raise ValueError("sibling-score block of sentence %d runs past the sibling array"
+                             % b)
+    if n_threads < 1:
+        n_threads = 1
+    with nogil:
+        for b in prange(B, num_threads=n_threads, schedule="dynamic"):
+            count[b] = _kbest_one(&arcs[aoff[b]], &sibs[soff[b]], lengths[b], k, single_root,
+                                  <int*> &heads[hoff[b]], &kscores[b * k])
+    raise_for_status(np.asarray(count)[:B], "second-order k-best Eisner", lengths)
     return None
 
 

@@ -41,4 +41,5 @@ def add_arguments(parser, cls) -> None:
     add_common(g, cls)
     kit.option(g, "--order", cls, "order", type=int, choices=(1, 2),
                help="1: arc-factored model; 2: arcs + sibling parts, second-order Eisner "
-                    "(McDonald & Pereira 2006; its models give no k-best lists)")
+                    "(McDonald & Pereira 2006; k-best lists of its own: train rerank-dep "
+                    "--kbest-order 2)")

@@ -15,8 +15,10 @@ The base parser (fastspectral train mst) gives k-best lists; the re-ranker learn
 jack-knifed lists of the training data; with --features base+spectral it also reads log
 p-hat of the latent dependency model (fastspectral train latent-dep), trained on the same
 treebank (with --embeddings FILE: an eigenword dictionary, 'fastspectral train eigenwords');
-with --base-order 2 the score of every candidate under a second-order (sibling) MST model,
-whose own best tree joins each list (--no-order2-best: rescoring only); with --features
+with --kbest-order 2 the lists are a second-order (sibling) MST model's own k best (the
+paper's second-order setting); with --base-order 2 the score of every candidate of the
+first-order lists under a second-order MST model, whose own best tree joins each list
+(--no-order2-best: rescoring only); with --features
 base+shag the tree weight and arc posteriors of the split-head-automaton model
 (fastspectral train shag: spectral, 8 states, LEX+FCP); base+spectral+shag: both.
 'fastspectral parse MODEL INPUT --no-rerank' gives the base parser's trees.
@@ -25,6 +27,7 @@ examples:
   fastspectral train rerank-dep wsj.dp -o wsj.rerank --k 50 --features base+spectral
   fastspectral train eigenwords brown-tagged.txt wsj.dp -o en30.eigenwords --dim 30
   fastspectral train rerank-dep wsj.dp -o wsj.rerank --embeddings en30.eigenwords
+  fastspectral train rerank-dep wsj.dp -o wsj.rerank --features base+spectral --kbest-order 2
   fastspectral train rerank-dep wsj.dp -o wsj.rerank --features base --base-order 2
   fastspectral parse wsj.rerank test.conllu -o parsed.conllu [--no-rerank]
 """
@@ -63,6 +66,10 @@ def add_arguments(parser, cls) -> None:
     g.add_argument("--stop-adjacency", action="store_true", default=False,
                    help="with --stop-events: the STOP symbol tells a side without children "
                         "from one with children (stop_adjacency=True)")
+    g.add_argument("--kbest-order", type=int, choices=(1, 2), metavar="O", default=1,
+                   help="2: the base parser is a second-order (sibling) MST model and the "
+                        "lists are its own k best (MSTParser(order=2)); 1: first-order "
+                        "(default)")
     kit.option(g, "--base-order", cls, "base_order", type=int, choices=(1, 2), metavar="O",
                help="2: a second-order (sibling) MST model, jack-knifed on the same folds, "
                     "rescores every candidate of the first-order k-best lists; its score is "
@@ -109,6 +116,12 @@ def build(args, cls, preset):
 
     model = kit.build_estimator(args, cls, preset)
     given = {name: getattr(args, name) for name in MST_OPTIONS if hasattr(args, name)}
+    if getattr(args, "kbest_order", 1) == 2:
+        if model.base_order == 2:
+            raise kit.CommandError("--kbest-order 2 and --base-order 2 exclude each other: "
+                                   "the second-order lists already carry the second-order "
+                                   "score")
+        given["order"] = 2
     if given:
         model.mst = MSTParser(**given, random_state=model.random_state, jobs=model.jobs)
         model.mst._validate_params()        # named as the options: "bits must be ..."

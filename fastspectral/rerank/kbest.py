@@ -1,9 +1,11 @@
-"""k-best projective decoding of arc-factored scores (Huang & Chiang 2005, Algorithm 3).
+"""k-best projective decoding (Huang & Chiang 2005, Algorithm 3), first or second order.
 
 The compiled kernel :mod:`fastspectral._ext.kbest_eisner` runs the lazy k-best algorithm over
-the hypergraph of Eisner's first-order algorithm; sentences of a batch run in parallel.
-``scores[h, m]`` is the score of the arc head ``h`` -> modifier ``m`` over positions ``0..n``
-(0 = the root), exactly as for :func:`fastspectral.dependency.eisner.eisner`.
+the hypergraph of Eisner's first-order algorithm, or of McDonald & Pereira's (2006)
+second-order (sibling) algorithm; sentences of a batch run in parallel.  ``scores[h, m]`` is
+the score of the arc head ``h`` -> modifier ``m`` over positions ``0..n`` (0 = the root),
+exactly as for :func:`fastspectral.dependency.eisner.eisner`; the sibling scores
+``G[h, s, m]`` are those of :func:`fastspectral.dependency.eisner.eisner2_packed`.
 """
 from __future__ import annotations
 
@@ -62,13 +64,18 @@ def _kernel():
 
 
 def kbest_packed(scores: np.ndarray, pair_off: np.ndarray, lengths: np.ndarray, k: int,
-                 single_root: bool = False, jobs=None) -> KBest:
+                 single_root: bool = False, jobs=None, sibs: np.ndarray | None = None,
+                 sib_off: np.ndarray | None = None) -> KBest:
     """The ``k`` best projective trees of packed score blocks (Huang & Chiang 2005, Alg. 3).
 
     Sentence ``b`` (``lengths[b]`` words) has its ``(n+1)^2`` row-major arc scores at
     ``scores[pair_off[b]:]`` (the layout of :func:`fastspectral.dependency.eisner.
-    eisner_packed`).  ``jobs``: threads (None: every core available).  ``MemoryError`` (from
-    the kernel, naming the sentence) when a sentence's chart cannot be allocated.
+    eisner_packed`).  With ``sibs`` and ``sib_off`` (its ``(n+1)^3`` sibling scores at
+    ``sibs[sib_off[b]:]``, the layout of :func:`fastspectral.dependency.eisner.
+    eisner2_packed`) the trees are the k best of the second-order (sibling) model, at most
+    :data:`~fastspectral.dependency.eisner.EISNER2_MAX_WORDS` words a sentence.  ``jobs``:
+    threads (None: every core available).  ``MemoryError`` (from the kernel, naming the
+    sentence) when a sentence's chart cannot be allocated.
     """
     k = int(k)
     if k < 1:
@@ -80,10 +87,17 @@ def kbest_packed(scores: np.ndarray, pair_off: np.ndarray, lengths: np.ndarray, 
     heads = np.full(int(head_off[-1]), -1, dtype=np.int32)
     out = np.full(B * k, -np.inf)
     count = np.zeros(B, dtype=np.int32)
-    _kernel().kbest_batch(np.ascontiguousarray(scores, dtype=np.float64),
-                          np.ascontiguousarray(pair_off[:B], dtype=np.int64), lengths,
-                          head_off, k, heads, out, count, int(bool(single_root)),
-                          check_jobs(jobs))     # MemoryError naming the sentence
+    arcs = np.ascontiguousarray(scores, dtype=np.float64)
+    aoff = np.ascontiguousarray(pair_off[:B], dtype=np.int64)
+    flags = (int(bool(single_root)), check_jobs(jobs))
+    if (sibs is None) != (sib_off is None):
+        raise ValueError("give both sibs and sib_off, or neither")
+    if sibs is None:
+        _kernel().kbest_batch(arcs, aoff, lengths, head_off, k, heads, out, count, *flags)
+    else:                                       # MemoryError naming the sentence
+        _kernel().kbest2_batch(arcs, aoff, np.ascontiguousarray(sibs, dtype=np.float64),
+                               np.ascontiguousarray(sib_off[:B], dtype=np.int64), lengths,
+                               head_off, k, heads, out, count, *flags)
     return KBest(heads, head_off, out.reshape(B, k), count, lengths, k)
 
 

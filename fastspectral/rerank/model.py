@@ -142,11 +142,14 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         over the training lists and multiplied by ``dense_gain``: a larger gain is a smaller
         perceptron step on them relative to the sparse features.
     mst : MSTParser or None, default None
-        The base parser (first-order: ``order=1``), e.g. ``MSTParser(iterations=10,
-        minibatch=8, bits=22, tag_column="auto")``: its settings (``mst__iterations``,
-        ``mst__bits``, ...) serve the jack-knifed fold parsers, the final base parser and,
-        with ``base_order=2``, the second-order model (the same settings with ``order=2``).
-        None: ``MSTParser()``'s defaults with this model's ``random_state`` and ``jobs``.
+        The base parser, e.g. ``MSTParser(iterations=10, minibatch=8, bits=22,
+        tag_column="auto")``: its settings (``mst__iterations``, ``mst__bits``, ...) serve
+        the jack-knifed fold parsers, the final base parser and, with ``base_order=2``, the
+        second-order model (the same settings with ``order=2``).  ``MSTParser(order=2)``
+        (CLI ``--kbest-order 2``; with ``base_order=1`` only): the lists are the
+        second-order model's own k best and its tree score is the base score, the
+        second-order setting of Dhillon et al. (2012).  None: ``MSTParser()``'s defaults
+        (first order) with this model's ``random_state`` and ``jobs``.
     spectral : LatentDependencyModel or None, default None
         The latent dependency model of ``features="base+spectral"`` (section 3), e.g.
         ``LatentDependencyModel(n_states=16, embeddings=path)``; without ``embeddings`` it
@@ -308,7 +311,8 @@ class RerankDepParser(ScoreProviders, HeadsParser):
     def _check_params(self) -> None:
         """The nested estimators' checks (the table has the re-ranker's own): their types,
         a first-order ``mst``, and the hyperparameters of those in use."""
-        check_sub_models(self.mst, self.spectral, self.shag, self._spectral, self._shag)
+        check_sub_models(self.mst, self.spectral, self.shag, self._spectral, self._shag,
+                         self.base_order)
 
     def set_params(self, **params):
         """Set hyperparameters (``name=value``, nested ``mst__bits=18``,
@@ -513,6 +517,7 @@ class RerankDepParser(ScoreProviders, HeadsParser):
         stats = MSTParseStats(sentences=len(items))
         budget = _memory.resolve_budget(self.max_memory)
         lengths = np.array([len(s.words) for s in items], dtype=np.int64)
+        # a second-order mst_ falls back to first-order k-best lists by itself (kbest_encoded)
         need = np.array([_memory.kbest_chart_bytes(int(n)) for n in lengths], dtype=np.float64)
         # the fallback: the best tree of the second-order model when there is one (its own
         # budget may send it to first-order decoding), else of the first-order base parser
@@ -536,7 +541,8 @@ class RerankDepParser(ScoreProviders, HeadsParser):
             part = [items[k] for k in ids]
             part_tags = None if tags is None else [tags[k] for k in ids]
             enc = self.mst_.encode(part, part_tags)
-            data = RerankData(self.mst_.kbest_encoded(enc, int(self.k), threads), enc)
+            data = RerankData(self.mst_.kbest_encoded(enc, int(self.k), threads,
+                                                      [s.words for s in part]), enc)
             if self._order2 and self.order2_best:
                 self.mst2_.max_memory = self.max_memory
                 data = self._with_order2_best(self.mst_, self.mst2_, part, data, threads,

@@ -188,8 +188,8 @@ class MSTParser(HeadsParser):
         1: first-order arc-factored model (McDonald et al. 2005); 2: arcs plus sibling parts
         ``(h, s, m)`` (consecutive modifiers of ``h`` on one side; McDonald & Pereira 2006),
         decoded with the second-order projective Eisner algorithm (``O(n^3)`` time, an
-        ``(n+1)^3`` sibling-score block per sentence: 8.2 MB for 100 words).  :meth:`kbest`
-        is first-order only.
+        ``(n+1)^3`` sibling-score block per sentence: 8.2 MB for 100 words); :meth:`kbest`
+        then gives the second-order model's own k best.
 
     Attributes
     ----------
@@ -452,9 +452,11 @@ class MSTParser(HeadsParser):
         self.last_parse_stats_ = stats
         return out
 
-    def _first_order_ids(self, enc: Encoded, words, when: str = "") -> np.ndarray:
+    def _first_order_ids(self, enc: Encoded, words, when: str = "",
+                         kbest: bool = False) -> np.ndarray:
         """Ids of the sentences a second-order model decodes first-order: over the memory
-        budget ``max_memory`` (:func:`fastspectral._memory.mst2_chart_bytes`) or the
+        budget ``max_memory`` (:func:`fastspectral._memory.mst2_chart_bytes`; with
+        ``kbest``, :func:`fastspectral._memory.kbest_chart_bytes` at order 2) or the
         second-order kernel's length limit; each warned once.  None for ``order=1``."""
         from .. import _memory
         from ..dependency.eisner import EISNER2_MAX_WORDS
@@ -462,49 +464,70 @@ class MSTParser(HeadsParser):
         if int(self.order) != 2:
             return np.zeros(0, dtype=np.int64)
         budget = _memory.resolve_budget(self.max_memory)
-        need = np.array([_memory.mst2_chart_bytes(int(n)) for n in enc.lengths],
-                        dtype=np.float64)
-        fallback = "the first-order decoding of its arc scores" + (f" {when}" if when else "")
+        size = ((lambda n: _memory.kbest_chart_bytes(n, 2)) if kbest
+                else _memory.mst2_chart_bytes)
+        need = np.array([size(int(n)) for n in enc.lengths], dtype=np.float64)
+        fallback = ("the first-order k best" if kbest else "the first-order decoding") + \
+            " of its arc scores" + (f" {when}" if when else "")
         return _memory.over_limits(enc.lengths, need, budget, EISNER2_MAX_WORDS,
                                    "second-order", words, fallback)
 
     def kbest(self, items, k: int = 50, *, tags=None, jobs=None):
         """The ``k`` best trees of each sentence under the model
         (:class:`~fastspectral.rerank.kbest.KBest`, scores = the model's tree scores).
-        First-order models only (ValueError for ``order=2``)."""
 
-        self._check_first_order()
+        With ``order=2`` they are the second-order model's own k best (arc + sibling parts,
+        :func:`~fastspectral.rerank.kbest.kbest_packed` with sibling scores); a sentence
+        over the memory budget ``max_memory`` (:func:`fastspectral._memory.
+        kbest_chart_bytes` with ``order=2``) or the second-order length limit gets the k
+        best of its arc scores alone, with a warning naming it."""
         items = list(items)
         threads = self._check_parse_args(items, tags, jobs)
-        return self.kbest_encoded(self._encode_view(self._view(items, tags)), k, threads)
+        return self.kbest_encoded(self._encode_view(self._view(items, tags)), k, threads,
+                                  words=[s.words for s in items])
 
-    def kbest_encoded(self, enc: Encoded, k: int, jobs=None):
-        """:meth:`kbest` of sentences already encoded (:meth:`encode`)."""
+    def kbest_encoded(self, enc: Encoded, k: int, jobs=None, words=None):
+        """:meth:`kbest` of sentences already encoded (:meth:`encode`); ``words``: the
+        sentences' words, for the warnings of a second-order model (None: named by their
+        lengths)."""
         from .kbest import KBest, kbest_packed
 
-        self._check_first_order()
         threads = self._threads(jobs)
+        k = int(k)
+        over = np.zeros(0, dtype=np.int64)
+        if int(self.order) == 2:
+            if words is None:
+                words = [["<word>"] * int(n) for n in enc.lengths]
+            over = self._first_order_ids(enc, words, "for its k-best list", kbest=True)
+        runs = [(np.arange(len(enc.lengths)), int(self.order))]
+        if len(over):
+            runs = [(np.setdiff1d(np.arange(len(enc.lengths)), over), 2), (over, 1)]
         parts = []
-        for idx in self._batches(enc):
-            sub = enc.subset(idx)
-            parts.append(kbest_packed(self.arc_scores(sub, threads), sub.pair_off, sub.lengths,
-                                      k, self.single_root_, threads))
-        if len(parts) == 1:
-            return parts[0]
-        heads = np.concatenate([p.heads for p in parts]) if parts else np.zeros(0, np.int32)
+        for ids, order in runs:
+            part = enc.subset(ids)
+            batches = (self._batches(part) if order == 1
+                       else self._batches(part, 1 << 23, 3))   # <= 64 MB of sibling scores
+            for idx in batches:
+                sub = part.subset(idx)
+                sib = self.sibling_scores(sub, threads) if order == 2 else (None, None)
+                res = kbest_packed(self.arc_scores(sub, threads), sub.pair_off, sub.lengths,
+                                   k, self.single_root_, threads, *sib)
+                parts.append((ids[idx], res))
+        if len(parts) == 1 and np.array_equal(parts[0][0], np.arange(len(enc.lengths))):
+            return parts[0][1]
         lengths = enc.lengths
         head_off = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths.astype(np.int64) * int(k), out=head_off[1:])
-        scores = (np.concatenate([p.scores for p in parts]) if parts
-                  else np.zeros((0, int(k))))
-        count = (np.concatenate([p.count for p in parts]) if parts
-                 else np.zeros(0, np.int32))
-        return KBest(heads, head_off, scores, count, lengths, int(k))
-
-    def _check_first_order(self) -> None:
-        if int(self.order) != 1:
-            raise ValueError("k-best decoding is first-order only: this MSTParser has "
-                             f"order={self.order} (train the k-best base parser with order=1)")
+        np.cumsum(lengths.astype(np.int64) * k, out=head_off[1:])
+        heads = np.full(int(head_off[-1]), -1, dtype=np.int32)
+        scores = np.full((len(lengths), k), -np.inf)
+        count = np.zeros(len(lengths), dtype=np.int32)
+        for ids, res in parts:
+            scores[ids] = res.scores
+            count[ids] = res.count
+            for j, b in enumerate(ids):
+                heads[head_off[b]:head_off[b + 1]] = \
+                    res.heads[res.head_off[j]:res.head_off[j + 1]]
+        return KBest(heads, head_off, scores, count, lengths, k)
 
     # ------------------------------------------------------------------ model files
     def _model_file(self):

@@ -109,9 +109,11 @@ def _describe(value) -> str:
     return f"a {type(value).__name__}" if hasattr(value, "get_params") else repr(value)
 
 
-def check_sub_models(mst, spectral, shag, use_spectral: bool, use_shag: bool) -> None:
+def check_sub_models(mst, spectral, shag, use_spectral: bool, use_shag: bool,
+                     base_order: int = 1) -> None:
     """The checks of the re-ranker's nested estimators (its ``fit``): ``mst`` None or a
-    first-order :class:`~fastspectral.rerank.mst.MSTParser`, ``spectral`` None or an estimator
+    :class:`~fastspectral.rerank.mst.MSTParser` (of order 2 only with ``base_order=1``: its
+    own k-best lists are second-order), ``spectral`` None or an estimator
     with ``fit``, ``log_prob`` and ``fragment_log_prob``, ``shag`` None or a
     :class:`~fastspectral.dependency.SHAGParser`; those in use are validated (a one-line
     error naming ``mst__...``, ``spectral__...`` or ``shag__...``)."""
@@ -119,10 +121,11 @@ def check_sub_models(mst, spectral, shag, use_spectral: bool, use_shag: bool) ->
         if not isinstance(mst, MSTParser):
             raise TypeError(f"mst must be an MSTParser or None, got {_describe(mst)}")
         _validate_nested("mst", mst)
-        if int(mst.order) != 1:
-            raise ValueError(f"mst must be a first-order MSTParser (order=1; its k-best lists "
-                             f"are first-order), got order={mst.order!r}; base_order=2 adds "
-                             "the second-order model")
+        if int(mst.order) != 1 and int(base_order) == 2:
+            raise ValueError(f"with base_order=2 mst must be a first-order MSTParser (order=1: "
+                             f"base_order=2 adds the second-order model), got order="
+                             f"{mst.order!r}; for second-order k-best lists use "
+                             "mst=MSTParser(order=2) with base_order=1")
     if spectral is not None:
         if isinstance(spectral, type) or not all(hasattr(spectral, a) for a in (
                 "get_params", "fit", "log_prob", "fragment_log_prob")):
@@ -469,7 +472,8 @@ class ScoreProviders:
     def _lists(self, mst, items, threads):
         """``(RerankData, base scores)`` of ``items``' k-best lists under ``mst``."""
         enc = mst.encode(items)
-        return RerankData(mst.kbest_encoded(enc, int(self.k), threads), enc)
+        return RerankData(mst.kbest_encoded(enc, int(self.k), threads,
+                                            [s.words for s in items]), enc)
 
     @property
     def _tree(self) -> bool:
