@@ -23,7 +23,7 @@ cimport numpy as cnp
 from cython.parallel import prange
 from libc.math cimport INFINITY
 from .alloc cimport malloc, free, fail_after
-from .packed_check cimport check_packed
+from .packed_check cimport check_packed, check_sibling_blocks
 from .status cimport ST_OK, ST_NO_MEMORY
 from ._status import raise_for_status
 from .eisner_common cimport backtrack, complete_items, ix as _ix, pair_max
@@ -143,15 +143,8 @@ def eisner2_batch(const double[::1] arcs, const cnp.int64_t[::1] aoff,
     """
     cdef Py_ssize_t B = lengths.shape[0]
     cdef Py_ssize_t b
-    cdef cnp.int64_t n1
     check_packed(arcs, aoff, lengths, hoff, heads.shape[0], best.shape[0], 1, 4095)
-    if soff.shape[0] < B:
-        raise ValueError("offset arrays shorter than the batch")
-    for b in range(B):
-        n1 = <cnp.int64_t> lengths[b] + 1
-        if soff[b] < 0 or soff[b] + n1 * n1 * n1 > sibs.shape[0]:
-            raise ValueError("sibling-score block of sentence %d runs past the sibling array"
-                             % b)
+    check_sibling_blocks(sibs, soff, lengths)
     if n_threads < 1:
         n_threads = 1
     status_arr = np.zeros(B, dtype=np.int32)

@@ -56,7 +56,7 @@ cimport numpy as cnp
 from cython.parallel import prange
 from libc.math cimport INFINITY
 from .alloc cimport malloc, calloc, free, grow, fail_after
-from .packed_check cimport check_packed
+from .packed_check cimport check_packed, check_sibling_blocks
 from .status cimport ST_OK, ST_NO_MEMORY
 from ._status import raise_for_status
 
@@ -448,19 +448,12 @@ def kbest2_batch(const double[::1] arcs, const cnp.int64_t[::1] aoff,
     """
     cdef Py_ssize_t B = lengths.shape[0]
     cdef Py_ssize_t b
-    cdef cnp.int64_t n1
     if k < 1:
         raise ValueError("k must be >= 1")
     check_packed(arcs, aoff, lengths, hoff, heads.shape[0], count.shape[0], k, 4095)   # EISNER2_MAX_WORDS
     if kscores.shape[0] < B * k:
         raise ValueError("kscores shorter than batch * k")
-    if soff.shape[0] < B:
-        raise ValueError("offset arrays shorter than the batch")
-    for b in range(B):
-        n1 = <cnp.int64_t> lengths[b] + 1
-        if soff[b] < 0 or soff[b] + n1 * n1 * n1 > sibs.shape[0]:
-            raise ValueError("sibling-score block of sentence %d runs past the sibling array"
-                             % b)
+    check_sibling_blocks(sibs, soff, lengths)
     if n_threads < 1:
         n_threads = 1
     with nogil:

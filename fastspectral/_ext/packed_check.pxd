@@ -27,3 +27,20 @@ cdef inline int check_packed(const double[::1] scores, const cnp.int64_t[::1] of
         if hoff[b] + head_mult * lengths[b] > n_heads:
             raise ValueError("head block of sentence %d runs past the head array" % b)
     return 0
+
+
+cdef inline int check_sibling_blocks(const double[::1] sibs, const cnp.int64_t[::1] soff,
+                                     const cnp.int32_t[::1] lengths) except -1:
+    """Raise ``ValueError`` unless every sentence's ``(n_b+1)**3`` sibling-score block fits
+    (the second-order decoders, ``eisner2.pyx`` and ``kbest_eisner.pyx``)."""
+    cdef Py_ssize_t B = lengths.shape[0]
+    cdef Py_ssize_t b
+    cdef cnp.int64_t n1
+    if soff.shape[0] < B:
+        raise ValueError("offset arrays shorter than the batch")
+    for b in range(B):
+        n1 = <cnp.int64_t> lengths[b] + 1
+        if soff[b] < 0 or soff[b] + n1 * n1 * n1 > sibs.shape[0]:
+            raise ValueError("sibling-score block of sentence %d runs past the sibling array"
+                             % b)
+    return 0
