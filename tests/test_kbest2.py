@@ -12,7 +12,7 @@ from fastspectral.dependency.eisner import eisner2_packed
 from fastspectral.rerank.kbest import kbest_packed
 
 from _dep_brute import all_projective_trees, is_projective, is_tree
-from test_mst2 import tree_score
+from test_mst2 import random_packed, tree_score
 
 
 def _one(A, G, k, single_root, jobs=1):
@@ -56,13 +56,7 @@ def test_zero_sibling_scores_give_the_first_order_k_best(single_root):
 
 
 def test_batches_threads_and_the_viterbi_tree_agree():
-    rng = np.random.default_rng(3)
-    lengths = np.array([3, 0, 12, 1, 25, 7], np.int32)
-    n1 = lengths.astype(np.int64) + 1
-    aoff = np.concatenate([[0], np.cumsum(n1 ** 2)])
-    soff = np.concatenate([[0], np.cumsum(n1 ** 3)])
-    arcs = rng.normal(size=int(aoff[-1]))
-    sibs = rng.normal(size=int(soff[-1]))
+    lengths, arcs, aoff, sibs, soff = random_packed()
     arcs[aoff[0] + 2] = -np.inf                 # forbid 0 -> 2 in the first sentence
     r1 = kbest_packed(arcs, aoff, lengths, 20, True, 1, sibs=sibs, sib_off=soff)
     r2 = kbest_packed(arcs, aoff, lengths, 20, True, 2, sibs=sibs, sib_off=soff)

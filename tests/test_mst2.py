@@ -71,14 +71,18 @@ def test_zero_sibling_scores_give_first_order_eisner(single_root):
         np.testing.assert_array_equal(h1, h2)
 
 
-def test_packed_batch_threads_agree_and_inf_arcs():
-    rng = np.random.default_rng(3)
-    lengths = np.array([3, 0, 12, 1, 25, 7], np.int32)
+def random_packed(seed=3, lengths=(3, 0, 12, 1, 25, 7)):
+    """A packed batch of random arc and sibling scores: ``lengths, arcs, aoff, sibs, soff``."""
+    rng = np.random.default_rng(seed)
+    lengths = np.array(lengths, np.int32)
     n1 = lengths.astype(np.int64) + 1
     aoff = np.concatenate([[0], np.cumsum(n1 ** 2)])
     soff = np.concatenate([[0], np.cumsum(n1 ** 3)])
-    arcs = rng.normal(size=int(aoff[-1]))
-    sibs = rng.normal(size=int(soff[-1]))
+    return lengths, rng.normal(size=int(aoff[-1])), aoff, rng.normal(size=int(soff[-1])), soff
+
+
+def test_packed_batch_threads_agree_and_inf_arcs():
+    lengths, arcs, aoff, sibs, soff = random_packed()
     # forbid the arc 0 -> 2 of the first sentence
     arcs[aoff[0] + 2] = -np.inf
     r1 = eisner2_packed(arcs, aoff, sibs, soff, lengths, True, 1)

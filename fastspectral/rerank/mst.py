@@ -410,6 +410,24 @@ class MSTParser(HeadsParser):
             yield np.arange(a, min(b, n))
             a = b
 
+    def _order_batches(self, enc: Encoded, over):
+        """``(ids, sub-batch, order)`` of the batches a parse of ``enc`` decodes: at the
+        model's order, and the sentences ``over`` (a second-order model's sentences decoded
+        first-order, :meth:`_first_order_ids`) at order 1; a second-order batch holds at
+        most 2**23 sibling scores (64 MB)."""
+        n = len(enc.lengths)
+        runs = [(np.arange(n), int(self.order))]
+        if len(over):
+            runs = [(np.setdiff1d(np.arange(n), over), 2), (np.asarray(over), 1)]
+        for ids, order in runs:
+            if len(ids) == 0:
+                continue
+            part = enc.subset(ids)
+            batches = (self._batches(part) if order == 1
+                       else self._batches(part, 1 << 23, 3))
+            for idx in batches:
+                yield ids[idx], part.subset(idx), order
+
     #: memory budget of a second-order parse (see :mod:`fastspectral._memory`): None for half
     #: the physical memory (or ``$FASTSPECTRAL_MAX_MEMORY``), bytes, a size such as ``"2G"``,
     #: 0 for no limit; an attribute, not a hyperparameter (it is not saved)
@@ -429,26 +447,16 @@ class MSTParser(HeadsParser):
         enc = self._encode_view(self._view(items, tags))
         out: list = [None] * len(items)
         stats = MSTParseStats(sentences=len(items))
-        runs = [(np.arange(len(items)), int(self.order))]
         over = self._first_order_ids(enc, [s.words for s in items])
-        if len(over):
-            stats.too_long = len(over)
-            runs = [(np.setdiff1d(np.arange(len(items)), over), 2), (over, 1)]
+        stats.too_long = len(over)
         done = 0
-        for ids, order in runs:
-            if len(ids) == 0:
-                continue
-            part = enc.subset(ids)
-            # order 2: at most 2**23 sibling scores (64 MB) per batch
-            batches = (self._batches(part) if order == 1
-                       else self._batches(part, 1 << 23, 3))
-            for idx in batches:
-                res = self._decode(part.subset(idx), threads, order)
-                for k, h in zip(ids[idx], np.split(res.heads, res.head_off[1:-1])):
-                    out[int(k)] = h
-                done += len(idx)
-                if progress is not None:
-                    progress(done, len(items))
+        for ids, sub, order in self._order_batches(enc, over):
+            res = self._decode(sub, threads, order)
+            for k, h in zip(ids, np.split(res.heads, res.head_off[1:-1])):
+                out[int(k)] = h
+            done += len(ids)
+            if progress is not None:
+                progress(done, len(items))
         self.last_parse_stats_ = stats
         return out
 
@@ -499,20 +507,11 @@ class MSTParser(HeadsParser):
             if words is None:
                 words = [["<word>"] * int(n) for n in enc.lengths]
             over = self._first_order_ids(enc, words, "for its k-best list", kbest=True)
-        runs = [(np.arange(len(enc.lengths)), int(self.order))]
-        if len(over):
-            runs = [(np.setdiff1d(np.arange(len(enc.lengths)), over), 2), (over, 1)]
         parts = []
-        for ids, order in runs:
-            part = enc.subset(ids)
-            batches = (self._batches(part) if order == 1
-                       else self._batches(part, 1 << 23, 3))   # <= 64 MB of sibling scores
-            for idx in batches:
-                sub = part.subset(idx)
-                sib = self.sibling_scores(sub, threads) if order == 2 else (None, None)
-                res = kbest_packed(self.arc_scores(sub, threads), sub.pair_off, sub.lengths,
-                                   k, self.single_root_, threads, *sib)
-                parts.append((ids[idx], res))
+        for ids, sub, order in self._order_batches(enc, over):
+            sib = self.sibling_scores(sub, threads) if order == 2 else (None, None)
+            parts.append((ids, kbest_packed(self.arc_scores(sub, threads), sub.pair_off,
+                                            sub.lengths, k, self.single_root_, threads, *sib)))
         if len(parts) == 1 and np.array_equal(parts[0][0], np.arange(len(enc.lengths))):
             return parts[0][1]
         lengths = enc.lengths
@@ -524,9 +523,7 @@ class MSTParser(HeadsParser):
         for ids, res in parts:
             scores[ids] = res.scores
             count[ids] = res.count
-            for j, b in enumerate(ids):
-                heads[head_off[b]:head_off[b + 1]] = \
-                    res.heads[res.head_off[j]:res.head_off[j + 1]]
+            heads[_ranges(head_off[ids], lengths[ids].astype(np.int64) * k)] = res.heads
         return KBest(heads, head_off, scores, count, lengths, k)
 
     # ------------------------------------------------------------------ model files
