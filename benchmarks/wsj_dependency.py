@@ -390,7 +390,8 @@ def control_lists(train_p: Path, dev_p: Path, order: str, jobs: int, work: Path,
 
 
 def control_rows(res: Results, train_p: Path, dev_p: Path, order: str, jobs: int, work: Path,
-                 seeds: list[int], params: dict | None = None, rerank_seeds=()):
+                 seeds: list[int], params: dict | None = None, rerank_seeds=(),
+                 fit_params: dict | None = None):
     """Rows ``controls order ORDER ...``: from one set of lists (:func:`control_lists`), the
     first-order base parser's best tree, the oracle, and re-rankers (``fit_lists`` on the
     jack-knifed lists, ``rerank_scores`` of the dev lists) with the baseline features, + log
@@ -398,8 +399,15 @@ def control_rows(res: Results, train_p: Path, dev_p: Path, order: str, jobs: int
     punctuation and its error reduction against the baseline re-ranker.  ``params``: the
     re-rankers' other settings (default: those of ``fastspectral train rerank-dep``);
     ``rerank_seeds``: also the baseline and + log p-hat re-rankers with these
-    ``random_state`` (the perceptron's order of the lists; 0 is the default's)."""
-    pre = f"controls order {order} "
+    ``random_state`` (the perceptron's order of the lists; 0 is the default's);
+    ``fit_params``: settings of the re-rankers' fit alone (:data:`FIT_PARAMS`; the same
+    lists), rows ``controls order ORDER+NAME=VALUE,... ...``."""
+    fit_params = dict(fit_params or {})
+    if set(fit_params) - FIT_PARAMS:
+        raise SystemExit(f"--fit-params: only {', '.join(sorted(FIT_PARAMS))}, not "
+                         f"{', '.join(sorted(set(fit_params) - FIT_PARAMS))}")
+    suffix = "".join(f"+{k}={v}" for k, v in sorted(fit_params.items()))
+    pre = f"controls order {order}{suffix} "
     extra = [s for s in rerank_seeds if s != (params or {}).get("random_state", 0)]
     want = ["lists", "base", "base+spectral"] + [f"base+placebo seed={s}" for s in seeds] + \
         [f"{f} perceptron seed={s}" for s in extra for f in ("base", "base+spectral")]
@@ -452,8 +460,8 @@ def control_rows(res: Results, train_p: Path, dev_p: Path, order: str, jobs: int
             continue
         tr, dv = scores if scores is not None else ((None,) * 4, None)
         load, c0 = os.getloadavg()[0], cpu_s()
-        r = RerankDepParser(**{"jobs": jobs, **full, **more, "features": features,
-                               "base_order": base_order})
+        r = RerankDepParser(**{"jobs": jobs, **full, **fit_params, **more,
+                               "features": features, "base_order": base_order})
         r.fit_lists(TrainingLists(lists.data, tr[0], lists.correct, lists.n_tokens, {},
                                   *tr[1:], mst2=lists.mst2))
         c1 = cpu_s()
@@ -473,9 +481,14 @@ def err_red(x: float, ref: float) -> float:
     return 100.0 * (x - ref) / (100.0 - ref)
 
 
+#: the re-ranker's settings that change its fit and not its k-best lists (``--fit-params``)
+FIT_PARAMS = {"fixed_base", "start_weight", "dense_gain", "rerank_iterations", "rerank_bits"}
+
+
 def controls_table(rows: dict) -> list[str]:
     out = []
-    for order in ("1", "2", "2k"):
+    orders = sorted({k.split(" ")[2] for k in rows if k.startswith("controls order ")})
+    for order in orders:
         pre = f"controls order {order} "
         a, li = rows.get(pre + "base"), rows.get(pre + "lists")
         if a is None or li is None:
@@ -485,7 +498,7 @@ def controls_table(rows: dict) -> list[str]:
                    f"load {li['load']:.1f}):")
         out.append("| re-ranker | UAS §22 | error reduction vs baseline (%) | fit CPU-s |")
         out.append("|---|---|---|---|")
-        first = "order 2" if order == "2k" else "order 1"
+        first = "order 2" if order.startswith("2k") else "order 1"
         out.append(f"| base parser's best ({first}) | {li['mst_uas']:.2f} | | |")
         out.append(f"| oracle of the lists | {li['oracle_uas']:.2f} | | |")
         groups = {"base+placebo": [], "base": [a["uas"]],
@@ -580,6 +593,9 @@ def main(argv=None):
     ap.add_argument("--rerank-seeds", default="0",
                     help="stage controls: also the baseline and + log p-hat re-rankers with "
                          "these perceptron seeds (random_state)")
+    ap.add_argument("--fit-params", type=json.loads, default=None, metavar="JSON",
+                    help="stage controls: re-ranker settings of the fit alone, on the same "
+                         "lists (e.g. '{\"fixed_base\": true}'; rows ORDER+NAME=VALUE)")
     ap.add_argument("--work", type=Path, default=None,
                     help="stage controls: folder of the k-best lists kept between runs "
                          "(default: wsj_dependency_models next to --results)")
@@ -635,7 +651,7 @@ def main(argv=None):
         work = a.work or a.results.parent / "wsj_dependency_models"
         for order in a.mst_orders.split(","):
             control_rows(res, train_p, dev_p, order, a.jobs, work, int_list(a.placebo_seeds),
-                         rerank_seeds=int_list(a.rerank_seeds))
+                         rerank_seeds=int_list(a.rerank_seeds), fit_params=a.fit_params)
     if "table" in stages:
         print(table(res))
 

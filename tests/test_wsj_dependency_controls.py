@@ -95,3 +95,31 @@ def test_controls_equal_fit_and_parse(bench, treebank, order):
     assert any(line.startswith("| base+placebo seed=7 ") for line in table)
     assert any(line.startswith("| base+placebo, mean (sd) of 3 ") for line in table)
 
+
+
+@pytest.mark.slow
+def test_fit_params_rerank_the_same_lists(bench, treebank):
+    """``--fit-params``: re-rankers of other fit settings from the kept lists (no new lists),
+    rows ``controls order ORDER+NAME=VALUE ...``, each equal to ``fit`` + ``parse``."""
+    from fastspectral.eval.attachment import attachment_scores
+    from fastspectral.rerank import RerankDepParser
+    from fastspectral.trees.corpus import read_training_items
+
+    train_p, dev_p = treebank / "train.dp", treebank / "dev.dp"
+    work = treebank / "work-fit"
+    res = bench.Results(treebank / "rows-fit.jsonl")
+    bench.control_rows(res, train_p, dev_p, 1, 1, work, [0], small_params())
+    fit = {"fixed_base": True, "start_weight": 100.0}
+    bench.control_rows(res, train_p, dev_p, 1, 1, work, [0], small_params(), fit_params=fit)
+    assert len(list(work.glob("*.pkl"))) == 1
+    pre = "controls order 1+fixed_base=True+start_weight=100.0 "
+    tr = read_training_items(str(train_p), "dependency")
+    dev = read_training_items(str(dev_p), "dependency")
+    m = RerankDepParser(**{**small_params(), **fit, "jobs": 1, "features": "base"}).fit(tr)
+    want = attachment_scores(dev, m.parse(dev, jobs=1), punct="exclude").uas
+    assert res.rows[pre + "base"]["uas"] == pytest.approx(want, abs=1e-9)
+    table = bench.controls_table(res.rows)
+    assert sum(line.startswith("Controls of log p-hat, order 1") for line in table) == 2
+    with pytest.raises(SystemExit, match="--fit-params: only"):
+        bench.control_rows(res, train_p, dev_p, 1, 1, work, [0], small_params(),
+                           fit_params={"k": 3})

@@ -1,6 +1,6 @@
 """The command-line kit shared by every command and every model kind's options.
 
-Kept as one module (about 730 lines): the one namespace every command module and every kind's
+Kept as one module (about 750 lines): the one namespace every command module and every kind's
 CLI module imports (``from . import kit``; ``kit.option``, ``kit.reads``, ``kit.renamed_flag``
 are the documented contract of a kind's options, docs/ARCHITECTURE.md); its parts (options,
 training data, path declarations and checks, the error lines, Ctrl-C inside Numba, logging) are
@@ -248,36 +248,6 @@ def add_keep_case(g) -> None:
 # ------------------------------------------------------------------------------------------------
 # building and reading
 # ------------------------------------------------------------------------------------------------
-def add_pruner(group, cls, show_states=True, show_threshold=True) -> None:
-    """``--pruner-states`` / ``--pruner-threshold``: the L-PCFGs' pruning model with fewer
-    states (``pruner_states``, ``pruner_threshold``)."""
-    from .._argtypes import positive_int_or_none, unit_interval
-
-    option(group, "--pruner-states", cls, "pruner_states", type=positive_int_or_none,
-           metavar="M", help="also train the same model with M states (fewer than --states; "
-                             "'none': no such model) and save it in the model file: parsing "
-                             "prunes with its marginals before the full model's pass",
-           show_default=show_states)
-    option(group, "--pruner-threshold", cls, "pruner_threshold", type=unit_interval,
-           metavar="T", help="marginal threshold of the pruning model's pass",
-           show_default=show_threshold)
-
-
-def add_float32_tensors(group) -> None:
-    """``--float32-tensors``: the L-PCFGs' binary rule tensors saved in float32
-    (``LatentPCFGBase.float32_tensors``; :func:`float32_after_fit` applies it)."""
-    group.add_argument("--float32-tensors", action="store_true",
-                       help="save the binary rule tensors in float32: half the model file, "
-                            "parsed without a copy of them; parses read the same float32 "
-                            "products (docs/benchmarks-constituency.md)")
-
-
-def float32_after_fit(args, model) -> None:
-    """``--float32-tensors``: the fitted model keeps float32 tensors only (before saving)."""
-    if getattr(args, "float32_tensors", False):
-        model.float32_tensors()
-
-
 def build_estimator(args, cls, preset: dict):
     """``cls(**preset, **options)``: every option whose ``dest`` is a parameter of ``cls`` and
     that the user gave — the class keeps its own defaults for the rest."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from .._argtypes import positive_int, unit_interval
-from . import kit
+from . import kit, lpcfg_options
 
 DESCRIPTION = "latent-variable PCFG learnt by the pivot method, EM, or pivot-initialised EM"
 
@@ -72,17 +72,17 @@ def add_arguments(parser, cls) -> None:
     kit.add_seed(g, cls)
     kit.add_jobs(g, cls)
     if "iterations" in cls._get_param_names():
-        kit.add_pruner(g, cls, show_states=f"none for em; {pem['pruner_states']} for pivot-em, "
-                                           f"{full}",
-                       show_threshold=f"{kit._show(kit.class_default(cls, 'pruner_threshold'))} "
-                                      f"for em; {pem['pruner_threshold']:g} for pivot-em, "
-                                      f"{full}")
+        lpcfg_options.add_pruner(
+            g, cls, show_states=f"none for em; {pem['pruner_states']} for pivot-em, {full}",
+            show_threshold=f"{kit._show(kit.class_default(cls, 'pruner_threshold'))} for em; "
+                           f"{pem['pruner_threshold']:g} for pivot-em, {full}")
     else:
-        kit.add_pruner(g, cls)
-    kit.add_float32_tensors(g)
+        lpcfg_options.add_pruner(g, cls)
+    lpcfg_options.add_state_map(g)
+    lpcfg_options.add_float32_tensors(g)
 
 
-after_fit = kit.float32_after_fit
+after_fit = lpcfg_options.float32_after_fit
 
 
 def build(args, cls, preset):
@@ -94,4 +94,4 @@ def build(args, cls, preset):
             preset["feature_pairs"] = tuple(args.pivot_features)
         else:
             preset["pivot_options"] = {"feature_pairs": tuple(args.pivot_features)}
-    return kit.build_estimator(args, cls, preset)
+    return lpcfg_options.build(args, cls, preset)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .._argtypes import nonneg_float, positive_int, unit_interval
-from . import kit
+from . import kit, lpcfg_options
 
 DESCRIPTION = "spectral latent-variable PCFG (Cohen et al. 2012/2013)"
 
@@ -44,17 +44,21 @@ def add_arguments(parser, cls) -> None:
                metavar="T", help="posterior threshold of the coarse v=1 h=0 pass")
     kit.add_seed(g, cls)
     kit.add_jobs(g, cls)
-    kit.add_pruner(g, cls)
-    kit.add_float32_tensors(g)
+    lpcfg_options.add_pruner(g, cls)
+    lpcfg_options.add_state_map(g)
+    lpcfg_options.add_float32_tensors(g)
     kit.writes(g.add_argument("--singular-values", metavar="FILE", default=None,
                               help="also write the table of singular values per symbol to FILE (a "
                                    ".png/.pdf/.svg name writes a plot instead; needs matplotlib)"))
 
 
+build = lpcfg_options.build
+
+
 def after_fit(args, model) -> None:
     """``--singular-values FILE``: the singular values behind the chosen numbers of states;
     ``--float32-tensors``."""
-    kit.float32_after_fit(args, model)
+    lpcfg_options.float32_after_fit(args, model)
     out = args.singular_values
     if not out:
         return

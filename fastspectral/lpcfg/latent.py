@@ -232,6 +232,7 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
         "coarse_threshold": Interval(float, 0.0, 1.0, allow_none=True),
         "pruner_states": Interval(int, 1, allow_none=True),
         "pruner_threshold": Interval(float, 0.0, 1.0),
+        "state_map": "dict or None",
     }
 
     # -- shared checks -----------------------------------------------------------------------
@@ -241,6 +242,11 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
             check_jobs(self.jobs)
         if self.random_state is not None:
             resolve_random_state(self.random_state)
+        for sym, k in (self.state_map or {}).items():
+            if not isinstance(sym, str) or isinstance(k, bool) or not isinstance(
+                    k, (int, np.integer)) or k < 1:
+                raise ValueError(f"state_map must map symbol names to states >= 1, got "
+                                 f"{sym!r}: {k!r}")
         if self.pruner_states is not None and self.pruner_states >= self.n_states:
             raise ValueError(f"pruner_states ({self.pruner_states}) must be below n_states "
                              f"({self.n_states}): the pruning model is the cheaper one")
@@ -296,7 +302,11 @@ class LatentPCFGBase(CoarseToFineParser, PartitionedFit, Parser):
 
         m = self.pruner_states
         pre = None if self.n_states_pre is None else min(self.n_states_pre, m)
-        pruner = clone(self).set_params(n_states=m, n_states_pre=pre, pruner_states=None)
+        # no symbol of the pruner has more states than pruner_states
+        smap = None if self.state_map is None else {
+            sym: min(int(k), m) for sym, k in self.state_map.items()}
+        pruner = clone(self).set_params(n_states=m, n_states_pre=pre, pruner_states=None,
+                                        state_map=smap)
         t0 = time.perf_counter()
         arrays = pruner._learn_prepared(prep, seed)
         pruner._install(prep.pcfg, arrays)

@@ -747,9 +747,19 @@ def symbol_states(counts, g, n_states: int, n_states_pre=None, min_count: int = 
     """
     target = np.where(g.is_preterminal, int(n_states_pre or n_states), int(n_states))
     m = np.where(counts >= min_count, target, 1).astype(np.int64)
+    unknown = []
     for sym, k in (state_map or {}).items():
         if sym in g.sym_index:
             m[g.sym_index[sym]] = int(k)
+        else:
+            unknown.append(sym)
+    if unknown:
+        import warnings
+
+        shown = ", ".join(repr(s) for s in sorted(unknown)[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        warnings.warn(f"state_map: {len(unknown)} symbols not in the grammar, ignored: "
+                      f"{shown}{more}", stacklevel=2)
     return m
 
 

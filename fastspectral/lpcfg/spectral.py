@@ -29,6 +29,18 @@ __all__ = ["SpectralLPCFG"]
 
 
 @dataclass
+class _Decomposition:
+    """What :meth:`SpectralLPCFG._decompose` returns: the training nodes of every symbol id
+    (``counts``), each node's row within its symbol's (``pos``), and per decomposed symbol id
+    its inside and outside feature matrices and the truncated SVD of ``Omega^a``
+    (``svds[a] = (P_a, Q_a, U, s, Vt)``)."""
+
+    counts: np.ndarray
+    pos: np.ndarray
+    svds: dict
+
+
+@dataclass
 class _SpectralEstimate:
     """What :meth:`SpectralLPCFG._estimate` returns: the parsing arrays and, per symbol id with
     an SVD, the leading singular values of ``Omega^a``."""
@@ -104,6 +116,12 @@ class SpectralLPCFG(LatentPCFGBase):
         Seed of the randomized SVDs (None: fresh entropy).
     jobs : int or None, default None
         Default number of parsing threads (None: every core available).
+    state_map : dict or None, default None
+        ``{symbol: m}``: the target states of single symbols of the binarised grammar (such as
+        ``"NP^S"`` or ``"@VP^S|VBD"``), in place of ``n_states`` / ``n_states_pre`` and
+        ``min_count``; still capped by the rank of the symbol's moment matrix.  Symbols not in
+        the grammar are ignored with a warning.  The same parameter as
+        :class:`~fastspectral.lpcfg.em.EMLPCFG`'s.
 
     Attributes
     ----------
@@ -164,7 +182,7 @@ class SpectralLPCFG(LatentPCFGBase):
                  word_smoothing=1.0,
                  lexicon="pcfg", prune_threshold=1e-5, coarse_threshold=3e-3, pruner_states=None,
                  pruner_threshold=1e-4, features=None, svd_oversamples=10, svd_iterations=3,
-                 random_state=0, jobs=None):
+                 random_state=0, jobs=None, state_map=None):
         self.n_states = n_states
         self.n_states_pre = n_states_pre
         self.v = v
@@ -186,6 +204,7 @@ class SpectralLPCFG(LatentPCFGBase):
         self.svd_iterations = svd_iterations
         self.random_state = random_state
         self.jobs = jobs
+        self.state_map = state_map
 
     def _uses_mle_lexicon(self) -> bool:
         return self.lexicon == "mle"
@@ -215,40 +234,71 @@ class SpectralLPCFG(LatentPCFGBase):
     def _estimate(self, nodes, g, n_trees, seed) -> _SpectralEstimate:
         """The spectral estimates of figure 4 of Cohen et al. (2012) on the training ``nodes``
         (see :mod:`fastspectral.lpcfg.estimate`); ``seed``: the randomized SVDs' seed."""
+        return self._estimate_from(self._decompose(nodes, g, seed), nodes, g, n_trees)
+
+    def _decompose(self, nodes, g, seed, targets=None) -> _Decomposition:
+        """The feature matrices of every symbol and the truncated SVDs of their ``Omega^a``
+        for the target states ``targets`` (per symbol id; default: this model's
+        :meth:`_target_states`).  The leading singular vectors of a decomposition for more
+        states serve fewer (:meth:`_estimate_from` with smaller ``targets``)."""
         # imported here: loading a model to parse needs none of the learner's SVD kit (Numba)
-        from .estimate import (binary_tensor_start, choose_rank, root_vector, smoothed_pair,
-                               truncated_svd)
-        from .fast_moments import Projections, binary_rule_tensors
+        from .estimate import truncated_svd
 
         S = g.n_symbols
         feat = self.features or default_feature_keys
         kin, kout = feat(nodes)
         label = nodes.label
-        Xin, row_ptr, cin, node_order, rowpos = feature_matrices(kin, label, S, self.kappa)
+        Xin, row_ptr, cin, _, rowpos = feature_matrices(kin, label, S, self.kappa)
         Xout, _, cout, _, _ = feature_matrices(kout, label, S, self.kappa)
         counts = np.diff(row_ptr)
-        m_in = int(self.n_states)
-        m_pre = int(self.n_states_pre or self.n_states)
+        if targets is None:
+            targets = self._target_states(g, counts)
+        svds = {}
+        for a in np.flatnonzero((counts > 0) & (targets > 1)):
+            Na = int(counts[a])
+            Pa = Xin[row_ptr[a]:row_ptr[a + 1], cin[a]:cin[a + 1]]
+            Qa = Xout[row_ptr[a]:row_ptr[a + 1], cout[a]:cout[a + 1]]
+            Om = (Pa.T @ Qa).tocsr() / Na
+            k = min(int(targets[a]), Om.shape[0], Om.shape[1])
+            # a few more singular values than states, for the table that helps choosing m
+            U, s, Vt = truncated_svd(Om, min(min(Om.shape), k + min(k, 16)),
+                                     self.svd_oversamples, self.svd_iterations, seed + int(a))
+            svds[int(a)] = (Pa, Qa, U, s, Vt)
+        return _Decomposition(counts=counts, pos=rowpos - row_ptr[label], svds=svds)
+
+    def _target_states(self, g, counts) -> np.ndarray:
+        """The target states of every symbol id: ``n_states`` / ``n_states_pre`` for symbols
+        of at least ``min_count`` nodes, 1 below, ``state_map`` over both."""
+        from .latent_params import symbol_states
+
+        return symbol_states(counts, g, self.n_states, self.n_states_pre, self.min_count,
+                             self.state_map)
+
+    def _estimate_from(self, dec: _Decomposition, nodes, g, n_trees,
+                       targets=None) -> _SpectralEstimate:
+        """The estimates of :meth:`_estimate` from the decomposition ``dec`` of
+        :meth:`_decompose`, with at most ``targets`` states per symbol id (default: this
+        model's :meth:`_target_states`)."""
+        from .estimate import binary_tensor_start, choose_rank, root_vector, smoothed_pair
+        from .fast_moments import Projections, binary_rule_tensors
+
+        S = g.n_symbols
+        counts, pos = dec.counts, dec.pos
+        label = nodes.label
+        if targets is None:
+            targets = self._target_states(g, counts)
         m = np.ones(S, dtype=np.int32)
         decomposed = {}
         svals = {}
-        for a in np.flatnonzero(counts > 0):
-            Na = int(counts[a])
-            target = m_pre if g.is_preterminal[a] else m_in
-            if target > 1 and Na >= self.min_count:
-                Pa = Xin[row_ptr[a]:row_ptr[a + 1], cin[a]:cin[a + 1]]
-                Qa = Xout[row_ptr[a]:row_ptr[a + 1], cout[a]:cout[a + 1]]
-                Om = (Pa.T @ Qa).tocsr() / Na
-                k = min(target, Om.shape[0], Om.shape[1])
-                # a few more singular values than states, for the table that helps choosing m
-                U, s, Vt = truncated_svd(Om, min(min(Om.shape), k + min(k, 16)),
-                                         self.svd_oversamples, self.svd_iterations,
-                                         seed + int(a))
-                svals[int(a)] = s.copy()
-                ma = choose_rank(s, k, self.rank_tol)
-                if ma > 1:
-                    m[a] = ma
-                    decomposed[a] = (Pa, Qa, U[:, :ma], Vt[:ma].T / s[:ma])
+        for a, (Pa, Qa, U, s, Vt) in dec.svds.items():
+            if targets[a] <= 1:
+                continue
+            k = min(int(targets[a]), Pa.shape[1], Qa.shape[1])
+            svals[a] = s[:k + min(k, 16)].copy()
+            ma = choose_rank(s, k, self.rank_tol)
+            if ma > 1:
+                m[a] = ma
+                decomposed[a] = (Pa, Qa, U[:, :ma], Vt[:ma].T / s[:ma])
         # the projections of every symbol in two flat arrays (y = z = 1 for one state)
         proj = Projections(counts, m)
         Y, Z = proj.Y, proj.Z
@@ -258,7 +308,6 @@ class SpectralLPCFG(LatentPCFGBase):
                 proj.set(a, Pa @ Ua, Qa @ Va)
             else:
                 proj.set(a, 1.0, 1.0)
-        pos = rowpos - row_ptr[label]  # position of each node within its label's rows
         C = float(self.moment_smoothing)
 
         # ---- binary rules, written straight into the flat tensor array

@@ -288,12 +288,18 @@ def _lookup_pairs(lab_sorted, key_sorted, lab, key) -> np.ndarray:
     return out
 
 
+def _state_map_key(model) -> tuple:
+    """``state_map`` as part of the settings that statistics must agree on."""
+    return tuple(sorted((str(k), int(v)) for k, v in (model.state_map or {}).items()))
+
+
 # ================================================================================================
 # the spectral L-PCFG
 # ================================================================================================
 def _spectral_settings(model) -> tuple:
     return _settings(model) + (float(model.kappa), int(model.n_states),
-                               int(model.n_states_pre or model.n_states), int(model.min_count))
+                               int(model.n_states_pre or model.n_states), int(model.min_count),
+                               _state_map_key(model))
 
 
 class FeatureCounts(Statistics):
@@ -394,10 +400,7 @@ class SpectralContext:
 
 def _svd_symbols(model, ctx: LatentContext) -> np.ndarray:
     """Symbols whose moment matrix is decomposed (more than one target state, enough nodes)."""
-    g = ctx.grammar
-    target = np.where(g.is_preterminal, int(model.n_states_pre or model.n_states),
-                      int(model.n_states))
-    return (target > 1) & (ctx.sym_counts >= model.min_count)
+    return (ctx.sym_counts > 0) & (model._target_states(ctx.grammar, ctx.sym_counts) > 1)
 
 
 def _label_order(label, S):
@@ -639,14 +642,13 @@ def _decompose(model, stats: OmegaCounts, context: SpectralContext) -> SpectralC
     counts = base.sym_counts
     fin, fout = context.fin, context.fout
     M = _scaled_cooccurrences(stats.counts.tocsr(), fin.scale, fout.scale)
-    m_in = int(model.n_states)
-    m_pre = int(model.n_states_pre or model.n_states)
+    targets = model._target_states(g, counts)
     m = np.ones(S, dtype=np.int32)
     proj_in, proj_out, svals = {}, {}, {}
     seed = base.seed
     for a in np.flatnonzero(_svd_symbols(model, base)):
         Na = int(counts[a])
-        target = m_pre if g.is_preterminal[a] else m_in
+        target = int(targets[a])
         c0, c1 = fin.col_ptr[a], fin.col_ptr[a + 1]
         d0, d1 = fout.col_ptr[a], fout.col_ptr[a + 1]
         Om = M[c0:c1, d0:d1] / Na
@@ -839,7 +841,8 @@ class EMCounts(Statistics):
 
 def _em_settings(model) -> tuple:
     return _settings(model) + (int(model.n_states), int(model.n_states_pre or model.n_states),
-                               int(model.min_count), int(model.rare_threshold))
+                               int(model.min_count), int(model.rare_threshold),
+                               _state_map_key(model))
 
 
 def _partition_layout(model, part: Partition, ctx: EMContext):
