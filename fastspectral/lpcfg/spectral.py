@@ -234,7 +234,9 @@ class SpectralLPCFG(LatentPCFGBase):
     def _estimate(self, nodes, g, n_trees, seed) -> _SpectralEstimate:
         """The spectral estimates of figure 4 of Cohen et al. (2012) on the training ``nodes``
         (see :mod:`fastspectral.lpcfg.estimate`); ``seed``: the randomized SVDs' seed."""
-        return self._estimate_from(self._decompose(nodes, g, seed), nodes, g, n_trees)
+        targets = self._target_states(g, np.bincount(nodes.label, minlength=g.n_symbols))
+        return self._estimate_from(self._decompose(nodes, g, seed, targets), nodes, g,
+                                   n_trees, targets)
 
     def _decompose(self, nodes, g, seed, targets=None) -> _Decomposition:
         """The feature matrices of every symbol and the truncated SVDs of their ``Omega^a``

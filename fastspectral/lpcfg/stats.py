@@ -646,7 +646,7 @@ def _decompose(model, stats: OmegaCounts, context: SpectralContext) -> SpectralC
     m = np.ones(S, dtype=np.int32)
     proj_in, proj_out, svals = {}, {}, {}
     seed = base.seed
-    for a in np.flatnonzero(_svd_symbols(model, base)):
+    for a in np.flatnonzero((counts > 0) & (targets > 1)):    # _svd_symbols
         Na = int(counts[a])
         target = int(targets[a])
         c0, c1 = fin.col_ptr[a], fin.col_ptr[a + 1]
