@@ -123,3 +123,37 @@ def test_fit_params_rerank_the_same_lists(bench, treebank):
     with pytest.raises(SystemExit, match="--fit-params: only"):
         bench.control_rows(res, train_p, dev_p, 1, 1, work, [0], small_params(),
                            fit_params={"k": 3})
+
+
+@pytest.mark.slow
+def test_spectral_params_score_the_same_lists(bench, treebank):
+    """``--spectral-params``: log p-hat of another latent dependency model on the kept lists
+    (the lists are not built again; the scores get their own pickle), rows
+    ``controls order 1+spectral:NAME=VALUE ...``, each equal to ``fit`` + ``parse`` with that
+    model; the baseline rows are those of the plain lists."""
+    from fastspectral.eval.attachment import attachment_scores
+    from fastspectral.latentdep import LatentDependencyModel
+    from fastspectral.rerank import RerankDepParser
+    from fastspectral.trees.corpus import read_training_items
+
+    train_p, dev_p = treebank / "train.dp", treebank / "dev.dp"
+    work = treebank / "work-spectral"
+    res = bench.Results(treebank / "rows-spectral.jsonl")
+    bench.control_rows(res, train_p, dev_p, 1, 1, work, [0], small_params())
+    sp = {"n_states": 2, "ridge": 0.05}
+    bench.control_rows(res, train_p, dev_p, 1, 1, work, [], small_params(), spectral=sp)
+    assert len(list(work.glob("*.pkl"))) == 2
+    assert len(list(work.glob("*_spectral_*.pkl"))) == 1
+    pre = "controls order 1+spectral:n_states=2,ridge=0.05 "
+    assert res.rows[pre + "base"]["uas"] == res.rows["controls order 1 base"]["uas"]
+    tr = read_training_items(str(train_p), "dependency")
+    dev = read_training_items(str(dev_p), "dependency")
+    model = LatentDependencyModel(n_states=2, ridge=0.05, embeddings="one-hot")
+    m = RerankDepParser(**{**small_params(), "spectral": model, "jobs": 1,
+                           "features": "base+spectral"}).fit(tr)
+    want = attachment_scores(dev, m.parse(dev, jobs=1), punct="exclude").uas
+    assert res.rows[pre + "base+spectral"]["uas"] == pytest.approx(want, abs=1e-9)
+    assert set(res.rows[pre + "lists"]["spectral_cpu_s"]) == {
+        "spectral_jackknife", "spectral", "dev_spectral"}
+    assert any(line.startswith("Controls of log p-hat, order 1+spectral:n_states=2,ridge=0.05")
+               for line in bench.controls_table(res.rows))
